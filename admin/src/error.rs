@@ -1,0 +1,135 @@
+//! The admin crate's one error type.
+
+use std::net::SocketAddr;
+
+/// Everything that can go wrong with the parameter tree, the admin service, or a call to it.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// A glob that is empty, too long, or can never match anything.
+    #[error("invalid pattern {pattern:?}: {reason}")]
+    InvalidPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A parameter name that cannot be registered (empty segment, glob character, too long).
+    #[error("invalid parameter name {name:?}: {reason}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A name registered twice; the first registration stays.
+    #[error("parameter {name} is already registered")]
+    AlreadyRegistered {
+        /// The name.
+        name: String,
+    },
+    /// The tree already holds its maximum number of parameters.
+    #[error(
+        "cannot register {name}: the tree already holds the maximum of {params_max} parameters"
+    )]
+    TreeFull {
+        /// The name that did not fit.
+        name: String,
+        /// The configured maximum.
+        params_max: usize,
+    },
+    /// No registered parameter matches the pattern.
+    #[error("no parameter matches {pattern}")]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+    },
+    /// A set that reached a parameter without a setter; nothing was set.
+    #[error("parameter {name} is read-only")]
+    ReadOnly {
+        /// The read-only parameter.
+        name: String,
+    },
+    /// A value longer than any setter accepts; nothing was set.
+    #[error("value for {pattern} is {len_bytes} bytes, more than the maximum of {len_max_bytes}")]
+    ValueTooLong {
+        /// The pattern the value was for.
+        pattern: String,
+        /// The value's length.
+        len_bytes: usize,
+        /// The maximum.
+        len_max_bytes: usize,
+    },
+    /// A setter refused the value; the parameter keeps its old value.
+    #[error(
+        "{name}: cannot set {value:?}: {reason}{}",
+        already_set_note(already_set)
+    )]
+    Rejected {
+        /// The parameter whose setter refused.
+        name: String,
+        /// The value it refused.
+        value: String,
+        /// The setter's reason.
+        reason: String,
+        /// Parameters matched by the same pattern that were set before this one refused.
+        already_set: Vec<String>,
+    },
+    /// The admin service could not listen on its address.
+    #[error("cannot bind the admin service to {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The admin service's server stopped with an error, or its task was lost.
+    #[error("admin service on {addr} failed: {detail}")]
+    Serve {
+        /// The address it was serving on.
+        addr: SocketAddr,
+        /// The error and its causes.
+        detail: String,
+    },
+    /// A client could not connect to an admin service.
+    #[error("cannot reach the admin service at {addr}: {detail}")]
+    Connect {
+        /// The address tried.
+        addr: SocketAddr,
+        /// The error and its causes.
+        detail: String,
+    },
+    /// An admin service answered a call with an error.
+    #[error("admin service at {addr}: {message}")]
+    Remote {
+        /// The service's address.
+        addr: SocketAddr,
+        /// The gRPC status code.
+        code: tonic::Code,
+        /// The service's message (the [`AdminError`] it hit, as text).
+        message: String,
+    },
+}
+
+/// Names already set before a refusal, so a partial set is never silent.
+fn already_set_note(already_set: &[String]) -> String {
+    if already_set.is_empty() {
+        String::new()
+    } else {
+        format!(" (already set: {})", already_set.join(", "))
+    }
+}
+
+/// An error followed by its causes, `a: b: c`: tonic's transport errors say only
+/// "transport error" at the top and keep the useful part ("connection refused") below.
+pub(crate) fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    // Cause chains are short; the bound only guards against a cycle.
+    for _ in 0..16 {
+        let Some(cause) = source else { break };
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

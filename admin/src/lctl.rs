@@ -1,0 +1,271 @@
+//! `iopath lctl`: get, set and list a node's parameters, printed the way Lustre's `lctl` does.
+//!
+//! ```text
+//! $ iopath lctl --admin 127.0.0.1:7000 get_param fabric.*.credits
+//! fabric.mem0.credits=64
+//! fabric.tcp0.credits=8
+//! $ iopath lctl --admin 127.0.0.1:7000 get_param fabric.peers
+//! fabric.peers=
+//! nid credits
+//! 17@mem0 8
+//! $ iopath lctl --admin 127.0.0.1:7000 set_param fabric.tcp0.credits=16
+//! fabric.tcp0.credits=16
+//! ```
+
+use std::net::SocketAddr;
+
+use anyhow::{Context, anyhow, bail};
+
+use crate::client::Client;
+use crate::tree::{ParamInfo, ParamValue};
+
+/// The `lctl` subcommands.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum LctlCommand {
+    /// Print parameters whose names match the patterns (`fabric.*.credits`).
+    #[command(name = "get_param")]
+    GetParam {
+        /// Print only the values, not `name=`.
+        #[arg(short = 'n')]
+        values_only: bool,
+        /// Print only the names, not the values.
+        #[arg(short = 'N', conflicts_with = "values_only")]
+        names_only: bool,
+        /// lctl-style globs: `*`, `?` and `[abc]`, none of which reach across a dot.
+        #[arg(required = true, value_name = "PATTERN")]
+        patterns: Vec<String>,
+    },
+    /// Set parameters: every writable parameter matching each `pattern=value`.
+    #[command(name = "set_param")]
+    SetParam {
+        /// Do not print what was set.
+        #[arg(short = 'n')]
+        quiet: bool,
+        /// `pattern=value` pairs, e.g. `fabric.tcp0.credits=16`.
+        #[arg(required = true, value_name = "PATTERN=VALUE")]
+        assignments: Vec<String>,
+    },
+    /// List the names of parameters matching the patterns, or below a match.
+    #[command(name = "list_param")]
+    ListParam {
+        /// Mark writable parameters with a trailing `=`, as `lctl list_param -F` does.
+        #[arg(short = 'F')]
+        classify: bool,
+        /// lctl-style globs; a pattern naming a directory (`fabric`) lists everything below it.
+        #[arg(required = true, value_name = "PATTERN")]
+        patterns: Vec<String>,
+    },
+}
+
+/// Runs `cmd` against the admin service at `admin_addr` and prints the result on stdout.
+///
+/// Like lctl, a pattern that fails does not stop the others: what succeeded is printed, and
+/// the error then names every pattern that failed.
+pub async fn run(admin_addr: SocketAddr, cmd: LctlCommand) -> anyhow::Result<()> {
+    let mut out = String::new();
+    let result = execute(admin_addr, &cmd, &mut out).await;
+    print!("{out}");
+    result
+}
+
+/// Runs `cmd` and appends what [`run`] would print to `out`.
+pub async fn execute(
+    admin_addr: SocketAddr,
+    cmd: &LctlCommand,
+    out: &mut String,
+) -> anyhow::Result<()> {
+    let client = Client::connect(admin_addr).await?;
+    let mut failures = Vec::new();
+    match cmd {
+        LctlCommand::GetParam {
+            values_only,
+            names_only,
+            patterns,
+        } => {
+            for pattern in patterns {
+                match client.get_param(pattern).await {
+                    Ok(values) => print_values(out, &values, *values_only, *names_only),
+                    Err(err) => failures.push(format!("get_param {pattern}: {err}")),
+                }
+            }
+        }
+        LctlCommand::SetParam { quiet, assignments } => {
+            for assignment in assignments {
+                let (pattern, value) = match parse_assignment(assignment) {
+                    Ok(split) => split,
+                    Err(err) => {
+                        failures.push(format!("set_param: {err}"));
+                        continue;
+                    }
+                };
+                match client.set_param(pattern, value).await {
+                    Ok(names) if !quiet => print_set(out, &names, value),
+                    Ok(_) => {}
+                    Err(err) => failures.push(format!("set_param {pattern}: {err}")),
+                }
+            }
+        }
+        LctlCommand::ListParam { classify, patterns } => {
+            for pattern in patterns {
+                match client.list_param(pattern).await {
+                    Ok(listed) => print_names(out, &listed, *classify),
+                    Err(err) => failures.push(format!("list_param {pattern}: {err}")),
+                }
+            }
+        }
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!(failures.join("\n"))).context(format!("lctl against {admin_addr}"))
+}
+
+/// `name=value` for one-line values; `name=` then the lines for tables; only values with `-n`.
+fn print_values(out: &mut String, values: &[ParamValue], values_only: bool, names_only: bool) {
+    for ParamValue { name, value, .. } in values {
+        // Getters may end their value with a newline, as /proc files do; print one either way.
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        let line = if names_only {
+            format!("{name}\n")
+        } else if values_only {
+            format!("{value}\n")
+        } else if value.contains('\n') {
+            format!("{name}=\n{value}\n")
+        } else {
+            format!("{name}={value}\n")
+        };
+        out.push_str(&line);
+    }
+}
+
+/// lctl prints each parameter it set, as `name=value`.
+fn print_set(out: &mut String, names: &[String], value: &str) {
+    for name in names {
+        out.push_str(&format!("{name}={value}\n"));
+    }
+}
+
+/// One name per line; with `-F`, writable ones end in `=`.
+fn print_names(out: &mut String, listed: &[ParamInfo], classify: bool) {
+    for ParamInfo { name, writable } in listed {
+        let mark = if classify && *writable { "=" } else { "" };
+        out.push_str(&format!("{name}{mark}\n"));
+    }
+}
+
+/// Splits a `set_param` argument at its first `=`: the value may itself contain `=`.
+fn parse_assignment(assignment: &str) -> anyhow::Result<(&str, &str)> {
+    match assignment.split_once('=') {
+        Some((pattern, value)) if !pattern.is_empty() => Ok((pattern, value)),
+        _ => bail!("{assignment:?} is not PATTERN=VALUE"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn value(name: &str, value: &str) -> ParamValue {
+        ParamValue {
+            name: name.into(),
+            value: value.into(),
+            writable: true,
+        }
+    }
+
+    #[test]
+    fn values_print_like_lctl() {
+        let values = [
+            value("fabric.tcp0.credits", "8\n"),
+            value("fabric.peers", "nid credits\n17@mem0 8\n"),
+        ];
+        let table: &[(bool, bool, &str)] = &[
+            (
+                false,
+                false,
+                "fabric.tcp0.credits=8\nfabric.peers=\nnid credits\n17@mem0 8\n",
+            ),
+            (true, false, "8\nnid credits\n17@mem0 8\n"),
+            (false, true, "fabric.tcp0.credits\nfabric.peers\n"),
+        ];
+        for &(values_only, names_only, expected) in table {
+            let mut out = String::new();
+            print_values(&mut out, &values, values_only, names_only);
+            assert_eq!(out, expected, "-n {values_only} -N {names_only}");
+        }
+        let mut out = String::new();
+        print_values(&mut out, &[value("a.b", "")], false, false);
+        assert_eq!(out, "a.b=\n");
+    }
+
+    #[test]
+    fn set_and_list_print_like_lctl() {
+        let mut out = String::new();
+        print_set(&mut out, &["a.x.max".into(), "a.y.max".into()], "3");
+        assert_eq!(out, "a.x.max=3\na.y.max=3\n");
+        let listed = [
+            ParamInfo {
+                name: "a.credits".into(),
+                writable: true,
+            },
+            ParamInfo {
+                name: "a.sent".into(),
+                writable: false,
+            },
+        ];
+        let mut out = String::new();
+        print_names(&mut out, &listed, true);
+        assert_eq!(out, "a.credits=\na.sent\n");
+        let mut out = String::new();
+        print_names(&mut out, &listed, false);
+        assert_eq!(out, "a.credits\na.sent\n");
+    }
+
+    #[test]
+    fn assignments_split_at_the_first_equals() {
+        assert_eq!(parse_assignment("a.b=3").unwrap(), ("a.b", "3"));
+        assert_eq!(parse_assignment("a.b=x=y").unwrap(), ("a.b", "x=y"));
+        assert_eq!(parse_assignment("a.b=").unwrap(), ("a.b", ""));
+        assert!(parse_assignment("a.b").is_err());
+        assert!(parse_assignment("=3").is_err());
+    }
+
+    /// The subcommands parse as lctl spells them.
+    #[test]
+    fn command_line_parses() {
+        #[derive(clap::Parser, Debug)]
+        struct Cli {
+            #[command(subcommand)]
+            cmd: LctlCommand,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("lctl").chain(args.iter().copied()))
+        };
+        assert_eq!(
+            parse(&["get_param", "-n", "a.*", "b"]).unwrap().cmd,
+            LctlCommand::GetParam {
+                values_only: true,
+                names_only: false,
+                patterns: vec!["a.*".into(), "b".into()],
+            }
+        );
+        assert_eq!(
+            parse(&["set_param", "a.b=3"]).unwrap().cmd,
+            LctlCommand::SetParam {
+                quiet: false,
+                assignments: vec!["a.b=3".into()],
+            }
+        );
+        assert_eq!(
+            parse(&["list_param", "-F", "a"]).unwrap().cmd,
+            LctlCommand::ListParam {
+                classify: true,
+                patterns: vec!["a".into()],
+            }
+        );
+        assert!(parse(&["get_param"]).is_err());
+        assert!(parse(&["get_param", "-n", "-N", "a"]).is_err());
+        assert!(parse(&["set_param"]).is_err());
+    }
+}

@@ -1,0 +1,48 @@
+//! iopath's admin service: every node's tunables and counters in an lctl-style parameter tree,
+//! served over gRPC, with node status and a clean shutdown.
+//!
+//! # Layout
+//!
+//! - [`glob`]: lctl-style globs over dotted names (`fabric.*.credits`); a pure matcher.
+//! - [`param`]: one parameter — a getter and an optional setter — with ready-made counters,
+//!   tunables and flags.
+//! - [`tree`]: [`ParamTree`], the node's registry of parameters by name: get, set and list by glob.
+//! - [`shutdown`]: [`Shutdown`], the node's one-shot stop signal.
+//! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
+//! - [`client`]: [`Client`], a connection to a node's admin service.
+//! - [`lctl`]: the `iopath lctl get_param|set_param|list_param` command line.
+//! - [`error`]: [`AdminError`], the crate's one error type.
+//!
+//! A component hangs its parameters on the tree when it starts and removes them when it stops:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::AtomicU64;
+//! use iopath_admin::{Param, ParamTree};
+//!
+//! let tree = ParamTree::new();
+//! let credits = Arc::new(AtomicU64::new(8));
+//! tree.register("fabric.tcp0.credits", Param::u64(credits, 1..=1024))?;
+//! tree.set("fabric.*.credits", "16")?;
+//! assert_eq!(tree.get("fabric.tcp0.credits")?[0].value, "16");
+//! tree.unregister_prefix("fabric.tcp0");
+//! # Ok::<(), iopath_admin::AdminError>(())
+//! ```
+
+pub mod client;
+pub mod error;
+pub mod glob;
+pub mod lctl;
+pub mod param;
+pub mod service;
+pub mod shutdown;
+pub mod tree;
+
+pub use client::Client;
+pub use error::AdminError;
+pub use glob::Glob;
+pub use lctl::LctlCommand;
+pub use param::Param;
+pub use service::{AdminHandle, AdminService, NodeInfo, serve};
+pub use shutdown::Shutdown;
+pub use tree::{ParamInfo, ParamTree, ParamValue};

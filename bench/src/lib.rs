@@ -1,0 +1,16 @@
+//! iopath's benchmarks. Every figure printed is measured in the run that prints it, beside a
+//! baseline measured in the same run; JSON for machines, a table for people.
+//!
+//! # Layout
+//!
+//! - [`selftest`]: `iopath selftest`, in the spirit of `lnet_selftest`: `brw` bulk read/write
+//!   and `ping` between a group of clients and a group of servers, in one process or in many,
+//!   with `iperf3` on loopback as the baseline.
+//! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
+//! - [`report`]: the table and JSON printers shared by the benchmarks.
+//! - [`units`]: sizes with IOR-style suffixes.
+
+pub mod baseline;
+pub mod report;
+pub mod selftest;
+pub mod units;

@@ -1,0 +1,198 @@
+//! The client side of a selftest: `concurrency` workers per client node, each issuing one RPC
+//! at a time until the deadline, checking every reply.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use iopath_fabric::{ChecksumKind, Nid, Node};
+use iopath_proto::selftest::{BrwReply, BrwRequest, PingReply, PingRequest};
+use prost::Message as _;
+
+use super::service::{BRW_READ, BRW_WRITE, OP_BRW, OP_PING, SELFTEST_PORTAL};
+
+/// Which test to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    /// `brw write`: servers pull the clients' buffers.
+    BrwWrite,
+    /// `brw read`: servers push into the clients' buffers.
+    BrwRead,
+    /// `ping`: empty round trips.
+    Ping,
+}
+
+impl TestKind {
+    /// The name in tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            TestKind::BrwWrite => "brw write",
+            TestKind::BrwRead => "brw read",
+            TestKind::Ping => "ping",
+        }
+    }
+}
+
+/// What one test run asks of one client node.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Workload {
+    /// The test.
+    pub test: TestKind,
+    /// Servers, used round-robin by the workers.
+    pub servers: Vec<String>,
+    /// Bytes per `brw` RPC.
+    pub size_bytes: u64,
+    /// RPCs in flight per client node.
+    pub concurrency: u32,
+    /// How long to run.
+    pub seconds: f64,
+    /// Checksum for bulk.
+    pub checksum: String,
+}
+
+/// What a client node measured.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Measured {
+    /// RPCs completed.
+    pub rpcs: u64,
+    /// Bulk bytes moved.
+    pub bytes: u64,
+    /// From the first request to the last reply.
+    pub elapsed_s: f64,
+    /// RPCs that failed.
+    pub errors: u64,
+    /// The first failure, if any.
+    pub first_error: Option<String>,
+}
+
+/// Runs `workload` from `node`, reporting progress (RPCs and bytes so far) through `counters`.
+pub async fn run(
+    node: &Node,
+    workload: &Workload,
+    counters: Arc<(AtomicU64, AtomicU64)>,
+) -> Result<Measured> {
+    let servers: Vec<Nid> = workload
+        .servers
+        .iter()
+        .map(|s| s.parse().with_context(|| format!("parse server NID {s:?}")))
+        .collect::<Result<_>>()?;
+    if servers.is_empty() {
+        bail!("a selftest needs at least one server");
+    }
+    let kind: ChecksumKind = workload.checksum.parse().map_err(anyhow::Error::msg)?;
+    let payload = Bytes::from(vec![0xA5u8; workload.size_bytes as usize]);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(workload.seconds);
+    let mut tasks = Vec::new();
+    for worker in 0..workload.concurrency.max(1) as usize {
+        let node = node.clone();
+        let server = servers[worker % servers.len()];
+        let payload = payload.clone();
+        let counters = Arc::clone(&counters);
+        let test = workload.test;
+        tasks.push(tokio::spawn(async move {
+            let mut measured = Measured::default();
+            let mut sequence = worker as u64;
+            while Instant::now() < deadline {
+                match one_rpc(&node, server, test, &payload, kind, sequence).await {
+                    Ok(bytes) => {
+                        measured.rpcs += 1;
+                        measured.bytes += bytes;
+                        counters.0.fetch_add(1, Ordering::Relaxed);
+                        counters.1.fetch_add(bytes, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        measured.errors += 1;
+                        measured.first_error.get_or_insert_with(|| format!("{e:#}"));
+                        if measured.errors >= 10 {
+                            break; // a broken setup: report it rather than spin
+                        }
+                    }
+                }
+                sequence += 1024;
+            }
+            measured
+        }));
+    }
+    let mut total = Measured::default();
+    for task in tasks {
+        let measured = task.await.context("selftest worker panicked")?;
+        total.rpcs += measured.rpcs;
+        total.bytes += measured.bytes;
+        total.errors += measured.errors;
+        if total.first_error.is_none() {
+            total.first_error = measured.first_error;
+        }
+    }
+    total.elapsed_s = started.elapsed().as_secs_f64();
+    Ok(total)
+}
+
+/// One RPC, checked; returns the bulk bytes it moved.
+async fn one_rpc(
+    node: &Node,
+    server: Nid,
+    test: TestKind,
+    payload: &Bytes,
+    kind: ChecksumKind,
+    sequence: u64,
+) -> Result<u64> {
+    match test {
+        TestKind::Ping => {
+            let body = PingRequest { sequence }.encode_to_vec().into();
+            let reply = node.call(server, SELFTEST_PORTAL, OP_PING, body).await?;
+            let reply = PingReply::decode(reply.as_ref()).context("decode ping reply")?;
+            if reply.sequence != sequence {
+                bail!("ping {sequence} answered with {}", reply.sequence);
+            }
+            Ok(0)
+        }
+        TestKind::BrwWrite => {
+            // A fresh registration and checksum per write, as a client writing new data pays.
+            let region = node.regions().register_source(payload.clone())?;
+            let desc = region.describe_all(kind);
+            let body = BrwRequest {
+                mode: BRW_WRITE,
+                buffer: Some(desc.to_proto()),
+                fill: 0,
+            };
+            let reply = node
+                .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
+                .await?;
+            let reply = BrwReply::decode(reply.as_ref()).context("decode brw reply")?;
+            if reply.bytes != desc.length || reply.checksum != desc.checksum {
+                bail!(
+                    "brw write: server received {} bytes with checksum {:#010x}",
+                    reply.bytes,
+                    reply.checksum
+                );
+            }
+            Ok(desc.length)
+        }
+        TestKind::BrwRead => {
+            let sink = node.regions().register_sink(payload.len() as u64)?;
+            let desc = sink.describe(0, payload.len() as u64, kind)?;
+            let fill = (sequence % 251) as u32;
+            let body = BrwRequest {
+                mode: BRW_READ,
+                buffer: Some(desc.to_proto()),
+                fill,
+            };
+            let reply = node
+                .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
+                .await?;
+            let reply = BrwReply::decode(reply.as_ref()).context("decode brw reply")?;
+            let data = sink.into_bytes();
+            // Right after the data arrived: its checksum against what the server sent.
+            if kind.compute(&data) != reply.checksum
+                || data.first().is_some_and(|&b| u32::from(b) != fill)
+            {
+                bail!("brw read: received data does not match the server's checksum");
+            }
+            Ok(data.len() as u64)
+        }
+    }
+}

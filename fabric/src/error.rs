@@ -1,0 +1,157 @@
+//! The fabric's one error type.
+
+use crate::nid::Nid;
+
+/// Everything that can go wrong below the RPC bodies: malformed input, missing peers,
+/// checksums, limits, timeouts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FabricError {
+    /// A NID or network name that does not parse.
+    #[error("bad NID {text:?}: {why}")]
+    BadNid {
+        /// What was given.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A frame that does not decode; the connection it came on is closed.
+    #[error("malformed frame: {why}")]
+    MalformedFrame {
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A length larger than its configured maximum, refused before anything was allocated.
+    #[error("{what} of {bytes} bytes exceeds the maximum of {max_bytes}")]
+    TooLarge {
+        /// Which length.
+        what: &'static str,
+        /// The length asked for.
+        bytes: u64,
+        /// The configured maximum.
+        max_bytes: u64,
+    },
+    /// A checksum code this build does not know.
+    #[error("unsupported checksum code {code}")]
+    UnsupportedChecksum {
+        /// The code received.
+        code: u32,
+    },
+    /// A checksum kind this node was configured not to accept.
+    #[error("checksum {kind} is not accepted by this node")]
+    ChecksumRefused {
+        /// The kind offered.
+        kind: crate::checksum::ChecksumKind,
+    },
+    /// Bulk data whose checksum did not match, after every allowed resend.
+    #[error(
+        "checksum mismatch on bulk from {peer} region {region}: expected {expected:#010x}, \
+         got {actual:#010x} after {attempts} attempts"
+    )]
+    ChecksumMismatch {
+        /// Where the bytes came from.
+        peer: Nid,
+        /// The region they belong to.
+        region: u64,
+        /// What the sender said.
+        expected: u32,
+        /// What arrived.
+        actual: u32,
+        /// How many times the data was asked for.
+        attempts: u32,
+    },
+    /// No interface of this node is on the target's network, and no route leads there.
+    #[error("no route to {target}: this node has no interface on {net}")]
+    NoRoute {
+        /// The destination.
+        target: Nid,
+        /// Its network.
+        net: crate::nid::NetId,
+    },
+    /// The peer could not be reached (connection refused, not registered, closed).
+    #[error("peer {peer} unreachable: {why}")]
+    Unreachable {
+        /// The peer.
+        peer: Nid,
+        /// What the transport said.
+        why: String,
+    },
+    /// A region id the owner does not have (never registered, or already released).
+    #[error("no region {region} on {owner}")]
+    NoSuchRegion {
+        /// The owner asked.
+        owner: Nid,
+        /// The region asked for.
+        region: u64,
+    },
+    /// A descriptor or chunk outside its region, or the wrong direction for the region.
+    #[error("bad bulk access to region {region}: {why}")]
+    BadBulkAccess {
+        /// The region.
+        region: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// A configured limit on a count (regions, peers, requests) was reached.
+    #[error("limit reached: {what} (maximum {max})")]
+    LimitReached {
+        /// Which limit.
+        what: &'static str,
+        /// Its value.
+        max: u64,
+    },
+    /// No answer within the deadline, after every allowed resend.
+    #[error("timed out waiting for {what} from {peer} after {attempts} attempts")]
+    Timeout {
+        /// What was awaited.
+        what: &'static str,
+        /// From whom.
+        peer: Nid,
+        /// How many times it was sent.
+        attempts: u32,
+    },
+    /// The remote end executed the RPC and answered with an error.
+    #[error("{peer} answered error {code}: {message}")]
+    Remote {
+        /// Who answered.
+        peer: Nid,
+        /// An errno value.
+        code: u32,
+        /// Its explanation.
+        message: String,
+    },
+    /// The node is shutting down.
+    #[error("node is shutting down")]
+    ShuttingDown,
+    /// An I/O error from a transport's socket.
+    #[error("transport I/O error: {0}")]
+    Io(String),
+}
+
+impl From<std::io::Error> for FabricError {
+    fn from(e: std::io::Error) -> Self {
+        FabricError::Io(e.to_string())
+    }
+}
+
+impl FabricError {
+    /// The errno an RPC reply carries for this error.
+    pub fn errno(&self) -> u32 {
+        use crate::frame::status::errno::*;
+        match self {
+            FabricError::BadNid { .. } | FabricError::MalformedFrame { .. } => EPROTO,
+            FabricError::TooLarge { .. } => EFBIG,
+            FabricError::UnsupportedChecksum { .. } | FabricError::ChecksumRefused { .. } => {
+                EOPNOTSUPP
+            }
+            FabricError::ChecksumMismatch { .. } => EBADMSG,
+            FabricError::NoRoute { .. } | FabricError::Unreachable { .. } => EHOSTUNREACH,
+            FabricError::NoSuchRegion { .. } => ENOENT,
+            FabricError::BadBulkAccess { .. } => ERANGE,
+            FabricError::LimitReached { .. } => EBUSY,
+            FabricError::Timeout { .. } => ETIMEDOUT,
+            FabricError::ShuttingDown => ESHUTDOWN,
+            FabricError::Io(_) => EIO,
+            FabricError::Remote { code, .. } => *code,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! LNDs: the transports under the fabric, one per network type, as LNet's `socklnd` and
+//! `ko2iblnd` are.
+//!
+//! An LND moves a [`Message`] to the next hop and hands what it receives to the node through
+//! [`Deliver`]. It never waits for credits itself: by the time a message reaches
+//! [`Lnd::send`] its sender holds an interface and a peer credit, carried in the
+//! [`SendTicket`], and they come back when the LND completes the ticket — sent or failed.
+//!
+//! - [`mem`]: many nodes in one process; delivery is a function call, payloads are shared
+//!   `Bytes`, nothing is copied.
+//! - [`tcp`]: a raw framed stream per ordered pair of nodes (see `docs/ARCHITECTURE.md` for why
+//!   not a gRPC stream).
+
+pub mod mem;
+pub mod tcp;
+
+use std::fmt;
+
+use tokio::sync::oneshot;
+
+use crate::error::FabricError;
+use crate::frame::Message;
+use crate::ni::Credit;
+
+/// Where an LND hands the messages it receives. Implemented by the node; must not block:
+/// anything that needs to wait is spawned.
+pub trait Deliver: Send + Sync + 'static {
+    /// Takes one received message.
+    fn deliver(&self, message: Message);
+}
+
+/// A transport for one network.
+pub trait Lnd: Send + Sync + fmt::Debug + 'static {
+    /// Starts moving `message` to `message.header.target` (or the next hop towards it) and
+    /// completes `ticket` when the message has left (or failed). Never blocks.
+    fn send(&self, message: Message, ticket: SendTicket);
+
+    /// Stops accepting and sending; connections close, queued messages fail.
+    fn shutdown(&self);
+}
+
+/// The credits a message holds while an LND sends it, and who to tell when it is done.
+///
+/// Dropping a ticket without completing it counts as a failed send; either way the credits
+/// return to their pools.
+#[derive(Debug)]
+pub struct SendTicket {
+    credits: Option<(Credit, Credit)>,
+    notify: Option<oneshot::Sender<Result<(), FabricError>>>,
+}
+
+impl SendTicket {
+    /// A ticket holding a peer credit and an interface credit.
+    pub fn new(
+        peer: Credit,
+        interface: Credit,
+        notify: Option<oneshot::Sender<Result<(), FabricError>>>,
+    ) -> Self {
+        SendTicket {
+            credits: Some((peer, interface)),
+            notify,
+        }
+    }
+
+    /// A ticket that holds no credit, for frames outside the credit system (HELLO) and tests.
+    pub fn uncredited() -> Self {
+        SendTicket {
+            credits: None,
+            notify: None,
+        }
+    }
+
+    /// The message left (or was lost on the wire, which the sender cannot tell apart).
+    pub fn complete(mut self) {
+        if let Some(notify) = self.notify.take() {
+            let _ = notify.send(Ok(()));
+        }
+    }
+
+    /// The message could not be sent.
+    pub fn fail(mut self, error: FabricError) {
+        if let Some(notify) = self.notify.take() {
+            let _ = notify.send(Err(error));
+        }
+    }
+}
+
+impl Drop for SendTicket {
+    fn drop(&mut self) {
+        if let Some(notify) = self.notify.take() {
+            let _ = notify.send(Err(FabricError::Io(
+                "send abandoned by the transport".into(),
+            )));
+        }
+        // The credits in `self.credits` return to their pools as they drop here: interface
+        // credit first (it was taken last), then the peer credit.
+        if let Some((peer, interface)) = self.credits.take() {
+            drop(interface);
+            drop(peer);
+        }
+    }
+}

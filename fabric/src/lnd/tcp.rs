@@ -1,0 +1,351 @@
+//! The TCP LND: frames on raw TCP streams, one stream per ordered pair of nodes.
+//!
+//! A node sends only on connections it opened and receives only on connections it accepted,
+//! so two nodes that start talking at once never race to share one socket. Every outgoing
+//! connection starts with a HELLO naming the sender and the node it meant to reach; the
+//! acceptor refuses a HELLO meant for someone else.
+//!
+//! Sending: one writer task per peer drains a queue whose capacity is the peer credit count —
+//! a message is only queued while holding a peer credit, so the queue can never overflow.
+//! Small frames are gathered into one buffer; a large payload goes out by `writev` straight from
+//! the sender's `Bytes`, never copied in user space.
+//!
+//! Receiving: one reader task per accepted connection reads into a growing buffer and splits
+//! frames off it; a payload is a slice of that buffer. The header is checked, payload length
+//! included, before the buffer grows to hold the payload.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tracing::{debug, warn};
+
+use crate::error::FabricError;
+use crate::frame::{HEADER_BYTES, Header, Kind, Message};
+use crate::lnd::{Deliver, Lnd, SendTicket};
+use crate::nid::Nid;
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frames smaller than this are copied into the gather buffer; larger ones go by `writev`.
+const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
+/// How much the reader asks the kernel for at a time when no large payload is pending.
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+/// Queued frames one writer gathers before it writes.
+const GATHER_FRAMES_MAX: usize = 64;
+
+/// Settings of a TCP interface.
+#[derive(Debug, Clone)]
+pub struct TcpSettings {
+    /// Largest payload accepted in one frame.
+    pub frame_payload_max_bytes: u32,
+    /// Queue depth per peer: the peer credit count.
+    pub peer_queue_max: usize,
+    /// Accepted connections at once; more are refused.
+    pub connections_max: usize,
+}
+
+type Outgoing = mpsc::Sender<(Message, SendTicket)>;
+
+/// A node's interface on a TCP network.
+#[derive(Debug)]
+pub struct TcpLnd {
+    nid: Nid,
+    settings: TcpSettings,
+    peers: Mutex<HashMap<SocketAddr, Outgoing>>,
+    stop: watch::Sender<bool>,
+}
+
+/// A bound listener, waiting for the node that will receive from it.
+#[derive(Debug)]
+pub struct BoundTcp {
+    listener: TcpListener,
+    nid: Nid,
+}
+
+impl BoundTcp {
+    /// Binds `nid`'s address. Port 0 picks a free port; [`BoundTcp::nid`] then says which.
+    pub async fn bind(nid: Nid) -> Result<BoundTcp, FabricError> {
+        let addr = nid.socket_addr().ok_or_else(|| FabricError::BadNid {
+            text: nid.to_string(),
+            why: "a TCP interface needs an ip:port address".into(),
+        })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| FabricError::Io(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener.local_addr()?;
+        Ok(BoundTcp {
+            listener,
+            nid: Nid::tcp(bound, nid.net.number),
+        })
+    }
+
+    /// The NID with the port actually bound.
+    pub fn nid(&self) -> Nid {
+        self.nid
+    }
+}
+
+impl TcpLnd {
+    /// Starts accepting on `bound`, handing received messages to `node`.
+    pub fn start(bound: BoundTcp, settings: TcpSettings, node: Weak<dyn Deliver>) -> Arc<TcpLnd> {
+        let (stop, _) = watch::channel(false);
+        let lnd = Arc::new(TcpLnd {
+            nid: bound.nid,
+            settings,
+            peers: Mutex::new(HashMap::new()),
+            stop,
+        });
+        tokio::spawn(accept_loop(bound.listener, Arc::clone(&lnd), node));
+        lnd
+    }
+
+    fn writer_for(&self, addr: SocketAddr) -> Outgoing {
+        let mut peers = self.peers.lock().expect("tcp peers lock poisoned");
+        if let Some(queue) = peers.get(&addr).filter(|q| !q.is_closed()) {
+            return queue.clone();
+        }
+        let (queue, rx) = mpsc::channel(self.settings.peer_queue_max.max(1));
+        peers.insert(addr, queue.clone());
+        tokio::spawn(writer_loop(self.nid, addr, rx, self.stop.subscribe()));
+        queue
+    }
+}
+
+impl Lnd for TcpLnd {
+    fn send(&self, message: Message, ticket: SendTicket) {
+        let target = message.header.target;
+        let Some(addr) = target.socket_addr() else {
+            ticket.fail(FabricError::Unreachable {
+                peer: target,
+                why: "not a TCP NID".into(),
+            });
+            return;
+        };
+        if *self.stop.borrow() {
+            ticket.fail(FabricError::ShuttingDown);
+            return;
+        }
+        // A writer that died (connection refused or reset) leaves a closed queue behind;
+        // `writer_for` replaces it, so the next message reconnects.
+        let queue = self.writer_for(addr);
+        if let Err(err) = queue.try_send((message, ticket)) {
+            let (full, (_, ticket)) = match err {
+                mpsc::error::TrySendError::Full(item) => (true, item),
+                mpsc::error::TrySendError::Closed(item) => (false, item),
+            };
+            debug_assert!(
+                !full,
+                "peer queue overflow: more in flight than peer credits"
+            );
+            ticket.fail(FabricError::Unreachable {
+                peer: target,
+                why: if full {
+                    "peer queue full".into()
+                } else {
+                    "connection closed".into()
+                },
+            });
+        }
+    }
+
+    fn shutdown(&self) {
+        self.stop.send_replace(true);
+        self.peers.lock().expect("tcp peers lock poisoned").clear();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, lnd: Arc<TcpLnd>, node: Weak<dyn Deliver>) {
+    let mut stop = lnd.stop.subscribe();
+    let open = Arc::new(());
+    loop {
+        // Either a new connection or the order to stop; stopping drops the listener.
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let (stream, from) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                warn!(nid = %lnd.nid, "accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        // Each reader holds a clone of `open`; the count bounds connections at once.
+        if Arc::strong_count(&open) > lnd.settings.connections_max {
+            warn!(nid = %lnd.nid, %from, "refusing connection: {} open", lnd.settings.connections_max);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        let (read, _write) = stream.into_split();
+        let token = Arc::clone(&open);
+        let lnd = Arc::clone(&lnd);
+        let node = node.clone();
+        let stop = lnd.stop.subscribe();
+        tokio::spawn(async move {
+            let _token = token;
+            match read_loop(read, &lnd, node, stop).await {
+                Ok(peer) => debug!(nid = %lnd.nid, %peer, "connection closed"),
+                Err(e) => warn!(nid = %lnd.nid, %from, "closing connection: {e}"),
+            }
+        });
+    }
+}
+
+/// Reads the HELLO, then frames until the peer closes or the node stops.
+async fn read_loop(
+    mut read: OwnedReadHalf,
+    lnd: &TcpLnd,
+    node: Weak<dyn Deliver>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<Nid, FabricError> {
+    let max = lnd.settings.frame_payload_max_bytes;
+    let mut hello = [0u8; HEADER_BYTES];
+    tokio::time::timeout(CONNECT_TIMEOUT, read.read_exact(&mut hello))
+        .await
+        .map_err(|_| FabricError::MalformedFrame {
+            why: "no HELLO within the connect timeout",
+        })??;
+    let hello = Header::decode(&hello, 0)?;
+    if hello.kind != Kind::Hello {
+        return Err(FabricError::MalformedFrame {
+            why: "first frame is not a HELLO",
+        });
+    }
+    if hello.target != lnd.nid {
+        return Err(FabricError::Unreachable {
+            peer: hello.source,
+            why: format!("it wanted {}, this is {}", hello.target, lnd.nid),
+        });
+    }
+    let peer = hello.source;
+    let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    loop {
+        // Split off every complete frame in the buffer.
+        let wanted = loop {
+            if buffer.len() < HEADER_BYTES {
+                break HEADER_BYTES;
+            }
+            let header = Header::decode(&buffer[..HEADER_BYTES], max)?;
+            let total = HEADER_BYTES + header.payload_len as usize;
+            if buffer.len() < total {
+                break total;
+            }
+            let mut frame = buffer.split_to(total).freeze();
+            frame.advance(HEADER_BYTES);
+            let Some(node) = node.upgrade() else {
+                return Ok(peer);
+            };
+            node.deliver(Message {
+                header,
+                payload: frame,
+            });
+        };
+        // Room for the rest of the pending frame (bounded by the checked header), or a read chunk.
+        buffer.reserve((wanted - buffer.len()).max(READ_CHUNK_BYTES));
+        let read_bytes = tokio::select! {
+            read_bytes = read.read_buf(&mut buffer) => read_bytes?,
+            _ = stop.wait_for(|s| *s) => return Ok(peer),
+        };
+        if read_bytes == 0 {
+            if buffer.is_empty() {
+                return Ok(peer);
+            }
+            return Err(FabricError::MalformedFrame {
+                why: "connection closed mid-frame",
+            });
+        }
+    }
+}
+
+/// Connects to `addr`, sends the HELLO, then writes queued frames until told to stop.
+async fn writer_loop(
+    local: Nid,
+    addr: SocketAddr,
+    mut queue: mpsc::Receiver<(Message, SendTicket)>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let target = Nid::tcp(addr, local.net.number);
+    let result = async {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| FabricError::Unreachable {
+                peer: target,
+                why: "connect timed out".into(),
+            })?
+            .map_err(|e| FabricError::Unreachable {
+                peer: target,
+                why: e.to_string(),
+            })?;
+        stream.set_nodelay(true)?;
+        let (_read, mut write) = stream.into_split();
+        let mut gather = BytesMut::with_capacity(64 * 1024);
+        Header::new(Kind::Hello, local, target).encode(&mut gather);
+        write.write_all_buf(&mut gather).await?;
+        let mut batch = Vec::with_capacity(GATHER_FRAMES_MAX);
+        loop {
+            let first = tokio::select! {
+                first = queue.recv() => first,
+                _ = stop.wait_for(|s| *s) => None,
+            };
+            let Some(first) = first else { return Ok(()) };
+            batch.push(first);
+            while batch.len() < GATHER_FRAMES_MAX {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = write_batch(&mut write, &mut gather, &batch).await {
+                for (_, ticket) in batch.drain(..) {
+                    ticket.fail(e.clone());
+                }
+                return Err(e);
+            }
+            for (_, ticket) in batch.drain(..) {
+                ticket.complete();
+            }
+        }
+    }
+    .await;
+    // Whatever is still queued fails now; its credits come back as the tickets complete.
+    queue.close();
+    let error = match result {
+        Ok(()) => FabricError::ShuttingDown,
+        Err(e) => {
+            warn!(%local, peer = %target, "connection lost: {e}");
+            e
+        }
+    };
+    while let Ok((_, ticket)) = queue.try_recv() {
+        ticket.fail(error.clone());
+    }
+}
+
+/// Writes a batch: small frames gathered into one buffer, large payloads by `writev`.
+async fn write_batch(
+    write: &mut OwnedWriteHalf,
+    gather: &mut BytesMut,
+    batch: &[(Message, SendTicket)],
+) -> Result<(), FabricError> {
+    for (message, _) in batch {
+        message.header.encode(gather);
+        if message.payload.len() <= GATHER_PAYLOAD_MAX_BYTES {
+            gather.put_slice(&message.payload);
+        } else {
+            let mut frame = gather.split().freeze().chain(message.payload.clone());
+            write.write_all_buf(&mut frame).await?;
+        }
+    }
+    if !gather.is_empty() {
+        write.write_all_buf(gather).await?;
+    }
+    Ok(())
+}

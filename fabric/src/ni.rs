@@ -1,0 +1,312 @@
+//! A network interface (LNet's NI): one per network a node is on. It owns the interface's
+//! send credits, a credit pool per peer, the LND, and the counters `lctl` shows.
+//!
+//! The send path, in LNet's order: take a **peer** credit (waiting in the peer's queue if none),
+//! then an **interface** credit (waiting in the NI's queue), then apply the fault hook, then
+//! hand the message and both credits to the LND. Credits come back when the LND completes —
+//! whether the message went out or not.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use tokio::sync::oneshot;
+
+use crate::credits::{Acquire, CreditPool, WaiterId};
+use crate::error::FabricError;
+use crate::fault::{Fault, FaultHook};
+use crate::frame::Message;
+use crate::lnd::{Lnd, SendTicket};
+use crate::nid::Nid;
+
+/// A [`CreditPool`] that async tasks can wait on.
+#[derive(Debug)]
+pub struct CreditGate {
+    pool: Mutex<CreditPool<oneshot::Sender<()>>>,
+}
+
+/// One credit taken from a [`CreditGate`]; returned when dropped.
+#[derive(Debug)]
+pub struct Credit {
+    gate: Arc<CreditGate>,
+}
+
+impl Drop for Credit {
+    fn drop(&mut self) {
+        self.gate.release();
+    }
+}
+
+/// Removes a waiter from the queue if its task gives up before it is granted.
+struct Waiting<'a> {
+    gate: &'a Arc<CreditGate>,
+    id: WaiterId,
+    granted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.granted {
+            return;
+        }
+        let mut pool = self.gate.lock();
+        if !pool.cancel(self.id) {
+            // Granted between our last poll and now: the credit is ours to give back.
+            drop(pool);
+            self.gate.release();
+        }
+    }
+}
+
+impl CreditGate {
+    /// A gate over `credits_max` credits.
+    pub fn new(credits_max: u32) -> Arc<CreditGate> {
+        Arc::new(CreditGate {
+            pool: Mutex::new(CreditPool::new(credits_max)),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CreditPool<oneshot::Sender<()>>> {
+        self.pool.lock().expect("credit pool lock poisoned")
+    }
+
+    /// Takes a credit, waiting in arrival order if none is free.
+    pub async fn acquire(self: &Arc<Self>) -> Credit {
+        let (granted_tx, granted_rx) = oneshot::channel();
+        let id = match self.lock().acquire(granted_tx) {
+            Acquire::Granted(_) => {
+                return Credit {
+                    gate: Arc::clone(self),
+                };
+            }
+            Acquire::Queued(id) => id,
+        };
+        let mut waiting = Waiting {
+            gate: self,
+            id,
+            granted: false,
+        };
+        // The sender is only dropped unsent if the pool is dropped, which needs this Arc.
+        let _ = granted_rx.await;
+        waiting.granted = true;
+        Credit {
+            gate: Arc::clone(self),
+        }
+    }
+
+    fn release(&self) {
+        let mut pool = self.lock();
+        // Hand the credit to the oldest waiter still waiting. A waiter whose receiver is gone
+        // is mid-cancel and will find itself granted and release again, so sending is enough.
+        if let Some(next) = pool.release() {
+            let _ = next.send(());
+        }
+    }
+
+    /// A snapshot of the counters, for views and tests.
+    pub fn snapshot(&self) -> CreditSnapshot {
+        let pool = self.lock();
+        CreditSnapshot {
+            credits_max: pool.credits_max(),
+            credits: pool.credits(),
+            credits_min: pool.credits_min(),
+            in_flight: pool.in_flight(),
+            queued: pool.queued(),
+        }
+    }
+
+    /// Forgets the low-water mark.
+    pub fn reset_min(&self) {
+        self.lock().reset_min();
+    }
+}
+
+/// The counters of one credit pool at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreditSnapshot {
+    /// Configured credits (`max`).
+    pub credits_max: u32,
+    /// Free credits, negative by the queue length (`tx`).
+    pub credits: i64,
+    /// Lowest `credits` seen (`min`).
+    pub credits_min: i64,
+    /// Credits held by sends in progress.
+    pub in_flight: u32,
+    /// Sends waiting for a credit.
+    pub queued: usize,
+}
+
+/// Message and byte counters of an interface.
+#[derive(Debug, Default)]
+pub struct NiCounters {
+    /// Messages handed to the LND.
+    pub send_count: AtomicU64,
+    /// Payload bytes handed to the LND.
+    pub send_bytes: AtomicU64,
+    /// Messages received.
+    pub recv_count: AtomicU64,
+    /// Payload bytes received.
+    pub recv_bytes: AtomicU64,
+    /// Messages dropped: by the fault hook, or on arrival because nothing was waiting for them.
+    pub drop_count: AtomicU64,
+}
+
+/// One network interface of a node.
+pub struct Ni {
+    nid: Nid,
+    lnd: Arc<dyn Lnd>,
+    credits: Arc<CreditGate>,
+    peer_credits_max: u32,
+    peers_max: usize,
+    peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
+    fault: Option<Arc<dyn FaultHook>>,
+    /// Traffic counters.
+    pub counters: NiCounters,
+}
+
+impl fmt::Debug for Ni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ni")
+            .field("nid", &self.nid)
+            .field("lnd", &self.lnd)
+            .finish()
+    }
+}
+
+/// Credit settings of an interface.
+#[derive(Debug, Clone, Copy)]
+pub struct NiCredits {
+    /// Sends in flight on the interface at once (LNet `credits`).
+    pub credits_max: u32,
+    /// Sends in flight to one peer at once (LNet `peer_credits`).
+    pub peer_credits_max: u32,
+    /// Peers the interface keeps credit state for.
+    pub peers_max: usize,
+}
+
+impl Ni {
+    /// An interface at `nid` sending through `lnd`.
+    pub fn new(
+        nid: Nid,
+        lnd: Arc<dyn Lnd>,
+        credits: NiCredits,
+        fault: Option<Arc<dyn FaultHook>>,
+    ) -> Ni {
+        Ni {
+            nid,
+            lnd,
+            credits: CreditGate::new(credits.credits_max),
+            peer_credits_max: credits.peer_credits_max,
+            peers_max: credits.peers_max,
+            peers: Mutex::new(HashMap::new()),
+            fault,
+            counters: NiCounters::default(),
+        }
+    }
+
+    /// This interface's NID.
+    pub fn nid(&self) -> Nid {
+        self.nid
+    }
+
+    fn peer_gate(&self, peer: Nid) -> Result<Arc<CreditGate>, FabricError> {
+        let mut peers = self.peers.lock().expect("peer table lock poisoned");
+        if let Some(gate) = peers.get(&peer) {
+            return Ok(Arc::clone(gate));
+        }
+        if peers.len() >= self.peers_max {
+            return Err(FabricError::LimitReached {
+                what: "peers per interface",
+                max: self.peers_max as u64,
+            });
+        }
+        let gate = CreditGate::new(self.peer_credits_max);
+        peers.insert(peer, Arc::clone(&gate));
+        Ok(gate)
+    }
+
+    /// Sends `message` under credits. Returns once the LND has the message; `notify`, if
+    /// given, hears whether it left.
+    pub async fn send(
+        &self,
+        mut message: Message,
+        notify: Option<oneshot::Sender<Result<(), FabricError>>>,
+    ) -> Result<(), FabricError> {
+        let peer = message.header.target;
+        let peer_gate = self.peer_gate(peer)?;
+        // Back-pressure lives here: a sender with no credit waits, and the credit counts go
+        // negative by the length of the queue.
+        let peer_credit = peer_gate.acquire().await;
+        let ni_credit = self.credits.acquire().await;
+        let ticket = SendTicket::new(peer_credit, ni_credit, notify);
+        self.counters.send_count.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .send_bytes
+            .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+        let fault = match &self.fault {
+            Some(hook) => hook.on_send(&message.header, message.payload.len()),
+            None => Fault::None,
+        };
+        match fault {
+            Fault::None => self.lnd.send(message, ticket),
+            Fault::Drop => {
+                // Lost on the wire: the sender cannot tell, so the send "completes".
+                self.counters.drop_count.fetch_add(1, Ordering::Relaxed);
+                ticket.complete();
+            }
+            Fault::Corrupt { byte } => {
+                let mut payload = BytesMut::from(&message.payload[..]);
+                if let Some(b) = payload.get_mut(byte) {
+                    *b ^= 0x5A;
+                }
+                message.payload = payload.freeze();
+                self.lnd.send(message, ticket);
+            }
+            Fault::Delay(delay) => {
+                // Delayed in flight: the credits stay held until it "arrives".
+                let lnd = Arc::clone(&self.lnd);
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    lnd.send(message, ticket);
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Counters of the interface's own pool (LNet `nis`).
+    pub fn credits(&self) -> CreditSnapshot {
+        self.credits.snapshot()
+    }
+
+    /// Counters of each peer's pool (LNet `peers`), sorted by NID.
+    pub fn peers(&self) -> Vec<(Nid, CreditSnapshot)> {
+        let peers = self.peers.lock().expect("peer table lock poisoned");
+        let mut list: Vec<_> = peers
+            .iter()
+            .map(|(nid, gate)| (*nid, gate.snapshot()))
+            .collect();
+        list.sort_by_key(|(nid, _)| *nid);
+        list
+    }
+
+    /// Forgets every low-water mark.
+    pub fn reset_min(&self) {
+        self.credits.reset_min();
+        for gate in self
+            .peers
+            .lock()
+            .expect("peer table lock poisoned")
+            .values()
+        {
+            gate.reset_min();
+        }
+    }
+
+    /// Stops the LND.
+    pub fn shutdown(&self) {
+        self.lnd.shutdown();
+    }
+}

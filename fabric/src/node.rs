@@ -1,0 +1,532 @@
+//! A fabric node: its interfaces, its regions, its RPC client and services, and the dispatch
+//! of every frame it receives.
+//!
+//! Received frames go by kind and portal (see [`crate::frame`]): RPC requests to the service on
+//! their portal, RPC replies to the waiting caller, GETs and bulk PUTs to the region table,
+//! REPLYs and ACKs to the transfer that asked for them. Dispatch never waits: work that needs
+//! credits or a service is spawned, and everything a peer can make the node hold is bounded by
+//! a [`Limits`] entry.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, warn};
+
+use crate::checksum::ChecksumKind;
+use crate::error::FabricError;
+use crate::fault::FaultHook;
+use crate::frame::{BULK_PORTAL, FLAG_CRC32C, Header, Kind, Message, REPLY_PORTAL, status};
+use crate::limits::Limits;
+use crate::lnd::mem::MemNetwork;
+use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
+use crate::lnd::{Deliver, Lnd};
+use crate::ni::{Ni, NiCredits};
+use crate::nid::Nid;
+use crate::region::Regions;
+use crate::rpc::Service;
+use crate::rpc::reply_cache::ReplyCache;
+
+/// One interface to bring up.
+#[derive(Debug, Clone)]
+pub enum Interface {
+    /// A node on an in-memory network.
+    Mem {
+        /// Its NID (`n@memN`).
+        nid: Nid,
+        /// The network, shared by every node on it.
+        network: Arc<MemNetwork>,
+    },
+    /// A node on a TCP network; port 0 picks a free port.
+    Tcp {
+        /// Its NID (`ip:port@tcpN`).
+        nid: Nid,
+    },
+}
+
+/// How to start a node.
+#[derive(Debug, Clone, Default)]
+pub struct NodeConfig {
+    /// Its interfaces; the first gives the node's primary NID.
+    pub interfaces: Vec<Interface>,
+    /// Its limits.
+    pub limits: Limits,
+    /// A fault hook on everything it sends (tests).
+    pub fault: Option<Arc<dyn FaultHook>>,
+}
+
+/// Node-wide counters.
+#[derive(Debug, Default)]
+pub struct NodeCounters {
+    /// Bulk chunks whose checksum did not match on arrival (each was asked for again).
+    pub checksum_mismatches: AtomicU64,
+    /// RPCs sent again after a timeout or failed send.
+    pub rpc_resends: AtomicU64,
+    /// RPC requests executed by services.
+    pub requests_executed: AtomicU64,
+    /// Resent requests answered from the saved reply, without executing again.
+    pub replies_reconstructed: AtomicU64,
+    /// Requests answered BUSY.
+    pub requests_busy: AtomicU64,
+    /// Frames that arrived with nothing waiting for them (late replies, stale chunks).
+    pub unexpected: AtomicU64,
+    /// Bulk bytes pulled by this node.
+    pub bulk_get_bytes: AtomicU64,
+    /// Bulk bytes pushed by this node.
+    pub bulk_put_bytes: AtomicU64,
+}
+
+/// A fabric node. Cheap to clone; every clone is the same node.
+#[derive(Clone)]
+pub struct Node {
+    pub(crate) inner: Arc<NodeInner>,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("nid", &self.inner.nid)
+            .finish()
+    }
+}
+
+pub(crate) struct NodeInner {
+    pub(crate) nid: Nid,
+    pub(crate) limits: Limits,
+    nis: OnceLock<Vec<Arc<Ni>>>,
+    pub(crate) regions: Arc<Regions>,
+    /// Bulk transfers in progress, by cookie: where their REPLYs and ACKs go.
+    pub(crate) transfers: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
+    pub(crate) next_cookie: AtomicU64,
+    /// RPCs waiting for a reply, by xid (ordered: the oldest is sent with every request).
+    pub(crate) pending: Mutex<BTreeMap<u64, oneshot::Sender<Message>>>,
+    pub(crate) next_xid: AtomicU64,
+    pub(crate) services: RwLock<HashMap<u32, Arc<dyn Service>>>,
+    pub(crate) replies: Mutex<ReplyCache>,
+    pub(crate) bulk_serves_active: AtomicU32,
+    pub(crate) counters: NodeCounters,
+    pub(crate) me: Weak<NodeInner>,
+}
+
+impl Node {
+    /// Brings up a node's interfaces and starts receiving.
+    pub async fn start(config: NodeConfig) -> Result<Node, FabricError> {
+        let first = config
+            .interfaces
+            .first()
+            .ok_or_else(|| FabricError::BadNid {
+                text: String::new(),
+                why: "a node needs at least one interface".into(),
+            })?;
+        // Bind TCP listeners first, so port 0 becomes a real port in the node's NIDs.
+        let mut bound = Vec::new();
+        for interface in &config.interfaces {
+            bound.push(match interface {
+                Interface::Tcp { nid } => Some(BoundTcp::bind(*nid).await?),
+                Interface::Mem { .. } => None,
+            });
+        }
+        let nid = match (first, &bound[0]) {
+            (_, Some(tcp)) => tcp.nid(),
+            (Interface::Mem { nid, .. }, None) | (Interface::Tcp { nid }, None) => *nid,
+        };
+        let limits = config.limits.clone();
+        let inner = Arc::new_cyclic(|me| NodeInner {
+            nid,
+            regions: Regions::new(nid, &limits),
+            transfers: Mutex::default(),
+            next_cookie: AtomicU64::new(1),
+            pending: Mutex::default(),
+            next_xid: AtomicU64::new(initial_xid()),
+            services: RwLock::default(),
+            replies: Mutex::new(ReplyCache::new(
+                limits.replies_saved_per_client_max as usize,
+                limits.reply_clients_max as usize,
+                limits.requests_active_max,
+            )),
+            bulk_serves_active: AtomicU32::new(0),
+            counters: NodeCounters::default(),
+            limits,
+            nis: OnceLock::new(),
+            me: me.clone(),
+        });
+        let credits = NiCredits {
+            credits_max: inner.limits.ni_credits,
+            peer_credits_max: inner.limits.peer_credits,
+            peers_max: inner.limits.peers_max as usize,
+        };
+        let deliver: Weak<dyn Deliver> = Arc::downgrade(&inner) as Weak<dyn Deliver>;
+        let mut nis = Vec::new();
+        for (interface, bound) in config.interfaces.iter().zip(bound) {
+            let (nid, lnd): (Nid, Arc<dyn Lnd>) = match (interface, bound) {
+                (Interface::Mem { nid, network }, _) => {
+                    (*nid, Arc::new(network.attach(*nid, deliver.clone())?))
+                }
+                (Interface::Tcp { .. }, Some(bound)) => {
+                    let settings = TcpSettings {
+                        frame_payload_max_bytes: inner.limits.frame_payload_max_bytes,
+                        peer_queue_max: inner.limits.peer_credits as usize,
+                        connections_max: inner.limits.connections_max as usize,
+                    };
+                    (bound.nid(), TcpLnd::start(bound, settings, deliver.clone()))
+                }
+                (Interface::Tcp { .. }, None) => {
+                    unreachable!("every TCP interface was bound above")
+                }
+            };
+            if nis.iter().any(|ni: &Arc<Ni>| ni.nid().net == nid.net) {
+                return Err(FabricError::BadNid {
+                    text: nid.to_string(),
+                    why: "a node has one interface per network".into(),
+                });
+            }
+            nis.push(Arc::new(Ni::new(nid, lnd, credits, config.fault.clone())));
+        }
+        let _ = inner.nis.set(nis);
+        Ok(Node { inner })
+    }
+
+    /// The node's primary NID (its first interface).
+    pub fn nid(&self) -> Nid {
+        self.inner.nid
+    }
+
+    /// The NIDs of all its interfaces.
+    pub fn nids(&self) -> Vec<Nid> {
+        self.inner.nis().iter().map(|ni| ni.nid()).collect()
+    }
+
+    /// Its interfaces, for views and tests.
+    pub fn interfaces(&self) -> &[Arc<Ni>] {
+        self.inner.nis()
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Its region table: register sources and sinks here.
+    pub fn regions(&self) -> &Arc<Regions> {
+        &self.inner.regions
+    }
+
+    /// Its counters.
+    pub fn counters(&self) -> &NodeCounters {
+        &self.inner.counters
+    }
+
+    /// RPCs waiting for replies right now.
+    pub fn rpcs_pending(&self) -> usize {
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock poisoned")
+            .len()
+    }
+
+    /// Serves RPC requests that arrive on `portal` with `service`.
+    pub fn register_service(
+        &self,
+        portal: u32,
+        service: Arc<dyn Service>,
+    ) -> Result<(), FabricError> {
+        if portal < crate::frame::FIRST_SERVICE_PORTAL {
+            return Err(FabricError::BadBulkAccess {
+                region: 0,
+                why: format!("portal {portal} is reserved"),
+            });
+        }
+        let mut services = self.inner.services.write().expect("services lock poisoned");
+        if services.contains_key(&portal) {
+            return Err(FabricError::LimitReached {
+                what: "one service per portal",
+                max: 1,
+            });
+        }
+        services.insert(portal, service);
+        Ok(())
+    }
+
+    /// Stops every interface. In-flight sends fail; their callers see errors.
+    pub fn shutdown(&self) {
+        for ni in self.inner.nis() {
+            ni.shutdown();
+        }
+        self.inner
+            .pending
+            .lock()
+            .expect("pending lock poisoned")
+            .clear();
+        self.inner
+            .transfers
+            .lock()
+            .expect("transfers lock poisoned")
+            .clear();
+    }
+}
+
+/// Start xids from the clock, as ptlrpc does, so a restarted client does not reuse the xids of
+/// its previous life while a server still holds their saved replies.
+fn initial_xid() -> u64 {
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(1);
+    micros.max(1)
+}
+
+impl NodeInner {
+    pub(crate) fn nis(&self) -> &[Arc<Ni>] {
+        self.nis.get().map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub(crate) fn node(&self) -> Option<Node> {
+        self.me.upgrade().map(|inner| Node { inner })
+    }
+
+    /// The interface that reaches `target`: the one on its network.
+    pub(crate) fn ni_for(&self, target: Nid) -> Result<&Arc<Ni>, FabricError> {
+        self.nis()
+            .iter()
+            .find(|ni| ni.nid().net == target.net)
+            .ok_or(FabricError::NoRoute {
+                target,
+                net: target.net,
+            })
+    }
+
+    /// A header from this node's interface on `target`'s network.
+    pub(crate) fn header(&self, kind: Kind, target: Nid) -> Result<Header, FabricError> {
+        Ok(Header::new(kind, self.ni_for(target)?.nid(), target))
+    }
+
+    /// Sends under credits (waiting for them if need be).
+    pub(crate) async fn send(
+        &self,
+        message: Message,
+        notify: Option<oneshot::Sender<Result<(), FabricError>>>,
+    ) -> Result<(), FabricError> {
+        let ni = Arc::clone(self.ni_for(message.header.target)?);
+        ni.send(message, notify).await
+    }
+
+    /// Sends from a task of its own, for dispatch, which must not wait.
+    fn send_detached(&self, message: Message) {
+        let Some(node) = self.me.upgrade() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let target = message.header.target;
+            if let Err(e) = node.send(message, None).await {
+                debug!(%target, "send from dispatch failed: {e}");
+            }
+        });
+    }
+
+    pub(crate) fn open_transfer(&self, depth: usize) -> Transfer {
+        let cookie = self.next_cookie.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel(depth.max(1));
+        self.transfers
+            .lock()
+            .expect("transfers lock poisoned")
+            .insert(cookie, tx);
+        Transfer {
+            cookie,
+            rx,
+            node: self.me.clone(),
+        }
+    }
+
+    fn on_request(&self, message: Message) {
+        let header = &message.header;
+        let service = self
+            .services
+            .read()
+            .expect("services lock poisoned")
+            .get(&header.portal)
+            .cloned();
+        let Some(service) = service else {
+            let error = format!("no service on portal {}", header.portal);
+            self.reply_error(header, status::errno::EOPNOTSUPP, &error);
+            return;
+        };
+        crate::rpc::server::admit(self, service, message);
+    }
+
+    pub(crate) fn reply_error(&self, request: &Header, code: u32, message: &str) {
+        let body = crate::rpc::encode_error(code, message);
+        self.send_reply(request, code, body);
+    }
+
+    pub(crate) fn send_reply(&self, request: &Header, code: u32, body: Bytes) {
+        let mut header = Header::new(Kind::Put, request.target, request.source);
+        header.portal = REPLY_PORTAL;
+        header.match_bits = request.match_bits;
+        header.status = code;
+        self.send_detached(Message::new(header, body));
+    }
+
+    fn on_rpc_reply(&self, message: Message) {
+        let waiter = self
+            .pending
+            .lock()
+            .expect("pending lock poisoned")
+            .remove(&message.header.match_bits);
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(message);
+            }
+            // A reply to a resent request whose first reply already came, or to a caller that
+            // gave up: nothing to do.
+            None => {
+                self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Owner side of a GET: send the bytes (or why not) back.
+    fn on_get(&self, get: Header) {
+        let active = self.bulk_serves_active.fetch_add(1, Ordering::AcqRel);
+        let _serving = ServeGuard(&self.bulk_serves_active);
+        let kind = kind_of(get.flags);
+        let mut reply = Header::new(Kind::Reply, get.target, get.source);
+        reply.cookie = get.cookie;
+        reply.offset = get.offset;
+        reply.flags = get.flags;
+        let payload = if active >= self.limits.bulk_serves_active_max {
+            reply.status = status::BUSY;
+            Bytes::new()
+        } else {
+            match self
+                .regions
+                .read(get.match_bits, get.offset, u64::from(get.length), kind)
+            {
+                Ok((bytes, crc)) => {
+                    reply.checksum = crc;
+                    bytes
+                }
+                Err(refusal) => {
+                    debug!(peer = %get.source, "refusing GET: {}", refusal.why);
+                    reply.status = refusal.status;
+                    Bytes::new()
+                }
+            }
+        };
+        self.send_detached(Message::new(reply, payload));
+    }
+
+    /// Owner side of a pushed chunk: check, write, acknowledge.
+    fn on_bulk_put(&self, message: Message) {
+        let put = &message.header;
+        let mut ack = Header::new(Kind::Ack, put.target, put.source);
+        ack.cookie = put.cookie;
+        ack.offset = put.offset;
+        ack.flags = put.flags;
+        if let Err(refusal) = self.regions.write(
+            put.match_bits,
+            put.offset,
+            &message.payload,
+            kind_of(put.flags),
+            put.checksum,
+        ) {
+            if refusal.status == status::CHECKSUM_MISMATCH {
+                self.counters
+                    .checksum_mismatches
+                    .fetch_add(1, Ordering::Relaxed);
+                warn!(peer = %put.source, "bulk PUT refused: {}", refusal.why);
+            }
+            ack.status = refusal.status;
+        }
+        self.send_detached(Message::new(ack, Bytes::new()));
+    }
+
+    fn on_transfer_frame(&self, message: Message) {
+        let sender = self
+            .transfers
+            .lock()
+            .expect("transfers lock poisoned")
+            .get(&message.header.cookie)
+            .cloned();
+        // A transfer holds room for its window; a frame beyond it (a duplicate after a
+        // resend) or for a finished transfer is dropped and counted.
+        if sender.is_none_or(|s| s.try_send(message).is_err()) {
+            self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+struct ServeGuard<'a>(&'a AtomicU32);
+
+impl Drop for ServeGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The checksum a frame's flags name.
+pub(crate) fn kind_of(flags: u8) -> ChecksumKind {
+    if flags & FLAG_CRC32C != 0 {
+        ChecksumKind::Crc32c
+    } else {
+        ChecksumKind::Crc32
+    }
+}
+
+/// The frame flags for a checksum.
+pub(crate) fn flags_of(kind: ChecksumKind) -> u8 {
+    match kind {
+        ChecksumKind::Crc32 => 0,
+        ChecksumKind::Crc32c => FLAG_CRC32C,
+    }
+}
+
+impl Deliver for NodeInner {
+    fn deliver(&self, message: Message) {
+        if let Some(ni) = self
+            .nis()
+            .iter()
+            .find(|ni| ni.nid() == message.header.target)
+        {
+            ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+            ni.counters
+                .recv_bytes
+                .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+        } else {
+            // Not for us, and this node does not forward (routers arrive with their issue).
+            self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        match (message.header.kind, message.header.portal) {
+            (Kind::Put, REPLY_PORTAL) => self.on_rpc_reply(message),
+            (Kind::Put, BULK_PORTAL) => self.on_bulk_put(message),
+            (Kind::Put, _) => self.on_request(message),
+            (Kind::Get, BULK_PORTAL) => self.on_get(message.header),
+            (Kind::Reply | Kind::Ack, _) => self.on_transfer_frame(message),
+            (Kind::Get | Kind::Hello, _) => {
+                self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A bulk transfer's mailbox for its REPLYs or ACKs; closed when dropped.
+pub(crate) struct Transfer {
+    pub(crate) cookie: u64,
+    pub(crate) rx: mpsc::Receiver<Message>,
+    node: Weak<NodeInner>,
+}
+
+impl Drop for Transfer {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.upgrade() {
+            node.transfers
+                .lock()
+                .expect("transfers lock poisoned")
+                .remove(&self.cookie);
+        }
+    }
+}

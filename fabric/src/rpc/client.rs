@@ -1,0 +1,157 @@
+//! The client side of an RPC: a fresh xid, the request, the wait for its reply, and resends
+//! with the same xid after a timeout or a failed send.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+use tracing::debug;
+
+use crate::error::FabricError;
+use crate::frame::{Kind, Message, status};
+use crate::nid::Nid;
+use crate::node::{Node, NodeInner};
+use crate::rpc::decode_error;
+
+/// Per-call overrides of the node's limits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallOptions {
+    /// How long to wait for a reply before resending (default: the node's `rpc_timeout`).
+    pub timeout: Option<Duration>,
+    /// Resends before giving up (default: the node's `rpc_resends_max`).
+    pub resends_max: Option<u32>,
+}
+
+/// Removes the xid from the pending table however the call ends.
+struct PendingGuard<'a> {
+    node: &'a NodeInner,
+    xid: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.node
+            .pending
+            .lock()
+            .expect("pending lock poisoned")
+            .remove(&self.xid);
+    }
+}
+
+impl Node {
+    /// Sends request `opcode` with `body` to the service on `portal` at `target` and waits for
+    /// the reply body. Resends carry the same xid, so the server executes the request once.
+    pub async fn call(
+        &self,
+        target: Nid,
+        portal: u32,
+        opcode: u32,
+        body: Bytes,
+    ) -> Result<Bytes, FabricError> {
+        self.call_with(target, portal, opcode, body, CallOptions::default())
+            .await
+    }
+
+    /// [`Node::call`] with per-call options.
+    pub async fn call_with(
+        &self,
+        target: Nid,
+        portal: u32,
+        opcode: u32,
+        body: Bytes,
+        options: CallOptions,
+    ) -> Result<Bytes, FabricError> {
+        let inner = &self.inner;
+        let limits = &inner.limits;
+        if body.len() as u64 > u64::from(limits.frame_payload_max_bytes) {
+            return Err(FabricError::TooLarge {
+                what: "RPC request body",
+                bytes: body.len() as u64,
+                max_bytes: u64::from(limits.frame_payload_max_bytes),
+            });
+        }
+        let timeout = options.timeout.unwrap_or(limits.rpc_timeout);
+        let resends_max = options.resends_max.unwrap_or(limits.rpc_resends_max);
+        let xid = inner.next_xid.fetch_add(1, Ordering::Relaxed);
+        let _pending = PendingGuard { node: inner, xid };
+        let mut sends = 0u32;
+        let mut busy = 0u32;
+        loop {
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let oldest_pending = {
+                let mut pending = inner.pending.lock().expect("pending lock poisoned");
+                pending.insert(xid, reply_tx);
+                *pending.keys().next().expect("this call is pending")
+            };
+            let mut header = inner.header(Kind::Put, target)?;
+            header.portal = portal;
+            header.match_bits = xid;
+            header.hdr_data = u64::from(opcode);
+            header.cookie = oldest_pending;
+            let (sent_tx, sent_rx) = oneshot::channel();
+            sends += 1;
+            // Waits here for credits when the interface or the peer is saturated.
+            inner
+                .send(Message::new(header, body.clone()), Some(sent_tx))
+                .await?;
+            let outcome = tokio::time::timeout(timeout, async {
+                // A send that fails (peer down) ends the wait at once, not at the timeout.
+                if let Ok(Err(error)) = sent_rx.await {
+                    return Err(error);
+                }
+                reply_rx.await.map_err(|_| FabricError::ShuttingDown)
+            })
+            .await;
+            let failure = match outcome {
+                Ok(Ok(reply))
+                    if reply.header.status == status::BUSY
+                        && busy < limits.rpc_busy_retries_max =>
+                {
+                    busy += 1;
+                    sends -= 1; // BUSY was an answer: it does not use up a resend
+                    tokio::time::sleep(Duration::from_millis(1 + u64::from(busy.min(50)))).await;
+                    continue;
+                }
+                Ok(Ok(reply)) if reply.header.status == status::OK => return Ok(reply.payload),
+                Ok(Ok(reply)) => {
+                    return Err(decode_error(target, reply.header.status, &reply.payload));
+                }
+                Ok(Err(FabricError::ShuttingDown)) => return Err(FabricError::ShuttingDown),
+                Ok(Err(send_error)) => {
+                    // Do not spin on a dead peer: wait a little before the resend.
+                    tokio::time::sleep(timeout.min(Duration::from_millis(100)) * sends).await;
+                    send_error
+                }
+                Err(_) => FabricError::Timeout {
+                    what: "RPC reply",
+                    peer: target,
+                    attempts: sends,
+                },
+            };
+            if sends > resends_max {
+                return Err(match failure {
+                    FabricError::Timeout { .. } => failure,
+                    other => FabricError::Timeout {
+                        what: "RPC reply",
+                        peer: target,
+                        attempts: sends,
+                    }
+                    .with_cause(other),
+                });
+            }
+            inner.counters.rpc_resends.fetch_add(1, Ordering::Relaxed);
+            debug!(%target, xid, attempt = sends + 1, "resending RPC: {failure}");
+        }
+    }
+}
+
+impl FabricError {
+    /// Keeps the more specific of a final timeout and the failure behind it.
+    fn with_cause(self, cause: FabricError) -> FabricError {
+        match cause {
+            FabricError::Unreachable { .. } | FabricError::NoRoute { .. } => cause,
+            _ => self,
+        }
+    }
+}

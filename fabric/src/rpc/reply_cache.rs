@@ -1,0 +1,196 @@
+//! The server's memory of requests it has executed, so a resend (same client, same xid)
+//! executes once: a pure core, no locks or sockets.
+//!
+//! As ptlrpc does with its reply state and the client's `last_xid`, every request carries the
+//! oldest xid its client still waits on; saved replies below it are forgotten. Everything is
+//! bounded: replies per client, clients, and requests executing at once.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+
+use crate::nid::Nid;
+
+/// A reply kept for resends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedReply {
+    /// Its status (errno, 0 for success).
+    pub status: u32,
+    /// Its body.
+    pub body: Bytes,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    Executing,
+    Done(SavedReply),
+}
+
+/// What to do with an arriving request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// New: execute it, then call [`ReplyCache::complete`].
+    Execute,
+    /// A resend of a request still executing: its reply will answer this one too.
+    AlreadyExecuting,
+    /// A resend of a request already executed: send this saved reply again.
+    Resend(SavedReply),
+    /// At a limit: answer BUSY, the client retries.
+    Busy,
+}
+
+/// Saved replies and executing requests, per client.
+#[derive(Debug)]
+pub struct ReplyCache {
+    clients: HashMap<Nid, BTreeMap<u64, Slot>>,
+    per_client_max: usize,
+    clients_max: usize,
+    executing: u32,
+    executing_max: u32,
+}
+
+impl ReplyCache {
+    /// An empty cache with its bounds.
+    pub fn new(per_client_max: usize, clients_max: usize, executing_max: u32) -> ReplyCache {
+        ReplyCache {
+            clients: HashMap::new(),
+            per_client_max: per_client_max.max(1),
+            clients_max: clients_max.max(1),
+            executing: 0,
+            executing_max: executing_max.max(1),
+        }
+    }
+
+    /// Decides what to do with request `xid` from `client`, which still waits on nothing
+    /// older than `oldest_pending_xid`.
+    pub fn admit(&mut self, client: Nid, xid: u64, oldest_pending_xid: u64) -> Admission {
+        if let Some(slots) = self.clients.get_mut(&client) {
+            // The client has the replies of everything older than its oldest pending xid.
+            slots.retain(|&saved, slot| saved >= oldest_pending_xid || *slot == Slot::Executing);
+            match slots.get(&xid) {
+                Some(Slot::Executing) => return Admission::AlreadyExecuting,
+                Some(Slot::Done(reply)) => return Admission::Resend(reply.clone()),
+                None => {}
+            }
+        }
+        if self.executing >= self.executing_max {
+            return Admission::Busy;
+        }
+        if !self.clients.contains_key(&client) && self.clients.len() >= self.clients_max {
+            // Make room by forgetting a client that has nothing executing.
+            let idle = self
+                .clients
+                .iter()
+                .find(|(_, slots)| slots.values().all(|s| *s != Slot::Executing))
+                .map(|(nid, _)| *nid);
+            match idle {
+                Some(nid) => {
+                    self.clients.remove(&nid);
+                }
+                None => return Admission::Busy,
+            }
+        }
+        let slots = self.clients.entry(client).or_default();
+        if slots.len() >= self.per_client_max {
+            let oldest_done = slots
+                .iter()
+                .find(|(_, s)| **s != Slot::Executing)
+                .map(|(x, _)| *x);
+            match oldest_done {
+                Some(old) => {
+                    slots.remove(&old);
+                }
+                None => return Admission::Busy,
+            }
+        }
+        slots.insert(xid, Slot::Executing);
+        self.executing += 1;
+        Admission::Execute
+    }
+
+    /// Records the reply of a request admitted with [`Admission::Execute`].
+    pub fn complete(&mut self, client: Nid, xid: u64, reply: SavedReply) {
+        assert!(
+            self.executing > 0,
+            "completion without an executing request"
+        );
+        self.executing -= 1;
+        if let Some(slot) = self.clients.get_mut(&client).and_then(|s| s.get_mut(&xid)) {
+            *slot = Slot::Done(reply);
+        }
+    }
+
+    /// Requests executing now.
+    pub fn executing(&self) -> u32 {
+        self.executing
+    }
+
+    /// Replies saved now, over all clients.
+    pub fn saved(&self) -> usize {
+        self.clients
+            .values()
+            .map(|s| s.values().filter(|x| **x != Slot::Executing).count())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(n: u8) -> SavedReply {
+        SavedReply {
+            status: 0,
+            body: Bytes::from(vec![n]),
+        }
+    }
+
+    #[test]
+    fn a_resend_executes_once() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(8, 8, 8);
+        assert_eq!(cache.admit(client, 10, 10), Admission::Execute);
+        assert_eq!(cache.admit(client, 10, 10), Admission::AlreadyExecuting);
+        cache.complete(client, 10, reply(1));
+        assert_eq!(cache.admit(client, 10, 10), Admission::Resend(reply(1)));
+        // Once the client moves past xid 10 the reply is forgotten.
+        assert_eq!(cache.admit(client, 11, 11), Admission::Execute);
+        assert_eq!(cache.saved(), 0);
+        // Other clients' xids are their own.
+        let other: Nid = "2@mem0".parse().unwrap();
+        assert_eq!(cache.admit(other, 10, 10), Admission::Execute);
+    }
+
+    #[test]
+    fn bounds_hold() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(2, 1, 3);
+        assert_eq!(cache.admit(client, 1, 1), Admission::Execute);
+        assert_eq!(cache.admit(client, 2, 1), Admission::Execute);
+        // Both slots executing: no room.
+        assert_eq!(cache.admit(client, 3, 1), Admission::Busy);
+        cache.complete(client, 1, reply(1));
+        // The oldest saved reply is evicted for the new request.
+        assert_eq!(cache.admit(client, 3, 1), Admission::Execute);
+        assert_eq!(cache.executing(), 2);
+        // One client only, and it is busy: a second is refused.
+        let other: Nid = "2@mem0".parse().unwrap();
+        assert_eq!(cache.admit(other, 1, 1), Admission::Busy);
+        cache.complete(client, 2, reply(2));
+        cache.complete(client, 3, reply(3));
+        // Now the first client is idle and can be forgotten.
+        assert_eq!(cache.admit(other, 1, 1), Admission::Execute);
+        assert_eq!(cache.executing(), 1);
+    }
+
+    #[test]
+    fn executing_limit_answers_busy() {
+        let mut cache = ReplyCache::new(8, 8, 2);
+        let a: Nid = "1@mem0".parse().unwrap();
+        assert_eq!(cache.admit(a, 1, 1), Admission::Execute);
+        assert_eq!(cache.admit(a, 2, 1), Admission::Execute);
+        assert_eq!(cache.admit(a, 3, 1), Admission::Busy);
+        // A resend of an executing request is still recognised at the limit.
+        assert_eq!(cache.admit(a, 2, 1), Admission::AlreadyExecuting);
+    }
+}

@@ -1,0 +1,83 @@
+//! The server side of an RPC: admission through the reply cache, execution on a task of its
+//! own, the reply.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tracing::{Instrument, debug, info_span};
+
+use crate::frame::{Message, status};
+use crate::node::NodeInner;
+use crate::rpc::reply_cache::{Admission, SavedReply};
+use crate::rpc::{Request, Service, encode_error};
+
+/// Admits a request that arrived for `service`: executes it, answers a resend from the saved
+/// reply, ignores a resend of one still executing, or answers BUSY. Never waits.
+pub(crate) fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
+    let header = message.header;
+    let (client, xid) = (header.source, header.match_bits);
+    let admission = node
+        .replies
+        .lock()
+        .expect("reply cache lock poisoned")
+        .admit(client, xid, header.cookie);
+    match admission {
+        Admission::Execute => {}
+        Admission::AlreadyExecuting => {
+            debug!(%client, xid, "resend of a request still executing; its reply will answer");
+            return;
+        }
+        Admission::Resend(saved) => {
+            node.counters
+                .replies_reconstructed
+                .fetch_add(1, Ordering::Relaxed);
+            debug!(%client, xid, "resend of an executed request: sending the saved reply");
+            node.send_reply(&header, saved.status, saved.body);
+            return;
+        }
+        Admission::Busy => {
+            node.counters.requests_busy.fetch_add(1, Ordering::Relaxed);
+            node.reply_error(
+                &header,
+                status::BUSY,
+                "server busy: at its limit of executing requests",
+            );
+            return;
+        }
+    }
+    let Some(handle) = node.node() else { return };
+    node.counters
+        .requests_executed
+        .fetch_add(1, Ordering::Relaxed);
+    let request = Request {
+        node: handle.clone(),
+        source: client,
+        xid,
+        opcode: header.hdr_data as u32,
+        body: message.payload,
+    };
+    let span = info_span!("rpc", xid, %client, opcode = request.opcode);
+    tokio::spawn(
+        async move {
+            let (code, body) = match service.handle(request).await {
+                Ok(body) => (status::OK, body),
+                Err(error) => {
+                    debug!(code = error.code, "request failed: {}", error.message);
+                    (error.code, encode_error(error.code, &error.message))
+                }
+            };
+            let inner = &handle.inner;
+            let saved = SavedReply {
+                status: code,
+                body: body.clone(),
+            };
+            inner
+                .replies
+                .lock()
+                .expect("reply cache lock poisoned")
+                .complete(client, xid, saved);
+            inner.send_reply(&header, code, body);
+        }
+        .instrument(span),
+    );
+}

@@ -1,0 +1,349 @@
+//! Bulk GET and PUT by descriptor across sizes, offsets and transports, with faults.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern};
+use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
+use iopath_fabric::frame::Kind;
+use iopath_fabric::{ChecksumKind, FabricError, Limits};
+
+const MIB: usize = 1 << 20;
+
+/// Sizes from one byte to 64 MiB, including chunk boundaries and their neighbours.
+const SIZES: [usize; 10] = [
+    1,
+    7,
+    4095,
+    4096,
+    65_537,
+    MIB - 1,
+    MIB,
+    MIB + 1,
+    3 * MIB + 12_345,
+    64 * MIB,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_from_one_byte_to_64_mib_at_unaligned_offsets() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 2, Limits::default(), None).await;
+        let (client, server) = (&nodes[0], &nodes[1]);
+        TestService::install(server);
+        for (i, &size) in SIZES.iter().enumerate() {
+            let offset = [0usize, 1, 3, 4097][i % 4];
+            for kind in [ChecksumKind::Crc32, ChecksumKind::Crc32c] {
+                let data = Bytes::from(pattern(offset + size + 5, size as u64));
+                let region = client.regions().register_source(data.clone()).unwrap();
+                let desc = region.describe(offset as u64, size as u64, kind).unwrap();
+                let reply = client
+                    .call(server.nid(), PORTAL, OP_PULL, encode_desc(&desc))
+                    .await
+                    .unwrap();
+                let crc = u32::from_be_bytes(reply[..4].try_into().unwrap());
+                assert_eq!(
+                    crc,
+                    kind.compute(&data[offset..offset + size]),
+                    "{transport:?} {kind} {size}@{offset}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_from_one_byte_to_64_mib_at_unaligned_offsets() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 2, Limits::default(), None).await;
+        let (client, server) = (&nodes[0], &nodes[1]);
+        TestService::install(server);
+        for (i, &size) in SIZES.iter().enumerate() {
+            let offset = [0u64, 1, 3, 4097][i % 4];
+            let sink = client
+                .regions()
+                .register_sink(offset + size as u64 + 9)
+                .unwrap();
+            let desc = sink
+                .describe(offset, size as u64, ChecksumKind::Crc32c)
+                .unwrap();
+            let reply = client
+                .call(server.nid(), PORTAL, OP_PUSH, encode_desc(&desc))
+                .await
+                .unwrap();
+            let data = sink.into_bytes();
+            let expected = pattern(size, offset);
+            assert_eq!(
+                &data[offset as usize..offset as usize + size],
+                &expected[..],
+                "{transport:?} {size}@{offset}"
+            );
+            assert!(
+                data[..offset as usize].iter().all(|&b| b == 0),
+                "nothing written before the descriptor"
+            );
+            assert!(
+                data[offset as usize + size..].iter().all(|&b| b == 0),
+                "nothing written after it"
+            );
+            let crc = u32::from_be_bytes(reply[..4].try_into().unwrap());
+            assert_eq!(crc, ChecksumKind::Crc32c.compute(&expected));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_regions() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 3, Limits::default(), None).await;
+        for server in &nodes[1..] {
+            TestService::install(server);
+        }
+        let client = nodes[0].clone();
+        let mut tasks = Vec::new();
+        for i in 0..64u64 {
+            let client = client.clone();
+            let server = nodes[1 + (i % 2) as usize].nid();
+            tasks.push(tokio::spawn(async move {
+                let size = 1000 + (i as usize * 37_111) % (3 * MIB);
+                let data = Bytes::from(pattern(size, i));
+                let region = client.regions().register_source(data.clone()).unwrap();
+                let desc = region
+                    .describe(0, size as u64, ChecksumKind::Crc32)
+                    .unwrap();
+                let reply = client
+                    .call(server, PORTAL, OP_PULL, encode_desc(&desc))
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    u32::from_be_bytes(reply[..4].try_into().unwrap()),
+                    ChecksumKind::Crc32.compute(&data)
+                );
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(
+            client.regions().count(),
+            0,
+            "every region released when its handle dropped"
+        );
+    }
+}
+
+fn corrupt_replies(seed: u64, probability: f64, faults_max: u64) -> Arc<SeededFaults> {
+    let plan = FaultPlan {
+        filter: MessageFilter {
+            kinds: vec![Kind::Reply],
+            portals: vec![],
+        },
+        corrupt_probability: probability,
+        faults_max,
+        ..FaultPlan::default()
+    };
+    Arc::new(SeededFaults::new(seed, plan))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_chunk_is_resent_and_arrives_intact() {
+    let seed = 0x5EED_0001;
+    println!("fault seed {seed:#x}");
+    for transport in BOTH {
+        // The client (owner of the data) corrupts a third of the chunks it serves, at most 20.
+        let faults = corrupt_replies(seed, 0.34, 20);
+        let mut all = nodes(transport, 1, Limits::default(), Some(faults.clone())).await;
+        all.extend(nodes(transport, 1, Limits::default(), None).await);
+        if transport == Transport::Mem {
+            // Two networks from two calls: put both on one by starting afresh.
+            all = nodes_on_one_mem_network(faults.clone()).await;
+        }
+        let (client, server) = (&all[0], &all[1]);
+        TestService::install(server);
+        let data = Bytes::from(pattern(8 * MIB + 3, 1));
+        let region = client.regions().register_source(data.clone()).unwrap();
+        let desc = region.describe_all(ChecksumKind::Crc32);
+        let reply = client
+            .call(server.nid(), PORTAL, OP_PULL, encode_desc(&desc))
+            .await
+            .unwrap();
+        assert_eq!(
+            u32::from_be_bytes(reply[..4].try_into().unwrap()),
+            ChecksumKind::Crc32.compute(&data)
+        );
+        assert!(
+            faults.injected() > 0,
+            "the plan injected no corruption (seed {seed:#x})"
+        );
+        let mismatches = server
+            .counters()
+            .checksum_mismatches
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(
+            mismatches,
+            faults.injected(),
+            "every corrupted chunk was caught ({transport:?})"
+        );
+    }
+}
+
+async fn nodes_on_one_mem_network(client_fault: Arc<SeededFaults>) -> Vec<iopath_fabric::Node> {
+    use iopath_fabric::{Interface, MemNetwork, Nid, Node, NodeConfig};
+    let network = MemNetwork::new();
+    let mut out = Vec::new();
+    for (n, fault) in [
+        (
+            1,
+            Some(client_fault as Arc<dyn iopath_fabric::fault::FaultHook>),
+        ),
+        (2, None),
+    ] {
+        let interface = Interface::Mem {
+            nid: Nid::mem(n, 0),
+            network: network.clone(),
+        };
+        out.push(
+            Node::start(NodeConfig {
+                interfaces: vec![interface],
+                limits: Limits::default(),
+                fault,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_corruption_ends_in_an_error_and_nothing_is_handed_on() {
+    let seed = 0x5EED_0002;
+    println!("fault seed {seed:#x}");
+    let nodes = nodes_on_one_mem_network(corrupt_replies(seed, 1.0, u64::MAX)).await;
+    let (client, server) = (&nodes[0], &nodes[1]);
+    TestService::install(server);
+    let region = client
+        .regions()
+        .register_source(Bytes::from(pattern(3 * MIB, 2)))
+        .unwrap();
+    let desc = region.describe_all(ChecksumKind::Crc32);
+    let err = client
+        .call(server.nid(), PORTAL, OP_PULL, encode_desc(&desc))
+        .await
+        .unwrap_err();
+    match err {
+        FabricError::Remote { code, message, .. } => {
+            assert_eq!(code, 74, "EBADMSG");
+            assert!(message.contains("checksum mismatch"), "{message}");
+        }
+        other => panic!("expected a remote checksum error, got {other}"),
+    }
+    let limits = Limits::default();
+    let mismatches = server
+        .counters()
+        .checksum_mismatches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    // Three chunks are in flight at once and every one keeps failing: the first to use up its
+    // resends ends the transfer, so each chunk was tried at most `checksum_resends_max + 1` times.
+    let per_chunk = u64::from(limits.checksum_resends_max) + 1;
+    assert!(
+        (per_chunk..=3 * per_chunk).contains(&mismatches),
+        "{mismatches} mismatches"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_pushes_are_refused_by_the_owner_and_resent() {
+    let seed = 0x5EED_0003;
+    println!("fault seed {seed:#x}");
+    // The server pushes; its PUT chunks are corrupted on the way.
+    let plan = FaultPlan {
+        filter: MessageFilter {
+            kinds: vec![Kind::Put],
+            portals: vec![iopath_fabric::frame::BULK_PORTAL],
+        },
+        corrupt_probability: 0.5,
+        faults_max: 10,
+        ..FaultPlan::default()
+    };
+    let faults = Arc::new(SeededFaults::new(seed, plan));
+    let network = iopath_fabric::MemNetwork::new();
+    let mut all = Vec::new();
+    for (n, fault) in [
+        (1u32, None),
+        (
+            2,
+            Some(faults.clone() as Arc<dyn iopath_fabric::fault::FaultHook>),
+        ),
+    ] {
+        let interface = iopath_fabric::Interface::Mem {
+            nid: iopath_fabric::Nid::mem(n, 0),
+            network: network.clone(),
+        };
+        let config = iopath_fabric::NodeConfig {
+            interfaces: vec![interface],
+            limits: Limits::default(),
+            fault,
+        };
+        all.push(iopath_fabric::Node::start(config).await.unwrap());
+    }
+    let (client, server) = (&all[0], &all[1]);
+    TestService::install(server);
+    let sink = client.regions().register_sink(6 * MIB as u64).unwrap();
+    let desc = sink
+        .describe(0, 6 * MIB as u64, ChecksumKind::Crc32)
+        .unwrap();
+    client
+        .call(server.nid(), PORTAL, OP_PUSH, encode_desc(&desc))
+        .await
+        .unwrap();
+    assert_eq!(&sink.into_bytes()[..], &pattern(6 * MIB, 0)[..]);
+    assert!(faults.injected() > 0);
+    let refused = client
+        .counters()
+        .checksum_mismatches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        refused,
+        faults.injected(),
+        "the owner refused every corrupted chunk"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_and_delayed_bulk_still_completes() {
+    let seed = 0x5EED_0004;
+    println!("fault seed {seed:#x}");
+    let plan = FaultPlan {
+        filter: MessageFilter {
+            kinds: vec![Kind::Get, Kind::Reply],
+            portals: vec![],
+        },
+        drop_probability: 0.2,
+        delay_probability: 0.3,
+        delay_max: Duration::from_millis(20),
+        faults_max: 30,
+        ..FaultPlan::default()
+    };
+    let faults = Arc::new(SeededFaults::new(seed, plan));
+    let limits = Limits {
+        bulk_timeout: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let nodes = nodes(Transport::Tcp, 2, limits, Some(faults.clone())).await;
+    TestService::install(&nodes[1]);
+    let data = Bytes::from(pattern(10 * MIB, 4));
+    let region = nodes[0].regions().register_source(data.clone()).unwrap();
+    let desc = region.describe_all(ChecksumKind::Crc32c);
+    let reply = nodes[0]
+        .call(nodes[1].nid(), PORTAL, OP_PULL, encode_desc(&desc))
+        .await
+        .unwrap();
+    assert_eq!(
+        u32::from_be_bytes(reply[..4].try_into().unwrap()),
+        ChecksumKind::Crc32c.compute(&data)
+    );
+    assert!(faults.injected() > 0);
+}

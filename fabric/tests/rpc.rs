@@ -1,0 +1,219 @@
+//! RPC: execute-once across a lost reply, timeouts, unreachable peers.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{BOTH, OP_COUNT, PORTAL, TestService, nodes};
+use iopath_fabric::fault::{Fault, FaultHook};
+use iopath_fabric::frame::{Header, Kind, REPLY_PORTAL};
+use iopath_fabric::rpc::CallOptions;
+use iopath_fabric::{FabricError, Limits};
+
+/// Drops the first `n` RPC replies a node sends.
+#[derive(Debug)]
+struct DropFirstReplies {
+    left: AtomicU64,
+}
+
+impl FaultHook for DropFirstReplies {
+    fn on_send(&self, header: &Header, _: usize) -> Fault {
+        let is_reply = header.kind == Kind::Put && header.portal == REPLY_PORTAL;
+        if is_reply
+            && self
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            Fault::Drop
+        } else {
+            Fault::None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_reply_leads_to_exactly_one_execution() {
+    for transport in BOTH {
+        let limits = Limits {
+            rpc_timeout: Duration::from_millis(100),
+            ..Limits::default()
+        };
+        let client = nodes(transport, 1, limits.clone(), None).await.remove(0);
+        let hook = Arc::new(DropFirstReplies {
+            left: AtomicU64::new(2),
+        });
+        let server = match transport {
+            common::Transport::Tcp => nodes(transport, 1, limits, Some(hook.clone()))
+                .await
+                .remove(0),
+            common::Transport::Mem => {
+                // Both nodes must share one in-memory network.
+                let network = iopath_fabric::MemNetwork::new();
+                let client = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+                    interfaces: vec![iopath_fabric::Interface::Mem {
+                        nid: iopath_fabric::Nid::mem(1, 0),
+                        network: network.clone(),
+                    }],
+                    limits: limits.clone(),
+                    fault: None,
+                })
+                .await
+                .unwrap();
+                let server = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+                    interfaces: vec![iopath_fabric::Interface::Mem {
+                        nid: iopath_fabric::Nid::mem(2, 0),
+                        network,
+                    }],
+                    limits,
+                    fault: Some(hook.clone()),
+                })
+                .await
+                .unwrap();
+                run_once_check(&client, &server, &hook).await;
+                continue;
+            }
+        };
+        run_once_check(&client, &server, &hook).await;
+    }
+}
+
+async fn run_once_check(
+    client: &iopath_fabric::Node,
+    server: &iopath_fabric::Node,
+    hook: &DropFirstReplies,
+) {
+    let service = TestService::install(server);
+    let reply = client
+        .call(server.nid(), PORTAL, OP_COUNT, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        u64::from_be_bytes(reply[..8].try_into().unwrap()),
+        1,
+        "the reply is the first execution's"
+    );
+    assert_eq!(service.executed.load(Ordering::SeqCst), 1, "executed once");
+    assert_eq!(
+        hook.left.load(Ordering::SeqCst),
+        0,
+        "both replies were dropped"
+    );
+    assert_eq!(client.counters().rpc_resends.load(Ordering::Relaxed), 2);
+    assert_eq!(
+        server
+            .counters()
+            .replies_reconstructed
+            .load(Ordering::Relaxed),
+        2
+    );
+    // The next call is a new xid and executes.
+    let reply = client
+        .call(server.nid(), PORTAL, OP_COUNT, Bytes::new())
+        .await
+        .unwrap();
+    assert_eq!(u64::from_be_bytes(reply[..8].try_into().unwrap()), 2);
+    assert_eq!(client.rpcs_pending(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_times_out_after_bounded_resends() {
+    let limits = Limits {
+        rpc_timeout: Duration::from_millis(50),
+        rpc_resends_max: 2,
+        ..Limits::default()
+    };
+    let all = nodes(common::Transport::Tcp, 2, limits, None).await;
+    let hook_drops_everything = all[1].clone();
+    // A service that never answers: the server drops all its replies.
+    #[derive(Debug)]
+    struct DropAll;
+    impl FaultHook for DropAll {
+        fn on_send(&self, _: &Header, _: usize) -> Fault {
+            Fault::Drop
+        }
+    }
+    let _ = hook_drops_everything;
+    let silent = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![iopath_fabric::Interface::Tcp {
+            nid: "127.0.0.1:0@tcp0".parse().unwrap(),
+        }],
+        limits: all[0].limits().clone(),
+        fault: Some(Arc::new(DropAll)),
+    })
+    .await
+    .unwrap();
+    let service = TestService::install(&silent);
+    let err = all[0]
+        .call(silent.nid(), PORTAL, OP_COUNT, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FabricError::Timeout { attempts: 3, .. }),
+        "{err}"
+    );
+    assert_eq!(
+        service.executed.load(Ordering::SeqCst),
+        1,
+        "resends did not execute again"
+    );
+    assert_eq!(all[0].rpcs_pending(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_peer_fails_fast_and_clearly() {
+    let client = nodes(common::Transport::Tcp, 1, Limits::default(), None)
+        .await
+        .remove(0);
+    // Bind and close a listener so the port is (almost certainly) free and refusing.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("127.0.0.1:{port}@tcp0").parse().unwrap();
+    let options = CallOptions {
+        timeout: Some(Duration::from_secs(30)),
+        resends_max: Some(1),
+    };
+    let started = std::time::Instant::now();
+    let err = client
+        .call_with(target, PORTAL, OP_COUNT, Bytes::new(), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FabricError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains(&port.to_string()), "{err}");
+    // Not a speed assertion: a refused connection must not wait out a 30 s timeout.
+    assert!(started.elapsed() < Duration::from_secs(25));
+    // And a peer on a network this node is not on has no route.
+    let err = client
+        .call("5@mem0".parse().unwrap(), PORTAL, OP_COUNT, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FabricError::NoRoute { .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_portals_and_opcodes_get_errors() {
+    let all = nodes(common::Transport::Mem, 2, Limits::default(), None).await;
+    TestService::install(&all[1]);
+    let err = all[0]
+        .call(all[1].nid(), PORTAL + 1, OP_COUNT, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FabricError::Remote { code: 95, .. }), "{err}");
+    let err = all[0]
+        .call(all[1].nid(), PORTAL, 999, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no opcode 999"), "{err}");
+    let big = Bytes::from(vec![0u8; (1 << 20) + 1]);
+    let err = all[0]
+        .call(all[1].nid(), PORTAL, OP_COUNT, big)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FabricError::TooLarge { .. }), "{err}");
+}

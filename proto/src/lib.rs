@@ -1,0 +1,30 @@
+//! iopath's wire formats, generated from the `.proto` files in `proto/` by prost and tonic.
+//!
+//! # Layout
+//!
+//! - [`fabric`]: the buffer descriptor and the RPC error body — what the fabric's RPC layer
+//!   itself reads.
+//! - [`selftest`]: lnet_selftest-style `brw` and `ping` requests.
+//! - [`admin`]: the admin gRPC service every node runs (`lctl get_param`/`set_param`, status,
+//!   shutdown).
+//!
+//! Messages are decoded once, at the edge, into the typed values of the crates above this one;
+//! nothing here checks more than protobuf's own framing.
+
+#![allow(missing_debug_implementations)] // generated tonic clients and servers lack Debug
+#![allow(clippy::unwrap_used)] // generated code
+
+/// The buffer descriptor and RPC error body.
+pub mod fabric {
+    tonic::include_proto!("iopath.fabric");
+}
+
+/// lnet_selftest-style test RPCs.
+pub mod selftest {
+    tonic::include_proto!("iopath.selftest");
+}
+
+/// The admin service: parameter tree, status, shutdown.
+pub mod admin {
+    tonic::include_proto!("iopath.admin");
+}
