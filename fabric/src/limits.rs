@@ -47,8 +47,9 @@ pub struct Limits {
     pub replies_saved_per_client_max: u32,
     /// Clients a node keeps saved replies for.
     pub reply_clients_max: u32,
-    /// GETs a node serves at once; more are answered BUSY.
-    pub bulk_serves_active_max: u32,
+    /// Answers (RPC replies, ACKs, GET data) a node sends on behalf of peers at once; beyond
+    /// it they are dropped and counted, and the peer resends.
+    pub detached_sends_max: u32,
     /// Checksums this node accepts in descriptors.
     pub checksums_accepted: Vec<ChecksumKind>,
 }
@@ -78,7 +79,7 @@ impl Default for Limits {
             requests_active_max: 512,
             replies_saved_per_client_max: 256,
             reply_clients_max: 4096,
-            bulk_serves_active_max: 1024,
+            detached_sends_max: 4096,
             checksums_accepted: vec![ChecksumKind::Crc32, ChecksumKind::Crc32c],
         }
     }

@@ -73,6 +73,9 @@ pub struct NodeCounters {
     pub requests_busy: AtomicU64,
     /// Frames that arrived with nothing waiting for them (late replies, stale chunks).
     pub unexpected: AtomicU64,
+    /// The most answers ever being sent on behalf of peers at once (bounded by
+    /// `Limits::detached_sends_max`).
+    pub answers_in_flight_peak: AtomicU64,
     /// Bulk bytes pulled by this node.
     pub bulk_get_bytes: AtomicU64,
     /// Bulk bytes pushed by this node.
@@ -106,7 +109,8 @@ pub(crate) struct NodeInner {
     pub(crate) next_xid: AtomicU64,
     pub(crate) services: RwLock<HashMap<u32, Arc<dyn Service>>>,
     pub(crate) replies: Mutex<ReplyCache>,
-    pub(crate) bulk_serves_active: AtomicU32,
+    /// Replies, ACKs and chunks being sent on behalf of peers right now (see `send_detached`).
+    pub(crate) detached_sends: Arc<AtomicU32>,
     pub(crate) counters: NodeCounters,
     pub(crate) me: Weak<NodeInner>,
 }
@@ -147,7 +151,7 @@ impl Node {
                 limits.reply_clients_max as usize,
                 limits.requests_active_max,
             )),
-            bulk_serves_active: AtomicU32::new(0),
+            detached_sends: Arc::default(),
             counters: NodeCounters::default(),
             limits,
             nis: OnceLock::new(),
@@ -314,16 +318,31 @@ impl NodeInner {
         ni.send(message, notify).await
     }
 
-    /// Sends from a task of its own, for dispatch, which must not wait.
+    /// Sends from a task of its own, for dispatch, which must not wait. These are answers to
+    /// peers (replies, ACKs, GET data), so a peer decides how many there are: beyond
+    /// `detached_sends_max` at once they are dropped and counted, and the peer, hearing nothing,
+    /// resends — the same as a message lost on the wire.
     fn send_detached(&self, message: Message) {
         let Some(node) = self.me.upgrade() else {
             return;
         };
+        let in_progress = Arc::clone(&self.detached_sends);
+        let before = in_progress.fetch_add(1, Ordering::AcqRel);
+        if before >= self.limits.detached_sends_max {
+            in_progress.fetch_sub(1, Ordering::AcqRel);
+            self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+            warn!(peer = %message.header.target, "dropping an answer: {} already being sent", self.limits.detached_sends_max);
+            return;
+        }
+        self.counters
+            .answers_in_flight_peak
+            .fetch_max(u64::from(before) + 1, Ordering::Relaxed);
         tokio::spawn(async move {
             let target = message.header.target;
             if let Err(e) = node.send(message, None).await {
                 debug!(%target, "send from dispatch failed: {e}");
             }
+            in_progress.fetch_sub(1, Ordering::AcqRel);
         });
     }
 
@@ -390,17 +409,13 @@ impl NodeInner {
 
     /// Owner side of a GET: send the bytes (or why not) back.
     fn on_get(&self, get: Header) {
-        let active = self.bulk_serves_active.fetch_add(1, Ordering::AcqRel);
-        let _serving = ServeGuard(&self.bulk_serves_active);
         let kind = kind_of(get.flags);
         let mut reply = Header::new(Kind::Reply, get.target, get.source);
         reply.cookie = get.cookie;
         reply.offset = get.offset;
         reply.flags = get.flags;
-        let payload = if active >= self.limits.bulk_serves_active_max {
-            reply.status = status::BUSY;
-            Bytes::new()
-        } else {
+        // The payload is a slice of the registered region: serving a GET copies nothing.
+        let payload =
             match self
                 .regions
                 .read(get.match_bits, get.offset, u64::from(get.length), kind)
@@ -414,8 +429,7 @@ impl NodeInner {
                     reply.status = refusal.status;
                     Bytes::new()
                 }
-            }
-        };
+            };
         self.send_detached(Message::new(reply, payload));
     }
 
@@ -456,14 +470,6 @@ impl NodeInner {
         if sender.is_none_or(|s| s.try_send(message).is_err()) {
             self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
         }
-    }
-}
-
-struct ServeGuard<'a>(&'a AtomicU32);
-
-impl Drop for ServeGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

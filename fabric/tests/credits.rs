@@ -138,3 +138,51 @@ async fn credits_come_back_when_sends_fail() {
         "the ten senders queued on the one peer credit"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_sent_for_peers_are_bounded_and_dropped_ones_are_asked_for_again() {
+    // The owner may send at most 2 answers at once; 16 pullers ask at once.
+    let owner_limits = Limits {
+        detached_sends_max: 2,
+        peer_credits: 1,
+        ..Limits::default()
+    };
+    let owner = nodes(Transport::Tcp, 1, owner_limits, None).await.remove(0);
+    let puller_limits = Limits {
+        bulk_timeout: Duration::from_millis(100),
+        rpc_resends_max: 50,
+        ..Limits::default()
+    };
+    let puller = nodes(Transport::Tcp, 1, puller_limits, None)
+        .await
+        .remove(0);
+    TestService::install(&puller);
+    let data = Bytes::from(pattern(1 << 20, 3));
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (owner, puller, data) = (owner.clone(), puller.nid(), data.clone());
+        tasks.push(tokio::spawn(async move {
+            let region = owner.regions().register_source(data.clone()).unwrap();
+            let desc = region.describe_all(ChecksumKind::Crc32);
+            let reply = owner
+                .call(puller, PORTAL, OP_PULL, encode_desc(&desc))
+                .await
+                .unwrap();
+            assert_eq!(
+                u32::from_be_bytes(reply[..4].try_into().unwrap()),
+                desc.checksum
+            );
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let peak = owner
+        .counters()
+        .answers_in_flight_peak
+        .load(Ordering::Relaxed);
+    assert!(
+        (1..=2).contains(&peak),
+        "answers in flight peaked at {peak}"
+    );
+}

@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// lnet_selftest-style bulk and ping tests between groups of fabric nodes.
     Selftest(SelftestArgs),
+    /// The torus model: link loads, placement, LNET routes, router layout.
+    #[command(subcommand)]
+    Topo(iopath_topology::cli::TopoCommand),
     /// Read and set parameters of a running node, as Lustre's lctl does.
     Lctl {
         /// The node's admin service address (printed when the node starts).
@@ -124,6 +127,7 @@ async fn main() -> Result<()> {
         .init();
     match Cli::parse().command {
         Command::Selftest(args) => run_selftest(args).await,
+        Command::Topo(command) => iopath_topology::cli::run(command),
         Command::Lctl { admin, command } => iopath_admin::lctl::run(admin, command).await,
         Command::SelftestNode {
             role: SelftestRole::Serve,
