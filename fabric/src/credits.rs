@@ -64,6 +64,18 @@ impl<W> CreditPool<W> {
         outcome
     }
 
+    /// Takes a credit only if one is free and nobody is queued; never queues.
+    pub fn try_acquire(&mut self) -> bool {
+        if self.credits > 0 {
+            self.credits -= 1;
+            self.credits_min = self.credits_min.min(self.credits);
+            self.check();
+            true
+        } else {
+            false
+        }
+    }
+
     /// Returns one credit. If anyone is queued, the credit passes to the oldest waiter, which
     /// is returned: it now holds a credit and may send.
     pub fn release(&mut self) -> Option<W> {

@@ -59,13 +59,13 @@ pub enum FabricError {
         /// How many times the data was asked for.
         attempts: u32,
     },
-    /// No interface of this node is on the target's network, and no route leads there.
-    #[error("no route to {target}: this node has no interface on {net}")]
+    /// No interface of this node is on the target's network, and no live route leads there.
+    #[error("no route to {target}: {why}")]
     NoRoute {
         /// The destination.
         target: Nid,
-        /// Its network.
-        net: crate::nid::NetId,
+        /// Why: no interface and no route to its network, or every route is down.
+        why: String,
     },
     /// The peer could not be reached (connection refused, not registered, closed).
     #[error("peer {peer} unreachable: {why}")]
@@ -109,6 +109,12 @@ pub enum FabricError {
         /// How many times it was sent.
         attempts: u32,
     },
+    /// A route that cannot be added or parsed.
+    #[error("bad route: {why}")]
+    BadRoute {
+        /// What is wrong.
+        why: String,
+    },
     /// The remote end executed the RPC and answered with an error.
     #[error("{peer} answered error {code}: {message}")]
     Remote {
@@ -139,6 +145,7 @@ impl FabricError {
         use crate::frame::status::errno::*;
         match self {
             FabricError::BadNid { .. } | FabricError::MalformedFrame { .. } => EPROTO,
+            FabricError::BadRoute { .. } => EINVAL,
             FabricError::TooLarge { .. } => EFBIG,
             FabricError::UnsupportedChecksum { .. } | FabricError::ChecksumRefused { .. } => {
                 EOPNOTSUPP

@@ -34,6 +34,8 @@ pub const VERSION: u8 = 1;
 pub const REPLY_PORTAL: u32 = 1;
 /// Portal of bulk chunks (match bits = region id).
 pub const BULK_PORTAL: u32 = 2;
+/// Portal of router pings: every node answers them itself, with an empty reply.
+pub const PING_PORTAL: u32 = 3;
 /// The first portal available to RPC services.
 pub const FIRST_SERVICE_PORTAL: u32 = 16;
 

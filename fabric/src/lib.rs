@@ -14,6 +14,8 @@
 //! - [`checksum`]: CRC32 / CRC32C, including combining chunk checksums.
 //! - [`region`] and [`descriptor`]: memory registered for bulk and the descriptors naming it.
 //! - [`bulk`]: GET (pull) and PUT (push) of descriptor-named bytes, in verified chunks.
+//! - [`router`]: router buffers in size classes and per-peer router credits.
+//! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once.
 //! - [`node`]: a node with its interfaces, tying the above together and dispatching frames.
 //! - [`params`]: the `nis`, `peers` and `stats` views on the node's admin tree.
@@ -27,6 +29,7 @@ pub mod descriptor;
 pub mod error;
 pub mod fault;
 pub mod frame;
+mod health;
 pub mod limits;
 pub mod lnd;
 pub mod ni;
@@ -34,6 +37,8 @@ pub mod nid;
 pub mod node;
 pub mod params;
 pub mod region;
+pub mod router;
+pub mod routing;
 pub mod rpc;
 
 pub use checksum::ChecksumKind;

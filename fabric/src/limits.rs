@@ -50,6 +50,11 @@ pub struct Limits {
     /// Answers (RPC replies, ACKs, GET data) a node sends on behalf of peers at once; beyond
     /// it they are dropped and counted, and the peer resends.
     pub detached_sends_max: u32,
+    /// How often a node pings each gateway in its routing table.
+    pub router_ping_interval: Duration,
+    /// A gateway that has not answered for this long is marked down; traffic moves to the
+    /// next routes until it answers again.
+    pub router_dead_timeout: Duration,
     /// Checksums this node accepts in descriptors.
     pub checksums_accepted: Vec<ChecksumKind>,
 }
@@ -80,6 +85,8 @@ impl Default for Limits {
             replies_saved_per_client_max: 256,
             reply_clients_max: 4096,
             detached_sends_max: 4096,
+            router_ping_interval: Duration::from_secs(1),
+            router_dead_timeout: Duration::from_secs(3),
             checksums_accepted: vec![ChecksumKind::Crc32, ChecksumKind::Crc32c],
         }
     }

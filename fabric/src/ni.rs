@@ -96,6 +96,13 @@ impl CreditGate {
         }
     }
 
+    /// Takes a credit if one is free, without waiting.
+    pub fn try_acquire(self: &Arc<Self>) -> Option<Credit> {
+        self.lock().try_acquire().then(|| Credit {
+            gate: Arc::clone(self),
+        })
+    }
+
     fn release(&self) {
         let mut pool = self.lock();
         // Hand the credit to the oldest waiter still waiting. A waiter whose receiver is gone
@@ -227,14 +234,15 @@ impl Ni {
         Ok(gate)
     }
 
-    /// Sends `message` under credits. Returns once the LND has the message; `notify`, if
-    /// given, hears whether it left.
+    /// Sends `message` to `next_hop` under credits. Returns once the LND has the message;
+    /// `notify`, if given, hears whether it left.
     pub async fn send(
         &self,
+        next_hop: Nid,
         mut message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
     ) -> Result<(), FabricError> {
-        let peer = message.header.target;
+        let peer = next_hop;
         let peer_gate = self.peer_gate(peer)?;
         // Back-pressure lives here: a sender with no credit waits, and the credit counts go
         // negative by the length of the queue.
@@ -250,7 +258,7 @@ impl Ni {
             None => Fault::None,
         };
         match fault {
-            Fault::None => self.lnd.send(message, ticket),
+            Fault::None => self.lnd.send(next_hop, message, ticket),
             Fault::Drop => {
                 // Lost on the wire: the sender cannot tell, so the send "completes".
                 self.counters.drop_count.fetch_add(1, Ordering::Relaxed);
@@ -262,14 +270,14 @@ impl Ni {
                     *b ^= 0x5A;
                 }
                 message.payload = payload.freeze();
-                self.lnd.send(message, ticket);
+                self.lnd.send(next_hop, message, ticket);
             }
             Fault::Delay(delay) => {
                 // Delayed in flight: the credits stay held until it "arrives".
                 let lnd = Arc::clone(&self.lnd);
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
-                    lnd.send(message, ticket);
+                    lnd.send(next_hop, message, ticket);
                 });
             }
         }

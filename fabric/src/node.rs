@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use bytes::Bytes;
@@ -19,14 +19,18 @@ use tracing::{debug, warn};
 use crate::checksum::ChecksumKind;
 use crate::error::FabricError;
 use crate::fault::FaultHook;
-use crate::frame::{BULK_PORTAL, FLAG_CRC32C, Header, Kind, Message, REPLY_PORTAL, status};
+use crate::frame::{
+    BULK_PORTAL, FLAG_CRC32C, Header, Kind, Message, PING_PORTAL, REPLY_PORTAL, status,
+};
 use crate::limits::Limits;
 use crate::lnd::mem::MemNetwork;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
-use crate::lnd::{Deliver, Lnd};
+use crate::lnd::{Admit, Deliver, Lnd};
 use crate::ni::{Ni, NiCredits};
 use crate::nid::Nid;
 use crate::region::Regions;
+use crate::router::{RouterBuffer, RouterBuffers, RouterConfig};
+use crate::routing::{RouteSpec, RouteTable};
 use crate::rpc::Service;
 use crate::rpc::reply_cache::ReplyCache;
 
@@ -56,6 +60,10 @@ pub struct NodeConfig {
     pub limits: Limits,
     /// A fault hook on everything it sends (tests).
     pub fault: Option<Arc<dyn FaultHook>>,
+    /// Routes to networks the node is not on.
+    pub routes: Vec<RouteSpec>,
+    /// Forward messages between its networks, with these buffers (the router role).
+    pub router: Option<RouterConfig>,
 }
 
 /// Node-wide counters.
@@ -76,6 +84,11 @@ pub struct NodeCounters {
     /// The most answers ever being sent on behalf of peers at once (bounded by
     /// `Limits::detached_sends_max`).
     pub answers_in_flight_peak: AtomicU64,
+    /// Messages forwarded by this node as a router.
+    pub forwarded: AtomicU64,
+    /// Forwarded bulk chunks whose checksum did not match their bytes (counted here, caught
+    /// again by the receiver).
+    pub router_checksum_mismatches: AtomicU64,
     /// Bulk bytes pulled by this node.
     pub bulk_get_bytes: AtomicU64,
     /// Bulk bytes pushed by this node.
@@ -112,6 +125,11 @@ pub(crate) struct NodeInner {
     /// Replies, ACKs and chunks being sent on behalf of peers right now (see `send_detached`).
     pub(crate) detached_sends: Arc<AtomicU32>,
     pub(crate) counters: NodeCounters,
+    pub(crate) routes: Mutex<RouteTable>,
+    pub(crate) router: Option<RouterBuffers>,
+    /// When the node started: the zero of the route table's clock.
+    pub(crate) epoch: tokio::time::Instant,
+    pub(crate) stopped: AtomicBool,
     pub(crate) me: Weak<NodeInner>,
 }
 
@@ -153,6 +171,10 @@ impl Node {
             )),
             detached_sends: Arc::default(),
             counters: NodeCounters::default(),
+            routes: Mutex::new(RouteTable::new()),
+            router: config.router.map(RouterBuffers::new),
+            epoch: tokio::time::Instant::now(),
+            stopped: AtomicBool::new(false),
             limits,
             nis: OnceLock::new(),
             me: me.clone(),
@@ -190,7 +212,68 @@ impl Node {
             nis.push(Arc::new(Ni::new(nid, lnd, credits, config.fault.clone())));
         }
         let _ = inner.nis.set(nis);
-        Ok(Node { inner })
+        let node = Node { inner };
+        for spec in config.routes {
+            node.add_route(spec)?;
+        }
+        tokio::spawn(crate::health::run(Arc::downgrade(&node.inner)));
+        Ok(node)
+    }
+
+    /// Adds a route to a network this node is not on; the gateway must be on one it is on.
+    pub fn add_route(&self, spec: RouteSpec) -> Result<(), FabricError> {
+        if self.inner.nis().iter().any(|ni| ni.nid().net == spec.net) {
+            return Err(FabricError::BadRoute {
+                why: format!("{spec}: this node is on {} itself", spec.net),
+            });
+        }
+        if !self
+            .inner
+            .nis()
+            .iter()
+            .any(|ni| ni.nid().net == spec.gateway.net)
+        {
+            return Err(FabricError::BadRoute {
+                why: format!("{spec}: the gateway must be on one of this node's networks"),
+            });
+        }
+        self.inner
+            .routes
+            .lock()
+            .expect("routes lock poisoned")
+            .add(spec)
+    }
+
+    /// Removes a route; false if there was none.
+    pub fn remove_route(&self, net: crate::nid::NetId, gateway: Nid) -> bool {
+        self.inner
+            .routes
+            .lock()
+            .expect("routes lock poisoned")
+            .remove(net, gateway)
+    }
+
+    /// The routes with their gateways' liveness.
+    pub fn routes(&self) -> Vec<(RouteSpec, bool)> {
+        self.inner
+            .routes
+            .lock()
+            .expect("routes lock poisoned")
+            .routes()
+    }
+
+    /// Messages routed through each gateway so far.
+    pub fn messages_per_gateway(&self) -> Vec<(Nid, u64)> {
+        let routes = self.inner.routes.lock().expect("routes lock poisoned");
+        routes
+            .gateways()
+            .map(|(nid, g)| (*nid, g.messages))
+            .collect()
+    }
+
+    /// The router's buffers, if this node is a router.
+    pub fn router_buffers(&self) -> Option<&RouterBuffers> {
+        self.inner.router.as_ref()
     }
 
     /// The node's primary NID (its first interface).
@@ -257,6 +340,7 @@ impl Node {
 
     /// Stops every interface. In-flight sends fail; their callers see errors.
     pub fn shutdown(&self) {
+        self.inner.stopped.store(true, Ordering::Relaxed);
         for ni in self.inner.nis() {
             ni.shutdown();
         }
@@ -292,30 +376,82 @@ impl NodeInner {
         self.me.upgrade().map(|inner| Node { inner })
     }
 
-    /// The interface that reaches `target`: the one on its network.
-    pub(crate) fn ni_for(&self, target: Nid) -> Result<&Arc<Ni>, FabricError> {
-        self.nis()
+    /// Whether `nid` is one of this node's own.
+    pub(crate) fn is_local(&self, nid: &Nid) -> bool {
+        self.nis().iter().any(|ni| ni.nid() == *nid)
+    }
+
+    /// The interface and next hop for `target`: directly on a shared network, else through the
+    /// gateway the routing table chooses (best alive class, round-robin among equals).
+    pub(crate) fn route_to(&self, target: Nid) -> Result<(Arc<Ni>, Nid), FabricError> {
+        if let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) {
+            return Ok((Arc::clone(ni), target));
+        }
+        let mut routes = self.routes.lock().expect("routes lock poisoned");
+        let Some(gateway) = routes.choose(target.net) else {
+            let why = if routes.knows(target.net) {
+                format!("every route to {} is down", target.net)
+            } else {
+                format!(
+                    "this node has no interface on {} and no route to it",
+                    target.net
+                )
+            };
+            return Err(FabricError::NoRoute { target, why });
+        };
+        drop(routes);
+        let ni = self
+            .nis()
             .iter()
-            .find(|ni| ni.nid().net == target.net)
-            .ok_or(FabricError::NoRoute {
+            .find(|ni| ni.nid().net == gateway.net)
+            .ok_or_else(|| FabricError::NoRoute {
                 target,
-                net: target.net,
-            })
+                why: format!("gateway {gateway} is on no network of this node"),
+            })?;
+        Ok((Arc::clone(ni), gateway))
     }
 
-    /// A header from this node's interface on `target`'s network.
+    /// A header from this node to `target`. The source NID is fixed when the message is sent,
+    /// to the interface its next hop is on, as LNet does.
     pub(crate) fn header(&self, kind: Kind, target: Nid) -> Result<Header, FabricError> {
-        Ok(Header::new(kind, self.ni_for(target)?.nid(), target))
+        Ok(Header::new(kind, self.nid, target))
     }
 
-    /// Sends under credits (waiting for them if need be).
+    /// Sends under credits (waiting for them if need be), directly or through a router.
     pub(crate) async fn send(
         &self,
-        message: Message,
+        mut message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
     ) -> Result<(), FabricError> {
-        let ni = Arc::clone(self.ni_for(message.header.target)?);
-        ni.send(message, notify).await
+        let (ni, next_hop) = self.route_to(message.header.target)?;
+        if self.is_local(&message.header.source) {
+            message.header.source = ni.nid();
+        }
+        if next_hop == message.header.target {
+            return ni.send(next_hop, message, notify).await;
+        }
+        // Routed: a send that fails marks the gateway down at once, so the resend that
+        // follows takes another route rather than waiting for the next ping to notice.
+        let (sent_tx, sent_rx) = oneshot::channel();
+        ni.send(next_hop, message, Some(sent_tx)).await?;
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            let outcome = sent_rx.await.unwrap_or(Err(FabricError::ShuttingDown));
+            if outcome.is_err()
+                && let Some(node) = me.upgrade()
+                && node
+                    .routes
+                    .lock()
+                    .expect("routes lock poisoned")
+                    .set_alive(next_hop, false)
+            {
+                warn!(gateway = %next_hop, "router marked down: a send through it failed");
+            }
+            if let Some(notify) = notify {
+                let _ = notify.send(outcome);
+            }
+        });
+        Ok(())
     }
 
     /// Sends from a task of its own, for dispatch, which must not wait. These are answers to
@@ -362,6 +498,10 @@ impl NodeInner {
 
     fn on_request(&self, message: Message) {
         let header = &message.header;
+        if header.portal == PING_PORTAL {
+            self.send_reply(header, status::OK, Bytes::new());
+            return;
+        }
         let service = self
             .services
             .read()
@@ -490,22 +630,72 @@ pub(crate) fn flags_of(kind: ChecksumKind) -> u8 {
     }
 }
 
+impl NodeInner {
+    /// Router side: check what can be checked, then send the message on towards its target,
+    /// holding its router buffer until it has left.
+    fn forward(&self, message: Message, buffer: RouterBuffer) {
+        let header = &message.header;
+        let is_bulk = header.kind == Kind::Reply
+            || (header.kind == Kind::Put && header.portal == BULK_PORTAL);
+        if is_bulk && !message.payload.is_empty() {
+            // Spider's routers spent their time here: every bulk chunk checked in passing.
+            let actual = kind_of(header.flags).compute(&message.payload);
+            if actual != header.checksum {
+                self.counters
+                    .router_checksum_mismatches
+                    .fetch_add(1, Ordering::Relaxed);
+                warn!(source = %header.source, target = %header.target, "router: bulk chunk checksum mismatch: sent {:#010x}, arrived {actual:#010x}", header.checksum);
+            }
+        }
+        let Some(node) = self.me.upgrade() else {
+            return;
+        };
+        self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            let target = message.header.target;
+            let (sent_tx, sent_rx) = oneshot::channel();
+            match node.send(message, Some(sent_tx)).await {
+                Ok(()) => {
+                    let _ = sent_rx.await;
+                }
+                Err(e) => {
+                    node.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+                    debug!(%target, "router cannot forward: {e}");
+                }
+            }
+            // The buffer returns only now: a router holds at most its buffers' worth.
+            drop(buffer);
+        });
+    }
+}
+
 impl Deliver for NodeInner {
-    fn deliver(&self, message: Message) {
-        if let Some(ni) = self
+    fn admit(&self, header: &Header) -> Admit {
+        match &self.router {
+            Some(router) if !self.is_local(&header.target) => router.admit(header),
+            _ => Admit::Now(None),
+        }
+    }
+
+    fn deliver(&self, message: Message, buffer: Option<RouterBuffer>) {
+        let Some(ni) = self
             .nis()
             .iter()
             .find(|ni| ni.nid() == message.header.target)
-        {
-            ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
-            ni.counters
-                .recv_bytes
-                .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
-        } else {
-            // Not for us, and this node does not forward (routers arrive with their issue).
-            self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+        else {
+            match buffer {
+                Some(buffer) => self.forward(message, buffer),
+                // Not for us, and we do not forward (or could not take a buffer).
+                None => {
+                    self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             return;
-        }
+        };
+        ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+        ni.counters
+            .recv_bytes
+            .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
         match (message.header.kind, message.header.portal) {
             (Kind::Put, REPLY_PORTAL) => self.on_rpc_reply(message),
             (Kind::Put, BULK_PORTAL) => self.on_bulk_put(message),

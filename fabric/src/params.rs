@@ -1,10 +1,10 @@
 //! The fabric's views on a node's admin parameter tree, in the layout of LNet's own files:
-//! `nis`, `peers` and `stats`, so `iopath lctl get_param peers` reads like `lctl`.
+//! `nis`, `peers`, `stats`, `routes`, `routers` and `buffers`, so `iopath lctl get_param peers` reads like `lctl`.
 //!
-//! Columns of `nis`: `max` is the interface's credits, `tx` its free credits now (negative by
-//! the number of queued sends), `min` the lowest `tx` has been. Columns of `peers`: the same for
-//! each peer's credits, with `queue` the sends waiting. `rtr` columns (router buffer credits)
-//! show the peer credits until routers arrive with their own buffers.
+//! Columns follow LNet's files exactly (see `nis` and `peers` below for each column's
+//! meaning here). `routes`, `routers` and `buffers` show the routing table, gateway health and
+//! router buffer pools; writing `routes` adds or deletes a route (what `iopath lnetctl route
+//! add|del` does).
 
 use std::fmt::Write as _;
 use std::sync::Weak;
@@ -34,23 +34,132 @@ pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), Admin
     };
     tree.register(&name("nis"), view(nis, weak.clone()))?;
     tree.register(&name("peers"), view(peers, weak.clone()))?;
-    tree.register(&name("stats"), view(stats, weak))?;
+    tree.register(&name("stats"), view(stats, weak.clone()))?;
+    tree.register(&name("routers"), view(routers, weak.clone()))?;
+    tree.register(&name("buffers"), view(buffers, weak.clone()))?;
+    // `routes` is a view and, written to, `lnetctl route add|del`:
+    //   set_param routes="add NET GATEWAY [HOPS [PRIORITY]]"   set_param routes="del NET GATEWAY"
+    let writer = weak.clone();
+    let routes_param = Param::read_write(
+        move || {
+            weak.upgrade()
+                .map(|n| routes(&n))
+                .unwrap_or_else(|| "node stopped\n".into())
+        },
+        move |command: &str| {
+            let node = writer
+                .upgrade()
+                .map(|inner| Node { inner })
+                .ok_or("node stopped")?;
+            edit_routes(&node, command).map_err(|e| e.to_string())
+        },
+    );
+    tree.register(&name("routes"), routes_param)?;
     Ok(())
 }
 
-fn nis(node: &NodeInner) -> String {
+/// Applies `add NET GATEWAY [HOPS [PRIORITY]]` or `del NET GATEWAY`.
+pub fn edit_routes(node: &Node, command: &str) -> Result<(), crate::FabricError> {
+    let command = command.trim();
+    if let Some(spec) = command.strip_prefix("add ") {
+        node.add_route(crate::routing::RouteSpec::parse(spec)?)
+    } else if let Some(rest) = command.strip_prefix("del ") {
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let [net, gateway] = words[..] else {
+            return Err(crate::FabricError::BadRoute {
+                why: format!("{command:?}: expected del NET GATEWAY"),
+            });
+        };
+        if node.remove_route(net.parse()?, gateway.parse()?) {
+            Ok(())
+        } else {
+            Err(crate::FabricError::BadRoute {
+                why: format!("no route to {net} via {gateway}"),
+            })
+        }
+    } else {
+        Err(crate::FabricError::BadRoute {
+            why: format!(
+                "{command:?}: expected add NET GATEWAY [HOPS [PRIORITY]] or del NET GATEWAY"
+            ),
+        })
+    }
+}
+
+fn routes(node: &NodeInner) -> String {
     let mut out = format!(
-        "{:<24} {:>6} {:>5} {:>5} {:>5} {:>5} {:>5}\n",
-        "nid", "status", "peer", "max", "tx", "min", "queue"
+        "Routing {}\n{:<10} {:>4} {:>8} {:<28} {}\n",
+        if node.router.is_some() {
+            "enabled"
+        } else {
+            "disabled"
+        },
+        "net",
+        "hops",
+        "priority",
+        "gateway",
+        "state"
     );
-    for ni in node.nis() {
-        let c = ni.credits();
+    for (route, alive) in node.routes.lock().expect("routes lock poisoned").routes() {
         let _ = writeln!(
             out,
-            "{:<24} {:>6} {:>5} {:>5} {:>5} {:>5} {:>5}",
-            ni.nid().to_string(),
-            "up",
-            node.limits.peer_credits,
+            "{:<10} {:>4} {:>8} {:<28} {}",
+            route.net.to_string(),
+            route.hops,
+            route.priority,
+            route.gateway.to_string(),
+            if alive { "up" } else { "down" }
+        );
+    }
+    out
+}
+
+fn routers(node: &NodeInner) -> String {
+    let now = node.epoch.elapsed();
+    let mut out = format!(
+        "{:<28} {:>5} {:>10} {:>10} {:>6} {:>10}\n",
+        "router", "state", "last_ping", "pings_sent", "downs", "messages"
+    );
+    for (gateway, state) in node.routes.lock().expect("routes lock poisoned").gateways() {
+        let last = state
+            .last_alive
+            .map(|t| format!("{}s ago", now.saturating_sub(t).as_secs()))
+            .unwrap_or_else(|| "never".into());
+        let _ = writeln!(
+            out,
+            "{:<28} {:>5} {:>10} {:>10} {:>6} {:>10}",
+            gateway.to_string(),
+            if state.alive { "up" } else { "down" },
+            last,
+            state.pings_sent,
+            state.downs,
+            state.messages
+        );
+    }
+    out
+}
+
+fn buffers(node: &NodeInner) -> String {
+    let mut out = format!(
+        "{:<6} {:>8} {:>6} {:>7} {:>6} {:>5}\n",
+        "class", "bytes", "count", "credits", "min", "queue"
+    );
+    let Some(router) = &node.router else {
+        out.push_str("(not a router)\n");
+        return out;
+    };
+    let frame = node.limits.frame_payload_max_bytes;
+    for (class, bytes, c) in router.pools() {
+        let bytes = if bytes == 0 && class == crate::router::BufferClass::Large {
+            frame
+        } else {
+            bytes
+        };
+        let _ = writeln!(
+            out,
+            "{:<6} {:>8} {:>6} {:>7} {:>6} {:>5}",
+            format!("{class:?}").to_lowercase(),
+            bytes,
             c.credits_max,
             c.credits,
             c.credits_min,
@@ -60,21 +169,77 @@ fn nis(node: &NodeInner) -> String {
     out
 }
 
+/// LNet's `nis`: `nid status alive refs peer rtr max tx min`. `refs` counts the interface's
+/// own reference and its sends in flight or queued; `peer` is the per-peer credit setting and
+/// `rtr` the per-peer router buffer credits (0 on a node that does not route).
+fn nis(node: &NodeInner) -> String {
+    let mut out = format!(
+        "{:<24} {:>6} {:>5} {:>5} {:>5} {:>5} {:>6} {:>6} {:>6}\n",
+        "nid", "status", "alive", "refs", "peer", "rtr", "max", "tx", "min"
+    );
+    let rtr = node
+        .router
+        .as_ref()
+        .map(|r| r.peer_buffer_credits())
+        .unwrap_or(0);
+    for ni in node.nis() {
+        let c = ni.credits();
+        let _ = writeln!(
+            out,
+            "{:<24} {:>6} {:>5} {:>5} {:>5} {:>5} {:>6} {:>6} {:>6}",
+            ni.nid().to_string(),
+            "up",
+            0,
+            1 + c.in_flight as usize + c.queued,
+            node.limits.peer_credits,
+            rtr,
+            c.credits_max,
+            c.credits,
+            c.credits_min
+        );
+    }
+    out
+}
+
+/// LNet's `peers`: `nid refs state last max rtr min tx min queue`. `max`/`tx`/second `min` are
+/// the peer's send credits; `rtr`/first `min` its router buffer credits on a router (they go
+/// negative while its messages wait for buffers), else they mirror `max`. `state` and `last`
+/// (seconds since it last answered a ping) are known for gateways; others show `NA` and -1.
 fn peers(node: &NodeInner) -> String {
     let mut out = format!(
-        "{:<24} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}\n",
-        "nid", "state", "max", "rtr", "min", "tx", "min queue"
+        "{:<24} {:>4} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}\n",
+        "nid", "refs", "state", "last", "max", "rtr", "min", "tx", "min", "queue"
     );
+    let now = node.epoch.elapsed();
+    let routes = node.routes.lock().expect("routes lock poisoned");
     for ni in node.nis() {
         for (peer, c) in ni.peers() {
+            let rtr = node.router.as_ref().and_then(|r| r.peer_snapshot(&peer));
+            let max = i64::from(c.credits_max);
+            let (rtr_now, rtr_min) = rtr
+                .map(|r| (r.credits, r.credits_min))
+                .unwrap_or((max, max));
+            let gateway = routes
+                .gateways()
+                .find(|(nid, _)| **nid == peer)
+                .map(|(_, g)| g);
+            let state = gateway
+                .map(|g| if g.alive { "up" } else { "down" })
+                .unwrap_or("NA");
+            let last = gateway
+                .and_then(|g| g.last_alive)
+                .map(|t| now.saturating_sub(t).as_secs() as i64)
+                .unwrap_or(-1);
             let _ = writeln!(
                 out,
-                "{:<24} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {}",
+                "{:<24} {:>4} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}",
                 peer.to_string(),
-                "up",
+                1 + c.in_flight as usize + c.queued,
+                state,
+                last,
                 c.credits_max,
-                c.credits_max,
-                c.credits_max,
+                rtr_now,
+                rtr_min,
                 c.credits,
                 c.credits_min,
                 c.queued

@@ -1,5 +1,7 @@
 //! Bulk GET and PUT by descriptor across sizes, offsets and transports, with faults.
 
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
 mod common;
 
 use std::sync::Arc;
@@ -209,6 +211,7 @@ async fn nodes_on_one_mem_network(client_fault: Arc<SeededFaults>) -> Vec<iopath
                 interfaces: vec![interface],
                 limits: Limits::default(),
                 fault,
+                ..Default::default()
             })
             .await
             .unwrap(),
@@ -286,6 +289,7 @@ async fn corrupted_pushes_are_refused_by_the_owner_and_resent() {
             interfaces: vec![interface],
             limits: Limits::default(),
             fault,
+            ..Default::default()
         };
         all.push(iopath_fabric::Node::start(config).await.unwrap());
     }

@@ -1,5 +1,7 @@
 //! RPC: execute-once across a lost reply, timeouts, unreachable peers.
 
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
 mod common;
 
 use std::sync::Arc;
@@ -60,6 +62,7 @@ async fn a_dropped_reply_leads_to_exactly_one_execution() {
                     }],
                     limits: limits.clone(),
                     fault: None,
+                    ..Default::default()
                 })
                 .await
                 .unwrap();
@@ -70,6 +73,7 @@ async fn a_dropped_reply_leads_to_exactly_one_execution() {
                     }],
                     limits,
                     fault: Some(hook.clone()),
+                    ..Default::default()
                 })
                 .await
                 .unwrap();
@@ -143,6 +147,7 @@ async fn a_silent_server_times_out_after_bounded_resends() {
         }],
         limits: all[0].limits().clone(),
         fault: Some(Arc::new(DropAll)),
+        ..Default::default()
     })
     .await
     .unwrap();

@@ -33,6 +33,14 @@ enum Command {
         #[command(subcommand)]
         command: iopath_admin::LctlCommand,
     },
+    /// Configure a running node's LNet routes, as lnetctl does.
+    Lnetctl {
+        /// The node's admin service address.
+        #[arg(long, env = "IOPATH_ADMIN")]
+        admin: SocketAddr,
+        #[command(subcommand)]
+        command: LnetctlCommand,
+    },
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
     #[command(hide = true)]
     SelftestNode {
@@ -42,13 +50,64 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+enum LnetctlCommand {
+    /// Routes to remote networks.
+    Route {
+        #[command(subcommand)]
+        action: RouteAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RouteAction {
+    /// Add a route: reach NET through GATEWAY.
+    Add {
+        /// The remote network, e.g. tcp1.
+        #[arg(long)]
+        net: String,
+        /// The router's NID on one of the node's networks.
+        #[arg(long)]
+        gateway: String,
+        /// Hop count: lower is preferred; equal routes share traffic round-robin.
+        #[arg(long, default_value_t = 1)]
+        hop: u32,
+        /// Priority, considered before hops: lower is preferred.
+        #[arg(long, default_value_t = 0)]
+        priority: u32,
+    },
+    /// Delete a route.
+    Del {
+        /// The remote network.
+        #[arg(long)]
+        net: String,
+        /// The router's NID.
+        #[arg(long)]
+        gateway: String,
+    },
+    /// Show the routing table.
+    Show,
+}
+
+#[derive(Debug, Subcommand)]
 enum SelftestRole {
     /// Serve selftest RPCs until standard input closes.
-    Serve,
+    Serve {
+        /// TCP network number of the interface.
+        #[arg(long, default_value_t = 0)]
+        net: u16,
+        /// Routes: "NET GATEWAY HOPS PRIORITY".
+        #[arg(long = "route")]
+        routes: Vec<String>,
+    },
+    /// Forward between tcp0 and tcp1 until standard input closes.
+    Router,
     /// Run one workload and print the result as JSON.
     Client {
         #[arg(long)]
         workload: String,
+        /// Routes: "NET GATEWAY HOPS PRIORITY".
+        #[arg(long = "route")]
+        routes: Vec<String>,
     },
 }
 
@@ -111,13 +170,30 @@ struct SelftestArgs {
     /// Measure loopback TCP with iperf3 in the same run and report the ratio.
     #[arg(long)]
     baseline: bool,
+    /// Put this many routers between the clients (network 0) and the servers (network 1).
+    #[arg(long, default_value_t = 0)]
+    routers: u32,
+    /// With --routers: run the same tests without routers in the same run, and compare.
+    #[arg(long)]
+    compare_direct: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
 }
 
 #[tokio::main]
-async fn main() -> Result<()> {
+async fn main() -> std::process::ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // The chain of causes, one line: what failed and why, without a backtrace.
+            eprintln!("iopath: error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("IOPATH_LOG")
@@ -125,16 +201,24 @@ async fn main() -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    match cli.command {
         Command::Selftest(args) => run_selftest(args).await,
         Command::Topo(command) => iopath_topology::cli::run(command),
         Command::Lctl { admin, command } => iopath_admin::lctl::run(admin, command).await,
-        Command::SelftestNode {
-            role: SelftestRole::Serve,
-        } => selftest::node::serve().await,
-        Command::SelftestNode {
-            role: SelftestRole::Client { workload },
-        } => selftest::node::client(&workload).await,
+        Command::Lnetctl {
+            admin,
+            command: LnetctlCommand::Route { action },
+        } => lnetctl_route(admin, action).await,
+        Command::SelftestNode { role } => {
+            let role = match role {
+                SelftestRole::Serve { net, routes } => selftest::node::Role::Serve { net, routes },
+                SelftestRole::Router => selftest::node::Role::Router,
+                SelftestRole::Client { workload, routes } => {
+                    selftest::node::Role::Client { workload, routes }
+                }
+            };
+            selftest::node::run_role(role).await
+        }
     }
 }
 
@@ -162,6 +246,8 @@ async fn run_selftest(args: SelftestArgs) -> Result<()> {
         seconds: args.seconds,
         checksum: args.checksum,
         baseline: args.baseline,
+        routers: args.routers,
+        compare_direct: args.compare_direct,
     };
     let mut progress = |line: &str| {
         let mut err = std::io::stderr();
@@ -178,5 +264,26 @@ async fn run_selftest(args: SelftestArgs) -> Result<()> {
     } else {
         print!("{}", selftest::render(&report));
     }
+    Ok(())
+}
+
+async fn lnetctl_route(admin: SocketAddr, action: RouteAction) -> Result<()> {
+    let client = iopath_admin::Client::connect(admin).await?;
+    let command = match action {
+        RouteAction::Add {
+            net,
+            gateway,
+            hop,
+            priority,
+        } => format!("add {net} {gateway} {hop} {priority}"),
+        RouteAction::Del { net, gateway } => format!("del {net} {gateway}"),
+        RouteAction::Show => {
+            for param in client.get_param("routes").await? {
+                print!("{}", param.value);
+            }
+            return Ok(());
+        }
+    };
+    client.set_param("routes", &command).await?;
     Ok(())
 }

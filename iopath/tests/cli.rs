@@ -1,6 +1,8 @@
 //! The `iopath` binary as a user runs it: selftest in every mode, and lctl against a running
 //! node's admin service.
 
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -140,4 +142,125 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
     });
     let status = server.wait().unwrap();
     assert!(status.success(), "server exit: {status}");
+}
+
+#[test]
+fn routed_selftest_compares_with_direct_and_reports_router_memory() {
+    let report = selftest_json(&[
+        "--transport",
+        "tcp",
+        "--processes",
+        "--routers",
+        "1",
+        "--compare-direct",
+    ]);
+    for test in report["tests"].as_array().unwrap() {
+        assert_eq!(test["errors"], 0, "{test}");
+    }
+    for key in [
+        "routed_mib_s",
+        "direct_mib_s",
+        "ratio",
+        "extra_latency_per_hop_us",
+    ] {
+        assert!(report[key].is_number(), "{key} missing: {report}");
+    }
+    assert_eq!(report["ratio"], report["routed_ratio"]);
+    let rss = report["router_peak_rss_mib"].as_array().unwrap();
+    assert_eq!(rss.len(), 1);
+    // The router's 64 large buffers of 1 MiB bound what it holds for peers; the rest is code
+    // and runtime. Generous, but a router that buffered the offered load would blow through it.
+    assert!(
+        rss[0].as_f64().unwrap() < 64.0 + 96.0,
+        "router peak RSS {rss:?} MiB"
+    );
+}
+
+#[test]
+fn lnetctl_adds_shows_and_refuses_routes() {
+    let mut router = iopath()
+        .args(["selftest-node", "router"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(router.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let admin = line.split_whitespace().nth(2).unwrap().to_owned();
+    let lnetctl = |args: &[&str]| {
+        iopath()
+            .args(["lnetctl", "--admin", &admin, "route"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let added = lnetctl(&[
+        "add",
+        "--net",
+        "tcp7",
+        "--gateway",
+        "127.0.0.1:9@tcp0",
+        "--hop",
+        "10",
+        "--priority",
+        "2",
+    ]);
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let shown = String::from_utf8_lossy(&lnetctl(&["show"]).stdout).into_owned();
+    let row = shown
+        .lines()
+        .find(|l| l.starts_with("tcp7"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["tcp7", "10", "2", "127.0.0.1:9@tcp0", "up"]
+    );
+    for (args, expected) in [
+        (
+            &["add", "--net", "tcp0", "--gateway", "127.0.0.1:9@tcp1"][..],
+            "is on tcp0 itself",
+        ),
+        (
+            &["add", "--net", "tcp7", "--gateway", "127.0.0.1:9@tcp0"],
+            "exists",
+        ),
+        (
+            &[
+                "add",
+                "--net",
+                "tcp8",
+                "--gateway",
+                "127.0.0.1:9@tcp0",
+                "--hop",
+                "0",
+            ],
+            "hops must be",
+        ),
+        (
+            &["add", "--net", "ib0", "--gateway", "127.0.0.1:9@tcp0"],
+            "unknown network type",
+        ),
+        (
+            &["del", "--net", "tcp9", "--gateway", "127.0.0.1:9@tcp0"],
+            "no route",
+        ),
+    ] {
+        let out = lnetctl(args);
+        assert!(!out.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!(
+        lnetctl(&["del", "--net", "tcp7", "--gateway", "127.0.0.1:9@tcp0"])
+            .status
+            .success()
+    );
+    drop(router.stdin.take());
+    assert!(router.wait().unwrap().success());
 }

@@ -1,12 +1,14 @@
 //! The fabric's credit views on the admin tree under load: what `lctl get_param peers` shows
 //! when a node sends more than its credits allow, and after it goes idle.
 
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
 use std::sync::Arc;
 
 use bytes::Bytes;
 use iopath_admin::ParamTree;
 use iopath_bench::selftest::service::{BRW_WRITE, OP_BRW, SELFTEST_PORTAL, SelftestService};
-use iopath_fabric::{ChecksumKind, Interface, Limits, Node, NodeConfig};
+use iopath_fabric::{ChecksumKind, Interface, Limits, Nid, Node, NodeConfig};
 use iopath_proto::selftest::BrwRequest;
 use prost::Message as _;
 
@@ -18,6 +20,7 @@ async fn tcp_node(limits: Limits) -> Node {
         interfaces,
         limits,
         fault: None,
+        ..Default::default()
     })
     .await
     .unwrap()
@@ -30,7 +33,7 @@ fn peer_row(view: &str, peer: &str) -> (i64, i64) {
         .find(|l| l.starts_with(peer))
         .unwrap_or_else(|| panic!("no row for {peer} in\n{view}"));
     let cols: Vec<&str> = row.split_whitespace().collect();
-    (cols[5].parse().unwrap(), cols[6].parse().unwrap())
+    (cols[7].parse().unwrap(), cols[8].parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,4 +95,113 @@ async fn peers_view_shows_negative_credits_under_overload_and_full_credits_when_
     );
     let nis = tree.get("nis").unwrap()[0].value.clone();
     assert!(nis.contains(&client.nid().to_string()), "{nis}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_routers_peers_view_shows_negative_router_credits() {
+    use iopath_fabric::router::RouterConfig;
+    use iopath_fabric::routing::RouteSpec;
+    let tcp = |net: u16| Interface::Tcp {
+        nid: format!("127.0.0.1:0@tcp{net}").parse().unwrap(),
+    };
+    let config = RouterConfig {
+        large_buffers: 2,
+        peer_buffer_credits: 4,
+        ..RouterConfig::default()
+    };
+    let router = Node::start(NodeConfig {
+        interfaces: vec![tcp(0), tcp(1)],
+        router: Some(config),
+        ..NodeConfig::default()
+    })
+    .await
+    .unwrap();
+    let route = |to: u16, gateway| {
+        vec![RouteSpec {
+            net: Nid::tcp("127.0.0.1:1".parse().unwrap(), to).net,
+            gateway,
+            hops: 1,
+            priority: 0,
+        }]
+    };
+    let client = Node::start(NodeConfig {
+        interfaces: vec![tcp(0)],
+        routes: route(1, router.nids()[0]),
+        ..NodeConfig::default()
+    })
+    .await
+    .unwrap();
+    let server = Node::start(NodeConfig {
+        interfaces: vec![tcp(1)],
+        routes: route(0, router.nids()[1]),
+        ..NodeConfig::default()
+    })
+    .await
+    .unwrap();
+    server
+        .register_service(SELFTEST_PORTAL, Arc::new(SelftestService::default()))
+        .unwrap();
+    let tree = ParamTree::new();
+    iopath_fabric::params::register(&router, &tree, "").unwrap();
+
+    let data = Bytes::from(vec![7u8; 1 << 20]);
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (client, server, data) = (client.clone(), server.nid(), data.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..8 {
+                let region = client.regions().register_source(data.clone()).unwrap();
+                let desc = region.describe_all(ChecksumKind::Crc32);
+                let body = BrwRequest {
+                    mode: BRW_WRITE,
+                    buffer: Some(desc.to_proto()),
+                    fill: 0,
+                };
+                client
+                    .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    // While loaded: some peer's router credits are below zero right now.
+    let mut negative_seen = None;
+    while negative_seen.is_none() && !tasks.iter().all(|t| t.is_finished()) {
+        let view = tree.get("peers").unwrap()[0].value.clone();
+        let negative = view.lines().skip(1).any(|row| {
+            row.split_whitespace()
+                .nth(5)
+                .is_some_and(|rtr| rtr.starts_with('-'))
+        });
+        if negative {
+            negative_seen = Some(view);
+        }
+        tokio::time::sleep(std::time::Duration::from_micros(300)).await;
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let during = negative_seen
+        .expect("no negative router credits seen under 16x overload of the large buffers");
+    println!("peers under load:\n{during}");
+    // After: credits back at their maximum, and `min` remembers the queue.
+    let view = tree.get("peers").unwrap()[0].value.clone();
+    let client_row = view
+        .lines()
+        .find(|l| l.starts_with(&client.nid().to_string()))
+        .unwrap_or_else(|| panic!("{view}"));
+    let cols: Vec<&str> = client_row.split_whitespace().collect();
+    assert_eq!(cols[5], "4", "router credits back at max when idle\n{view}");
+    assert!(
+        cols[6].parse::<i64>().unwrap() < 0,
+        "router credit min below zero\n{view}"
+    );
+    let buffers = tree.get("buffers").unwrap()[0].value.clone();
+    assert!(
+        buffers.lines().any(|l| l.starts_with("large")
+            && l.split_whitespace()
+                .nth(4)
+                .is_some_and(|m| m.starts_with('-'))),
+        "{buffers}"
+    );
 }

@@ -5,21 +5,17 @@
 //! The nodes run in this process (the default) or each in a process of its own
 //! (`--processes`), started from this same binary with the hidden `selftest-node` command.
 
+pub mod cluster;
 pub mod node;
 pub mod service;
 pub mod workload;
 
-use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
-
-use anyhow::{Context, Result, bail};
-use iopath_fabric::{Interface, Limits, MemNetwork, Nid, Node, NodeConfig};
+use anyhow::{Result, bail};
+use iopath_fabric::Limits;
 
 use crate::baseline::{self, Baseline};
 use crate::report::{Table, rate};
-use service::{SELFTEST_PORTAL, SelftestService};
+use cluster::{Cluster, Layout};
 use workload::{Measured, TestKind, Workload};
 
 /// Which transport the nodes use.
@@ -55,6 +51,10 @@ pub struct SelftestConfig {
     pub checksum: String,
     /// Measure loopback TCP with iperf3 first.
     pub baseline: bool,
+    /// Routers between clients (network 0) and servers (network 1); 0 for direct.
+    pub routers: u32,
+    /// With routers: run the same tests without them too, and report the ratio.
+    pub compare_direct: bool,
 }
 
 /// One test's aggregate over all clients.
@@ -62,6 +62,8 @@ pub struct SelftestConfig {
 pub struct TestReport {
     /// `brw write`, `brw read` or `ping`.
     pub test: String,
+    /// `direct`, or `routed` through the configured routers.
+    pub layout: String,
     /// RPCs completed.
     pub rpcs: u64,
     /// Bulk bytes moved.
@@ -103,8 +105,27 @@ pub struct SelftestReport {
     pub ping_rpc_s: Option<f64>,
     /// The baseline's rate.
     pub baseline_mib_s: Option<f64>,
-    /// `bulk_mib_s / baseline_mib_s`.
+    /// The run's headline ratio: `routed_mib_s / direct_mib_s` when routed and direct were
+    /// compared, else `bulk_mib_s / baseline_mib_s`.
     pub ratio: Option<f64>,
+    /// `bulk_mib_s / baseline_mib_s`.
+    pub baseline_ratio: Option<f64>,
+    /// Routers between clients and servers.
+    pub routers: u32,
+    /// Bulk rate without routers.
+    pub direct_mib_s: Option<f64>,
+    /// Bulk rate through the routers.
+    pub routed_mib_s: Option<f64>,
+    /// `routed_mib_s / direct_mib_s`.
+    pub routed_ratio: Option<f64>,
+    /// Mean round trip of one ping at a time, direct.
+    pub direct_ping_rtt_us: Option<f64>,
+    /// Mean round trip of one ping at a time, through a router.
+    pub routed_ping_rtt_us: Option<f64>,
+    /// What one router adds to a one-way trip: half the round-trip difference.
+    pub extra_latency_per_hop_us: Option<f64>,
+    /// Peak resident memory of each router process (process mode).
+    pub router_peak_rss_mib: Vec<f64>,
     /// How the baseline was measured.
     pub baseline: Option<Baseline>,
     /// Why there is no baseline, if it was asked for and failed.
@@ -118,6 +139,9 @@ pub async fn run(
     config: &SelftestConfig,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<SelftestReport> {
+    if config.compare_direct && config.routers == 0 {
+        bail!("--compare-direct compares against routers: give --routers N too");
+    }
     if config.processes && config.transport != Transport::Tcp {
         bail!("--processes needs --transport tcp: in-memory nodes share one process by definition");
     }
@@ -143,43 +167,67 @@ pub async fn run(
     } else {
         (None, None)
     };
+    let layouts = match (config.routers, config.compare_direct) {
+        (0, _) => vec![Layout::Direct],
+        (routers, true) => vec![Layout::Direct, Layout::Routed(routers)],
+        (routers, false) => vec![Layout::Routed(routers)],
+    };
     let mut tests = Vec::new();
-    if config.processes {
-        let cluster = node::ProcessCluster::start(config).await?;
+    let mut rtt_us = [None, None];
+    let mut router_peak_rss_mib = Vec::new();
+    for layout in layouts {
+        let label = match layout {
+            Layout::Direct => "direct".to_owned(),
+            Layout::Routed(n) => format!("routed via {n} router(s)"),
+        };
+        progress(&format!(
+            "starting {} client(s), {} server(s), {label}",
+            config.clients, config.servers
+        ));
+        let cluster = Cluster::start(config, layout).await?;
         for &test in &config.tests {
             let workload = workload_for(config, test, cluster.server_nids());
-            progress(&format!(
-                "{}: {} client processes → {} server processes, {} s",
-                test.label(),
-                config.clients,
-                config.servers,
-                config.seconds
-            ));
-            let measured = cluster.run(&workload).await?;
-            tests.push(report_of(test, &measured));
+            if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || config.processes {
+                progress(&format!("{} ({label}): {} s", test.label(), config.seconds));
+            }
+            let measured = cluster.run(&workload, progress).await?;
+            tests.push(report_of(test, layout, &measured));
         }
+        if config.routers > 0 {
+            // One ping at a time: the round trip itself, not a queue.
+            let probe = Workload {
+                concurrency: 1,
+                seconds: config.seconds.min(1.0),
+                ..workload_for(config, TestKind::Ping, cluster.server_nids())
+            };
+            let measured = cluster.run(&probe, &mut |_| {}).await?;
+            let rtt = (measured.rpcs > 0).then(|| measured.elapsed_s * 1e6 / measured.rpcs as f64);
+            rtt_us[usize::from(layout != Layout::Direct)] = rtt;
+        }
+        router_peak_rss_mib.extend(cluster.router_peak_rss_mib());
         cluster.stop().await;
-    } else {
-        let (clients, servers) = start_in_process(config).await?;
-        let server_nids: Vec<String> = servers.iter().map(|s| s.nid().to_string()).collect();
-        for &test in &config.tests {
-            let workload = workload_for(config, test, server_nids.clone());
-            let measured = run_in_process(&clients, &workload, progress).await?;
-            tests.push(report_of(test, &measured));
-        }
-        for node in clients.iter().chain(&servers) {
-            node.shutdown();
-        }
     }
-    let bulk_mib_s = tests
-        .iter()
-        .find(|t| t.test.starts_with("brw"))
-        .map(|t| t.mib_s);
+    let brw_of = |layout: &str| {
+        tests
+            .iter()
+            .find(|t| t.test.starts_with("brw") && t.layout == layout)
+            .map(|t| t.mib_s)
+    };
+    let direct_mib_s = brw_of("direct");
+    let routed_mib_s = brw_of("routed");
+    let bulk_mib_s = routed_mib_s.or(direct_mib_s);
     let ping_rpc_s = tests.iter().find(|t| t.test == "ping").map(|t| t.rpc_s);
     let baseline_mib_s = baseline.as_ref().map(|b| b.mib_s);
-    let ratio = bulk_mib_s
+    let baseline_ratio = bulk_mib_s
         .zip(baseline_mib_s)
         .map(|(ours, theirs)| ours / theirs);
+    let routed_ratio = routed_mib_s
+        .zip(direct_mib_s)
+        .map(|(routed, direct)| routed / direct);
+    let [direct_ping_rtt_us, routed_ping_rtt_us] = rtt_us;
+    let extra_latency_per_hop_us = routed_ping_rtt_us
+        .zip(direct_ping_rtt_us)
+        .map(|(r, d)| (r - d) / 2.0);
     Ok(SelftestReport {
         transport: config.transport,
         processes: config.processes,
@@ -192,7 +240,16 @@ pub async fn run(
         bulk_mib_s,
         ping_rpc_s,
         baseline_mib_s,
-        ratio,
+        ratio: routed_ratio.or(baseline_ratio),
+        baseline_ratio,
+        routers: config.routers,
+        direct_mib_s,
+        routed_mib_s,
+        routed_ratio,
+        direct_ping_rtt_us,
+        routed_ping_rtt_us,
+        extra_latency_per_hop_us,
+        router_peak_rss_mib,
         baseline,
         baseline_error,
         modeled: match config.transport {
@@ -217,10 +274,14 @@ fn workload_for(config: &SelftestConfig, test: TestKind, servers: Vec<String>) -
     }
 }
 
-fn report_of(test: TestKind, measured: &Measured) -> TestReport {
+fn report_of(test: TestKind, layout: Layout, measured: &Measured) -> TestReport {
     let elapsed = measured.elapsed_s.max(f64::MIN_POSITIVE);
     TestReport {
         test: test.label().into(),
+        layout: match layout {
+            Layout::Direct => "direct".into(),
+            Layout::Routed(_) => "routed".into(),
+        },
         rpcs: measured.rpcs,
         bytes: measured.bytes,
         elapsed_s: measured.elapsed_s,
@@ -242,76 +303,6 @@ pub(crate) fn accumulate(total: &mut Measured, one: Measured) {
     }
 }
 
-async fn start_in_process(config: &SelftestConfig) -> Result<(Vec<Node>, Vec<Node>)> {
-    let network = MemNetwork::new();
-    let mut nodes = Vec::new();
-    for n in 0..config.clients + config.servers {
-        let interface = match config.transport {
-            Transport::Mem => Interface::Mem {
-                nid: Nid::mem(n, 0),
-                network: Arc::clone(&network),
-            },
-            Transport::Tcp => Interface::Tcp {
-                nid: "127.0.0.1:0@tcp0".parse()?,
-            },
-        };
-        let node_config = NodeConfig {
-            interfaces: vec![interface],
-            ..NodeConfig::default()
-        };
-        nodes.push(
-            Node::start(node_config)
-                .await
-                .context("start a selftest node")?,
-        );
-    }
-    let servers = nodes.split_off(config.clients as usize);
-    for server in &servers {
-        server.register_service(SELFTEST_PORTAL, Arc::new(SelftestService::default()))?;
-    }
-    Ok((nodes, servers))
-}
-
-async fn run_in_process(
-    clients: &[Node],
-    workload: &Workload,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<Measured> {
-    let counters = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-    let mut tasks = Vec::new();
-    for client in clients {
-        let (client, workload, counters) =
-            (client.clone(), workload.clone(), Arc::clone(&counters));
-        tasks.push(tokio::spawn(async move {
-            workload::run(&client, &workload, counters).await
-        }));
-    }
-    let started = Instant::now();
-    let show_progress = std::io::stderr().is_terminal();
-    while !tasks.iter().all(|t| t.is_finished()) {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        if show_progress {
-            let secs = started.elapsed().as_secs_f64();
-            let mib = counters.1.load(Ordering::Relaxed) as f64 / (1 << 20) as f64;
-            let rpcs = counters.0.load(Ordering::Relaxed);
-            progress(&format!(
-                "\r{}: {secs:.1}/{:.1} s  {rpcs} RPCs  {} MiB/s",
-                workload.test.label(),
-                workload.seconds,
-                rate(mib / secs)
-            ));
-        }
-    }
-    if show_progress {
-        progress("\n");
-    }
-    let mut total = Measured::default();
-    for task in tasks {
-        accumulate(&mut total, task.await.context("selftest client panicked")??);
-    }
-    Ok(total)
-}
-
 /// The table a person reads.
 pub fn render(report: &SelftestReport) -> String {
     let mut out = format!(
@@ -331,10 +322,13 @@ pub fn render(report: &SelftestReport) -> String {
         report.concurrency,
         report.checksum,
     );
-    let mut table = Table::new(&["test", "RPCs", "seconds", "MiB/s", "RPC/s", "errors"]);
+    let mut table = Table::new(&[
+        "test", "layout", "RPCs", "seconds", "MiB/s", "RPC/s", "errors",
+    ]);
     for test in &report.tests {
         table.row(vec![
             test.test.clone(),
+            test.layout.clone(),
             test.rpcs.to_string(),
             format!("{:.2}", test.elapsed_s),
             rate(test.mib_s),
@@ -345,6 +339,7 @@ pub fn render(report: &SelftestReport) -> String {
     if let Some(baseline) = &report.baseline {
         table.row(vec![
             "baseline (iperf3)".into(),
+            "loopback".into(),
             "-".into(),
             "-".into(),
             rate(baseline.mib_s),
@@ -360,7 +355,20 @@ pub fn render(report: &SelftestReport) -> String {
             test.first_error.as_deref().unwrap_or("?")
         ));
     }
-    match (&report.baseline, report.ratio) {
+    if let Some(ratio) = report.routed_ratio {
+        out.push_str(&format!("routed / direct = {ratio:.3}\n"));
+    }
+    if let (Some(d), Some(r), Some(extra)) = (
+        report.direct_ping_rtt_us,
+        report.routed_ping_rtt_us,
+        report.extra_latency_per_hop_us,
+    ) {
+        out.push_str(&format!("ping round trip, one at a time: direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
+    }
+    for (i, rss) in report.router_peak_rss_mib.iter().enumerate() {
+        out.push_str(&format!("router {i}: peak resident memory {rss:.1} MiB\n"));
+    }
+    match (&report.baseline, report.baseline_ratio) {
         (Some(baseline), Some(ratio)) => out.push_str(&format!(
             "bulk / baseline = {ratio:.3}   (baseline: `{}`, {})\n",
             baseline.command, baseline.version

@@ -1,10 +1,10 @@
-//! Selftest nodes in processes of their own: the parent starts servers and clients from this
-//! same binary (`iopath selftest-node serve|client`) on loopback TCP.
+//! Selftest nodes in processes of their own: the parent starts servers, routers and clients
+//! from this same binary (`iopath selftest-node serve|router|client`) on loopback TCP.
 //!
-//! A server prints `READY <nid> <admin address>` once it serves, then runs until its standard
-//! input closes — so a server never outlives the run that started it — or until told to shut
-//! down through its admin service. A client runs one workload and prints what it measured as
-//! one JSON line.
+//! A server or router prints `READY <nid>[,<nid>] <admin address>` once it serves, then runs
+//! until its standard input closes — so it never outlives the run that started it — or until
+//! told to shut down through its admin service. A client runs one workload and prints what it
+//! measured as one JSON line.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -14,55 +14,109 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use iopath_admin::{NodeInfo, ParamTree, Shutdown};
-use iopath_fabric::{Interface, Node, NodeConfig};
+use iopath_fabric::router::RouterConfig;
+use iopath_fabric::routing::RouteSpec;
+use iopath_fabric::{Interface, Nid, Node, NodeConfig};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use super::SelftestConfig;
+use super::accumulate;
+use super::cluster::{Layout, routes_through};
 use super::service::{SELFTEST_PORTAL, SelftestService};
 use super::workload::{self, Measured, Workload};
-use super::{SelftestConfig, accumulate};
 
 /// How long a child may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Server processes for the length of a run.
+/// Server and router processes for the length of a run.
 #[derive(Debug)]
 pub struct ProcessCluster {
     exe: PathBuf,
     clients: u32,
+    client_routes: Vec<String>,
     servers: Vec<(Child, String)>,
+    routers: Vec<(Child, String)>,
+}
+
+/// Starts `selftest-node ARGS` and waits for its READY line; returns the child and its NIDs.
+async fn start_child(exe: &PathBuf, args: &[String]) -> Result<(Child, Vec<Nid>)> {
+    let mut child = Command::new(exe)
+        .arg("selftest-node")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("start {} selftest-node {}", exe.display(), args.join(" ")))?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = tokio::time::timeout(START_TIMEOUT, lines.next_line())
+        .await
+        .context("a node process did not say READY in time")??
+        .context("a node process exited before it was ready")?;
+    let nids = ready
+        .strip_prefix("READY ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .with_context(|| format!("unexpected first line from a node process: {ready:?}"))?;
+    let nids = nids
+        .split(',')
+        .map(|n| n.parse().with_context(|| format!("parse NID {n:?}")))
+        .collect::<Result<_>>()?;
+    Ok((child, nids))
+}
+
+fn route_args(routes: &[RouteSpec]) -> Vec<String> {
+    routes
+        .iter()
+        .flat_map(|r| {
+            [
+                "--route".to_owned(),
+                format!("{} {} {} {}", r.net, r.gateway, r.hops, r.priority),
+            ]
+        })
+        .collect()
 }
 
 impl ProcessCluster {
-    /// Starts `config.servers` server processes and waits until each serves.
-    pub async fn start(config: &SelftestConfig) -> Result<ProcessCluster> {
+    /// Starts the routers, then the servers, and waits until each serves.
+    pub async fn start(config: &SelftestConfig, layout: Layout) -> Result<ProcessCluster> {
         let exe = std::env::current_exe().context("find this program to start nodes from")?;
+        let mut routers = Vec::new();
+        let mut router_nids = Vec::new();
+        if let Layout::Routed(count) = layout {
+            for _ in 0..count {
+                let (child, nids) = start_child(&exe, &["router".to_owned()]).await?;
+                let label = nids
+                    .iter()
+                    .map(Nid::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                routers.push((child, label));
+                router_nids.push(nids);
+            }
+        }
+        let (server_net, server_routes) = match layout {
+            Layout::Direct => (0u16, Vec::new()),
+            Layout::Routed(_) => (1, routes_through(&router_nids, 1)),
+        };
         let mut servers = Vec::new();
         for _ in 0..config.servers {
-            let mut child = Command::new(&exe)
-                .args(["selftest-node", "serve"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .kill_on_drop(true)
-                .spawn()
-                .with_context(|| format!("start {} selftest-node serve", exe.display()))?;
-            let stdout = child.stdout.take().context("server stdout")?;
-            let mut lines = BufReader::new(stdout).lines();
-            let ready = tokio::time::timeout(START_TIMEOUT, lines.next_line())
-                .await
-                .context("a server process did not say READY in time")??
-                .context("a server process exited before it was ready")?;
-            let nid = ready
-                .strip_prefix("READY ")
-                .and_then(|rest| rest.split_whitespace().next())
-                .with_context(|| format!("unexpected first line from a server process: {ready:?}"))?
-                .to_owned();
-            servers.push((child, nid));
+            let mut args = vec![
+                "serve".to_owned(),
+                "--net".to_owned(),
+                server_net.to_string(),
+            ];
+            args.extend(route_args(&server_routes));
+            let (child, nids) = start_child(&exe, &args).await?;
+            servers.push((child, nids[0].to_string()));
         }
         Ok(ProcessCluster {
             exe,
             clients: config.clients,
+            client_routes: route_args(&routes_through(&router_nids, 0)),
             servers,
+            routers,
         })
     }
 
@@ -79,6 +133,7 @@ impl ProcessCluster {
         for _ in 0..self.clients {
             let child = Command::new(&self.exe)
                 .args(["selftest-node", "client", "--workload", &json])
+                .args(&self.client_routes)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .kill_on_drop(true)
@@ -109,9 +164,28 @@ impl ProcessCluster {
         Ok(total)
     }
 
-    /// Closes the servers' standard input and waits (bounded) for them to exit.
+    /// Each router process's peak resident memory (VmHWM), in MiB.
+    pub fn router_peak_rss_mib(&self) -> Vec<f64> {
+        self.routers
+            .iter()
+            .filter_map(|(child, _)| {
+                let status =
+                    std::fs::read_to_string(format!("/proc/{}/status", child.id()?)).ok()?;
+                let kib: f64 = status
+                    .lines()
+                    .find(|l| l.starts_with("VmHWM:"))?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                Some(kib / 1024.0)
+            })
+            .collect()
+    }
+
+    /// Closes every node's standard input and waits (bounded) for it to exit.
     pub async fn stop(self) {
-        for (mut child, _) in self.servers {
+        for (mut child, _) in self.servers.into_iter().chain(self.routers) {
             drop(child.stdin.take());
             if tokio::time::timeout(Duration::from_secs(5), child.wait())
                 .await
@@ -123,51 +197,104 @@ impl ProcessCluster {
     }
 }
 
-/// `iopath selftest-node serve`: one selftest server with its admin service.
-pub async fn serve() -> Result<()> {
-    let config = NodeConfig {
-        interfaces: vec![Interface::Tcp {
-            nid: "127.0.0.1:0@tcp0".parse()?,
-        }],
-        ..NodeConfig::default()
+/// What a `selftest-node` process is.
+#[derive(Debug, Clone)]
+pub enum Role {
+    /// A selftest server on `net`, with routes.
+    Serve {
+        /// The TCP network number of its interface.
+        net: u16,
+        /// Routes to other networks.
+        routes: Vec<String>,
+    },
+    /// A router between tcp0 and tcp1.
+    Router,
+    /// A client running one workload, with routes.
+    Client {
+        /// The workload as JSON.
+        workload: String,
+        /// Routes to other networks.
+        routes: Vec<String>,
+    },
+}
+
+fn parse_routes(routes: &[String]) -> Result<Vec<RouteSpec>> {
+    routes
+        .iter()
+        .map(|r| RouteSpec::parse(r).context("parse --route"))
+        .collect()
+}
+
+/// Runs one `selftest-node` process.
+pub async fn run_role(role: Role) -> Result<()> {
+    let tcp = |net: u16| -> Result<Interface> {
+        Ok(Interface::Tcp {
+            nid: format!("127.0.0.1:0@tcp{net}").parse()?,
+        })
     };
-    let node = Node::start(config).await.context("start the server node")?;
-    let service: Arc<SelftestService> = Arc::new(SelftestService::default());
-    node.register_service(SELFTEST_PORTAL, service)?;
+    match role {
+        Role::Client { workload, routes } => {
+            let workload: Workload = serde_json::from_str(&workload).context("parse --workload")?;
+            let config = NodeConfig {
+                interfaces: vec![tcp(0)?],
+                routes: parse_routes(&routes)?,
+                ..NodeConfig::default()
+            };
+            let node = Node::start(config).await.context("start the client node")?;
+            let measured = workload::run(
+                &node,
+                &workload,
+                Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
+            )
+            .await?;
+            println!("{}", serde_json::to_string(&measured)?);
+            node.shutdown();
+            Ok(())
+        }
+        Role::Serve { net, routes } => {
+            let config = NodeConfig {
+                interfaces: vec![tcp(net)?],
+                routes: parse_routes(&routes)?,
+                ..NodeConfig::default()
+            };
+            let node = Node::start(config).await.context("start the server node")?;
+            node.register_service(SELFTEST_PORTAL, Arc::new(SelftestService::default()))?;
+            serve_until_told(node, "selftest-server").await
+        }
+        Role::Router => {
+            let config = NodeConfig {
+                interfaces: vec![tcp(0)?, tcp(1)?],
+                router: Some(RouterConfig::default()),
+                ..NodeConfig::default()
+            };
+            let node = Node::start(config).await.context("start the router node")?;
+            serve_until_told(node, "router").await
+        }
+    }
+}
+
+/// Serves the admin service, says READY, and runs until standard input closes or an admin
+/// asks the node to stop.
+async fn serve_until_told(node: Node, role: &str) -> Result<()> {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&node, &tree, "")?;
     let shutdown = Shutdown::new();
-    let info = NodeInfo::new(vec![node.nid().to_string()], vec!["selftest-server".into()]);
+    let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
+    let info = NodeInfo::new(nids.clone(), vec![role.to_owned()]);
     let admin = iopath_admin::serve("127.0.0.1:0".parse()?, tree, info, shutdown.clone()).await?;
-    println!("READY {} {}", node.nid(), admin.local_addr());
-    // Serve until the parent closes our standard input or an admin asks us to stop.
+    println!("READY {} {}", nids.join(","), admin.local_addr());
     let mut stdin = tokio::io::stdin();
     let mut byte = [0u8; 1];
     tokio::select! {
         _ = async { while stdin.read(&mut byte).await.is_ok_and(|n| n > 0) {} } => {}
-        reason = shutdown.triggered() => eprintln!("selftest server {}: shutting down: {reason}", node.nid()),
+        reason = shutdown.triggered() => eprintln!("{role} {}: shutting down: {reason}", node.nid()),
     }
-    node.shutdown();
-    Ok(())
-}
-
-/// `iopath selftest-node client --workload JSON`: runs one workload and prints the result.
-pub async fn client(workload_json: &str) -> Result<()> {
-    let workload: Workload = serde_json::from_str(workload_json).context("parse --workload")?;
-    let config = NodeConfig {
-        interfaces: vec![Interface::Tcp {
-            nid: "127.0.0.1:0@tcp0".parse()?,
-        }],
-        ..NodeConfig::default()
-    };
-    let node = Node::start(config).await.context("start the client node")?;
-    let measured = workload::run(
-        &node,
-        &workload,
-        Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
-    )
-    .await?;
-    println!("{}", serde_json::to_string(&measured)?);
+    // Let the admin service finish answering (the Shutdown call itself included) before the
+    // process ends.
+    shutdown.trigger("standard input closed");
+    if tokio::time::timeout(Duration::from_secs(5), admin.join()).await.is_err() {
+        eprintln!("{role} {}: admin service did not stop within 5 s", node.nid());
+    }
     node.shutdown();
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::FabricError;
 use crate::frame::Message;
-use crate::lnd::{Deliver, Lnd, SendTicket};
+use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
 use crate::nid::Nid;
 
 /// One in-memory network: the table of nodes attached to it.
@@ -64,13 +64,28 @@ pub struct MemLnd {
 }
 
 impl Lnd for MemLnd {
-    fn send(&self, message: Message, ticket: SendTicket) {
-        let target = message.header.target;
+    fn send(&self, next_hop: Nid, message: Message, ticket: SendTicket) {
+        let target = next_hop;
         match self.network.lookup(&target) {
-            Some(node) => {
-                node.deliver(message);
-                ticket.complete();
-            }
+            Some(node) => match node.admit(&message.header) {
+                Admit::Now(buffer) => {
+                    node.deliver(message, buffer);
+                    ticket.complete();
+                }
+                // The receiver (a router) is out of buffers: the message stays "on the wire",
+                // holding the sender's credits, until it gets one.
+                Admit::Wait(granted) => {
+                    tokio::spawn(async move {
+                        let buffer = granted.await;
+                        node.deliver(message, buffer);
+                        ticket.complete();
+                    });
+                }
+                Admit::Refuse(_) => {
+                    node.deliver(message, None);
+                    ticket.complete();
+                }
+            },
             None => ticket.fail(FabricError::Unreachable {
                 peer: target,
                 why: "no such node on this in-memory network".into(),

@@ -15,25 +15,53 @@ pub mod mem;
 pub mod tcp;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
 use tokio::sync::oneshot;
 
 use crate::error::FabricError;
-use crate::frame::Message;
+use crate::frame::{Header, Message};
 use crate::ni::Credit;
+use crate::nid::Nid;
+use crate::router::RouterBuffer;
+
+/// The node's answer to a header, before the payload is taken in.
+pub enum Admit {
+    /// Take the payload now; `Some` holds the router buffer it will occupy.
+    Now(Option<RouterBuffer>),
+    /// Wait for this before reading the payload: a router is out of buffers. A TCP LND stops
+    /// reading the connection meanwhile, so the sender feels the back-pressure.
+    Wait(Pin<Box<dyn Future<Output = Option<RouterBuffer>> + Send>>),
+    /// Read and discard the payload (counted by the node).
+    Refuse(&'static str),
+}
+
+impl fmt::Debug for Admit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Admit::Now(buffer) => f.debug_tuple("Now").field(buffer).finish(),
+            Admit::Wait(_) => f.write_str("Wait"),
+            Admit::Refuse(why) => f.debug_tuple("Refuse").field(why).finish(),
+        }
+    }
+}
 
 /// Where an LND hands the messages it receives. Implemented by the node; must not block:
-/// anything that needs to wait is spawned.
+/// anything that needs to wait is spawned or expressed as [`Admit::Wait`].
 pub trait Deliver: Send + Sync + 'static {
-    /// Takes one received message.
-    fn deliver(&self, message: Message);
+    /// Called with each header before its payload is read.
+    fn admit(&self, header: &Header) -> Admit;
+
+    /// Takes one received message, with the buffer [`Deliver::admit`] granted for it.
+    fn deliver(&self, message: Message, buffer: Option<RouterBuffer>);
 }
 
 /// A transport for one network.
 pub trait Lnd: Send + Sync + fmt::Debug + 'static {
-    /// Starts moving `message` to `message.header.target` (or the next hop towards it) and
+    /// Starts moving `message` to `next_hop` — its target, or the router towards it — and
     /// completes `ticket` when the message has left (or failed). Never blocks.
-    fn send(&self, message: Message, ticket: SendTicket);
+    fn send(&self, next_hop: Nid, message: Message, ticket: SendTicket);
 
     /// Stops accepting and sending; connections close, queued messages fail.
     fn shutdown(&self);

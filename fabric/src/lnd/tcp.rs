@@ -28,8 +28,9 @@ use tracing::{debug, warn};
 
 use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Header, Kind, Message};
-use crate::lnd::{Deliver, Lnd, SendTicket};
+use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
 use crate::nid::Nid;
+use crate::router::RouterBuffer;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -119,8 +120,8 @@ impl TcpLnd {
 }
 
 impl Lnd for TcpLnd {
-    fn send(&self, message: Message, ticket: SendTicket) {
-        let target = message.header.target;
+    fn send(&self, next_hop: Nid, message: Message, ticket: SendTicket) {
+        let target = next_hop;
         let Some(addr) = target.socket_addr() else {
             ticket.fail(FabricError::Unreachable {
                 peer: target,
@@ -227,26 +228,51 @@ async fn read_loop(
     }
     let peer = hello.source;
     let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    // The header whose payload is being read, with what the node granted for it.
+    let mut admitted: Option<(Header, Option<RouterBuffer>)> = None;
     loop {
         // Split off every complete frame in the buffer.
         let wanted = loop {
-            if buffer.len() < HEADER_BYTES {
-                break HEADER_BYTES;
+            if admitted.is_none() {
+                if buffer.len() < HEADER_BYTES {
+                    break HEADER_BYTES;
+                }
+                let header = Header::decode(&buffer[..HEADER_BYTES], max)?;
+                let Some(node) = node.upgrade() else {
+                    return Ok(peer);
+                };
+                // Before the payload is taken in: a router may make us wait for a buffer,
+                // and while we wait this connection is not read.
+                let granted = match node.admit(&header) {
+                    Admit::Now(granted) => granted,
+                    Admit::Refuse(_) => None,
+                    Admit::Wait(granted) => tokio::select! {
+                        granted = granted => granted,
+                        _ = stop.wait_for(|s| *s) => return Ok(peer),
+                    },
+                };
+                admitted = Some((header, granted));
             }
-            let header = Header::decode(&buffer[..HEADER_BYTES], max)?;
+            let Some((header, _)) = &admitted else {
+                unreachable!("admitted just above")
+            };
             let total = HEADER_BYTES + header.payload_len as usize;
             if buffer.len() < total {
                 break total;
             }
+            let (header, granted) = admitted.take().expect("admitted just above");
             let mut frame = buffer.split_to(total).freeze();
             frame.advance(HEADER_BYTES);
             let Some(node) = node.upgrade() else {
                 return Ok(peer);
             };
-            node.deliver(Message {
-                header,
-                payload: frame,
-            });
+            node.deliver(
+                Message {
+                    header,
+                    payload: frame,
+                },
+                granted,
+            );
         };
         // Room for the rest of the pending frame (bounded by the checked header), or a read chunk.
         buffer.reserve((wanted - buffer.len()).max(READ_CHUNK_BYTES));
@@ -255,7 +281,7 @@ async fn read_loop(
             _ = stop.wait_for(|s| *s) => return Ok(peer),
         };
         if read_bytes == 0 {
-            if buffer.is_empty() {
+            if buffer.is_empty() && admitted.is_none() {
                 return Ok(peer);
             }
             return Err(FabricError::MalformedFrame {

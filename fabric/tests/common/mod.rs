@@ -52,6 +52,7 @@ pub async fn nodes(
             interfaces: vec![interface],
             limits: limits.clone(),
             fault: fault.clone(),
+            ..Default::default()
         };
         nodes.push(Node::start(config).await.unwrap());
     }

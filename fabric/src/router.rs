@@ -1,0 +1,204 @@
+//! The router personality of a node: forwarding messages between its networks under
+//! **router buffer credits**, as an LNet router does.
+//!
+//! A message for another node that reaches a router must first get a buffer: one of the
+//! *tiny* buffers (no payload), *small* ones (payload up to 4 KiB) or *large* ones (up to the
+//! frame limit), and a credit from its sender's per-peer router credits (LNet's `rtr` column),
+//! so one peer cannot take every buffer. Both are taken **before the payload is read**: a
+//! message that finds none waits with its payload still in the socket — the TCP connection
+//! stops being read — and the counts go negative by the number waiting. Memory a router holds
+//! is therefore bounded by its buffers, whatever the offered load.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::frame::Header;
+use crate::lnd::Admit;
+use crate::ni::{Credit, CreditGate, CreditSnapshot};
+use crate::nid::Nid;
+
+/// Largest payload a small buffer holds (one page, as LNet's small router buffers).
+pub const SMALL_BUFFER_BYTES: u32 = 4096;
+
+/// A router's buffer settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RouterConfig {
+    /// Buffers for messages without payload (LNet `tiny_router_buffers`).
+    pub tiny_buffers: u32,
+    /// Buffers for payloads up to [`SMALL_BUFFER_BYTES`] (LNet `small_router_buffers`).
+    pub small_buffers: u32,
+    /// Buffers for payloads up to the frame limit (LNet `large_router_buffers`).
+    pub large_buffers: u32,
+    /// Router buffers one peer may hold at once (LNet `peer_buffer_credits`).
+    pub peer_buffer_credits: u32,
+    /// Peers the router tracks.
+    pub peers_max: usize,
+}
+
+impl Default for RouterConfig {
+    /// LNet's defaults are sized for thousands of clients (2048 tiny, 16384 small, 1024 large
+    /// per partition); a router on one machine holds far less: 64 large buffers of 1 MiB.
+    fn default() -> Self {
+        RouterConfig {
+            tiny_buffers: 512,
+            small_buffers: 512,
+            large_buffers: 64,
+            peer_buffer_credits: 16,
+            peers_max: 4096,
+        }
+    }
+}
+
+/// The size classes of router buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferClass {
+    /// No payload.
+    Tiny,
+    /// Up to [`SMALL_BUFFER_BYTES`].
+    Small,
+    /// Up to the frame limit.
+    Large,
+}
+
+impl BufferClass {
+    /// The class a payload of `bytes` needs.
+    pub fn of(bytes: u32) -> BufferClass {
+        match bytes {
+            0 => BufferClass::Tiny,
+            1..=SMALL_BUFFER_BYTES => BufferClass::Small,
+            _ => BufferClass::Large,
+        }
+    }
+}
+
+/// A granted router buffer: a buffer credit and the sender's router credit, held until the
+/// forwarded message has left.
+#[derive(Debug)]
+pub struct RouterBuffer {
+    _peer: Credit,
+    _buffer: Credit,
+    /// The payload size this buffer was granted for.
+    pub bytes: u32,
+}
+
+/// A router's pools.
+#[derive(Debug)]
+pub struct RouterBuffers {
+    config: RouterConfig,
+    tiny: Arc<CreditGate>,
+    small: Arc<CreditGate>,
+    large: Arc<CreditGate>,
+    peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
+}
+
+impl RouterBuffers {
+    /// Pools per `config`.
+    pub fn new(config: RouterConfig) -> RouterBuffers {
+        RouterBuffers {
+            config,
+            tiny: CreditGate::new(config.tiny_buffers.max(1)),
+            small: CreditGate::new(config.small_buffers.max(1)),
+            large: CreditGate::new(config.large_buffers.max(1)),
+            peers: Mutex::default(),
+        }
+    }
+
+    fn pool(&self, class: BufferClass) -> &Arc<CreditGate> {
+        match class {
+            BufferClass::Tiny => &self.tiny,
+            BufferClass::Small => &self.small,
+            BufferClass::Large => &self.large,
+        }
+    }
+
+    fn peer(&self, peer: Nid) -> Option<Arc<CreditGate>> {
+        let mut peers = self.peers.lock().expect("router peers lock poisoned");
+        if let Some(gate) = peers.get(&peer) {
+            return Some(Arc::clone(gate));
+        }
+        if peers.len() >= self.config.peers_max {
+            return None;
+        }
+        let gate = CreditGate::new(self.config.peer_buffer_credits.max(1));
+        peers.insert(peer, Arc::clone(&gate));
+        Some(gate)
+    }
+
+    /// A buffer for the message `header` announces, now or once one is free. The sender's
+    /// router credit is taken first, then the buffer, in that order always.
+    pub fn admit(&self, header: &Header) -> Admit {
+        let Some(peer) = self.peer(header.source) else {
+            return Admit::Refuse("router tracks too many peers");
+        };
+        let pool = Arc::clone(self.pool(BufferClass::of(header.payload_len)));
+        let bytes = header.payload_len;
+        if let Some(peer_credit) = peer.try_acquire() {
+            if let Some(buffer) = pool.try_acquire() {
+                return Admit::Now(Some(RouterBuffer {
+                    _peer: peer_credit,
+                    _buffer: buffer,
+                    bytes,
+                }));
+            }
+            return Admit::Wait(Box::pin(async move {
+                Some(RouterBuffer {
+                    _peer: peer_credit,
+                    _buffer: pool.acquire().await,
+                    bytes,
+                })
+            }));
+        }
+        Admit::Wait(Box::pin(async move {
+            let peer_credit = peer.acquire().await;
+            Some(RouterBuffer {
+                _peer: peer_credit,
+                _buffer: pool.acquire().await,
+                bytes,
+            })
+        }))
+    }
+
+    /// Router buffers one peer may hold at once.
+    pub fn peer_buffer_credits(&self) -> u32 {
+        self.config.peer_buffer_credits
+    }
+
+    /// Counters of each pool: (class, buffer size, snapshot).
+    pub fn pools(&self) -> [(BufferClass, u32, CreditSnapshot); 3] {
+        [
+            (BufferClass::Tiny, 0, self.tiny.snapshot()),
+            (
+                BufferClass::Small,
+                SMALL_BUFFER_BYTES,
+                self.small.snapshot(),
+            ),
+            (BufferClass::Large, 0, self.large.snapshot()),
+        ]
+    }
+
+    /// Counters of each peer's router credits, by NID.
+    pub fn peers(&self) -> Vec<(Nid, CreditSnapshot)> {
+        let peers = self.peers.lock().expect("router peers lock poisoned");
+        let mut list: Vec<_> = peers
+            .iter()
+            .map(|(nid, gate)| (*nid, gate.snapshot()))
+            .collect();
+        list.sort_by_key(|(nid, _)| *nid);
+        list
+    }
+
+    /// Router credits of one peer, if it has sent through us.
+    pub fn peer_snapshot(&self, peer: &Nid) -> Option<CreditSnapshot> {
+        self.peers
+            .lock()
+            .expect("router peers lock poisoned")
+            .get(peer)
+            .map(|g| g.snapshot())
+    }
+
+    /// Bytes held in router buffers right now (large buffers counted at their payload size
+    /// limit would overstate; this is the number of buffers in use per class).
+    pub fn in_use(&self) -> u32 {
+        self.pools().iter().map(|(_, _, s)| s.in_flight).sum()
+    }
+}

@@ -1,0 +1,357 @@
+//! LNet's routing table as a pure core: for each remote network, gateways with a hop count and
+//! a priority; a sender picks among the **best alive class** — lowest priority value, then lowest
+//! hop count — and **round-robins among equals**, message by message. Worse routes carry traffic
+//! only while every better one is down. No clocks or sockets: liveness is set from outside (by
+//! health pings and failed sends), and time comes in as an argument.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::error::FabricError;
+use crate::nid::{NetId, Nid};
+
+/// The largest hop count LNet accepts.
+pub const HOPS_MAX: u32 = 255;
+
+/// One route: reach `net` through `gateway`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteSpec {
+    /// The remote network.
+    pub net: NetId,
+    /// The router to send through, on one of our own networks.
+    pub gateway: Nid,
+    /// Relative distance (LNet's hop count): lower is preferred.
+    pub hops: u32,
+    /// Preference before hops: lower is preferred.
+    pub priority: u32,
+}
+
+impl fmt::Display for RouteSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} via {} hops {} priority {}",
+            self.net, self.gateway, self.hops, self.priority
+        )
+    }
+}
+
+impl RouteSpec {
+    /// Parses `NET GATEWAY [HOPS [PRIORITY]]`, the form `lnetctl route add` takes apart.
+    pub fn parse(text: &str) -> Result<RouteSpec, FabricError> {
+        let bad = |why: &str| FabricError::BadRoute {
+            why: format!("{text:?}: {why}"),
+        };
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if !(2..=4).contains(&words.len()) {
+            return Err(bad("expected NET GATEWAY [HOPS [PRIORITY]]"));
+        }
+        let net: NetId = words[0].parse()?;
+        let gateway: Nid = words[1].parse()?;
+        let hops = match words.get(2) {
+            Some(h) => h.parse().map_err(|_| bad("hops must be a number"))?,
+            None => 1,
+        };
+        let priority = match words.get(3) {
+            Some(p) => p.parse().map_err(|_| bad("priority must be a number"))?,
+            None => 0,
+        };
+        Ok(RouteSpec {
+            net,
+            gateway,
+            hops,
+            priority,
+        })
+    }
+}
+
+/// What a node knows about one gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gateway {
+    /// Whether messages may be routed through it.
+    pub alive: bool,
+    /// When it last answered a ping (time since the table's epoch).
+    pub last_alive: Option<Duration>,
+    /// Pings sent to it.
+    pub pings_sent: u64,
+    /// Messages routed through it.
+    pub messages: u64,
+    /// Times it went from alive to down.
+    pub downs: u64,
+}
+
+/// Routes and gateways of one node.
+#[derive(Debug, Default)]
+pub struct RouteTable {
+    routes: BTreeMap<NetId, Vec<RouteSpec>>,
+    cursors: BTreeMap<NetId, u64>,
+    gateways: BTreeMap<Nid, Gateway>,
+}
+
+impl RouteTable {
+    /// An empty table.
+    pub fn new() -> RouteTable {
+        RouteTable::default()
+    }
+
+    /// Adds a route. A gateway starts alive (as LNet assumes until a ping says otherwise).
+    pub fn add(&mut self, spec: RouteSpec) -> Result<(), FabricError> {
+        if !(1..=HOPS_MAX).contains(&spec.hops) {
+            return Err(FabricError::BadRoute {
+                why: format!("{spec}: hops must be 1 to {HOPS_MAX}"),
+            });
+        }
+        if spec.gateway.net == spec.net {
+            return Err(FabricError::BadRoute {
+                why: format!("{spec}: a gateway cannot be on the network it leads to"),
+            });
+        }
+        let routes = self.routes.entry(spec.net).or_default();
+        if routes.iter().any(|r| r.gateway == spec.gateway) {
+            return Err(FabricError::BadRoute {
+                why: format!(
+                    "{spec}: a route to {} via {} exists",
+                    spec.net, spec.gateway
+                ),
+            });
+        }
+        routes.push(spec);
+        self.gateways.entry(spec.gateway).or_insert(Gateway {
+            alive: true,
+            last_alive: None,
+            pings_sent: 0,
+            messages: 0,
+            downs: 0,
+        });
+        Ok(())
+    }
+
+    /// Removes the route to `net` through `gateway`; false if there was none.
+    pub fn remove(&mut self, net: NetId, gateway: Nid) -> bool {
+        let Some(routes) = self.routes.get_mut(&net) else {
+            return false;
+        };
+        let before = routes.len();
+        routes.retain(|r| r.gateway != gateway);
+        let removed = routes.len() != before;
+        if routes.is_empty() {
+            self.routes.remove(&net);
+        }
+        if !self.routes.values().flatten().any(|r| r.gateway == gateway) {
+            self.gateways.remove(&gateway);
+        }
+        removed
+    }
+
+    /// The gateway for the next message to `net`: the next in round-robin order among the
+    /// alive routes of the best class; `None` if every route to `net` is down (or none exists).
+    pub fn choose(&mut self, net: NetId) -> Option<Nid> {
+        let routes = self.routes.get(&net)?;
+        let alive = |r: &&RouteSpec| self.gateways.get(&r.gateway).is_some_and(|g| g.alive);
+        let best = routes
+            .iter()
+            .filter(alive)
+            .map(|r| (r.priority, r.hops))
+            .min()?;
+        let class: Vec<Nid> = routes
+            .iter()
+            .filter(alive)
+            .filter(|r| (r.priority, r.hops) == best)
+            .map(|r| r.gateway)
+            .collect();
+        let cursor = self.cursors.entry(net).or_insert(0);
+        let gateway = class[(*cursor % class.len() as u64) as usize];
+        *cursor += 1;
+        if let Some(state) = self.gateways.get_mut(&gateway) {
+            state.messages += 1;
+        }
+        Some(gateway)
+    }
+
+    /// Whether any route leads to `net` at all (alive or not).
+    pub fn knows(&self, net: NetId) -> bool {
+        self.routes.contains_key(&net)
+    }
+
+    /// Marks `gateway` alive or down; returns whether that changed anything.
+    pub fn set_alive(&mut self, gateway: Nid, alive: bool) -> bool {
+        let Some(state) = self.gateways.get_mut(&gateway) else {
+            return false;
+        };
+        let changed = state.alive != alive;
+        if changed && !alive {
+            state.downs += 1;
+        }
+        state.alive = alive;
+        changed
+    }
+
+    /// Records a ping answered at `now`: the gateway is alive.
+    pub fn ping_answered(&mut self, gateway: Nid, now: Duration) -> bool {
+        if let Some(state) = self.gateways.get_mut(&gateway) {
+            state.last_alive = Some(now);
+        }
+        self.set_alive(gateway, true)
+    }
+
+    /// Records a ping sent.
+    pub fn ping_sent(&mut self, gateway: Nid) {
+        if let Some(state) = self.gateways.get_mut(&gateway) {
+            state.pings_sent += 1;
+        }
+    }
+
+    /// Marks down every gateway that has not answered for `dead_after` (counting from `since`
+    /// for gateways that never answered); returns those newly marked down.
+    pub fn expire(&mut self, now: Duration, since: Duration, dead_after: Duration) -> Vec<Nid> {
+        let stale: Vec<Nid> = self
+            .gateways
+            .iter()
+            .filter(|(_, g)| {
+                g.alive && now.saturating_sub(g.last_alive.unwrap_or(since)) > dead_after
+            })
+            .map(|(nid, _)| *nid)
+            .collect();
+        for nid in &stale {
+            self.set_alive(*nid, false);
+        }
+        stale
+    }
+
+    /// Every gateway and its state.
+    pub fn gateways(&self) -> impl Iterator<Item = (&Nid, &Gateway)> {
+        self.gateways.iter()
+    }
+
+    /// Every route with its gateway's liveness, by network.
+    pub fn routes(&self) -> Vec<(RouteSpec, bool)> {
+        self.routes
+            .values()
+            .flatten()
+            .map(|r| (*r, self.gateways.get(&r.gateway).is_some_and(|g| g.alive)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(net: &str, gateway: &str, hops: u32, priority: u32) -> RouteSpec {
+        RouteSpec {
+            net: net.parse().unwrap(),
+            gateway: gateway.parse().unwrap(),
+            hops,
+            priority,
+        }
+    }
+
+    fn picks(table: &mut RouteTable, net: &str, n: usize) -> Vec<u32> {
+        (0..n)
+            .map(
+                |_| match table.choose(net.parse().unwrap()).map(|nid| nid.addr) {
+                    Some(crate::nid::Addr::Num(n)) => n,
+                    other => panic!("unexpected {other:?}"),
+                },
+            )
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_among_the_best_class_only() {
+        let mut table = RouteTable::new();
+        for gw in 1..=4 {
+            table
+                .add(route("mem1", &format!("{gw}@mem0"), 1, 0))
+                .unwrap();
+        }
+        for gw in 5..=6 {
+            table
+                .add(route("mem1", &format!("{gw}@mem0"), 10, 0))
+                .unwrap();
+        }
+        assert_eq!(picks(&mut table, "mem1", 8), [1, 2, 3, 4, 1, 2, 3, 4]);
+        // Kill two primaries: the other two share the load.
+        table.set_alive("1@mem0".parse().unwrap(), false);
+        table.set_alive("3@mem0".parse().unwrap(), false);
+        assert_eq!(
+            picks(&mut table, "mem1", 4)
+                .iter()
+                .filter(|&&g| g == 2)
+                .count(),
+            2
+        );
+        assert!(
+            picks(&mut table, "mem1", 4)
+                .iter()
+                .all(|g| [2, 4].contains(g))
+        );
+        // All primaries down: only then the hop-10 backups.
+        table.set_alive("2@mem0".parse().unwrap(), false);
+        table.set_alive("4@mem0".parse().unwrap(), false);
+        let backups = picks(&mut table, "mem1", 4);
+        assert!(
+            backups.iter().all(|g| [5, 6].contains(g))
+                && backups.contains(&5)
+                && backups.contains(&6)
+        );
+        // One primary returns: it takes all the traffic again.
+        table.ping_answered("3@mem0".parse().unwrap(), Duration::from_secs(1));
+        assert_eq!(picks(&mut table, "mem1", 3), [3, 3, 3]);
+        // Everything down: no route.
+        for gw in 1..=6 {
+            table.set_alive(format!("{gw}@mem0").parse().unwrap(), false);
+        }
+        assert_eq!(table.choose("mem1".parse().unwrap()), None);
+        assert_eq!(table.choose("mem9".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn priority_comes_before_hops() {
+        let mut table = RouteTable::new();
+        table.add(route("mem1", "1@mem0", 1, 5)).unwrap();
+        table.add(route("mem1", "2@mem0", 9, 0)).unwrap();
+        assert_eq!(picks(&mut table, "mem1", 2), [2, 2]);
+    }
+
+    #[test]
+    fn bad_routes_are_refused() {
+        let mut table = RouteTable::new();
+        assert!(table.add(route("mem1", "1@mem0", 0, 0)).is_err());
+        assert!(table.add(route("mem1", "1@mem0", 256, 0)).is_err());
+        assert!(table.add(route("mem0", "1@mem0", 1, 0)).is_err());
+        table.add(route("mem1", "1@mem0", 1, 0)).unwrap();
+        assert!(
+            table.add(route("mem1", "1@mem0", 2, 0)).is_err(),
+            "duplicate"
+        );
+        assert!(RouteSpec::parse("mem1").is_err());
+        assert!(RouteSpec::parse("mem1 1@mem0 x").is_err());
+        assert_eq!(
+            RouteSpec::parse("mem1 1@mem0 10 3").unwrap(),
+            route("mem1", "1@mem0", 10, 3)
+        );
+        assert!(table.remove("mem1".parse().unwrap(), "1@mem0".parse().unwrap()));
+        assert!(!table.remove("mem1".parse().unwrap(), "1@mem0".parse().unwrap()));
+        assert_eq!(table.gateways().count(), 0);
+    }
+
+    #[test]
+    fn silent_gateways_expire() {
+        let mut table = RouteTable::new();
+        table.add(route("mem1", "1@mem0", 1, 0)).unwrap();
+        table.add(route("mem1", "2@mem0", 1, 0)).unwrap();
+        let s = Duration::from_secs;
+        table.ping_answered("1@mem0".parse().unwrap(), s(10));
+        assert_eq!(
+            table.expire(s(12), s(0), s(5)),
+            vec!["2@mem0".parse().unwrap()]
+        );
+        assert_eq!(
+            table.expire(s(16), s(0), s(5)),
+            vec!["1@mem0".parse().unwrap()]
+        );
+        assert!(table.expire(s(30), s(0), s(5)).is_empty(), "already down");
+    }
+}
