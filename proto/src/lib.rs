@@ -7,6 +7,7 @@
 //! - [`selftest`]: lnet_selftest-style `brw` and `ping` requests.
 //! - [`admin`]: the admin gRPC service every node runs (`lctl get_param`/`set_param`, status,
 //!   shutdown).
+//! - [`mds`]: the metadata service — namespace operations and file layouts.
 //!
 //! Messages are decoded once, at the edge, into the typed values of the crates above this one;
 //! nothing here checks more than protobuf's own framing.
@@ -27,4 +28,9 @@ pub mod selftest {
 /// The admin service: parameter tree, status, shutdown.
 pub mod admin {
     tonic::include_proto!("iopath.admin");
+}
+
+/// The metadata service.
+pub mod mds {
+    tonic::include_proto!("iopath.mds");
 }

@@ -1,0 +1,261 @@
+//! [`MdsClient`]: typed calls to a metadata service over the fabric. Replies are decoded once
+//! into this crate's types; a reply the service could not have sent is
+//! [`MdsError::Malformed`]. A refused request comes back as [`MdsError::Fabric`] holding
+//! `FabricError::Remote` with the errno and the service's sentence; [`MdsError::errno`] reads
+//! it either way.
+
+use iopath_fabric::{Nid, Node};
+use iopath_proto::mds as pb;
+use prost::Message;
+
+use crate::error::{MdsError, Result};
+use crate::limits::READDIR_PAGE_ENTRIES_MAX;
+use crate::namespace::inode::{Attributes, DirEntry, DirPage, StripeInfo};
+use crate::service::{MDS_PORTAL, MdsTarget, opcode};
+use crate::stripe::{FileLayout, StripeRequest};
+use crate::wire;
+
+/// Most pages [`MdsClient::readdir`] reads before giving up (4 Mi entries at 1024 a page).
+pub const READDIR_PAGES_MAX: u32 = 4096;
+
+/// The targets a service places layouts on, and its file-system default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetList {
+    /// The targets, in round-robin order.
+    pub targets: Vec<MdsTarget>,
+    /// The default layout for new files where no directory sets one.
+    pub default_stripe: StripeRequest,
+}
+
+/// A client of one metadata service.
+#[derive(Debug, Clone)]
+pub struct MdsClient {
+    node: Node,
+    server: Nid,
+}
+
+impl MdsClient {
+    /// A client sending from `node` to the service at `server`.
+    pub fn new(node: Node, server: Nid) -> MdsClient {
+        MdsClient { node, server }
+    }
+
+    /// The service's NID.
+    pub fn server(&self) -> Nid {
+        self.server
+    }
+
+    /// Makes directory `path` with permission bits `mode`.
+    pub async fn mkdir(&self, path: &str, mode: u32) -> Result<Attributes> {
+        let request = pb::MkdirRequest {
+            path: path.to_owned(),
+            mode,
+        };
+        let reply: pb::AttributesReply = self.call(opcode::MKDIR, &request).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// Creates file `path` with a layout chosen by the service from `stripe` and the
+    /// directory's default. The objects are not created: the caller creates them on their
+    /// targets. Fails with EEXIST if `path` exists.
+    pub async fn create(&self, path: &str, mode: u32, stripe: StripeRequest) -> Result<Attributes> {
+        let request = pb::CreateRequest {
+            path: path.to_owned(),
+            mode,
+            stripe: Some(wire::stripe_to_wire(&stripe)),
+        };
+        let reply: pb::AttributesReply = self.call(opcode::CREATE, &request).await?;
+        let attributes = wire::attributes_from_wire(reply.attributes.as_ref())?;
+        if attributes.layout.is_none() {
+            return Err(MdsError::Malformed {
+                what: "create reply",
+                why: "no layout".into(),
+            });
+        }
+        Ok(attributes)
+    }
+
+    /// Opens regular file `path`: its attributes with its layout (EISDIR for a directory).
+    pub async fn open(&self, path: &str) -> Result<Attributes> {
+        let reply: pb::AttributesReply = self.call(opcode::OPEN, &path_request(path)).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// The attributes of `path`.
+    pub async fn stat(&self, path: &str) -> Result<Attributes> {
+        let reply: pb::AttributesReply = self.call(opcode::STAT, &path_request(path)).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// One page of directory `path`: up to `entries_max` entries after name `after`.
+    pub async fn readdir_page(&self, path: &str, after: &str, entries_max: u32) -> Result<DirPage> {
+        let request = pb::ReaddirRequest {
+            path: path.to_owned(),
+            after: after.to_owned(),
+            entries_max,
+        };
+        let reply: pb::ReaddirReply = self.call(opcode::READDIR, &request).await?;
+        let entries = reply
+            .entries
+            .iter()
+            .map(wire::entry_from_wire)
+            .collect::<Result<Vec<_>>>()?;
+        // Pages come in name order, after the cursor: anything else would loop or skip.
+        let mut previous = after;
+        for entry in &entries {
+            if entry.name.as_str() <= previous {
+                return Err(MdsError::Malformed {
+                    what: "readdir reply",
+                    why: format!("entry {:?} is not after {previous:?}", entry.name),
+                });
+            }
+            previous = &entry.name;
+        }
+        if reply.more && entries.is_empty() {
+            return Err(MdsError::Malformed {
+                what: "readdir reply",
+                why: "an empty page that says more follow".into(),
+            });
+        }
+        Ok(DirPage {
+            entries,
+            more: reply.more,
+        })
+    }
+
+    /// Every entry of directory `path`, in name order, read a page at a time.
+    pub async fn readdir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        let mut entries: Vec<DirEntry> = Vec::new();
+        for _ in 0..READDIR_PAGES_MAX {
+            let after = entries.last().map_or("", |e| e.name.as_str()).to_owned();
+            let page = self
+                .readdir_page(path, &after, READDIR_PAGE_ENTRIES_MAX)
+                .await?;
+            entries.extend(page.entries);
+            if !page.more {
+                return Ok(entries);
+            }
+        }
+        Err(MdsError::LimitReached {
+            what: "readdir pages",
+            max: u64::from(READDIR_PAGES_MAX),
+        })
+    }
+
+    /// Removes file `path`; returns its layout so the caller can destroy its objects.
+    pub async fn unlink(&self, path: &str) -> Result<FileLayout> {
+        let reply: pb::UnlinkReply = self.call(opcode::UNLINK, &path_request(path)).await?;
+        let layout = reply.layout.as_ref().ok_or_else(|| MdsError::Malformed {
+            what: "unlink reply",
+            why: "no layout".into(),
+        })?;
+        wire::layout_from_wire(layout)
+    }
+
+    /// Removes empty directory `path`.
+    pub async fn rmdir(&self, path: &str) -> Result<()> {
+        let _: pb::EmptyReply = self.call(opcode::RMDIR, &path_request(path)).await?;
+        Ok(())
+    }
+
+    /// Renames `source` to `target`; returns the layout of a file it replaced, if any.
+    pub async fn rename(&self, source: &str, target: &str) -> Result<Option<FileLayout>> {
+        let request = pb::RenameRequest {
+            source: source.to_owned(),
+            target: target.to_owned(),
+        };
+        let reply: pb::RenameReply = self.call(opcode::RENAME, &request).await?;
+        reply
+            .replaced
+            .as_ref()
+            .map(wire::layout_from_wire)
+            .transpose()
+    }
+
+    /// Sets directory `path`'s default layout for new files, or removes it with `None`.
+    pub async fn setstripe(&self, path: &str, stripe: Option<StripeRequest>) -> Result<()> {
+        let request = pb::SetStripeRequest {
+            path: path.to_owned(),
+            stripe: stripe.as_ref().map(wire::stripe_to_wire),
+        };
+        let _: pb::EmptyReply = self.call(opcode::SETSTRIPE, &request).await?;
+        Ok(())
+    }
+
+    /// A file's layout, or a directory's effective default.
+    pub async fn getstripe(&self, path: &str) -> Result<StripeInfo> {
+        let reply: pb::GetStripeReply = self.call(opcode::GETSTRIPE, &path_request(path)).await?;
+        match reply.stripe {
+            Some(pb::get_stripe_reply::Stripe::Layout(layout)) => {
+                Ok(StripeInfo::File(wire::layout_from_wire(&layout)?))
+            }
+            Some(pb::get_stripe_reply::Stripe::DefaultStripe(stripe)) => {
+                Ok(StripeInfo::Directory {
+                    default_stripe: wire::stripe_from_wire(&stripe),
+                    set_here: reply.set_here,
+                })
+            }
+            None => Err(MdsError::Malformed {
+                what: "getstripe reply",
+                why: "neither a layout nor a default".into(),
+            }),
+        }
+    }
+
+    /// The targets and the file-system default.
+    pub async fn targets(&self) -> Result<TargetList> {
+        let reply: pb::TargetsReply = self.call(opcode::TARGETS, &pb::TargetsRequest {}).await?;
+        let targets = reply
+            .targets
+            .iter()
+            .map(|t| {
+                let nid = t.nid.parse().map_err(|e| MdsError::Malformed {
+                    what: "targets reply",
+                    why: format!("target {}: {e}", t.index),
+                })?;
+                Ok(MdsTarget {
+                    index: t.index,
+                    nid,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let default_stripe = reply
+            .default_stripe
+            .as_ref()
+            .map(wire::stripe_from_wire)
+            .ok_or_else(|| MdsError::Malformed {
+                what: "targets reply",
+                why: "no default layout".into(),
+            })?;
+        Ok(TargetList {
+            targets,
+            default_stripe,
+        })
+    }
+
+    async fn call<Req: Message, Rep: Message + Default>(
+        &self,
+        opcode: u32,
+        request: &Req,
+    ) -> Result<Rep> {
+        let reply = self
+            .node
+            .call(
+                self.server,
+                MDS_PORTAL,
+                opcode,
+                request.encode_to_vec().into(),
+            )
+            .await?;
+        Rep::decode(reply.as_ref()).map_err(|e| MdsError::Malformed {
+            what: "reply",
+            why: e.to_string(),
+        })
+    }
+}
+
+fn path_request(path: &str) -> pb::PathRequest {
+    pb::PathRequest {
+        path: path.to_owned(),
+    }
+}

@@ -1,0 +1,294 @@
+//! Applying a decided mutation. Every precondition is checked before anything changes, so a
+//! mutation that does not fit (a damaged or misordered log) is refused and leaves the
+//! namespace as it was. Limits are not checked here: they were checked when the mutation was
+//! planned, and a log must replay even if a later configuration lowers them.
+
+use std::collections::BTreeMap;
+
+use super::Namespace;
+use super::inode::{Ino, Inode, InodeKind, MODE_MAX, ROOT_INO};
+use super::op::{Mutation, Outcome};
+use crate::path::check_name;
+
+/// Why a mutation does not fit the namespace.
+type Refusal = String;
+
+impl Namespace {
+    /// Applies `mutation`. Refuses, changing nothing, one that does not fit the namespace.
+    pub fn apply(&mut self, mutation: &Mutation) -> Result<Outcome, Refusal> {
+        match mutation {
+            Mutation::Mkdir {
+                parent,
+                name,
+                ino,
+                mode,
+                time_ns,
+                default_stripe,
+            } => {
+                self.fits_new_entry(*parent, name, *ino, *mode)?;
+                if let Some(stripe) = default_stripe {
+                    stripe.check().map_err(|e| e.to_string())?;
+                }
+                let kind = InodeKind::Directory {
+                    parent: *parent,
+                    entries: BTreeMap::new(),
+                    default_stripe: *default_stripe,
+                };
+                Ok(Outcome::Created(
+                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
+                ))
+            }
+            Mutation::Create {
+                parent,
+                name,
+                ino,
+                mode,
+                time_ns,
+                layout,
+                round_robin_next,
+            } => {
+                self.fits_new_entry(*parent, name, *ino, *mode)?;
+                layout.check()?;
+                if layout.objects.iter().any(|o| o.object_id == u64::MAX) {
+                    return Err("object id u64::MAX leaves no next id".into());
+                }
+                // Object ids are never reused: the next id on each target passes this file's.
+                for object in &layout.objects {
+                    let next = self
+                        .state
+                        .next_object_ids
+                        .entry(object.target)
+                        .or_insert(object.object_id + 1);
+                    *next = (*next).max(object.object_id + 1);
+                }
+                self.state.round_robin_next = *round_robin_next;
+                let kind = InodeKind::File {
+                    layout: layout.clone(),
+                };
+                Ok(Outcome::Created(
+                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
+                ))
+            }
+            Mutation::Unlink {
+                parent,
+                name,
+                ino,
+                time_ns,
+            } => {
+                let layout = match &self.entry_inode(*parent, name, *ino)?.kind {
+                    InodeKind::File { layout } => layout.clone(),
+                    InodeKind::Directory { .. } => {
+                        return Err(format!("unlink of directory {ino}"));
+                    }
+                };
+                self.remove(*parent, name, *ino, *time_ns);
+                Ok(Outcome::Unlinked(layout))
+            }
+            Mutation::Rmdir {
+                parent,
+                name,
+                ino,
+                time_ns,
+            } => {
+                match &self.entry_inode(*parent, name, *ino)?.kind {
+                    InodeKind::Directory { entries, .. } if entries.is_empty() => {}
+                    _ => return Err(format!("rmdir of {ino}, not an empty directory")),
+                }
+                self.remove(*parent, name, *ino, *time_ns);
+                Ok(Outcome::Removed)
+            }
+            Mutation::Rename {
+                source_parent,
+                source_name,
+                target_parent,
+                target_name,
+                ino,
+                replaced,
+                time_ns,
+            } => self.apply_rename(
+                (*source_parent, source_name),
+                (*target_parent, target_name),
+                *ino,
+                *replaced,
+                *time_ns,
+            ),
+            Mutation::SetStripe {
+                dir,
+                default_stripe,
+                time_ns,
+            } => {
+                if let Some(stripe) = default_stripe {
+                    stripe.check().map_err(|e| e.to_string())?;
+                }
+                let inode = self.dir_mut(*dir)?;
+                let InodeKind::Directory {
+                    default_stripe: slot,
+                    ..
+                } = &mut inode.kind
+                else {
+                    unreachable!("dir_mut returns directories");
+                };
+                *slot = *default_stripe;
+                inode.ctime_ns = *time_ns;
+                Ok(Outcome::StripeSet)
+            }
+        }
+    }
+
+    fn apply_rename(
+        &mut self,
+        (source_parent, source_name): (Ino, &str),
+        (target_parent, target_name): (Ino, &str),
+        ino: Ino,
+        replaced: Option<Ino>,
+        time_ns: u64,
+    ) -> Result<Outcome, Refusal> {
+        // Check everything first.
+        let moving_dir = matches!(
+            self.entry_inode(source_parent, source_name, ino)?.kind,
+            InodeKind::Directory { .. }
+        );
+        self.dir(target_parent)?;
+        check_name(target_name).map_err(|_| format!("invalid name {target_name:?}"))?;
+        if (source_parent, source_name) == (target_parent, target_name) {
+            return Err("rename onto itself is never logged".into());
+        }
+        if moving_dir && self.is_within(target_parent, ino) {
+            return Err(format!("rename would move directory {ino} into itself"));
+        }
+        let existing = self.entries(target_parent).get(target_name).copied();
+        if existing != replaced {
+            return Err(format!(
+                "rename target {target_name:?} in {target_parent} holds {existing:?}, the log says {replaced:?}"
+            ));
+        }
+        let mut replaced_layout = None;
+        if let Some(victim) = replaced {
+            match (&self.inode(victim).kind, moving_dir) {
+                (InodeKind::File { layout }, false) => replaced_layout = Some(layout.clone()),
+                (InodeKind::Directory { entries, .. }, true) if entries.is_empty() => {}
+                _ => return Err(format!("rename cannot replace inode {victim}")),
+            }
+        }
+        // Then change: unhook the source, drop what is replaced, hook in the target.
+        self.entries_mut(source_parent).remove(source_name);
+        if let Some(victim) = replaced {
+            self.state.inodes.remove(&victim);
+        }
+        self.entries_mut(target_parent)
+            .insert(target_name.to_owned(), ino);
+        let moved = self.state.inodes.get_mut(&ino).expect("checked above");
+        moved.ctime_ns = time_ns;
+        if let InodeKind::Directory { parent, .. } = &mut moved.kind {
+            *parent = target_parent;
+        }
+        for dir in [source_parent, target_parent] {
+            let inode = self.state.inodes.get_mut(&dir).expect("checked above");
+            inode.mtime_ns = time_ns;
+            inode.ctime_ns = time_ns;
+        }
+        Ok(Outcome::Renamed {
+            replaced: replaced_layout,
+        })
+    }
+
+    /// Checks that a new inode `ino` named `name` fits in `parent`.
+    fn fits_new_entry(&self, parent: Ino, name: &str, ino: Ino, mode: u32) -> Result<(), Refusal> {
+        self.dir(parent)?;
+        check_name(name).map_err(|_| format!("invalid name {name:?}"))?;
+        if self.entries(parent).contains_key(name) {
+            return Err(format!("{name:?} already exists in directory {parent}"));
+        }
+        if ino != self.state.next_ino {
+            return Err(format!(
+                "new inode {ino} is not the next inode number {}",
+                self.state.next_ino
+            ));
+        }
+        if mode > MODE_MAX {
+            return Err(format!("mode {mode:#o} out of range"));
+        }
+        Ok(())
+    }
+
+    /// Adds inode `ino` as entry `name` of `parent`, after [`Namespace::fits_new_entry`].
+    fn insert(
+        &mut self,
+        parent: Ino,
+        name: &str,
+        ino: Ino,
+        mode: u32,
+        time_ns: u64,
+        kind: InodeKind,
+    ) -> super::inode::Attributes {
+        let inode = Inode {
+            ino,
+            kind,
+            mode,
+            ctime_ns: time_ns,
+            mtime_ns: time_ns,
+        };
+        let attributes = inode.attributes();
+        self.state.inodes.insert(ino, inode);
+        self.state.next_ino = ino + 1;
+        self.entries_mut(parent).insert(name.to_owned(), ino);
+        let parent = self
+            .state
+            .inodes
+            .get_mut(&parent)
+            .expect("checked by fits_new_entry");
+        parent.mtime_ns = time_ns;
+        parent.ctime_ns = time_ns;
+        attributes
+    }
+
+    /// Removes entry `name` of `parent` and its inode `ino`, after checking both.
+    fn remove(&mut self, parent: Ino, name: &str, ino: Ino, time_ns: u64) {
+        assert!(ino != ROOT_INO, "the root has no entry to remove");
+        self.entries_mut(parent).remove(name);
+        self.state.inodes.remove(&ino);
+        let parent = self
+            .state
+            .inodes
+            .get_mut(&parent)
+            .expect("checked by the caller");
+        parent.mtime_ns = time_ns;
+        parent.ctime_ns = time_ns;
+    }
+
+    /// The inode entry `name` of directory `parent` names, which must be `ino`.
+    fn entry_inode(&self, parent: Ino, name: &str, ino: Ino) -> Result<&Inode, Refusal> {
+        self.dir(parent)?;
+        match self.entries(parent).get(name) {
+            Some(found) if *found == ino => Ok(self.inode(ino)),
+            found => Err(format!(
+                "entry {name:?} of directory {parent} names {found:?}, the log says {ino}"
+            )),
+        }
+    }
+
+    fn dir(&self, ino: Ino) -> Result<&Inode, Refusal> {
+        match self.state.inodes.get(&ino) {
+            Some(
+                inode @ Inode {
+                    kind: InodeKind::Directory { .. },
+                    ..
+                },
+            ) => Ok(inode),
+            Some(_) => Err(format!("inode {ino} is not a directory")),
+            None => Err(format!("no inode {ino}")),
+        }
+    }
+
+    fn dir_mut(&mut self, ino: Ino) -> Result<&mut Inode, Refusal> {
+        self.dir(ino)?;
+        Ok(self.state.inodes.get_mut(&ino).expect("checked just above"))
+    }
+
+    fn entries_mut(&mut self, dir: Ino) -> &mut BTreeMap<String, Ino> {
+        match self.state.inodes.get_mut(&dir).map(|i| &mut i.kind) {
+            Some(InodeKind::Directory { entries, .. }) => entries,
+            _ => unreachable!("callers pass checked directories"),
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The metadata service on the fabric: requests decoded once into typed operations, changes
+//! run on the blocking pool (each waits for its fsync), reads answered from memory, errors
+//! sent as errnos with a sentence.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
+use iopath_fabric::{Nid, Node};
+use iopath_proto::mds as pb;
+use prost::Message;
+use tracing::{Instrument as _, debug, debug_span};
+
+use crate::error::{MdsError, Result};
+use crate::limits::{MdsLimits, NAME_LEN_MAX_BYTES};
+use crate::namespace::NamespaceConfig;
+use crate::namespace::inode::StripeInfo;
+use crate::namespace::op::{Op, Outcome};
+use crate::path::MdsPath;
+use crate::store::MdsStore;
+use crate::stripe::StripeRequest;
+use crate::wire;
+
+/// The portal the metadata service listens on (Lustre's MDS_REQUEST_PORTAL is 12; iopath's
+/// service portals start at 16, so 12 + 32).
+pub const MDS_PORTAL: u32 = 44;
+
+/// The operations, as RPC opcodes.
+pub mod opcode {
+    /// `MkdirRequest` → `AttributesReply`.
+    pub const MKDIR: u32 = 1;
+    /// `CreateRequest` → `AttributesReply` (with the layout).
+    pub const CREATE: u32 = 2;
+    /// `PathRequest` → `AttributesReply` (regular files only, with the layout).
+    pub const OPEN: u32 = 3;
+    /// `PathRequest` → `AttributesReply`.
+    pub const STAT: u32 = 4;
+    /// `ReaddirRequest` → `ReaddirReply`.
+    pub const READDIR: u32 = 5;
+    /// `PathRequest` → `UnlinkReply` (the removed file's layout).
+    pub const UNLINK: u32 = 6;
+    /// `PathRequest` → `EmptyReply`.
+    pub const RMDIR: u32 = 7;
+    /// `RenameRequest` → `RenameReply` (a replaced file's layout).
+    pub const RENAME: u32 = 8;
+    /// `SetStripeRequest` → `EmptyReply`.
+    pub const SETSTRIPE: u32 = 9;
+    /// `PathRequest` → `GetStripeReply`.
+    pub const GETSTRIPE: u32 = 10;
+    /// `TargetsRequest` → `TargetsReply`.
+    pub const TARGETS: u32 = 11;
+}
+
+/// One storage target layouts are placed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MdsTarget {
+    /// Its index (OST index).
+    pub index: u32,
+    /// The NID of the server holding it.
+    pub nid: Nid,
+}
+
+/// How to start a metadata service.
+#[derive(Debug, Clone)]
+pub struct MdsConfig {
+    /// The directory holding its log and snapshot.
+    pub dir: PathBuf,
+    /// The targets, in round-robin order.
+    pub targets: Vec<MdsTarget>,
+    /// The file system's default layout (every field filled in).
+    pub default_stripe: StripeRequest,
+    /// Sizes of the namespace.
+    pub limits: MdsLimits,
+}
+
+impl MdsConfig {
+    /// A service in `dir` over `targets`, with Lustre's default layout and the default limits.
+    pub fn new(dir: impl Into<PathBuf>, targets: Vec<MdsTarget>) -> MdsConfig {
+        MdsConfig {
+            dir: dir.into(),
+            targets,
+            default_stripe: StripeRequest::LUSTRE_DEFAULT,
+            limits: MdsLimits::default(),
+        }
+    }
+
+    fn namespace_config(&self) -> NamespaceConfig {
+        NamespaceConfig {
+            targets: self.targets.iter().map(|t| t.index).collect(),
+            default_stripe: self.default_stripe,
+            limits: self.limits.clone(),
+        }
+    }
+}
+
+/// The metadata service: a durable namespace served on [`MDS_PORTAL`].
+#[derive(Debug)]
+pub struct MdsService {
+    store: Arc<MdsStore>,
+    targets: Vec<MdsTarget>,
+}
+
+impl MdsService {
+    /// Opens (or creates) the namespace in `config.dir`, replaying its log, and serves it on
+    /// `node` at [`MDS_PORTAL`].
+    pub async fn start(node: &Node, config: MdsConfig) -> Result<Arc<MdsService>> {
+        let service = Arc::new(MdsService::open(config).await?);
+        node.register_service(MDS_PORTAL, service.clone())?;
+        Ok(service)
+    }
+
+    /// Opens the namespace without serving it (see [`MdsService::start`]).
+    pub async fn open(config: MdsConfig) -> Result<MdsService> {
+        let namespace_config = config.namespace_config();
+        let dir = config.dir.clone();
+        // Reading and replaying the log is blocking file I/O.
+        let store = tokio::task::spawn_blocking(move || MdsStore::open(&dir, namespace_config))
+            .await
+            .map_err(|e| MdsError::Failed {
+                why: format!("opening the store stopped: {e}"),
+            })??;
+        Ok(MdsService {
+            store: Arc::new(store),
+            targets: config.targets,
+        })
+    }
+
+    /// The durable namespace it serves.
+    pub fn store(&self) -> &Arc<MdsStore> {
+        &self.store
+    }
+
+    /// The targets it places layouts on.
+    pub fn targets(&self) -> &[MdsTarget] {
+        &self.targets
+    }
+
+    async fn dispatch(&self, opcode: u32, body: &[u8]) -> Result<Bytes> {
+        let reply = match opcode {
+            opcode::MKDIR => {
+                let request: pb::MkdirRequest = decode(body, "mkdir request")?;
+                let op = Op::Mkdir {
+                    path: MdsPath::parse(&request.path)?,
+                    mode: request.mode,
+                };
+                attributes_reply(self.change(op).await?)
+            }
+            opcode::CREATE => {
+                let request: pb::CreateRequest = decode(body, "create request")?;
+                let op = Op::Create {
+                    path: MdsPath::parse(&request.path)?,
+                    mode: request.mode,
+                    stripe: request
+                        .stripe
+                        .as_ref()
+                        .map_or(StripeRequest::INHERIT, wire::stripe_from_wire),
+                };
+                attributes_reply(self.change(op).await?)
+            }
+            opcode::OPEN | opcode::STAT => {
+                let path = decode_path(body)?;
+                let attributes = self.store.read(|ns| match opcode {
+                    opcode::OPEN => ns.open(&path),
+                    _ => ns.stat(&path),
+                })?;
+                pb::AttributesReply {
+                    attributes: Some(wire::attributes_to_wire(&attributes)),
+                }
+                .encode_to_vec()
+            }
+            opcode::READDIR => {
+                let request: pb::ReaddirRequest = decode(body, "readdir request")?;
+                if request.after.len() > NAME_LEN_MAX_BYTES {
+                    return Err(MdsError::InvalidArgument {
+                        why: format!(
+                            "readdir cursor of {} bytes is longer than any name",
+                            request.after.len()
+                        ),
+                    });
+                }
+                let path = MdsPath::parse(&request.path)?;
+                let page = self
+                    .store
+                    .read(|ns| ns.readdir(&path, &request.after, request.entries_max))?;
+                pb::ReaddirReply {
+                    entries: page.entries.iter().map(wire::entry_to_wire).collect(),
+                    more: page.more,
+                }
+                .encode_to_vec()
+            }
+            opcode::UNLINK => {
+                let op = Op::Unlink {
+                    path: decode_path(body)?,
+                };
+                match self.change(op).await? {
+                    Outcome::Unlinked(layout) => pb::UnlinkReply {
+                        layout: Some(wire::layout_to_wire(&layout)),
+                    }
+                    .encode_to_vec(),
+                    other => unexpected(other),
+                }
+            }
+            opcode::RMDIR => {
+                let op = Op::Rmdir {
+                    path: decode_path(body)?,
+                };
+                self.change(op).await?;
+                pb::EmptyReply {}.encode_to_vec()
+            }
+            opcode::RENAME => {
+                let request: pb::RenameRequest = decode(body, "rename request")?;
+                let op = Op::Rename {
+                    source: MdsPath::parse(&request.source)?,
+                    target: MdsPath::parse(&request.target)?,
+                };
+                match self.change(op).await? {
+                    Outcome::Renamed { replaced } => pb::RenameReply {
+                        replaced: replaced.as_ref().map(wire::layout_to_wire),
+                    }
+                    .encode_to_vec(),
+                    other => unexpected(other),
+                }
+            }
+            opcode::SETSTRIPE => {
+                let request: pb::SetStripeRequest = decode(body, "setstripe request")?;
+                let op = Op::SetStripe {
+                    path: MdsPath::parse(&request.path)?,
+                    stripe: request.stripe.as_ref().map(wire::stripe_from_wire),
+                };
+                self.change(op).await?;
+                pb::EmptyReply {}.encode_to_vec()
+            }
+            opcode::GETSTRIPE => {
+                let path = decode_path(body)?;
+                let reply = match self.store.read(|ns| ns.getstripe(&path))? {
+                    StripeInfo::File(layout) => pb::GetStripeReply {
+                        stripe: Some(pb::get_stripe_reply::Stripe::Layout(wire::layout_to_wire(
+                            &layout,
+                        ))),
+                        set_here: true,
+                    },
+                    StripeInfo::Directory {
+                        default_stripe,
+                        set_here,
+                    } => pb::GetStripeReply {
+                        stripe: Some(pb::get_stripe_reply::Stripe::DefaultStripe(
+                            wire::stripe_to_wire(&default_stripe),
+                        )),
+                        set_here,
+                    },
+                };
+                reply.encode_to_vec()
+            }
+            opcode::TARGETS => {
+                let _: pb::TargetsRequest = decode(body, "targets request")?;
+                let default_stripe = self.store.read(|ns| ns.file_system_default());
+                pb::TargetsReply {
+                    targets: self
+                        .targets
+                        .iter()
+                        .map(|t| pb::Target {
+                            index: t.index,
+                            nid: t.nid.to_string(),
+                        })
+                        .collect(),
+                    default_stripe: Some(wire::stripe_to_wire(&default_stripe)),
+                }
+                .encode_to_vec()
+            }
+            other => {
+                return Err(MdsError::UnknownOpcode { opcode: other });
+            }
+        };
+        Ok(reply.into())
+    }
+
+    /// Runs a change on the blocking pool: it returns once the change is durable.
+    async fn change(&self, op: Op) -> Result<Outcome> {
+        let store = Arc::clone(&self.store);
+        let now_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        tokio::task::spawn_blocking(move || store.execute(&op, now_ns))
+            .await
+            .map_err(|e| MdsError::Failed {
+                why: format!("the change stopped: {e}"),
+            })?
+    }
+}
+
+impl Service for MdsService {
+    fn handle(self: Arc<Self>, request: Request) -> Reply {
+        let span = debug_span!(
+            "mds",
+            xid = request.xid,
+            opcode = request.opcode,
+            source = %request.source
+        );
+        Box::pin(
+            async move {
+                self.dispatch(request.opcode, &request.body)
+                    .await
+                    .map_err(|error| {
+                        // Handled here: the client gets the errno and the sentence.
+                        debug!(%error, "request refused");
+                        ServiceError::new(error.errno(), error.to_string())
+                    })
+            }
+            .instrument(span),
+        )
+    }
+}
+
+fn decode<M: Message + Default>(body: &[u8], what: &'static str) -> Result<M> {
+    M::decode(body).map_err(|e| MdsError::Malformed {
+        what,
+        why: e.to_string(),
+    })
+}
+
+fn decode_path(body: &[u8]) -> Result<MdsPath> {
+    let request: pb::PathRequest = decode(body, "path request")?;
+    MdsPath::parse(&request.path)
+}
+
+fn attributes_reply(outcome: Outcome) -> Vec<u8> {
+    match outcome {
+        Outcome::Created(attributes) => pb::AttributesReply {
+            attributes: Some(wire::attributes_to_wire(&attributes)),
+        }
+        .encode_to_vec(),
+        other => unexpected(other),
+    }
+}
+
+/// Each operation has one kind of outcome; another is a bug in the namespace core.
+fn unexpected(outcome: Outcome) -> Vec<u8> {
+    unreachable!("operation produced the wrong kind of outcome: {outcome:?}")
+}

@@ -1,0 +1,154 @@
+//! Between the wire (`iopath_proto::mds`) and the typed values of this crate. Encoding is
+//! plain; decoding a reply checks everything the service could not have sent, so callers get
+//! typed values or [`MdsError::Malformed`].
+
+use iopath_proto::mds as pb;
+
+use crate::error::{MdsError, Result};
+use crate::namespace::inode::{Attributes, DirEntry, FileType};
+use crate::stripe::{FileLayout, ObjectRef, StripeRequest};
+
+/// Stripe values onto the wire.
+pub fn stripe_to_wire(stripe: &StripeRequest) -> pb::StripeRequest {
+    pb::StripeRequest {
+        stripe_size_bytes: stripe.stripe_size_bytes,
+        stripe_count: stripe.stripe_count,
+        stripe_offset: stripe.stripe_offset,
+    }
+}
+
+/// Stripe values off the wire; checked where they are used (they are a request).
+pub fn stripe_from_wire(stripe: &pb::StripeRequest) -> StripeRequest {
+    StripeRequest {
+        stripe_size_bytes: stripe.stripe_size_bytes,
+        stripe_count: stripe.stripe_count,
+        stripe_offset: stripe.stripe_offset,
+    }
+}
+
+/// A layout onto the wire, stating its count and offset as `lfs getstripe` shows them.
+pub fn layout_to_wire(layout: &FileLayout) -> pb::Layout {
+    pb::Layout {
+        stripe_size_bytes: layout.stripe_size_bytes,
+        stripe_count: layout.stripe_count(),
+        stripe_offset: layout.stripe_offset(),
+        objects: layout
+            .objects
+            .iter()
+            .map(|o| pb::ObjectRef {
+                target: o.target,
+                object_id: o.object_id,
+            })
+            .collect(),
+    }
+}
+
+/// A layout off the wire: its stated count and offset must agree with its objects, and it
+/// must be a layout the service could have made.
+pub fn layout_from_wire(layout: &pb::Layout) -> Result<FileLayout> {
+    let malformed = |why: String| MdsError::Malformed {
+        what: "layout",
+        why,
+    };
+    let typed = FileLayout {
+        stripe_size_bytes: layout.stripe_size_bytes,
+        objects: layout
+            .objects
+            .iter()
+            .map(|o| ObjectRef {
+                target: o.target,
+                object_id: o.object_id,
+            })
+            .collect(),
+    };
+    typed.check().map_err(malformed)?;
+    if typed.stripe_count() != layout.stripe_count || typed.stripe_offset() != layout.stripe_offset
+    {
+        return Err(malformed(format!(
+            "states count {} offset {} but lists {} objects starting on target {}",
+            layout.stripe_count,
+            layout.stripe_offset,
+            typed.stripe_count(),
+            typed.stripe_offset()
+        )));
+    }
+    Ok(typed)
+}
+
+/// A file type onto the wire.
+pub fn file_type_to_wire(file_type: FileType) -> pb::FileType {
+    match file_type {
+        FileType::Regular => pb::FileType::Regular,
+        FileType::Directory => pb::FileType::Directory,
+    }
+}
+
+/// A file type off the wire.
+pub fn file_type_from_wire(value: i32) -> Result<FileType> {
+    match pb::FileType::try_from(value) {
+        Ok(pb::FileType::Regular) => Ok(FileType::Regular),
+        Ok(pb::FileType::Directory) => Ok(FileType::Directory),
+        _ => Err(MdsError::Malformed {
+            what: "file type",
+            why: format!("{value} is neither a regular file nor a directory"),
+        }),
+    }
+}
+
+/// Attributes onto the wire.
+pub fn attributes_to_wire(attributes: &Attributes) -> pb::Attributes {
+    pb::Attributes {
+        ino: attributes.ino,
+        file_type: file_type_to_wire(attributes.file_type) as i32,
+        mode: attributes.mode,
+        ctime_ns: attributes.ctime_ns,
+        mtime_ns: attributes.mtime_ns,
+        layout: attributes.layout.as_ref().map(layout_to_wire),
+        default_stripe: attributes.default_stripe.as_ref().map(stripe_to_wire),
+        entries_count: attributes.entries_count,
+    }
+}
+
+/// Attributes off the wire: a file has a layout, a directory does not.
+pub fn attributes_from_wire(attributes: Option<&pb::Attributes>) -> Result<Attributes> {
+    let malformed = |why: &str| MdsError::Malformed {
+        what: "attributes",
+        why: why.to_owned(),
+    };
+    let a = attributes.ok_or_else(|| malformed("missing"))?;
+    let file_type = file_type_from_wire(a.file_type)?;
+    let layout = a.layout.as_ref().map(layout_from_wire).transpose()?;
+    match (file_type, &layout) {
+        (FileType::Regular, None) => return Err(malformed("a regular file without a layout")),
+        (FileType::Directory, Some(_)) => return Err(malformed("a directory with a layout")),
+        _ => {}
+    }
+    Ok(Attributes {
+        ino: a.ino,
+        file_type,
+        mode: a.mode,
+        ctime_ns: a.ctime_ns,
+        mtime_ns: a.mtime_ns,
+        layout,
+        default_stripe: a.default_stripe.as_ref().map(stripe_from_wire),
+        entries_count: a.entries_count,
+    })
+}
+
+/// A directory entry onto the wire.
+pub fn entry_to_wire(entry: &DirEntry) -> pb::DirEntry {
+    pb::DirEntry {
+        name: entry.name.clone(),
+        ino: entry.ino,
+        file_type: file_type_to_wire(entry.file_type) as i32,
+    }
+}
+
+/// A directory entry off the wire.
+pub fn entry_from_wire(entry: &pb::DirEntry) -> Result<DirEntry> {
+    Ok(DirEntry {
+        name: entry.name.clone(),
+        ino: entry.ino,
+        file_type: file_type_from_wire(entry.file_type)?,
+    })
+}
