@@ -1,0 +1,103 @@
+//! `OstConfig`: where a target lives and the limits it enforces.
+
+use crate::error::{Result, StorageError};
+use crate::journal::record::RECORD_LEN;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// One object storage target's settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OstConfig {
+    /// Target index on its server (`OST0003` is index 3).
+    pub index: u32,
+    /// The target's directory: `O/` (objects), `journal`, `checkpoint`.
+    pub dir: PathBuf,
+    /// Journal file on another device (the paper's external journal); `None` keeps it in `dir`.
+    pub external_journal: Option<PathBuf>,
+    /// Start in sync mode (`obdfilter.*.sync_journal=1`). Lustre ≥ 1.8 defaults to async, the
+    /// Spider change; so does iopath.
+    pub sync_journal: bool,
+    /// Async mode: longest a record waits before its commit starts.
+    pub commit_interval_ms: u64,
+    /// Most records per commit; in async mode also the count that triggers one.
+    pub group_records_max: usize,
+    /// Acknowledged-but-uncommitted records allowed at once. Bounds what clients must keep
+    /// for replay; writers wait for a commit beyond it.
+    pub uncommitted_records_max: usize,
+    /// Largest object size.
+    pub object_size_max_bytes: u64,
+    /// Largest single read or write.
+    pub io_size_max_bytes: u64,
+    /// Most objects on the target.
+    pub objects_max: usize,
+    /// Journal size that triggers a checkpoint (and an emptied journal).
+    pub journal_checkpoint_bytes: u64,
+    /// Open object files with an O_DIRECT descriptor too (used for aligned requests).
+    pub direct_io: bool,
+}
+
+impl OstConfig {
+    /// Defaults for target `index` in `dir`.
+    pub fn new(index: u32, dir: impl Into<PathBuf>) -> OstConfig {
+        OstConfig {
+            index,
+            dir: dir.into(),
+            external_journal: None,
+            sync_journal: false,
+            commit_interval_ms: 1000,
+            group_records_max: 64,
+            uncommitted_records_max: 1024,
+            object_size_max_bytes: 1 << 40,
+            io_size_max_bytes: 64 << 20,
+            objects_max: 1 << 20,
+            journal_checkpoint_bytes: 16 << 20,
+            direct_io: true,
+        }
+    }
+
+    /// Checks that the limits fit together.
+    pub fn validate(&self) -> Result<()> {
+        let problem = if self.group_records_max == 0 {
+            Some("group_records_max must be at least 1".to_string())
+        } else if self.uncommitted_records_max < self.group_records_max {
+            Some(format!(
+                "uncommitted_records_max ({}) must be at least group_records_max ({})",
+                self.uncommitted_records_max, self.group_records_max
+            ))
+        } else if self.io_size_max_bytes == 0
+            || self.io_size_max_bytes > crate::engine::TRANSFER_MAX_BYTES as u64
+        {
+            Some(format!(
+                "io_size_max_bytes must be in 1..={}",
+                crate::engine::TRANSFER_MAX_BYTES
+            ))
+        } else if self.journal_checkpoint_bytes < (RECORD_LEN * 2) as u64 {
+            Some("journal_checkpoint_bytes is smaller than one transaction".to_string())
+        } else if self.objects_max == 0 {
+            Some("objects_max must be at least 1".to_string())
+        } else {
+            None
+        };
+        match problem {
+            None => Ok(()),
+            Some(reason) => Err(StorageError::InvalidConfig { reason }),
+        }
+    }
+
+    /// The journal file.
+    pub fn journal_path(&self) -> PathBuf {
+        self.external_journal
+            .clone()
+            .unwrap_or_else(|| self.dir.join("journal"))
+    }
+
+    /// The checkpoint file.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.dir.join("checkpoint")
+    }
+
+    /// The object directory.
+    pub fn objects_dir(&self) -> PathBuf {
+        self.dir.join("O")
+    }
+}

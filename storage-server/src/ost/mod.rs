@@ -1,0 +1,21 @@
+//! Object storage targets and the server that hosts them.
+//!
+//! - [`target`] — [`Ost`]: object files, journal, operations.
+//! - [`startup`] — formatting and recovery at start, [`RecoveryReport`].
+//! - [`config`] — [`OstConfig`]: paths and limits.
+//! - [`reply`] — [`OpReply`]: value, transno, last_committed.
+//! - [`oss`] — [`Oss`]: several targets on one server.
+//! - [`stop`] — [`stop::StopFlag`]: a stopped target stays stopped.
+
+pub mod config;
+pub mod oss;
+pub mod reply;
+pub mod startup;
+pub mod stop;
+pub mod target;
+
+pub use config::OstConfig;
+pub use oss::{Oss, OssConfig};
+pub use reply::{ObjectAttr, OpReply, OstStats};
+pub use startup::{RecoveryReport, TrimmedObject};
+pub use target::{Ost, OstEngines};

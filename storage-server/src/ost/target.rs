@@ -1,0 +1,604 @@
+//! `Ost`: one object storage target — object files, a journal, and the rules that tie them.
+//!
+//! Every state-changing operation follows the same shape: validate (nothing touches the disk
+//! for bad input), do its own I/O, then hand a record to the journal, whose answer is the reply
+//! point. The order of the I/O against the record is what makes recovery work:
+//!
+//! | operation | order | why |
+//! |---|---|---|
+//! | write | data → record | ordered mode: a committed record never names missing data |
+//! | create | file → record | an uncommitted file is removed at recovery |
+//! | punch (shrink), destroy | record → file | a committed record is redone at recovery (cut, remove) |
+//! | punch (grow) | file → record | an uncommitted growth is cut back at recovery |
+
+use super::config::OstConfig;
+use super::reply::{ObjectAttr, OpReply, OstStats};
+use super::startup::{RecoveryReport, recover};
+use super::stop::StopFlag;
+use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
+use crate::error::{Result, StorageError};
+use crate::ids::{ObjectId, Transno};
+use crate::journal::policy::{CommitMode, Intent, PolicyConfig};
+use crate::journal::record::Operation;
+use crate::journal::runtime::{Journal, JournalSetup, Stamp};
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::{RwLock, Semaphore};
+
+/// The engines a target uses: one for its object files and one for its journal (the same one
+/// unless the journal is external).
+#[derive(Debug, Clone)]
+pub struct OstEngines {
+    /// Engine of the object files.
+    pub data: Arc<dyn DiskEngine>,
+    /// Engine of the journal.
+    pub journal: Arc<dyn DiskEngine>,
+}
+
+impl OstEngines {
+    /// One engine for both.
+    pub fn shared(engine: Arc<dyn DiskEngine>) -> OstEngines {
+        OstEngines {
+            data: Arc::clone(&engine),
+            journal: engine,
+        }
+    }
+}
+
+/// One open object.
+#[derive(Debug)]
+struct ObjectState {
+    file: Arc<EngineFile>,
+    /// Current size, including acknowledged writes not yet committed.
+    size_bytes: Mutex<u64>,
+    /// Writes and reads share it; punch and destroy hold it alone.
+    lock: RwLock<()>,
+    /// Set by destroy (under the exclusive lock) for operations that looked it up before.
+    destroyed: AtomicBool,
+}
+
+impl ObjectState {
+    fn size(&self) -> u64 {
+        *self
+            .size_bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Raises the size to at least `end`; returns the new size.
+    fn grow_to(&self, end: u64) -> u64 {
+        let mut size = self
+            .size_bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *size = (*size).max(end);
+        *size
+    }
+
+    fn set_size(&self, size: u64) {
+        *self
+            .size_bytes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = size;
+    }
+}
+
+/// An object storage target.
+#[derive(Debug)]
+pub struct Ost {
+    config: OstConfig,
+    engines: OstEngines,
+    journal: Journal,
+    objects: Mutex<HashMap<ObjectId, Arc<ObjectState>>>,
+    /// Serialises create, punch and destroy (rare, and simpler to reason about one at a time).
+    meta: tokio::sync::Mutex<()>,
+    /// `uncommitted_records_max` permits; a write holds one from its data step to its commit.
+    uncommitted: Arc<Semaphore>,
+    stop: Arc<StopFlag>,
+    recovery: RecoveryReport,
+}
+
+impl Ost {
+    /// Opens (formatting or recovering) the target described by `config`.
+    pub async fn open(config: OstConfig, engines: OstEngines) -> Result<Ost> {
+        config.validate()?;
+        let setup_config = config.clone();
+        let (recovered, journal_file, files) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let recovered = recover(&setup_config)?;
+            let journal_path = setup_config.journal_path();
+            let journal_file =
+                EngineFile::open(&journal_path, FileRole::Journal, OpenMode::Existing, false)
+                    .map_err(|e| StorageError::io("open journal", &journal_path, e))?;
+            let mut files = Vec::with_capacity(recovered.table.len());
+            for (object, size) in recovered.table.iter() {
+                let path = setup_config.objects_dir().join(object.file_name());
+                let file = EngineFile::open(
+                    &path,
+                    FileRole::Data,
+                    OpenMode::Existing,
+                    setup_config.direct_io,
+                )
+                .map_err(|e| StorageError::io("open object", &path, e))?;
+                files.push((object, size, file));
+            }
+            Ok((recovered, journal_file, files))
+        })
+        .await
+        .map_err(|e| StorageError::io("recover target", &config.dir, std::io::Error::other(e)))??;
+
+        let objects = files
+            .into_iter()
+            .map(|(object, size, file)| {
+                let state = ObjectState {
+                    file: Arc::new(file),
+                    size_bytes: Mutex::new(size),
+                    lock: RwLock::new(()),
+                    destroyed: AtomicBool::new(false),
+                };
+                (object, Arc::new(state))
+            })
+            .collect();
+        let stop = Arc::new(StopFlag::new());
+        let mode = if config.sync_journal {
+            CommitMode::Sync
+        } else {
+            CommitMode::Async
+        };
+        let journal = Journal::start(JournalSetup {
+            target: config.index,
+            journal_engine: Arc::clone(&engines.journal),
+            data_engine: Arc::clone(&engines.data),
+            file: Arc::new(journal_file),
+            append_offset: recovered.journal_len,
+            table: recovered.table,
+            last_committed: recovered.report.last_committed,
+            mode,
+            policy: PolicyConfig {
+                group_records_max: config.group_records_max,
+                commit_interval_ms: config.commit_interval_ms,
+            },
+            checkpoint_path: config.checkpoint_path(),
+            checkpoint_bytes: config.journal_checkpoint_bytes,
+            stop: Arc::clone(&stop),
+        });
+        Ok(Ost {
+            uncommitted: Arc::new(Semaphore::new(config.uncommitted_records_max)),
+            config,
+            engines,
+            journal,
+            objects: Mutex::new(objects),
+            meta: tokio::sync::Mutex::new(()),
+            stop,
+            recovery: recovered.report,
+        })
+    }
+
+    /// The target's index.
+    pub fn index(&self) -> u32 {
+        self.config.index
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &OstConfig {
+        &self.config
+    }
+
+    /// What startup found and did.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// Highest committed transno.
+    pub fn last_committed(&self) -> Transno {
+        self.journal.last_committed()
+    }
+
+    /// True in sync mode (`obdfilter.*.sync_journal`).
+    pub fn sync_journal(&self) -> bool {
+        self.journal.mode() == CommitMode::Sync
+    }
+
+    /// Switches between sync (`true`) and async (`false`) journal commits while running.
+    /// Operations handed to the journal from now on follow the new mode.
+    pub fn set_sync_journal(&self, sync: bool) {
+        self.journal.set_mode(if sync {
+            CommitMode::Sync
+        } else {
+            CommitMode::Async
+        });
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> OstStats {
+        OstStats {
+            last_committed: self.last_committed(),
+            objects: self.lock_objects().len(),
+            journal: self.journal.counters(),
+        }
+    }
+
+    /// Why the target stopped, if it did.
+    pub fn stopped(&self) -> Option<String> {
+        self.stop.reason()
+    }
+
+    fn lock_objects(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectId, Arc<ObjectState>>> {
+        self.objects.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn object_path(&self, object: ObjectId) -> PathBuf {
+        self.config.objects_dir().join(object.file_name())
+    }
+
+    fn lookup(&self, object: ObjectId) -> Result<Arc<ObjectState>> {
+        self.lock_objects()
+            .get(&object)
+            .cloned()
+            .ok_or(StorageError::NoSuchObject {
+                target: self.config.index,
+                object,
+            })
+    }
+
+    fn no_such(&self, object: ObjectId) -> StorageError {
+        StorageError::NoSuchObject {
+            target: self.config.index,
+            object,
+        }
+    }
+
+    /// Stops the target after a failure it cannot vouch past, and says so to the caller.
+    fn fail_stop(&self, what: String) -> StorageError {
+        self.stop.stop(what);
+        match self.stop.check(self.config.index) {
+            Err(error) => error,
+            Ok(()) => StorageError::TargetStopped {
+                target: self.config.index,
+                reason: "stopped".to_string(),
+            },
+        }
+    }
+
+    fn reply<T>(&self, value: T, stamp: Stamp) -> OpReply<T> {
+        OpReply {
+            value,
+            transno: Some(stamp.transno),
+            last_committed: stamp.last_committed,
+        }
+    }
+
+    fn check_end(&self, object: ObjectId, offset: u64, length: u64) -> Result<u64> {
+        let end = offset.checked_add(length);
+        match end {
+            Some(end) if end <= self.config.object_size_max_bytes => Ok(end),
+            _ => Err(StorageError::ObjectTooLarge {
+                target: self.config.index,
+                object,
+                end_bytes: end.unwrap_or(u64::MAX),
+                max_bytes: self.config.object_size_max_bytes,
+            }),
+        }
+    }
+
+    fn check_io_size(&self, length: u64) -> Result<()> {
+        if length > self.config.io_size_max_bytes {
+            return Err(StorageError::RequestTooLarge {
+                target: self.config.index,
+                length_bytes: length,
+                max_bytes: self.config.io_size_max_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates an empty object. Committed before the reply in both modes.
+    pub async fn create(&self, object: ObjectId) -> Result<OpReply<()>> {
+        self.stop.check(self.config.index)?;
+        let _meta = self.meta.lock().await;
+        {
+            let objects = self.lock_objects();
+            if objects.contains_key(&object) {
+                return Err(StorageError::ObjectExists {
+                    target: self.config.index,
+                    object,
+                });
+            }
+            if objects.len() >= self.config.objects_max {
+                return Err(StorageError::TooManyObjects {
+                    target: self.config.index,
+                    max: self.config.objects_max,
+                });
+            }
+        }
+        // The file first, with its directory entry made durable; the record second.
+        let path = self.object_path(object);
+        let file = EngineFile::open_async(
+            path.clone(),
+            FileRole::Data,
+            OpenMode::CreateNew,
+            self.config.direct_io,
+        )
+        .await
+        .map_err(|e| StorageError::io("create object", &path, e))?;
+        let dir = self.config.objects_dir();
+        sync_dir_async(dir.clone())
+            .await
+            .map_err(|e| self.fail_stop(format!("fsync directory {}: {e}", dir.display())))?;
+        let intent = Intent {
+            operation: Operation::Create,
+            object,
+            offset_bytes: 0,
+            length_bytes: 0,
+            size_after_bytes: 0,
+            data_on_disk: true,
+            needs_data_sync: false,
+            commit_before_reply: true,
+        };
+        let stamp = self.journal.submit(intent, None, None, None).await?;
+        let state = ObjectState {
+            file,
+            size_bytes: Mutex::new(0),
+            lock: RwLock::new(()),
+            destroyed: AtomicBool::new(false),
+        };
+        self.lock_objects().insert(object, Arc::new(state));
+        tracing::debug!(target_index = self.config.index, %object, transno = %stamp.transno, "created");
+        Ok(self.reply((), stamp))
+    }
+
+    /// Writes `data` at `offset`. The reply comes at the journal's reply point: after the
+    /// commit in sync mode, as soon as the data is on disk in async mode.
+    pub async fn write(
+        &self,
+        object: ObjectId,
+        offset_bytes: u64,
+        data: Bytes,
+    ) -> Result<OpReply<()>> {
+        self.write_inner(object, offset_bytes, data, None).await
+    }
+
+    /// Re-executes a client's write from before a crash under its original `transno`.
+    /// Replays must come in increasing transno order, above `last_committed` (the recovery
+    /// window, [`crate::recovery::ReplayWindow`], puts them in that order).
+    pub async fn replay_write(
+        &self,
+        transno: Transno,
+        object: ObjectId,
+        offset_bytes: u64,
+        data: Bytes,
+    ) -> Result<OpReply<()>> {
+        self.write_inner(object, offset_bytes, data, Some(transno))
+            .await
+    }
+
+    async fn write_inner(
+        &self,
+        object: ObjectId,
+        offset: u64,
+        data: Bytes,
+        replay: Option<Transno>,
+    ) -> Result<OpReply<()>> {
+        self.stop.check(self.config.index)?;
+        let length = data.len() as u64;
+        if length == 0 {
+            return Err(StorageError::EmptyWrite {
+                target: self.config.index,
+                object,
+            });
+        }
+        self.check_io_size(length)?;
+        let end = self.check_end(object, offset, length)?;
+        let state = self.lookup(object)?;
+        let _shared = state.lock.read().await;
+        if state.destroyed.load(Ordering::Acquire) {
+            return Err(self.no_such(object));
+        }
+        // Back-pressure: at most `uncommitted_records_max` writes between here and their commit.
+        let permit = Arc::clone(&self.uncommitted)
+            .acquire_owned()
+            .await
+            .map_err(|_| self.fail_stop("uncommitted-record pool closed".to_string()))?;
+
+        // Durability step 1: the data reaches the object file — straight to the device when
+        // the request is aligned (O_DIRECT), else into the page cache.
+        let done = self
+            .engines
+            .data
+            .write_at(&state.file, offset, data)
+            .await
+            .map_err(|e| StorageError::io("write object", state.file.path(), e))?;
+        // Durability step 2: data that only reached the page cache is fdatasync'd, so that in
+        // either mode nothing is acknowledged before its data is on disk. An fsync error stops
+        // the target: the kernel may have dropped the pages, and a retry would lie.
+        if !done.direct {
+            self.engines
+                .data
+                .fsync(&state.file, SyncKind::Data)
+                .await
+                .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))?;
+        }
+        let size_after = state.grow_to(end);
+        let intent = Intent {
+            operation: Operation::Write,
+            object,
+            offset_bytes: offset,
+            length_bytes: length,
+            size_after_bytes: size_after,
+            data_on_disk: true,
+            // An O_DIRECT write may have changed the file's size or block map with no fsync
+            // yet: the commit fdatasyncs the object before writing the record.
+            needs_data_sync: done.direct,
+            commit_before_reply: false,
+        };
+        // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
+        // this returns at the reply point of the current mode.
+        let stamp = self
+            .journal
+            .submit(intent, replay, Some(Arc::clone(&state.file)), Some(permit))
+            .await?;
+        Ok(self.reply((), stamp))
+    }
+
+    /// Reads up to `length` bytes at `offset` (fewer at the end of the object).
+    pub async fn read(
+        &self,
+        object: ObjectId,
+        offset_bytes: u64,
+        length_bytes: u64,
+    ) -> Result<OpReply<Bytes>> {
+        self.stop.check(self.config.index)?;
+        self.check_io_size(length_bytes)?;
+        let state = self.lookup(object)?;
+        let _shared = state.lock.read().await;
+        if state.destroyed.load(Ordering::Acquire) {
+            return Err(self.no_such(object));
+        }
+        let available = state.size().saturating_sub(offset_bytes).min(length_bytes);
+        let bytes = if available == 0 {
+            Bytes::new()
+        } else {
+            self.engines
+                .data
+                .read_at(&state.file, offset_bytes, available as usize)
+                .await
+                .map_err(|e| StorageError::io("read object", state.file.path(), e))?
+        };
+        Ok(OpReply {
+            value: bytes,
+            transno: None,
+            last_committed: self.last_committed(),
+        })
+    }
+
+    /// The object's attributes.
+    pub async fn getattr(&self, object: ObjectId) -> Result<OpReply<ObjectAttr>> {
+        self.stop.check(self.config.index)?;
+        let state = self.lookup(object)?;
+        Ok(OpReply {
+            value: ObjectAttr {
+                size_bytes: state.size(),
+            },
+            transno: None,
+            last_committed: self.last_committed(),
+        })
+    }
+
+    /// Sets the object's size to `size_bytes` (Lustre's OST_PUNCH to the end of the object).
+    /// Committed before the reply in both modes.
+    pub async fn punch(&self, object: ObjectId, size_bytes: u64) -> Result<OpReply<()>> {
+        self.stop.check(self.config.index)?;
+        self.check_end(object, size_bytes, 0)?;
+        let _meta = self.meta.lock().await;
+        let state = self.lookup(object)?;
+        let _exclusive = state.lock.write().await;
+        let intent = Intent {
+            operation: Operation::Punch,
+            object,
+            offset_bytes: 0,
+            length_bytes: 0,
+            size_after_bytes: size_bytes,
+            data_on_disk: true,
+            needs_data_sync: false,
+            commit_before_reply: true,
+        };
+        let shrink = size_bytes < state.size();
+        let stamp = if shrink {
+            // Record first: once committed, recovery cuts the file even if we crash before.
+            let stamp = self.journal.submit(intent, None, None, None).await?;
+            self.resize(object, &state, size_bytes).await?;
+            stamp
+        } else {
+            // File first: until the record commits, recovery cuts the growth back.
+            self.resize(object, &state, size_bytes).await?;
+            self.journal.submit(intent, None, None, None).await?
+        };
+        state.set_size(size_bytes);
+        Ok(self.reply((), stamp))
+    }
+
+    async fn resize(&self, object: ObjectId, state: &ObjectState, size_bytes: u64) -> Result<()> {
+        self.engines
+            .data
+            .truncate(&state.file, size_bytes)
+            .await
+            .map_err(|e| self.fail_stop(format!("truncate object {object}: {e}")))?;
+        self.engines
+            .data
+            .fsync(&state.file, SyncKind::Data)
+            .await
+            .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))
+    }
+
+    /// Destroys the object. Committed before the reply in both modes.
+    pub async fn destroy(&self, object: ObjectId) -> Result<OpReply<()>> {
+        self.stop.check(self.config.index)?;
+        let _meta = self.meta.lock().await;
+        let state = self.lookup(object)?;
+        let _exclusive = state.lock.write().await;
+        let intent = Intent {
+            operation: Operation::Destroy,
+            object,
+            offset_bytes: 0,
+            length_bytes: 0,
+            size_after_bytes: 0,
+            data_on_disk: true,
+            needs_data_sync: false,
+            commit_before_reply: true,
+        };
+        // Record first; the unlink after it is redone by recovery if we crash in between.
+        let stamp = self.journal.submit(intent, None, None, None).await?;
+        state.destroyed.store(true, Ordering::Release);
+        self.lock_objects().remove(&object);
+        let path = self.object_path(object);
+        let dir = self.config.objects_dir();
+        let unlinked = tokio::task::spawn_blocking(move || {
+            std::fs::remove_file(&path)?;
+            std::fs::File::open(&dir)?.sync_all()
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|r| r);
+        if let Err(error) = unlinked {
+            tracing::warn!(%object, %error, "destroy committed but unlink failed; recovery will remove the file");
+        }
+        Ok(self.reply((), stamp))
+    }
+
+    /// Commits everything acknowledged so far (OST_SYNC). On return, `last_committed` covers
+    /// every write this target has answered.
+    pub async fn sync(&self) -> Result<OpReply<()>> {
+        self.stop.check(self.config.index)?;
+        let stamp = self.journal.flush().await?;
+        Ok(OpReply {
+            value: (),
+            transno: None,
+            last_committed: stamp.last_committed,
+        })
+    }
+
+    /// Commits everything and stops the target cleanly. Later operations get `TargetStopped`.
+    pub async fn shutdown(&self) -> Result<Transno> {
+        self.journal.shutdown().await
+    }
+
+    /// Stops the target at once without committing anything more: to the disk this looks like
+    /// a crash (a test of recovery and replay; a real crash is SIGKILL).
+    pub fn crash(&self) {
+        self.journal.abort();
+        self.stop.stop("crashed (simulated)".to_string());
+    }
+
+    /// The directory of the target.
+    pub fn dir(&self) -> &Path {
+        &self.config.dir
+    }
+}
+
+async fn sync_dir_async(dir: PathBuf) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || std::fs::File::open(&dir)?.sync_all())
+        .await
+        .map_err(std::io::Error::other)?
+}

@@ -1,0 +1,458 @@
+//! `ReplayWindow`: the client-replay window after a target restarts.
+//!
+//! In async mode a client keeps every request the target acknowledged but has not committed
+//! (transno above `last_committed`). After a crash, the target comes back at `last_committed`
+//! and opens a window in which those clients reconnect and replay. The rules:
+//!
+//! - Replays run in transno order across all clients, so the target ends in the state it had
+//!   acknowledged. Each client sends its replays in increasing transno order, so the smallest
+//!   queued transno may run once every client still replaying has queued something at or
+//!   above it (or said it is done).
+//! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed.
+//! - A replay at or below `last_committed` is already on disk: answered, not re-executed.
+//! - New (non-replay) requests wait until the window closes.
+//! - When the window's time runs out, clients that have not finished are evicted: their queued
+//!   replays are dropped and their uncommitted writes are gone, and the server says so.
+//!
+//! Pure: no sockets, no clocks. The RPC side feeds it events with the time in milliseconds and
+//! executes what [`ReplayWindow::next_ready`] hands out. The payload `P` is whatever the RPC
+//! side needs to re-execute a request.
+
+use crate::ids::Transno;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A client's identity across a server restart (from its connection UUID or NID).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(pub u64);
+
+impl fmt::Display for ClientId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "client {}", self.0)
+    }
+}
+
+/// A request's id, unique per client (ptlrpc's xid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Xid(pub u64);
+
+/// One replayed request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRequest<P> {
+    /// Who sent it.
+    pub client: ClientId,
+    /// Its xid.
+    pub xid: Xid,
+    /// The transno the target gave it before the crash.
+    pub transno: Transno,
+    /// What to re-execute.
+    pub payload: P,
+}
+
+/// The answer to a replay as it arrives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayDecision {
+    /// Queued; it runs when [`ReplayWindow::next_ready`] hands it out.
+    Queued,
+    /// At or below `last_committed`: already durable. Answer success without re-executing.
+    AlreadyCommitted,
+    /// This `(client, xid)` was seen already: answer it again, do not re-execute.
+    Duplicate {
+        /// The transno it was queued under.
+        transno: Transno,
+    },
+    /// Not accepted; the reason says why.
+    Refused(String),
+}
+
+/// Things the server must act on and report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowEvent {
+    /// A client was evicted: its uncommitted writes are dropped.
+    Evicted {
+        /// The client.
+        client: ClientId,
+        /// Queued replays of it that were discarded.
+        discarded_replays: usize,
+        /// The message to log and show.
+        message: String,
+    },
+    /// Recovery is over; new requests may be served.
+    Closed {
+        /// Replays handed out for execution.
+        replayed: u64,
+        /// Clients evicted.
+        evicted: usize,
+    },
+}
+
+/// What the window knows about one client.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClientState {
+    /// It has sent anything since the restart.
+    reconnected: bool,
+    /// It said it has nothing more to replay.
+    done: bool,
+    /// Highest transno it has queued.
+    last_queued: Transno,
+}
+
+/// The replay window of one target.
+#[derive(Debug)]
+pub struct ReplayWindow<P> {
+    last_committed: Transno,
+    window_ms: u64,
+    deadline_ms: u64,
+    clients: BTreeMap<ClientId, ClientState>,
+    evicted: Vec<ClientId>,
+    queue: BTreeMap<Transno, ReplayRequest<P>>,
+    /// Every `(client, xid)` accepted, with its transno.
+    seen: HashMap<(ClientId, Xid), Transno>,
+    replayed: u64,
+    /// Highest transno handed out for execution.
+    last_handed_out: Transno,
+    closed: bool,
+}
+
+impl<P> ReplayWindow<P> {
+    /// Opens a window at `now_ms` for `clients` (those the target knew before the crash),
+    /// closing at the latest `window_ms` later.
+    pub fn new(
+        last_committed: Transno,
+        clients: impl IntoIterator<Item = ClientId>,
+        now_ms: u64,
+        window_ms: u64,
+    ) -> Self {
+        let mut window = ReplayWindow {
+            last_committed,
+            window_ms,
+            deadline_ms: now_ms.saturating_add(window_ms),
+            clients: clients
+                .into_iter()
+                .map(|c| (c, ClientState::default()))
+                .collect(),
+            evicted: Vec::new(),
+            queue: BTreeMap::new(),
+            seen: HashMap::new(),
+            replayed: 0,
+            last_handed_out: last_committed,
+            closed: false,
+        };
+        // No client to wait for: nothing to replay.
+        window.closed = window.clients.is_empty();
+        window
+    }
+
+    /// `last_committed` the window started from.
+    pub fn last_committed(&self) -> Transno {
+        self.last_committed
+    }
+
+    /// True once recovery is over.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// True when a new (non-replay) request may be served: only after the window closes.
+    pub fn admits_new_requests(&self) -> bool {
+        self.closed
+    }
+
+    /// When [`ReplayWindow::tick`] must be called at the latest.
+    pub fn deadline_ms(&self) -> Option<u64> {
+        (!self.closed).then_some(self.deadline_ms)
+    }
+
+    /// Clients evicted so far.
+    pub fn evicted(&self) -> &[ClientId] {
+        &self.evicted
+    }
+
+    /// A replayed request arrives.
+    pub fn replay(&mut self, request: ReplayRequest<P>) -> ReplayDecision {
+        if self.closed {
+            return ReplayDecision::Refused("recovery window is closed".to_string());
+        }
+        if self.evicted.contains(&request.client) {
+            return ReplayDecision::Refused(format!("{} was evicted", request.client));
+        }
+        let Some(state) = self.clients.get_mut(&request.client) else {
+            return ReplayDecision::Refused(format!(
+                "{} was not connected before the restart",
+                request.client
+            ));
+        };
+        state.reconnected = true;
+        if let Some(&transno) = self.seen.get(&(request.client, request.xid)) {
+            return ReplayDecision::Duplicate { transno };
+        }
+        if request.transno <= self.last_committed {
+            return ReplayDecision::AlreadyCommitted;
+        }
+        if request.transno <= self.last_handed_out {
+            return ReplayDecision::Refused(format!(
+                "transno {} arrived after transno {} was already replayed",
+                request.transno, self.last_handed_out
+            ));
+        }
+        if state.done {
+            return ReplayDecision::Refused(format!(
+                "{} already finished replaying",
+                request.client
+            ));
+        }
+        if request.transno <= state.last_queued {
+            return ReplayDecision::Refused(format!(
+                "{} replayed transno {} after {}: replays must increase",
+                request.client, request.transno, state.last_queued
+            ));
+        }
+        if self.queue.contains_key(&request.transno) {
+            return ReplayDecision::Refused(format!(
+                "transno {} is already queued by another request",
+                request.transno
+            ));
+        }
+        state.last_queued = request.transno;
+        self.seen
+            .insert((request.client, request.xid), request.transno);
+        self.queue.insert(request.transno, request);
+        ReplayDecision::Queued
+    }
+
+    /// The client has sent all its replays (ptlrpc's last-replay flag).
+    pub fn client_done(&mut self, client: ClientId) {
+        if let Some(state) = self.clients.get_mut(&client) {
+            state.reconnected = true;
+            state.done = true;
+        }
+    }
+
+    /// The next replay to execute, if it may run now. Call until `None` after every event.
+    pub fn next_ready(&mut self) -> Option<ReplayRequest<P>> {
+        let (&transno, _) = self.queue.first_key_value()?;
+        // Could a client still replaying send something smaller? Only a transno it has not
+        // passed yet, above everything handed out, and below `transno` (which is the smallest
+        // queued, so every such transno is free).
+        let floor = self.last_handed_out;
+        let blocked = self
+            .clients
+            .values()
+            .any(|state| !state.done && state.last_queued.max(floor).0 + 1 < transno.0);
+        if blocked {
+            return None;
+        }
+        let (_, request) = self.queue.pop_first()?;
+        self.replayed += 1;
+        self.last_handed_out = request.transno;
+        Some(request)
+    }
+
+    /// Time passes. At the deadline, clients that have not finished are evicted; once every
+    /// client is done or evicted and nothing is left to hand out, the window closes.
+    pub fn tick(&mut self, now_ms: u64) -> Vec<WindowEvent> {
+        let mut events = Vec::new();
+        if self.closed {
+            return events;
+        }
+        if now_ms >= self.deadline_ms {
+            let late: Vec<ClientId> = self
+                .clients
+                .iter()
+                .filter(|(_, s)| !s.done)
+                .map(|(&c, _)| c)
+                .collect();
+            for client in late {
+                let Some(state) = self.clients.remove(&client) else {
+                    continue;
+                };
+                let before = self.queue.len();
+                self.queue.retain(|_, request| request.client != client);
+                let discarded_replays = before - self.queue.len();
+                let why = if state.reconnected {
+                    "did not finish replaying"
+                } else {
+                    "did not reconnect"
+                };
+                let message = format!(
+                    "evicting {client}: {why} within {} ms; its uncommitted writes (transno above {}) are dropped ({discarded_replays} queued replays discarded)",
+                    self.window_ms, self.last_committed
+                );
+                tracing::warn!("{message}");
+                self.evicted.push(client);
+                events.push(WindowEvent::Evicted {
+                    client,
+                    discarded_replays,
+                    message,
+                });
+            }
+        }
+        let all_done = self.clients.values().all(|s| s.done);
+        if all_done && self.queue.is_empty() {
+            self.closed = true;
+            events.push(WindowEvent::Closed {
+                replayed: self.replayed,
+                evicted: self.evicted.len(),
+            });
+        }
+        events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: ClientId = ClientId(1);
+    const B: ClientId = ClientId(2);
+    const C: ClientId = ClientId(3);
+
+    fn request(client: ClientId, xid: u64, transno: u64) -> ReplayRequest<&'static str> {
+        ReplayRequest {
+            client,
+            xid: Xid(xid),
+            transno: Transno(transno),
+            payload: "write",
+        }
+    }
+
+    fn drain(window: &mut ReplayWindow<&'static str>) -> Vec<u64> {
+        std::iter::from_fn(|| window.next_ready())
+            .map(|r| r.transno.0)
+            .collect()
+    }
+
+    #[test]
+    fn replays_run_in_transno_order_across_clients() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        assert!(!window.admits_new_requests());
+        assert_eq!(window.replay(request(A, 1, 11)), ReplayDecision::Queued);
+        assert_eq!(window.replay(request(A, 2, 14)), ReplayDecision::Queued);
+        // 11 is the next transno there can be: it runs. B has said nothing and might still
+        // send 12 or 13, so 14 waits.
+        assert_eq!(drain(&mut window), [11]);
+        assert_eq!(window.replay(request(B, 7, 12)), ReplayDecision::Queued);
+        assert_eq!(drain(&mut window), [12]);
+        assert_eq!(window.replay(request(B, 8, 13)), ReplayDecision::Queued);
+        window.client_done(B);
+        assert_eq!(drain(&mut window), [13, 14]);
+        window.client_done(A);
+        assert_eq!(
+            window.tick(5),
+            vec![WindowEvent::Closed {
+                replayed: 4,
+                evicted: 0
+            }]
+        );
+        assert!(window.admits_new_requests());
+        assert!(matches!(
+            window.replay(request(A, 3, 15)),
+            ReplayDecision::Refused(_)
+        ));
+    }
+
+    #[test]
+    fn each_xid_runs_once_and_committed_replays_are_not_rerun() {
+        let mut window = ReplayWindow::new(Transno(10), [A], 0, 1000);
+        assert_eq!(
+            window.replay(request(A, 1, 9)),
+            ReplayDecision::AlreadyCommitted
+        );
+        assert_eq!(window.replay(request(A, 2, 11)), ReplayDecision::Queued);
+        assert_eq!(
+            window.replay(request(A, 2, 11)),
+            ReplayDecision::Duplicate {
+                transno: Transno(11)
+            }
+        );
+        assert_eq!(drain(&mut window), [11]);
+        assert_eq!(
+            window.replay(request(A, 2, 11)),
+            ReplayDecision::Duplicate {
+                transno: Transno(11)
+            }
+        );
+        assert!(drain(&mut window).is_empty());
+    }
+
+    #[test]
+    fn bad_replays_are_refused_with_a_reason() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        assert!(
+            matches!(window.replay(request(C, 1, 11)), ReplayDecision::Refused(r) if r.contains("not connected before"))
+        );
+        window.replay(request(A, 1, 12));
+        assert!(
+            matches!(window.replay(request(A, 2, 11)), ReplayDecision::Refused(r) if r.contains("must increase"))
+        );
+        assert!(
+            matches!(window.replay(request(B, 1, 12)), ReplayDecision::Refused(r) if r.contains("already queued"))
+        );
+        window.client_done(B);
+        assert!(
+            matches!(window.replay(request(B, 2, 13)), ReplayDecision::Refused(r) if r.contains("finished"))
+        );
+        assert_eq!(drain(&mut window), [12]);
+        assert!(
+            matches!(window.replay(request(A, 3, 12)), ReplayDecision::Refused(r) if r.contains("already replayed"))
+        );
+    }
+
+    #[test]
+    fn clients_that_do_not_return_are_evicted_and_the_rest_replay() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B, C], 100, 1000);
+        window.replay(request(A, 1, 11));
+        window.replay(request(B, 1, 12));
+        window.replay(request(B, 2, 15));
+        window.client_done(A);
+        // C never comes back; B never says it is done.
+        assert_eq!(
+            drain(&mut window),
+            [11, 12],
+            "15 waits: C might still send 13"
+        );
+        assert!(window.tick(1099).is_empty());
+        let events = window.tick(1100);
+        assert_eq!(events.len(), 3);
+        let WindowEvent::Evicted {
+            client,
+            discarded_replays,
+            message,
+        } = &events[0]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!((*client, *discarded_replays), (B, 1));
+        assert_eq!(
+            message,
+            "evicting client 2: did not finish replaying within 1000 ms; its uncommitted writes (transno above 10) are dropped (1 queued replays discarded)"
+        );
+        let WindowEvent::Evicted {
+            client, message, ..
+        } = &events[1]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(*client, C);
+        assert!(message.contains("did not reconnect"), "{message}");
+        assert_eq!(
+            events[2],
+            WindowEvent::Closed {
+                replayed: 2,
+                evicted: 2
+            }
+        );
+        assert_eq!(window.evicted(), [B, C]);
+        assert!(matches!(
+            window.replay(request(C, 1, 13)),
+            ReplayDecision::Refused(_)
+        ));
+    }
+
+    #[test]
+    fn a_window_without_clients_is_closed_at_once() {
+        let window: ReplayWindow<()> = ReplayWindow::new(Transno(3), [], 0, 1000);
+        assert!(window.is_closed());
+        assert_eq!(window.deadline_ms(), None);
+    }
+}

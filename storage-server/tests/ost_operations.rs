@@ -1,0 +1,289 @@
+//! An OST's operations, its replies and its answers to bad input.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
+
+mod common;
+
+use bytes::Bytes;
+use common::{block, config, open};
+use iopath_storage_server::ost::{Oss, OssConfig};
+use iopath_storage_server::{ObjectId, StorageError, Transno};
+
+#[tokio::test]
+async fn objects_round_trip_and_every_reply_carries_transno_and_last_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = open(config(dir.path(), true)).await;
+    assert!(ost.recovery().formatted);
+    let created = ost.create(ObjectId(7)).await.unwrap();
+    assert_eq!(created.transno, Some(Transno(1)));
+    assert_eq!(
+        created.last_committed,
+        Transno(1),
+        "create is committed before its reply"
+    );
+
+    let data = block(1, 8192);
+    let written = ost.write(ObjectId(7), 4096, data.clone()).await.unwrap();
+    assert_eq!(written.transno, Some(Transno(2)));
+    assert_eq!(
+        written.last_committed,
+        Transno(2),
+        "sync mode: committed before the reply"
+    );
+
+    // An unaligned write goes through the page cache and an fdatasync.
+    let tail = Bytes::from_static(b"unaligned tail");
+    ost.write(ObjectId(7), 12288 + 5, tail.clone())
+        .await
+        .unwrap();
+
+    let attr = ost.getattr(ObjectId(7)).await.unwrap();
+    assert_eq!(attr.value.size_bytes, 12288 + 5 + tail.len() as u64);
+    assert_eq!(attr.transno, None);
+    let read = ost.read(ObjectId(7), 4096, 8192).await.unwrap();
+    assert_eq!(read.value, data);
+    assert_eq!(read.last_committed, Transno(3));
+    let hole = ost.read(ObjectId(7), 0, 4096).await.unwrap();
+    assert!(hole.value.iter().all(|&b| b == 0));
+    let past_end = ost.read(ObjectId(7), 1 << 19, 100).await.unwrap();
+    assert!(past_end.value.is_empty());
+
+    let punched = ost.punch(ObjectId(7), 5000).await.unwrap();
+    assert_eq!(punched.transno, Some(Transno(4)));
+    assert_eq!(
+        ost.getattr(ObjectId(7)).await.unwrap().value.size_bytes,
+        5000
+    );
+    assert_eq!(
+        ost.read(ObjectId(7), 4096, 8192).await.unwrap().value,
+        data.slice(..904)
+    );
+    ost.punch(ObjectId(7), 20000).await.unwrap();
+    assert_eq!(
+        ost.read(ObjectId(7), 19990, 100).await.unwrap().value,
+        Bytes::from(vec![0u8; 10])
+    );
+
+    let destroyed = ost.destroy(ObjectId(7)).await.unwrap();
+    assert_eq!(destroyed.transno, Some(Transno(6)));
+    assert!(matches!(
+        ost.getattr(ObjectId(7)).await,
+        Err(StorageError::NoSuchObject { .. })
+    ));
+    assert!(
+        !dir.path()
+            .join("ost0/O")
+            .join(ObjectId(7).file_name())
+            .exists()
+    );
+    assert_eq!(ost.stats().objects, 0);
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_error_and_leaves_data_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = open(config(dir.path(), false)).await;
+    ost.create(ObjectId(1)).await.unwrap();
+    let data = block(9, 4096);
+    ost.write(ObjectId(1), 0, data.clone()).await.unwrap();
+    let max = ost.config().object_size_max_bytes;
+
+    let cases: Vec<(StorageError, &str)> = vec![
+        (
+            ost.write(ObjectId(2), 0, data.clone()).await.unwrap_err(),
+            "OST0: no such object 0x2",
+        ),
+        (
+            ost.read(ObjectId(2), 0, 10).await.unwrap_err(),
+            "OST0: no such object 0x2",
+        ),
+        (
+            ost.getattr(ObjectId(2)).await.unwrap_err(),
+            "OST0: no such object 0x2",
+        ),
+        (
+            ost.punch(ObjectId(2), 0).await.unwrap_err(),
+            "OST0: no such object 0x2",
+        ),
+        (
+            ost.destroy(ObjectId(2)).await.unwrap_err(),
+            "OST0: no such object 0x2",
+        ),
+        (
+            ost.create(ObjectId(1)).await.unwrap_err(),
+            "OST0: object 0x1 already exists",
+        ),
+        (
+            ost.write(ObjectId(1), max - 100, data.clone())
+                .await
+                .unwrap_err(),
+            "OST0: object 0x1 would end at 1052572 bytes, past the maximum object size of 1048576 bytes",
+        ),
+        (
+            ost.write(ObjectId(1), u64::MAX - 10, data.clone())
+                .await
+                .unwrap_err(),
+            "OST0: object 0x1 would end at 18446744073709551615 bytes, past the maximum object size of 1048576 bytes",
+        ),
+        (
+            ost.punch(ObjectId(1), max + 1).await.unwrap_err(),
+            "OST0: object 0x1 would end at 1048577 bytes, past the maximum object size of 1048576 bytes",
+        ),
+        (
+            ost.write(ObjectId(1), 0, Bytes::new()).await.unwrap_err(),
+            "OST0: empty write to object 0x1",
+        ),
+        (
+            ost.write(ObjectId(1), 0, Bytes::from(vec![0u8; (256 << 10) + 1]))
+                .await
+                .unwrap_err(),
+            "OST0: request of 262145 bytes exceeds the limit of 262144 bytes",
+        ),
+        (
+            ost.read(ObjectId(1), 0, 1 << 30).await.unwrap_err(),
+            "OST0: request of 1073741824 bytes exceeds the limit of 262144 bytes",
+        ),
+    ];
+    for (error, message) in cases {
+        assert_eq!(error.to_string(), message);
+    }
+    for id in 2..=16 {
+        ost.create(ObjectId(id)).await.unwrap();
+    }
+    let full = ost.create(ObjectId(100)).await.unwrap_err();
+    assert_eq!(full.to_string(), "OST0: object table full (16 objects)");
+
+    // Nothing above touched the stored bytes or the target.
+    assert_eq!(ost.read(ObjectId(1), 0, 4096).await.unwrap().value, data);
+    assert_eq!(
+        ost.getattr(ObjectId(1)).await.unwrap().value.size_bytes,
+        4096
+    );
+    assert_eq!(ost.stopped(), None);
+    ost.shutdown().await.unwrap();
+    let reopened = open(config(dir.path(), false)).await;
+    assert_eq!(
+        reopened.read(ObjectId(1), 0, 4096).await.unwrap().value,
+        data
+    );
+}
+
+#[tokio::test]
+async fn sync_mode_groups_concurrent_writers_into_shared_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = std::sync::Arc::new(open(config(dir.path(), true)).await);
+    for object in 0..8 {
+        ost.create(ObjectId(object)).await.unwrap();
+    }
+    let before = ost.stats().journal.commits;
+    let mut writers = tokio::task::JoinSet::new();
+    for object in 0..8u64 {
+        let ost = ost.clone();
+        writers.spawn(async move {
+            for i in 0..8u64 {
+                let reply = ost
+                    .write(ObjectId(object), i * 4096, block(i as u8, 4096))
+                    .await
+                    .unwrap();
+                let transno = reply.transno.unwrap();
+                assert!(
+                    reply.last_committed >= transno,
+                    "sync: {transno} answered at {}",
+                    reply.last_committed
+                );
+            }
+        });
+    }
+    while let Some(joined) = writers.join_next().await {
+        joined.unwrap();
+    }
+    let stats = ost.stats();
+    assert_eq!(stats.journal.records_committed, 8 + 64);
+    // Each commit holds every record that arrived while the previous one ran.
+    assert!(stats.journal.commits - before <= 64, "{stats:?}");
+}
+
+#[tokio::test]
+async fn the_mode_switches_at_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = open(config(dir.path(), false)).await;
+    assert!(!ost.sync_journal());
+    ost.create(ObjectId(1)).await.unwrap();
+    let reply = ost.write(ObjectId(1), 0, block(1, 4096)).await.unwrap();
+    assert!(
+        reply.last_committed < reply.transno.unwrap(),
+        "async: answered before its commit"
+    );
+
+    ost.set_sync_journal(true);
+    assert!(ost.sync_journal());
+    let reply = ost.write(ObjectId(1), 4096, block(2, 4096)).await.unwrap();
+    assert!(
+        reply.last_committed >= reply.transno.unwrap(),
+        "sync: answered after its commit"
+    );
+
+    ost.set_sync_journal(false);
+    let reply = ost.write(ObjectId(1), 8192, block(3, 4096)).await.unwrap();
+    assert!(reply.last_committed < reply.transno.unwrap());
+    let synced = ost.sync().await.unwrap();
+    assert_eq!(synced.last_committed, reply.transno.unwrap());
+}
+
+#[tokio::test]
+async fn a_server_hosts_several_targets_by_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let oss = Oss::open(OssConfig {
+        root: dir.path().to_path_buf(),
+        targets: 3,
+        template: config(dir.path(), false),
+        engine: Default::default(),
+        disk_model: None,
+        external_journal_dir: Some(dir.path().join("journals")),
+    })
+    .await;
+    // The external journal directory must exist first.
+    assert!(oss.is_err());
+    std::fs::create_dir(dir.path().join("journals")).unwrap();
+    let oss = Oss::open(OssConfig {
+        root: dir.path().to_path_buf(),
+        targets: 3,
+        template: config(dir.path(), false),
+        engine: Default::default(),
+        disk_model: None,
+        external_journal_dir: Some(dir.path().join("journals")),
+    })
+    .await
+    .unwrap();
+    for target in oss.targets() {
+        target
+            .create(ObjectId(u64::from(target.index())))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        oss.target(2)
+            .unwrap()
+            .getattr(ObjectId(2))
+            .await
+            .unwrap()
+            .value
+            .size_bytes,
+        0
+    );
+    assert!(
+        oss.target(1).unwrap().getattr(ObjectId(2)).await.is_err(),
+        "targets are separate"
+    );
+    assert_eq!(
+        oss.target(3).unwrap_err().to_string(),
+        "no OST with index 3 on this server (3 targets)"
+    );
+    oss.set_sync_journal(true);
+    assert!(oss.targets().iter().all(|t| t.sync_journal()));
+    assert!(dir.path().join("journals/ost1.journal").exists());
+    oss.shutdown().await.unwrap();
+    assert!(matches!(
+        oss.target(0).unwrap().create(ObjectId(9)).await,
+        Err(StorageError::TargetStopped { .. })
+    ));
+}
