@@ -8,6 +8,8 @@
 //!   tunables and flags.
 //! - [`tree`]: [`ParamTree`], the node's registry of parameters by name: get, set and list by glob.
 //! - [`shutdown`]: [`Shutdown`], the node's one-shot stop signal.
+//! - [`process`]: the life of a node process: READY line, serve, stop on stdin EOF,
+//!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
 //! - [`lctl`]: the `iopath lctl get_param|set_param|list_param` command line.
@@ -34,6 +36,7 @@ pub mod error;
 pub mod glob;
 pub mod lctl;
 pub mod param;
+pub mod process;
 pub mod service;
 pub mod shutdown;
 pub mod tree;

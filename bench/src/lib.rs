@@ -6,11 +6,17 @@
 //! - [`selftest`]: `iopath selftest`, in the spirit of `lnet_selftest`: `brw` bulk read/write
 //!   and `ping` between a group of clients and a group of servers, in one process or in many,
 //!   with `iperf3` on loopback as the baseline.
+//! - [`journal`]: `iopath bench journal`, in the spirit of obdfilter-survey and the Spider
+//!   paper: the raw block baseline, OST writes with sync and async journal commits, and an
+//!   external journal, in one run on one file system, with fio beside the baseline.
 //! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
+//! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`units`]: sizes with IOR-style suffixes.
 
 pub mod baseline;
+pub mod fio;
+pub mod journal;
 pub mod report;
 pub mod selftest;
 pub mod units;

@@ -41,12 +41,61 @@ enum Command {
         #[command(subcommand)]
         command: LnetctlCommand,
     },
+    /// Benchmarks beside baselines measured in the same run.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Run an object storage server (OSS) with its targets, until stopped.
+    Oss(OssArgs),
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
     #[command(hide = true)]
     SelftestNode {
         #[command(subcommand)]
         role: SelftestRole,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Journal commit cost, as the Spider paper measured it: raw disk (iopath's io_uring
+    /// writer, and fio), OST writes with sync commits, with async commits, and optionally an
+    /// external journal.
+    Journal(iopath_bench::journal::JournalArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct OssArgs {
+    /// Directory of its targets (created if absent).
+    #[arg(long)]
+    dir: std::path::PathBuf,
+    /// Its NID; port 0 picks a free port (printed on the READY line).
+    #[arg(long, default_value = "127.0.0.1:0@tcp0")]
+    nid: iopath_fabric::Nid,
+    /// Number of object storage targets.
+    #[arg(long, default_value_t = 1)]
+    targets: u32,
+    /// Journal commits: sync (reply after commit) or async (reply once data is on disk).
+    #[arg(long, value_enum, default_value = "async")]
+    journal: JournalMode,
+    /// Milliseconds known clients have to replay after an unclean restart.
+    #[arg(long, default_value_t = 30_000)]
+    recovery_window_ms: u64,
+    /// Async group commit interval in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    commit_interval_ms: u64,
+    /// Largest object (k, m, g, t suffixes).
+    #[arg(long, default_value = "1t", value_parser = parse_size)]
+    object_size_max: u64,
+    /// The admin service's address.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    admin: SocketAddr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JournalMode {
+    /// Commit the journal before replying.
+    Sync,
+    /// Reply once the data is on disk; commit in groups later.
+    Async,
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,6 +254,20 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Selftest(args) => run_selftest(args).await,
         Command::Topo(command) => iopath_topology::cli::run(command),
         Command::Lctl { admin, command } => iopath_admin::lctl::run(admin, command).await,
+        Command::Bench(BenchCommand::Journal(args)) => iopath_bench::journal::run(args).await,
+        Command::Oss(args) => {
+            let role = iopath_storage_server::service::role::OssRole {
+                dir: args.dir,
+                nid: args.nid,
+                targets: args.targets,
+                sync_journal: args.journal == JournalMode::Sync,
+                recovery_window: std::time::Duration::from_millis(args.recovery_window_ms),
+                commit_interval_ms: args.commit_interval_ms,
+                object_size_max_bytes: args.object_size_max,
+                admin: args.admin,
+            };
+            Ok(iopath_storage_server::service::role::run(role).await?)
+        }
         Command::Lnetctl {
             admin,
             command: LnetctlCommand::Route { action },

@@ -5,6 +5,7 @@
 //! - [`fabric`]: the buffer descriptor and the RPC error body — what the fabric's RPC layer
 //!   itself reads.
 //! - [`selftest`]: lnet_selftest-style `brw` and `ping` requests.
+//! - [`ost`]: the object storage service (create, write by descriptor, read, replay).
 //! - [`admin`]: the admin gRPC service every node runs (`lctl get_param`/`set_param`, status,
 //!   shutdown).
 //! - [`mds`]: the metadata service — namespace operations and file layouts.
@@ -33,4 +34,9 @@ pub mod admin {
 /// The metadata service.
 pub mod mds {
     tonic::include_proto!("iopath.mds");
+}
+
+/// The object storage service: connect, object operations, replay.
+pub mod ost {
+    tonic::include_proto!("iopath.ost");
 }

@@ -12,6 +12,8 @@
 //!   ids, a journal, the persisted last committed transno), its recovery at start, and
 //!   [`ost::Oss`], a server hosting several targets.
 //! - [`recovery`] — the pure bookkeeping of the client-replay window after a restart.
+//! - [`service`] — the OSS as an RPC service on the fabric (writes pulled by descriptor,
+//!   reads pushed, recovery windows with client replay) and [`service::OstClient`].
 //! - [`bench`] — the journal benchmark (obdfilter-survey `case=disk` style) run in process.
 //! - [`error`] — [`StorageError`], the crate's one error type; [`ids`] — object ids, transnos.
 //!
@@ -25,6 +27,7 @@ pub mod ids;
 pub mod journal;
 pub mod ost;
 pub mod recovery;
+pub mod service;
 
 pub use error::{Result, StorageError};
 pub use ids::{ObjectId, Transno};

@@ -13,11 +13,11 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use iopath_admin::{NodeInfo, ParamTree, Shutdown};
+use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_fabric::{Interface, Nid, Node, NodeConfig};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use super::SelftestConfig;
@@ -273,28 +273,15 @@ pub async fn run_role(role: Role) -> Result<()> {
     }
 }
 
-/// Serves the admin service, says READY, and runs until standard input closes or an admin
-/// asks the node to stop.
+/// Serves the admin service, says READY, and runs until told to stop.
 async fn serve_until_told(node: Node, role: &str) -> Result<()> {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&node, &tree, "")?;
-    let shutdown = Shutdown::new();
     let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
-    let info = NodeInfo::new(nids.clone(), vec![role.to_owned()]);
-    let admin = iopath_admin::serve("127.0.0.1:0".parse()?, tree, info, shutdown.clone()).await?;
-    println!("READY {} {}", nids.join(","), admin.local_addr());
-    let mut stdin = tokio::io::stdin();
-    let mut byte = [0u8; 1];
-    tokio::select! {
-        _ = async { while stdin.read(&mut byte).await.is_ok_and(|n| n > 0) {} } => {}
-        reason = shutdown.triggered() => eprintln!("{role} {}: shutting down: {reason}", node.nid()),
-    }
-    // Let the admin service finish answering (the Shutdown call itself included) before the
-    // process ends.
-    shutdown.trigger("standard input closed");
-    if tokio::time::timeout(Duration::from_secs(5), admin.join()).await.is_err() {
-        eprintln!("{role} {}: admin service did not stop within 5 s", node.nid());
-    }
+    let info = NodeInfo::new(nids, vec![role.to_owned()]);
+    let reason =
+        iopath_admin::process::serve_until_stopped("127.0.0.1:0".parse()?, tree, info).await?;
+    eprintln!("{role} {}: stopping: {reason}", node.nid());
     node.shutdown();
     Ok(())
 }

@@ -185,13 +185,15 @@ async fn accept_loop(listener: TcpListener, lnd: Arc<TcpLnd>, node: Weak<dyn Del
             continue;
         }
         let _ = stream.set_nodelay(true);
-        let (read, _write) = stream.into_split();
+        // Nothing is written back on an accepted connection, but the write half is kept open
+        // for its life: dropping it would send a FIN, which the opener reads as "peer gone".
+        let (read, write) = stream.into_split();
         let token = Arc::clone(&open);
         let lnd = Arc::clone(&lnd);
         let node = node.clone();
         let stop = lnd.stop.subscribe();
         tokio::spawn(async move {
-            let _token = token;
+            let _open = (token, write);
             match read_loop(read, &lnd, node, stop).await {
                 Ok(peer) => debug!(nid = %lnd.nid, %peer, "connection closed"),
                 Err(e) => warn!(nid = %lnd.nid, %from, "closing connection: {e}"),
@@ -311,15 +313,22 @@ async fn writer_loop(
                 why: e.to_string(),
             })?;
         stream.set_nodelay(true)?;
-        let (_read, mut write) = stream.into_split();
+        let (mut read, mut write) = stream.into_split();
         let mut gather = BytesMut::with_capacity(64 * 1024);
         Header::new(Kind::Hello, local, target).encode(&mut gather);
         write.write_all_buf(&mut gather).await?;
         let mut batch = Vec::with_capacity(GATHER_FRAMES_MAX);
         loop {
+            // Nothing ever arrives on a connection we opened, so a read that ends means the
+            // peer is gone (closed, crashed, restarted): stop now rather than at the next
+            // write, so the next message reconnects.
+            let mut probe = [0u8; 1];
             let first = tokio::select! {
                 first = queue.recv() => first,
                 _ = stop.wait_for(|s| *s) => None,
+                _ = read.read(&mut probe) => {
+                    return Err(FabricError::Unreachable { peer: target, why: "the peer closed the connection".into() });
+                }
             };
             let Some(first) = first else { return Ok(()) };
             batch.push(first);

@@ -158,7 +158,8 @@ impl<P> ReplayWindow<P> {
         self.closed
     }
 
-    /// When [`ReplayWindow::tick`] must be called at the latest.
+    /// When [`ReplayWindow::tick`] must be called at the latest (clients still replaying get
+    /// until one more window after this).
     pub fn deadline_ms(&self) -> Option<u64> {
         (!self.closed).then_some(self.deadline_ms)
     }
@@ -255,11 +256,15 @@ impl<P> ReplayWindow<P> {
         if self.closed {
             return events;
         }
+        // At the deadline, clients that never came back are evicted. A client that did come
+        // back may be waiting on us — its next replay held until an absent client's transnos
+        // are known to be gone — so it gets one more window to finish before it is evicted too.
+        let hard_deadline_ms = self.deadline_ms.saturating_add(self.window_ms);
         if now_ms >= self.deadline_ms {
             let late: Vec<ClientId> = self
                 .clients
                 .iter()
-                .filter(|(_, s)| !s.done)
+                .filter(|(_, s)| !s.done && (!s.reconnected || now_ms >= hard_deadline_ms))
                 .map(|(&c, _)| c)
                 .collect();
             for client in late {
@@ -269,14 +274,14 @@ impl<P> ReplayWindow<P> {
                 let before = self.queue.len();
                 self.queue.retain(|_, request| request.client != client);
                 let discarded_replays = before - self.queue.len();
-                let why = if state.reconnected {
-                    "did not finish replaying"
+                let (why, within_ms) = if state.reconnected {
+                    ("did not finish replaying", self.window_ms.saturating_mul(2))
                 } else {
-                    "did not reconnect"
+                    ("did not reconnect", self.window_ms)
                 };
                 let message = format!(
-                    "evicting {client}: {why} within {} ms; its uncommitted writes (transno above {}) are dropped ({discarded_replays} queued replays discarded)",
-                    self.window_ms, self.last_committed
+                    "evicting {client}: {why} within {within_ms} ms; its uncommitted writes (transno above {}) are dropped ({discarded_replays} queued replays discarded)",
+                    self.last_committed
                 );
                 tracing::warn!("{message}");
                 self.evicted.push(client);
@@ -412,8 +417,29 @@ mod tests {
             "15 waits: C might still send 13"
         );
         assert!(window.tick(1099).is_empty());
+        // At the deadline only C, which never came back, is evicted; B is still replaying.
         let events = window.tick(1100);
-        assert_eq!(events.len(), 3);
+        assert_eq!(events.len(), 1, "{events:?}");
+        let WindowEvent::Evicted {
+            client, message, ..
+        } = &events[0]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(*client, C);
+        assert!(
+            message.contains("did not reconnect within 1000 ms"),
+            "{message}"
+        );
+        assert_eq!(
+            drain(&mut window),
+            [15],
+            "with C gone, nothing can come before 15"
+        );
+        // B never says it is done: one window later it is evicted too.
+        assert!(window.tick(2099).is_empty());
+        let events = window.tick(2100);
+        assert_eq!(events.len(), 2, "{events:?}");
         let WindowEvent::Evicted {
             client,
             discarded_replays,
@@ -422,31 +448,46 @@ mod tests {
         else {
             panic!("{events:?}")
         };
-        assert_eq!((*client, *discarded_replays), (B, 1));
+        assert_eq!((*client, *discarded_replays), (B, 0));
         assert_eq!(
             message,
-            "evicting client 2: did not finish replaying within 1000 ms; its uncommitted writes (transno above 10) are dropped (1 queued replays discarded)"
+            "evicting client 2: did not finish replaying within 2000 ms; its uncommitted writes (transno above 10) are dropped (0 queued replays discarded)"
         );
-        let WindowEvent::Evicted {
-            client, message, ..
-        } = &events[1]
-        else {
-            panic!("{events:?}")
-        };
-        assert_eq!(*client, C);
-        assert!(message.contains("did not reconnect"), "{message}");
         assert_eq!(
-            events[2],
+            events[1],
             WindowEvent::Closed {
-                replayed: 2,
+                replayed: 3,
                 evicted: 2
             }
         );
-        assert_eq!(window.evicted(), [B, C]);
+        assert_eq!(window.evicted(), [C, B]);
         assert!(matches!(
             window.replay(request(C, 1, 13)),
             ReplayDecision::Refused(_)
         ));
+    }
+
+    #[test]
+    fn a_replaying_client_is_not_evicted_for_waiting_on_an_absent_one() {
+        // A's 13 waits on B's possible 12; B never returns. A must survive the deadline.
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        window.replay(request(A, 1, 11));
+        window.replay(request(A, 2, 13));
+        assert_eq!(drain(&mut window), [11]);
+        let events = window.tick(1000);
+        assert!(
+            matches!(&events[..], [WindowEvent::Evicted { client, .. }] if *client == B),
+            "{events:?}"
+        );
+        assert_eq!(drain(&mut window), [13]);
+        window.client_done(A);
+        assert_eq!(
+            window.tick(1001),
+            [WindowEvent::Closed {
+                replayed: 2,
+                evicted: 1
+            }]
+        );
     }
 
     #[test]

@@ -1,0 +1,434 @@
+//! The OSS as an RPC service on the fabric: what clients and forwarders call.
+//!
+//! A write carries a buffer descriptor: the server takes room in its bulk pool, **pulls** the
+//! bytes (verified against every chunk's and the descriptor's checksum by the fabric), writes
+//! them through the target, and replies with the transno and `last_committed` — after the
+//! commit in sync mode, once the data is on disk in async mode. A read **pushes** into the
+//! client's descriptor. After an unclean restart each target opens a recovery window
+//! ([`recovery`]) in which known clients replay their uncommitted writes, in transno order,
+//! before new requests are served.
+//!
+//! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
+//! - [`client`]: [`OstClient`], which keeps uncommitted writes and replays them.
+//! - [`params`]: `obdfilter.*` parameters on the admin tree.
+//! - [`role`]: `iopath oss`, an OSS as a process of its own.
+
+pub mod client;
+pub mod params;
+pub mod recovery;
+pub mod role;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use iopath_fabric::frame::status::errno;
+use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
+use iopath_fabric::{BufferDescriptor, FabricError, Node};
+use iopath_proto::ost as pb;
+use prost::Message as _;
+use tokio::sync::Semaphore;
+use tracing::info;
+
+use crate::error::StorageError;
+use crate::ids::ObjectId;
+use crate::ost::{OpReply, Oss};
+use recovery::{ClientRegistry, Recovery};
+
+pub use client::OstClient;
+
+/// The portal OSS requests go to.
+pub const OST_PORTAL: u32 = 46;
+
+/// Opcodes of the OST service.
+pub mod opcode {
+    /// Open a connection (and learn whether the server is recovering).
+    pub const CONNECT: u32 = 1;
+    /// Create an object.
+    pub const CREATE: u32 = 2;
+    /// Write by descriptor (the server pulls).
+    pub const WRITE: u32 = 3;
+    /// Read by descriptor (the server pushes).
+    pub const READ: u32 = 4;
+    /// An object's size.
+    pub const GETATTR: u32 = 5;
+    /// Truncate or extend.
+    pub const PUNCH: u32 = 6;
+    /// Remove an object.
+    pub const DESTROY: u32 = 7;
+    /// Commit the target's journal.
+    pub const SYNC: u32 = 8;
+    /// A client has replayed everything it kept.
+    pub const REPLAY_DONE: u32 = 9;
+}
+
+/// ENODEV: no such target.
+const ENODEV: u32 = 19;
+/// EINPROGRESS: the target is recovering; replay first.
+pub const EINPROGRESS: u32 = 115;
+
+/// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Where the client list and the clean-shutdown marker live (the OSS root).
+    pub state_dir: PathBuf,
+    /// How long known clients have to reconnect and replay after an unclean restart.
+    pub recovery_window: Duration,
+    /// Bytes of bulk the server holds at once for writes being pulled, whatever the number of
+    /// clients: a write waits for room before its data is pulled.
+    pub bulk_pool_bytes: u64,
+}
+
+impl ServiceConfig {
+    /// Defaults for a server rooted at `state_dir`: a 30 s recovery window and a 256 MiB
+    /// bulk pool.
+    pub fn new(state_dir: PathBuf) -> ServiceConfig {
+        ServiceConfig {
+            state_dir,
+            recovery_window: Duration::from_secs(30),
+            bulk_pool_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Bulk pool accounting unit: permits are 4 KiB pages.
+const POOL_PAGE_BYTES: u64 = 4096;
+
+/// The OSS service.
+#[derive(Debug)]
+pub struct OssService {
+    oss: Arc<Oss>,
+    recovery: Recovery,
+    clients: ClientRegistry,
+    bulk_pool: Semaphore,
+    bulk_pool_pages: u64,
+    boot_id: u64,
+}
+
+impl OssService {
+    /// Serves `oss` on `node`'s [`OST_PORTAL`]. After an unclean stop (no clean-shutdown
+    /// marker) each target opens a recovery window for the clients it knew.
+    pub async fn start(
+        node: &Node,
+        oss: Arc<Oss>,
+        config: ServiceConfig,
+    ) -> Result<Arc<OssService>, StorageError> {
+        let clients = ClientRegistry::open(&config.state_dir)?;
+        let clean = recovery::take_clean_marker(&config.state_dir)?;
+        let known = if clean { Vec::new() } else { clients.known() };
+        if !known.is_empty() {
+            info!(clients = known.len(), window = ?config.recovery_window, "unclean restart: opening the recovery window");
+        }
+        let recovery = Recovery::start(&oss, known, config.recovery_window);
+        let pages = config.bulk_pool_bytes.div_ceil(POOL_PAGE_BYTES).max(1);
+        let service = Arc::new(OssService {
+            oss,
+            recovery,
+            clients,
+            bulk_pool: Semaphore::new(pages as usize),
+            bulk_pool_pages: pages,
+            boot_id: boot_id(),
+        });
+        node.register_service(OST_PORTAL, Arc::clone(&service) as Arc<dyn Service>)
+            .map_err(|e| StorageError::InvalidConfig {
+                reason: e.to_string(),
+            })?;
+        Ok(service)
+    }
+
+    /// The targets.
+    pub fn oss(&self) -> &Arc<Oss> {
+        &self.oss
+    }
+
+    /// Stops cleanly: commits every target and leaves the marker that says no recovery is
+    /// needed at the next start.
+    pub async fn shutdown(&self, state_dir: &std::path::Path) -> Result<(), StorageError> {
+        self.oss.shutdown().await?;
+        recovery::write_clean_marker(state_dir)
+    }
+
+    /// Whether target `index` is still in recovery.
+    pub fn recovering(&self, index: u32) -> bool {
+        self.recovery.recovering(index)
+    }
+
+    fn stamp<T>(&self, reply: &OpReply<T>) -> pb::OpReply {
+        pb::OpReply {
+            transno: reply.transno.map(|t| t.0).unwrap_or(0),
+            last_committed: reply.last_committed.0,
+            boot_id: self.boot_id,
+            ..pb::OpReply::default()
+        }
+    }
+
+    fn check_open(&self, target: u32) -> Result<(), ServiceError> {
+        if self.recovery.recovering(target) {
+            // Not EBUSY, which the fabric retries on its own: the client must see this, to
+            // reconnect and replay what it kept — recovery waits for exactly that.
+            return Err(ServiceError::new(
+                EINPROGRESS,
+                format!("OST{target:04} is recovering: reconnect, replay, then try again"),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn handle_request(self: Arc<Self>, request: Request) -> Result<Bytes, ServiceError> {
+        let body = request.body.as_ref();
+        let reply = match request.opcode {
+            opcode::CONNECT => {
+                let connect = decode::<pb::ConnectRequest>(body)?;
+                // The client is recorded (and made durable) before it is told it is connected,
+                // so a crash after this reply still waits for it in recovery.
+                self.clients.add(connect.client).map_err(storage_error)?;
+                let targets = self
+                    .oss
+                    .targets()
+                    .iter()
+                    .map(|t| pb::TargetState {
+                        index: t.index(),
+                        last_committed: t.last_committed().0,
+                        sync_journal: t.sync_journal(),
+                    })
+                    .collect();
+                return Ok(pb::ConnectReply {
+                    recovering: self.recovery.any_recovering(),
+                    targets,
+                    boot_id: self.boot_id,
+                    recovery_remaining_ms: self.recovery.remaining_ms(),
+                }
+                .encode_to_vec()
+                .into());
+            }
+            opcode::REPLAY_DONE => {
+                let done = decode::<pb::ReplayDoneRequest>(body)?;
+                self.recovery.client_done(done.client);
+                pb::OpReply {
+                    boot_id: self.boot_id,
+                    ..pb::OpReply::default()
+                }
+            }
+            opcode::CREATE => {
+                let op = decode::<pb::ObjectRequest>(body)?;
+                self.check_open(op.target)?;
+                let reply = self
+                    .target(op.target)?
+                    .create(ObjectId(op.object))
+                    .await
+                    .map_err(storage_error)?;
+                self.stamp(&reply)
+            }
+            opcode::WRITE => {
+                self.write(
+                    &request.node,
+                    request.xid,
+                    decode::<pb::WriteRequest>(body)?,
+                )
+                .await?
+            }
+            opcode::READ => {
+                self.read(&request.node, decode::<pb::ReadRequest>(body)?)
+                    .await?
+            }
+            opcode::GETATTR => {
+                let op = decode::<pb::ObjectRequest>(body)?;
+                self.check_open(op.target)?;
+                let reply = self
+                    .target(op.target)?
+                    .getattr(ObjectId(op.object))
+                    .await
+                    .map_err(storage_error)?;
+                pb::OpReply {
+                    size: reply.value.size_bytes,
+                    ..self.stamp(&reply)
+                }
+            }
+            opcode::PUNCH => {
+                let op = decode::<pb::PunchRequest>(body)?;
+                self.check_open(op.target)?;
+                let reply = self
+                    .target(op.target)?
+                    .punch(ObjectId(op.object), op.size)
+                    .await
+                    .map_err(storage_error)?;
+                self.stamp(&reply)
+            }
+            opcode::DESTROY => {
+                let op = decode::<pb::ObjectRequest>(body)?;
+                self.check_open(op.target)?;
+                let reply = self
+                    .target(op.target)?
+                    .destroy(ObjectId(op.object))
+                    .await
+                    .map_err(storage_error)?;
+                self.stamp(&reply)
+            }
+            opcode::SYNC => {
+                let op = decode::<pb::SyncRequest>(body)?;
+                self.check_open(op.target)?;
+                let reply = self
+                    .target(op.target)?
+                    .sync()
+                    .await
+                    .map_err(storage_error)?;
+                self.stamp(&reply)
+            }
+            other => {
+                return Err(ServiceError::new(
+                    errno::EOPNOTSUPP,
+                    format!("the OST service has no opcode {other}"),
+                ));
+            }
+        };
+        Ok(reply.encode_to_vec().into())
+    }
+
+    fn target(&self, index: u32) -> Result<&Arc<crate::ost::Ost>, ServiceError> {
+        self.oss.target(index).map_err(storage_error)
+    }
+
+    async fn write(
+        &self,
+        node: &Node,
+        xid: u64,
+        op: pb::WriteRequest,
+    ) -> Result<pb::OpReply, ServiceError> {
+        let target = Arc::clone(self.target(op.target)?);
+        let wire = op
+            .buffer
+            .ok_or_else(|| ServiceError::new(errno::EPROTO, "write without a buffer descriptor"))?;
+        let desc = BufferDescriptor::from_proto(&wire, node.limits())?;
+        if desc.length > target.config().io_size_max_bytes {
+            return Err(storage_error(StorageError::RequestTooLarge {
+                target: op.target,
+                length_bytes: desc.length,
+                max_bytes: target.config().io_size_max_bytes,
+            }));
+        }
+        if op.replay_transno == 0 {
+            self.check_open(op.target)?;
+        }
+        // Room in the bulk pool first: however many clients write at once, the server holds at
+        // most `bulk_pool_bytes` of pulled data.
+        let pages = desc
+            .length
+            .div_ceil(POOL_PAGE_BYTES)
+            .clamp(1, self.bulk_pool_pages) as u32;
+        let _room = self
+            .bulk_pool
+            .acquire_many(pages)
+            .await
+            .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))?;
+        // Pulled and checked against every chunk's checksum and the descriptor's; a corrupted
+        // byte ends here, never in the object.
+        let data = node.bulk_get(&desc).await?;
+        let object = ObjectId(op.object);
+        let reply = if op.replay_transno != 0 {
+            self.recovery
+                .replay(
+                    op.target,
+                    &target,
+                    op.client,
+                    xid,
+                    op.replay_transno,
+                    object,
+                    op.offset,
+                    data,
+                )
+                .await?
+        } else {
+            target
+                .write(object, op.offset, data)
+                .await
+                .map_err(storage_error)?
+        };
+        Ok(pb::OpReply {
+            checksum: desc.checksum,
+            ..self.stamp(&reply)
+        })
+    }
+
+    async fn read(&self, node: &Node, op: pb::ReadRequest) -> Result<pb::OpReply, ServiceError> {
+        self.check_open(op.target)?;
+        let target = self.target(op.target)?;
+        let wire = op
+            .buffer
+            .ok_or_else(|| ServiceError::new(errno::EPROTO, "read without a buffer descriptor"))?;
+        let desc = BufferDescriptor::from_proto(&wire, node.limits())?;
+        let reply = target
+            .read(ObjectId(op.object), op.offset, desc.length)
+            .await
+            .map_err(storage_error)?;
+        let data = reply.value.clone();
+        // Fewer bytes at the end of the object: push only those.
+        let pushed = BufferDescriptor {
+            length: data.len() as u64,
+            ..desc
+        };
+        let checksum = if data.is_empty() {
+            0
+        } else {
+            node.bulk_put(&pushed, data.clone()).await?
+        };
+        Ok(pb::OpReply {
+            bytes: data.len() as u64,
+            checksum,
+            ..self.stamp(&reply)
+        })
+    }
+}
+
+impl Service for OssService {
+    fn handle(self: Arc<Self>, request: Request) -> Reply {
+        Box::pin(self.handle_request(request))
+    }
+}
+
+fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M, ServiceError> {
+    M::decode(body)
+        .map_err(|e| ServiceError::new(errno::EPROTO, format!("malformed OST request: {e}")))
+}
+
+/// The errno a client sees for a storage error, with its sentence.
+pub fn storage_error(error: StorageError) -> ServiceError {
+    let code = match &error {
+        StorageError::NoSuchObject { .. } => errno::ENOENT,
+        StorageError::ObjectExists { .. } => errno::EEXIST,
+        StorageError::ObjectTooLarge { .. } | StorageError::RequestTooLarge { .. } => errno::EFBIG,
+        StorageError::EmptyWrite { .. } | StorageError::InvalidConfig { .. } => errno::EINVAL,
+        StorageError::TooManyObjects { .. } => errno::ENOSPC,
+        StorageError::NoSuchTarget { .. } => ENODEV,
+        StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
+        StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
+        _ => errno::EIO,
+    };
+    ServiceError::new(code, error.to_string())
+}
+
+impl From<StorageError> for ServiceError {
+    fn from(error: StorageError) -> Self {
+        storage_error(error)
+    }
+}
+
+/// A fresh id for this server start: time and pid, so two starts never share one.
+fn boot_id() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 48) | 1
+}
+
+/// The fabric error a caller sees when the OST service refuses.
+pub fn is_connection_error(error: &FabricError) -> bool {
+    matches!(
+        error,
+        FabricError::Unreachable { .. }
+            | FabricError::Timeout { .. }
+            | FabricError::NoRoute { .. }
+            | FabricError::ShuttingDown
+    ) || matches!(error, FabricError::Remote { code, .. } if *code == errno::ESHUTDOWN)
+}

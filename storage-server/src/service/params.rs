@@ -1,0 +1,53 @@
+//! The OSS's parameters on the admin tree, named as Lustre's: `obdfilter.OST0000.sync_journal`
+//! (writable: 1 for sync commits, 0 for async), `last_committed`, `stats`.
+
+use std::sync::Arc;
+
+use iopath_admin::{AdminError, Param, ParamTree};
+
+use crate::ost::Oss;
+
+/// Hangs every target's parameters on `tree`.
+pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
+    for (position, target) in oss.targets().iter().enumerate() {
+        let name = |leaf: &str| format!("obdfilter.OST{:04}.{leaf}", target.index());
+        let weak = Arc::downgrade(oss);
+        let (get, set) = (weak.clone(), weak.clone());
+        tree.register(
+            &name("sync_journal"),
+            Param::read_write(
+                move || get.upgrade().map(|o| u8::from(o.targets()[position].sync_journal()).to_string()).unwrap_or_default(),
+                move |value| {
+                    let sync = match value.trim() {
+                        "1" => true,
+                        "0" => false,
+                        other => return Err(format!("sync_journal takes 0 (async commits) or 1 (sync commits), not {other:?}")),
+                    };
+                    let oss = set.upgrade().ok_or("server stopped")?;
+                    oss.targets()[position].set_sync_journal(sync);
+                    Ok(())
+                },
+            ),
+        )?;
+        let lc = weak.clone();
+        tree.register(
+            &name("last_committed"),
+            Param::read_only(move || {
+                lc.upgrade()
+                    .map(|o| o.targets()[position].last_committed().0.to_string())
+                    .unwrap_or_default()
+            }),
+        )?;
+        let stats = weak;
+        tree.register(
+            &name("stats"),
+            Param::read_only(move || {
+                stats
+                    .upgrade()
+                    .map(|o| format!("{:#?}\n", o.targets()[position].stats()))
+                    .unwrap_or_default()
+            }),
+        )?;
+    }
+    Ok(())
+}

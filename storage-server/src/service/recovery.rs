@@ -1,0 +1,374 @@
+//! Recovery after an unclean restart, the runtime half: each target's pure
+//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that executes replays in
+//! transno order, a tick that evicts clients that do not come back in time, and the durable
+//! list of clients the server must wait for.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use iopath_fabric::rpc::ServiceError;
+use tokio::sync::{Notify, oneshot};
+use tracing::{info, warn};
+
+use crate::error::StorageError;
+use crate::ids::{ObjectId, Transno};
+use crate::ost::{OpReply, Oss, Ost};
+use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
+
+/// ESTALE: the client was evicted; what it kept above `last_committed` is gone.
+pub const ESTALE: u32 = 116;
+
+/// How often windows are ticked.
+const TICK: Duration = Duration::from_millis(50);
+
+/// A queued replay and who waits for its outcome.
+#[derive(Debug)]
+pub struct PendingReplay {
+    object: ObjectId,
+    offset: u64,
+    data: Bytes,
+    done: oneshot::Sender<Result<OpReply<()>, StorageError>>,
+}
+
+#[derive(Debug)]
+struct TargetRecovery {
+    window: Mutex<Option<ReplayWindow<PendingReplay>>>,
+    wake: Notify,
+}
+
+/// Recovery state of every target.
+#[derive(Debug)]
+pub struct Recovery {
+    targets: Vec<(u32, Arc<TargetRecovery>)>,
+    started: tokio::time::Instant,
+    window: Duration,
+}
+
+impl Recovery {
+    /// Opens a window on every target for `known` clients (none: no recovery) and starts the
+    /// drivers and the tick.
+    pub fn start(oss: &Arc<Oss>, known: Vec<u64>, window: Duration) -> Recovery {
+        let window_ms = window.as_millis() as u64;
+        let mut targets = Vec::new();
+        for ost in oss.targets() {
+            let state = (!known.is_empty()).then(|| {
+                ReplayWindow::new(
+                    ost.last_committed(),
+                    known.iter().map(|c| ClientId(*c)),
+                    0,
+                    window_ms,
+                )
+            });
+            let recovery = Arc::new(TargetRecovery {
+                window: Mutex::new(state),
+                wake: Notify::new(),
+            });
+            if !known.is_empty() {
+                tokio::spawn(drive(Arc::clone(ost), Arc::clone(&recovery)));
+            }
+            targets.push((ost.index(), recovery));
+        }
+        let recovery = Recovery {
+            targets,
+            started: tokio::time::Instant::now(),
+            window,
+        };
+        if !known.is_empty() {
+            let ticked: Vec<_> = recovery.targets.clone();
+            let started = recovery.started;
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(TICK).await;
+                    let now_ms = started.elapsed().as_millis() as u64;
+                    let mut open = 0;
+                    for (index, target) in &ticked {
+                        let mut slot = target.window.lock().expect("window lock poisoned");
+                        let Some(window) = slot.as_mut() else {
+                            continue;
+                        };
+                        for event in window.tick(now_ms) {
+                            match event {
+                                WindowEvent::Evicted { message, .. } => {
+                                    warn!(target = index, "{message}")
+                                }
+                                WindowEvent::Closed { replayed, evicted } => {
+                                    info!(
+                                        target = index,
+                                        replayed, evicted, "recovery over: serving new requests"
+                                    )
+                                }
+                            }
+                        }
+                        if window.is_closed() {
+                            *slot = None;
+                        } else {
+                            open += 1;
+                        }
+                        target.wake.notify_one();
+                    }
+                    if open == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+        recovery
+    }
+
+    fn target(&self, index: u32) -> Option<&Arc<TargetRecovery>> {
+        self.targets
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, t)| t)
+    }
+
+    /// Whether target `index` is still in recovery (new requests must wait).
+    pub fn recovering(&self, index: u32) -> bool {
+        self.target(index).is_some_and(|t| {
+            t.window
+                .lock()
+                .expect("window lock poisoned")
+                .as_ref()
+                .is_some_and(|w| !w.is_closed())
+        })
+    }
+
+    /// Whether any target is in recovery.
+    pub fn any_recovering(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|(index, _)| self.recovering(*index))
+    }
+
+    /// Time left before the windows close at the latest.
+    pub fn remaining_ms(&self) -> u64 {
+        if !self.any_recovering() {
+            return 0;
+        }
+        self.window
+            .saturating_sub(self.started.elapsed())
+            .as_millis() as u64
+    }
+
+    /// `client` has replayed everything it kept, on every target.
+    pub fn client_done(&self, client: u64) {
+        for (_, target) in &self.targets {
+            if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
+                window.client_done(ClientId(client));
+            }
+            target.wake.notify_one();
+        }
+    }
+
+    /// A replayed write: queued in transno order and executed by the driver, or answered at
+    /// once if it is already committed or was seen before.
+    #[allow(clippy::too_many_arguments)] // one replayed write, field by field
+    pub async fn replay(
+        &self,
+        index: u32,
+        ost: &Arc<Ost>,
+        client: u64,
+        _xid: u64,
+        transno: u64,
+        object: ObjectId,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<OpReply<()>, ServiceError> {
+        let committed = || OpReply {
+            value: (),
+            transno: Some(Transno(transno)),
+            last_committed: ost.last_committed(),
+        };
+        let Some(target) = self.target(index) else {
+            return Err(ServiceError::new(
+                19,
+                format!("no OST{index:04} on this server"),
+            ));
+        };
+        let (done, outcome) = oneshot::channel();
+        let decision = {
+            let mut slot = target.window.lock().expect("window lock poisoned");
+            match slot.as_mut() {
+                Some(window) => window.replay(ReplayRequest {
+                    client: ClientId(client),
+                    // One replay per transno: a resent replay is recognised by it.
+                    xid: Xid(transno),
+                    transno: Transno(transno),
+                    payload: PendingReplay {
+                        object,
+                        offset,
+                        data,
+                        done,
+                    },
+                }),
+                None if Transno(transno) <= ost.last_committed() => {
+                    ReplayDecision::AlreadyCommitted
+                }
+                None => ReplayDecision::Refused(format!(
+                    "OST{index:04} is out of recovery: transno {transno} is above last_committed {} and \
+                     was not replayed in time; the write is lost (client {client} was evicted or came late)",
+                    ost.last_committed().0
+                )),
+            }
+        };
+        match decision {
+            ReplayDecision::Queued => {
+                target.wake.notify_one();
+                match outcome.await {
+                    Ok(result) => result.map_err(super::storage_error),
+                    Err(_) => Err(ServiceError::new(
+                        ESTALE,
+                        "replay discarded: the client was evicted",
+                    )),
+                }
+            }
+            ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => Ok(committed()),
+            ReplayDecision::Refused(why) => Err(ServiceError::new(ESTALE, why)),
+        }
+    }
+}
+
+/// Executes a target's replays as the window hands them out, one at a time, in transno order.
+async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
+    loop {
+        let next = {
+            let mut slot = target.window.lock().expect("window lock poisoned");
+            match slot.as_mut() {
+                Some(window) => window.next_ready(),
+                None => return,
+            }
+        };
+        match next {
+            Some(request) => {
+                let PendingReplay {
+                    object,
+                    offset,
+                    data,
+                    done,
+                } = request.payload;
+                let result = ost
+                    .replay_write(request.transno, object, offset, data)
+                    .await;
+                let _ = done.send(result);
+            }
+            None => target.wake.notified().await,
+        }
+    }
+}
+
+/// The clients a server has served, kept on disk so that after a crash it knows whom to wait
+/// for. A client is written (and made durable) before its first connect is answered.
+#[derive(Debug)]
+pub struct ClientRegistry {
+    path: PathBuf,
+    known: Mutex<Vec<u64>>,
+}
+
+impl ClientRegistry {
+    /// Opens (or starts) the list in `dir/clients`.
+    pub fn open(dir: &Path) -> Result<ClientRegistry, StorageError> {
+        let path = dir.join("clients");
+        let known = match std::fs::read_to_string(&path) {
+            Ok(text) => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    l.trim().parse().map_err(|_| StorageError::NotATarget {
+                        path: path.clone(),
+                        reason: format!("client list line {l:?} is not a client id"),
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(source) => {
+                return Err(StorageError::Io {
+                    op: "read",
+                    path,
+                    source,
+                });
+            }
+        };
+        Ok(ClientRegistry {
+            path,
+            known: Mutex::new(known),
+        })
+    }
+
+    /// Every client ever connected.
+    pub fn known(&self) -> Vec<u64> {
+        self.known
+            .lock()
+            .expect("client list lock poisoned")
+            .clone()
+    }
+
+    /// Records `client` durably, if new.
+    pub fn add(&self, client: u64) -> Result<(), StorageError> {
+        let mut known = self.known.lock().expect("client list lock poisoned");
+        if known.contains(&client) {
+            return Ok(());
+        }
+        let io = |op: &'static str| {
+            let path = self.path.clone();
+            move |source| StorageError::Io { op, path, source }
+        };
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io("open"))?;
+        writeln!(file, "{client}").map_err(io("append to"))?;
+        // Durable before the client hears it is connected.
+        file.sync_data().map_err(io("fsync"))?;
+        known.push(client);
+        Ok(())
+    }
+}
+
+/// Removes the clean-shutdown marker, returning whether it was there (then no recovery is
+/// needed: every target committed everything before it stopped).
+pub fn take_clean_marker(dir: &Path) -> Result<bool, StorageError> {
+    let path = dir.join("clean-shutdown");
+    match std::fs::remove_file(&path) {
+        Ok(()) => {
+            sync_dir(dir)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(StorageError::Io {
+            op: "remove",
+            path,
+            source,
+        }),
+    }
+}
+
+/// Leaves the clean-shutdown marker, durably.
+pub fn write_clean_marker(dir: &Path) -> Result<(), StorageError> {
+    let path = dir.join("clean-shutdown");
+    let file = File::create(&path).map_err(|source| StorageError::Io {
+        op: "create",
+        path: path.clone(),
+        source,
+    })?;
+    file.sync_all().map_err(|source| StorageError::Io {
+        op: "fsync",
+        path,
+        source,
+    })?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| StorageError::Io {
+            op: "fsync directory",
+            path: dir.to_path_buf(),
+            source,
+        })
+}

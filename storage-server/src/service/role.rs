@@ -1,0 +1,135 @@
+//! `iopath oss`: one object storage server as a process of its own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iopath_admin::{NodeInfo, ParamTree};
+use iopath_fabric::{Interface, Nid, Node, NodeConfig};
+use tracing::info;
+
+use super::{OssService, ServiceConfig};
+use crate::engine::EngineConfig;
+use crate::error::StorageError;
+use crate::ost::{Oss, OssConfig, OstConfig};
+
+/// How to run one OSS process.
+#[derive(Debug, Clone)]
+pub struct OssRole {
+    /// Where its targets live (`dir/ost<index>`), with its client list.
+    pub dir: PathBuf,
+    /// Its NID; a TCP NID with port 0 picks a free port.
+    pub nid: Nid,
+    /// Number of targets.
+    pub targets: u32,
+    /// Sync journal commits (reply after commit) instead of async.
+    pub sync_journal: bool,
+    /// How long known clients have to replay after an unclean restart.
+    pub recovery_window: Duration,
+    /// Journal group commit interval (async mode).
+    pub commit_interval_ms: u64,
+    /// Largest object.
+    pub object_size_max_bytes: u64,
+    /// The admin service's address.
+    pub admin: std::net::SocketAddr,
+}
+
+/// Errors of the OSS process, with what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum RoleError {
+    /// The targets would not open (corrupt journal, bad directory, ...).
+    #[error("open the targets in {dir}: {source}")]
+    Storage {
+        /// Where.
+        dir: PathBuf,
+        /// Why.
+        source: StorageError,
+    },
+    /// The network interface would not start.
+    #[error("start the network interface {nid}: {source}")]
+    Fabric {
+        /// Which.
+        nid: Nid,
+        /// Why.
+        source: iopath_fabric::FabricError,
+    },
+    /// The admin service would not start.
+    #[error("start the admin service: {0}")]
+    Admin(#[from] iopath_admin::AdminError),
+}
+
+/// Runs the OSS until its standard input closes, SIGTERM, or an admin shutdown; then stops
+/// cleanly (every target committed, the clean-shutdown marker left). Killed instead, it
+/// recovers at the next start.
+pub async fn run(role: OssRole) -> Result<(), RoleError> {
+    let storage = |source| RoleError::Storage {
+        dir: role.dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&role.dir).map_err(|source| {
+        storage(StorageError::Io {
+            op: "create",
+            path: role.dir.clone(),
+            source,
+        })
+    })?;
+    let mut template = OstConfig::new(0, &role.dir);
+    template.sync_journal = role.sync_journal;
+    template.commit_interval_ms = role.commit_interval_ms;
+    template.object_size_max_bytes = role.object_size_max_bytes;
+    let config = OssConfig {
+        root: role.dir.clone(),
+        targets: role.targets,
+        template,
+        engine: EngineConfig::default(),
+        disk_model: None,
+        external_journal_dir: None,
+    };
+    let oss = Arc::new(Oss::open(config).await.map_err(storage)?);
+    for target in oss.targets() {
+        let report = target.recovery();
+        info!(
+            target = target.index(),
+            last_committed = target.last_committed().0,
+            ?report,
+            "target opened"
+        );
+    }
+    let interface = match role.nid.socket_addr() {
+        Some(_) => Interface::Tcp { nid: role.nid },
+        None => {
+            return Err(RoleError::Fabric {
+                nid: role.nid,
+                source: iopath_fabric::FabricError::BadNid {
+                    text: role.nid.to_string(),
+                    why: "an OSS process needs a TCP NID".into(),
+                },
+            });
+        }
+    };
+    let node = Node::start(NodeConfig {
+        interfaces: vec![interface],
+        ..NodeConfig::default()
+    })
+    .await
+    .map_err(|source| RoleError::Fabric {
+        nid: role.nid,
+        source,
+    })?;
+    let service_config = ServiceConfig {
+        recovery_window: role.recovery_window,
+        ..ServiceConfig::new(role.dir.clone())
+    };
+    let service = OssService::start(&node, Arc::clone(&oss), service_config)
+        .await
+        .map_err(storage)?;
+    let tree = ParamTree::new();
+    iopath_fabric::params::register(&node, &tree, "")?;
+    super::params::register(&oss, &tree)?;
+    let info = NodeInfo::new(vec![node.nid().to_string()], vec!["oss".into()]);
+    let reason = iopath_admin::process::serve_until_stopped(role.admin, tree, info).await?;
+    info!(nid = %node.nid(), "OSS stopping: {reason}");
+    node.shutdown();
+    service.shutdown(&role.dir).await.map_err(storage)?;
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! The OSS service over the fabric, in one process: every operation, bad input, the replay
+//! list's bookkeeping.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use iopath_fabric::frame::status::errno;
+use iopath_fabric::{FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_storage_server::engine::EngineConfig;
+use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::service::{OST_PORTAL, OssService, OstClient, ServiceConfig, opcode};
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    client: OstClient,
+    client_node: Node,
+    server: Nid,
+}
+
+async fn setup(sync_journal: bool) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let mut template = OstConfig::new(0, dir.path());
+    template.sync_journal = sync_journal;
+    template.object_size_max_bytes = 8 << 20;
+    template.commit_interval_ms = 60_000; // async commits only when asked, so the test sees them kept
+    template.group_records_max = 1000;
+    template.uncommitted_records_max = 4000;
+    let config = OssConfig {
+        root: dir.path().to_path_buf(),
+        targets: 2,
+        template,
+        engine: EngineConfig::default(),
+        disk_model: None,
+        external_journal_dir: None,
+    };
+    let oss = Arc::new(Oss::open(config).await.unwrap());
+    let network = MemNetwork::new();
+    let start = |n| {
+        let network = network.clone();
+        async move {
+            let interfaces = vec![Interface::Mem {
+                nid: Nid::mem(n, 0),
+                network,
+            }];
+            Node::start(NodeConfig {
+                interfaces,
+                ..NodeConfig::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let server_node = start(1).await;
+    OssService::start(
+        &server_node,
+        oss,
+        ServiceConfig::new(dir.path().to_path_buf()),
+    )
+    .await
+    .unwrap();
+    let client_node = start(2).await;
+    let client = OstClient::connect(client_node.clone(), server_node.nid(), 77)
+        .await
+        .unwrap();
+    std::mem::forget(server_node); // lives for the test
+    Setup {
+        _dir: dir,
+        client,
+        client_node,
+        server: Nid::mem(1, 0),
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_round_trips() {
+    for sync in [true, false] {
+        let s = setup(sync).await;
+        let c = &s.client;
+        c.create(1, 5).await.unwrap();
+        let data = pattern(3 << 20, 1);
+        let stamp = c.write(1, 5, 4096, data.clone()).await.unwrap();
+        assert!(stamp.transno > 0);
+        if sync {
+            assert!(
+                stamp.last_committed >= stamp.transno,
+                "sync: committed before the reply"
+            );
+            assert_eq!(c.kept_writes(), 0);
+        } else {
+            assert!(
+                stamp.last_committed < stamp.transno,
+                "async: replied before the commit"
+            );
+            assert_eq!(
+                (c.kept_writes(), c.kept_bytes()),
+                (1, 3 << 20),
+                "kept for replay"
+            );
+        }
+        assert_eq!(c.getattr(1, 5).await.unwrap(), 4096 + (3 << 20));
+        let back = c.read(1, 5, 4096, 3 << 20).await.unwrap();
+        assert_eq!(back, data);
+        let hole = c.read(1, 5, 0, 4096).await.unwrap();
+        assert!(hole.iter().all(|&b| b == 0), "the hole reads as zeros");
+        let tail = c.read(1, 5, (3 << 20) + 4000, 1000).await.unwrap();
+        assert_eq!(tail.len(), 96, "a read past the end returns what is there");
+        c.punch(1, 5, 100).await.unwrap();
+        assert_eq!(c.getattr(1, 5).await.unwrap(), 100);
+        let synced = c.sync(1).await.unwrap();
+        assert!(synced.last_committed >= stamp.transno);
+        assert_eq!(
+            (c.kept_writes(), c.kept_bytes()),
+            (0, 0),
+            "nothing kept once committed"
+        );
+        c.destroy(1, 5).await.unwrap();
+    }
+}
+
+fn code_of(err: FabricError) -> (u32, String) {
+    match err {
+        FabricError::Remote { code, message, .. } => (code, message),
+        other => panic!("expected a remote error, got {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_clear_errors_and_stored_data_stays_intact() {
+    let s = setup(false).await;
+    let c = &s.client;
+    c.create(0, 1).await.unwrap();
+    let data = pattern(1 << 20, 9);
+    c.write(0, 1, 0, data.clone()).await.unwrap();
+
+    let (code, message) = code_of(c.read(0, 999, 0, 10).await.unwrap_err());
+    assert_eq!(code, errno::ENOENT, "{message}");
+    assert!(message.contains("no such object"), "{message}");
+    let (code, message) = code_of(c.write(0, 1, 8 << 20, pattern(10, 1)).await.unwrap_err());
+    assert_eq!(
+        code,
+        errno::EFBIG,
+        "write past the maximum object size: {message}"
+    );
+    let (code, message) = code_of(c.create(9, 1).await.unwrap_err());
+    assert_eq!(code, 19, "no such target: {message}");
+    let (code, _) = code_of(c.create(0, 1).await.unwrap_err());
+    assert_eq!(code, errno::EEXIST);
+
+    // A descriptor longer than its region: the pull is refused by the client's own node.
+    use iopath_proto::ost as pb;
+    use prost::Message as _;
+    let region = s
+        .client_node
+        .regions()
+        .register_source(pattern(100, 2))
+        .unwrap();
+    let mut desc = region.describe_all(iopath_fabric::ChecksumKind::Crc32);
+    desc.length = 4096;
+    let body = pb::WriteRequest {
+        target: 0,
+        object: 1,
+        offset: 0,
+        buffer: Some(desc.to_proto()),
+        client: 77,
+        replay_transno: 0,
+    };
+    let (code, message) = code_of(
+        s.client_node
+            .call(
+                s.server,
+                OST_PORTAL,
+                opcode::WRITE,
+                body.encode_to_vec().into(),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, errno::ERANGE, "{message}");
+    // Malformed bodies, for every opcode, and an unknown opcode.
+    for op in 1..=9 {
+        let err = s
+            .client_node
+            .call(
+                s.server,
+                OST_PORTAL,
+                op,
+                Bytes::from_static(&[0xFF, 0xFF, 0xFF]),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(code_of(err).0, errno::EPROTO, "opcode {op}");
+    }
+    let err = s
+        .client_node
+        .call(s.server, OST_PORTAL, 99, Bytes::new())
+        .await
+        .unwrap_err();
+    assert_eq!(code_of(err).0, errno::EOPNOTSUPP);
+    // A write without a buffer.
+    let body = pb::WriteRequest {
+        target: 0,
+        object: 1,
+        ..Default::default()
+    };
+    let err = s
+        .client_node
+        .call(
+            s.server,
+            OST_PORTAL,
+            opcode::WRITE,
+            body.encode_to_vec().into(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code_of(err).0, errno::EPROTO);
+
+    // Nothing stored was harmed.
+    assert_eq!(c.read(0, 1, 0, 1 << 20).await.unwrap(), data);
+    assert_eq!(c.getattr(0, 1).await.unwrap(), 1 << 20);
+}
