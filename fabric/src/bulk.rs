@@ -151,24 +151,25 @@ impl Node {
             for (bytes, crc) in chunks.arrived.iter().flatten() {
                 whole = kind.combine(whole, *crc, bytes.len() as u64);
             }
-            if whole == desc.checksum {
+            if desc.checksum.is_none_or(|expected| expected == whole) {
                 inner
                     .counters
                     .bulk_get_bytes
                     .fetch_add(desc.length, Ordering::Relaxed);
                 return Ok(assemble(chunks.arrived, desc.length));
             }
+            let expected = desc.checksum.unwrap_or_default();
             whole_attempts += 1;
             inner
                 .counters
                 .checksum_mismatches
                 .fetch_add(1, Ordering::Relaxed);
-            warn!(owner = %desc.owner, region = desc.region, "bulk GET: whole checksum {whole:#010x}, descriptor says {:#010x}", desc.checksum);
+            warn!(owner = %desc.owner, region = desc.region, "bulk GET: whole checksum {whole:#010x}, descriptor says {expected:#010x}");
             if whole_attempts > limits.checksum_resends_max {
                 return Err(FabricError::ChecksumMismatch {
                     peer: desc.owner,
                     region: desc.region,
-                    expected: desc.checksum,
+                    expected,
                     actual: whole,
                     attempts: whole_attempts,
                 });

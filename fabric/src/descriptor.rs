@@ -20,8 +20,10 @@ pub struct BufferDescriptor {
     pub offset: u64,
     /// How many bytes.
     pub length: u64,
-    /// Checksum of the named bytes (for a sink: zero until filled).
-    pub checksum: u32,
+    /// Checksum of the named bytes, if known: the owner's describe sets it; a sink's
+    /// descriptor and a sub-descriptor cut by a forwarder ([`BufferDescriptor::slice`]) have
+    /// none, and then only each chunk is checked, against the owner's checksum of it.
+    pub checksum: Option<u32>,
     /// Which checksum.
     pub checksum_kind: ChecksumKind,
 }
@@ -73,14 +75,16 @@ impl BufferDescriptor {
     }
 
     /// The sub-descriptor for `length` bytes at `offset` within this one, as a forwarder
-    /// splits a request by stripe. Its checksum must be supplied by whoever knows it (the
-    /// owner, via a fresh describe), so it is left zero and `None` is returned if out of range.
+    /// splits a request by stripe; `None` if out of range. Only the owner knows the checksum
+    /// of the part, so the slice has none (the whole descriptor's is kept when the slice is
+    /// the whole): its chunks are still verified against the owner's checksums as they arrive.
     pub fn slice(&self, offset: u64, length: u64) -> Option<BufferDescriptor> {
         let end = offset.checked_add(length)?;
+        let whole = offset == 0 && length == self.length;
         (end <= self.length).then(|| BufferDescriptor {
             offset: self.offset + offset,
             length,
-            checksum: 0,
+            checksum: if whole { self.checksum } else { None },
             ..*self
         })
     }
@@ -96,7 +100,7 @@ mod tests {
             region: 42,
             offset: 100,
             length: 4096,
-            checksum: 7,
+            checksum: Some(7),
             checksum_kind: 1,
         }
     }
@@ -147,7 +151,12 @@ mod tests {
     fn slices_stay_inside() {
         let desc = BufferDescriptor::from_proto(&wire(), &Limits::default()).unwrap();
         let sub = desc.slice(1000, 96).unwrap();
-        assert_eq!((sub.offset, sub.length), (1100, 96));
+        assert_eq!((sub.offset, sub.length, sub.checksum), (1100, 96, None));
+        assert_eq!(
+            desc.slice(0, 4096).unwrap().checksum,
+            Some(7),
+            "the whole keeps its checksum"
+        );
         assert!(desc.slice(4000, 97).is_none());
         assert!(desc.slice(u64::MAX, 2).is_none());
     }

@@ -295,7 +295,7 @@ impl SourceRegion {
             region: self.id,
             offset,
             length,
-            checksum,
+            checksum: Some(checksum),
             checksum_kind: kind,
         })
     }
@@ -327,7 +327,7 @@ impl SinkRegion {
         self.id
     }
 
-    /// Describes `length` bytes at `offset` for a peer to fill (checksum zero: the filler
+    /// Describes `length` bytes at `offset` for a peer to fill (no checksum: the filler
     /// reports the checksum of what it wrote).
     pub fn describe(
         &self,
@@ -351,7 +351,7 @@ impl SinkRegion {
             region: self.id,
             offset,
             length,
-            checksum: 0,
+            checksum: None,
             checksum_kind: kind,
         })
     }

@@ -351,3 +351,39 @@ async fn dropped_and_delayed_bulk_still_completes() {
     );
     assert!(faults.injected() > 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarders_slice_is_verified_chunk_by_chunk() {
+    let seed = 0x5EED_0007;
+    println!("fault seed {seed:#x}");
+    // Nearly every chunk corrupted once (at most 2 in all), so the run always exercises it.
+    let faults = corrupt_replies(seed, 0.9, 2);
+    let nodes = nodes_on_one_mem_network(faults.clone()).await;
+    let (client, server) = (&nodes[0], &nodes[1]);
+    TestService::install(server);
+    let data = Bytes::from(pattern(8 * MIB, 8));
+    let region = client.regions().register_source(data.clone()).unwrap();
+    let whole = region.describe_all(ChecksumKind::Crc32);
+    // A forwarder cuts out a stripe-sized piece: it cannot know the piece's checksum.
+    let (offset, length) = (MIB as u64 + 17, 3 * MIB as u64);
+    let piece = whole.slice(offset, length).unwrap();
+    assert_eq!(piece.checksum, None);
+    let reply = client
+        .call(server.nid(), PORTAL, OP_PULL, encode_desc(&piece))
+        .await
+        .unwrap();
+    let expected = ChecksumKind::Crc32.compute(&data[offset as usize..(offset + length) as usize]);
+    assert_eq!(
+        u32::from_be_bytes(reply[..4].try_into().unwrap()),
+        expected,
+        "the piece arrived intact"
+    );
+    assert!(faults.injected() > 0, "chunks were corrupted on the way");
+    assert_eq!(
+        server
+            .counters()
+            .checksum_mismatches
+            .load(std::sync::atomic::Ordering::Relaxed),
+        faults.injected()
+    );
+}

@@ -172,7 +172,7 @@ async fn answers_sent_for_peers_are_bounded_and_dropped_ones_are_asked_for_again
                 .unwrap();
             assert_eq!(
                 u32::from_be_bytes(reply[..4].try_into().unwrap()),
-                desc.checksum
+                desc.checksum.unwrap()
             );
         }));
     }

@@ -100,7 +100,7 @@ fn descriptor_decoder_never_panics() {
         region: 3,
         offset: 10,
         length: 100,
-        checksum: 5,
+        checksum: Some(5),
         checksum_kind: 0,
     }
     .encode_to_vec();

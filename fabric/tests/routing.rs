@@ -260,7 +260,7 @@ async fn no_write_is_lost_or_duplicated_across_a_router_failure_under_load() {
                 let reply = reply.unwrap_or_else(|e| panic!("worker {worker} write {i}: {e}"));
                 assert_eq!(
                     u32::from_be_bytes(reply[..4].try_into().unwrap()),
-                    desc.checksum
+                    desc.checksum.unwrap()
                 );
             }
         }));
@@ -462,7 +462,7 @@ async fn a_corrupted_bulk_chunk_is_caught_at_the_router() {
         .unwrap();
     assert_eq!(
         u32::from_be_bytes(reply[..4].try_into().unwrap()),
-        desc.checksum,
+        desc.checksum.unwrap(),
         "arrived intact"
     );
     let injected = faults.injected();

@@ -76,8 +76,9 @@ impl Service for SelftestService {
                     let checksum = match brw.mode {
                         // Pulled and verified against every chunk's and the descriptor's checksum.
                         BRW_WRITE => {
-                            request.node.bulk_get(&desc).await?;
+                            let data = request.node.bulk_get(&desc).await?;
                             desc.checksum
+                                .unwrap_or_else(|| desc.checksum_kind.compute(&data))
                         }
                         BRW_READ => {
                             let data = service.fill(desc.length, brw.fill as u8);

@@ -163,7 +163,7 @@ async fn one_rpc(
                 .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
                 .await?;
             let reply = BrwReply::decode(reply.as_ref()).context("decode brw reply")?;
-            if reply.bytes != desc.length || reply.checksum != desc.checksum {
+            if reply.bytes != desc.length || Some(reply.checksum) != desc.checksum {
                 bail!(
                     "brw write: server received {} bytes with checksum {:#010x}",
                     reply.bytes,
