@@ -237,3 +237,84 @@ async fn a_client_that_does_not_return_is_evicted_and_only_its_uncommitted_write
         "the server says it evicted the client:\n{log}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_journal_mode_switches_while_running_through_lctl() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_iopath"))
+        .args(["oss", "--dir"])
+        .arg(dir.path())
+        .args([
+            "--targets",
+            "2",
+            "--journal",
+            "async",
+            "--commit-interval-ms",
+            "600000",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let mut words = line.split_whitespace().skip(1);
+    let nid: Nid = words.next().unwrap().parse().unwrap();
+    let admin = words.next().unwrap().to_owned();
+    let lctl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_iopath"))
+            .args(["lctl", "--admin", &admin])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, _) = lctl(&["get_param", "obdfilter.*.sync_journal"]);
+    assert!(ok);
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "obdfilter.OST0000.sync_journal=0",
+            "obdfilter.OST0001.sync_journal=0"
+        ]
+    );
+
+    let client = OstClient::connect(client_node().await, nid, 9)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    let stamp = client.write(0, 1, 0, block(1, 1, 0)).await.unwrap();
+    assert!(
+        stamp.transno > stamp.last_committed,
+        "async: the reply came before the commit"
+    );
+
+    assert!(lctl(&["set_param", "obdfilter.*.sync_journal=1"]).0);
+    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.OST0000.sync_journal"]);
+    assert_eq!(out.trim(), "1");
+    let stamp = client
+        .write(0, 1, BLOCK as u64, block(1, 1, 1))
+        .await
+        .unwrap();
+    assert!(
+        stamp.last_committed >= stamp.transno,
+        "sync: the reply came after the commit"
+    );
+    assert_eq!(
+        client.kept_writes(),
+        0,
+        "the sync commit covered the earlier async write too"
+    );
+
+    let (ok, _, err) = lctl(&["set_param", "obdfilter.OST0000.sync_journal=maybe"]);
+    assert!(!ok && err.contains("sync_journal takes 0"), "{err}");
+    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.OST0000.last_committed"]);
+    assert!(out.trim().parse::<u64>().unwrap() >= stamp.transno);
+    stop(server);
+}
