@@ -19,6 +19,11 @@ pub enum NetType {
     Mem,
     /// TCP: addresses are `ip:port` of the node's listener.
     Tcp,
+    /// Cray Gemini (Titan's torus), emulated: numeric addresses, carried by the in-memory LND.
+    Gni,
+    /// InfiniBand (Spider's storage network), emulated: numeric addresses, carried by the
+    /// in-memory LND.
+    O2ib,
 }
 
 impl NetType {
@@ -27,13 +32,22 @@ impl NetType {
         match self {
             NetType::Mem => "mem",
             NetType::Tcp => "tcp",
+            NetType::Gni => "gni",
+            NetType::O2ib => "o2ib",
         }
+    }
+
+    /// Whether addresses on this network are socket addresses (else numbers).
+    pub fn has_inet_addresses(self) -> bool {
+        self == NetType::Tcp
     }
 
     fn code(self) -> u8 {
         match self {
             NetType::Mem => 1,
             NetType::Tcp => 2,
+            NetType::Gni => 3,
+            NetType::O2ib => 4,
         }
     }
 
@@ -41,6 +55,8 @@ impl NetType {
         match code {
             1 => Some(NetType::Mem),
             2 => Some(NetType::Tcp),
+            3 => Some(NetType::Gni),
+            4 => Some(NetType::O2ib),
             _ => None,
         }
     }
@@ -69,19 +85,20 @@ impl FromStr for NetId {
             text: text.to_owned(),
             why: why.to_owned(),
         };
-        let digits_at = text
-            .find(|c: char| c.is_ascii_digit())
-            .ok_or_else(|| bad("the network needs a number, as in tcp0 or mem1"))?;
+        // The number is the trailing digits: `o2ib201` is type `o2ib`, number 201.
+        let digits_at = text.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        if digits_at == text.len() {
+            return Err(bad("the network needs a number, as in tcp0 or mem1"));
+        }
         let (name, number) = text.split_at(digits_at);
         let net_type = match name {
             "mem" => NetType::Mem,
             "tcp" => NetType::Tcp,
+            "gni" => NetType::Gni,
+            "o2ib" => NetType::O2ib,
             "" => return Err(bad("the network needs a type, as in tcp0 or mem1")),
-            _ => return Err(bad("unknown network type (known: mem, tcp)")),
+            _ => return Err(bad("unknown network type (known: mem, tcp, gni, o2ib)")),
         };
-        if !number.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad("the network number must be decimal digits"));
-        }
         let number = number
             .parse()
             .map_err(|_| bad("network number above 65535"))?;
@@ -185,8 +202,8 @@ impl Nid {
         let mut v6 = [0u8; 16];
         v6.copy_from_slice(&bytes[4..20]);
         let port = u16::from_be_bytes([bytes[20], bytes[21]]);
-        let addr = match (net_type, bytes[3]) {
-            (NetType::Mem, 1) => {
+        let addr = match (net_type.has_inet_addresses(), bytes[3]) {
+            (false, 1) => {
                 if bytes[4..16].iter().any(|&b| b != 0) || port != 0 {
                     return Err(bad("stray address bytes in an in-memory NID"));
                 }
@@ -194,13 +211,13 @@ impl Nid {
                     bytes[16], bytes[17], bytes[18], bytes[19],
                 ]))
             }
-            (NetType::Tcp, 2) => {
+            (true, 2) => {
                 let ip = Ipv6Addr::from(v6)
                     .to_ipv4_mapped()
                     .ok_or(bad("IPv4 NID whose address is not IPv4-mapped"))?;
                 Addr::Inet(SocketAddr::new(IpAddr::V4(ip), port))
             }
-            (NetType::Tcp, 3) => Addr::Inet(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(v6)), port)),
+            (true, 3) => Addr::Inet(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(v6)), port)),
             _ => return Err(bad("NID address kind does not match its network type")),
         };
         Ok(Nid {
@@ -235,7 +252,7 @@ impl FromStr for Nid {
             return Err(bad("the address before '@' is empty"));
         }
         let addr = match net.net_type {
-            NetType::Mem => Addr::Num(
+            NetType::Mem | NetType::Gni | NetType::O2ib => Addr::Num(
                 addr.parse()
                     .map_err(|_| bad("an in-memory address is a number from 0 to 4294967295"))?,
             ),
@@ -284,7 +301,9 @@ mod tests {
             ("@mem0", "empty"),
             ("17@0", "needs a type"),
             ("17@ib0", "unknown network type"),
-            ("17@mem0x", "decimal digits"),
+            ("17@gnix1", "unknown network type"),
+            ("1.2.3.4:5@o2ib1", "in-memory address"),
+            ("17@mem0x", "needs a number"),
             ("17@mem65536", "above 65535"),
             ("x@mem0", "in-memory address"),
             ("-1@mem0", "in-memory address"),
