@@ -69,9 +69,25 @@ fn version_of(tool: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-/// Measures single-stream loopback TCP with iperf3's defaults for `seconds`.
+/// Measures single-stream loopback TCP with iperf3's defaults for `seconds`. A failed run
+/// (a port taken between our pick and iperf3's bind, a server that lost its one test) is tried
+/// again with a fresh server on a fresh port, up to three times; the last error is reported.
 pub fn iperf3_loopback(seconds: u32, progress: &mut dyn FnMut(&str)) -> Result<Baseline> {
     let version = ensure_iperf3(progress)?;
+    let mut last_error = None;
+    for _ in 0..3 {
+        match iperf3_once(seconds, &version, progress) {
+            Ok(baseline) => return Ok(baseline),
+            Err(e) => {
+                progress(&format!("baseline attempt failed, trying again: {e:#}"));
+                last_error = Some(e);
+            }
+        }
+    }
+    Err(last_error.expect("three attempts were made"))
+}
+
+fn iperf3_once(seconds: u32, version: &str, progress: &mut dyn FnMut(&str)) -> Result<Baseline> {
     let port = TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port()
@@ -82,57 +98,45 @@ pub fn iperf3_loopback(seconds: u32, progress: &mut dyn FnMut(&str)) -> Result<B
         .stderr(Stdio::null())
         .spawn()
         .context("start iperf3 -s")?;
-    let args = [
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        &seconds.to_string(),
-        "-J",
-    ];
+    let seconds_arg = seconds.to_string();
+    let args = ["-c", "127.0.0.1", "-p", &port, "-t", &seconds_arg, "-J"];
     progress(&format!(
-        "baseline: iperf3 {} ({} s)",
-        args.join(" "),
-        seconds
+        "baseline: iperf3 {} ({seconds} s)",
+        args.join(" ")
     ));
     // The server takes a moment to listen. Probing it with a connection of our own would use
     // up its one test (`-1`), so the client itself is retried, a bounded number of times.
-    let mut output = Command::new("iperf3")
-        .args(args)
-        .output()
-        .context("run iperf3 -c")?;
+    let run = || {
+        Command::new("iperf3")
+            .args(args)
+            .output()
+            .context("run iperf3 -c")
+    };
+    let mut output = run();
     for _ in 0..50 {
-        let refused = String::from_utf8_lossy(&output.stdout).contains("unable to connect");
-        if output.status.success() || !refused {
+        let refused = output.as_ref().is_ok_and(|o| {
+            !o.status.success() && String::from_utf8_lossy(&o.stdout).contains("unable to connect")
+        });
+        if !refused {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
-        output = Command::new("iperf3")
-            .args(args)
-            .output()
-            .context("run iperf3 -c")?;
+        output = run();
     }
     let _ = server.kill();
     let _ = server.wait();
-    if !output.status.success() {
-        bail!(
-            "iperf3 -c failed: {}",
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .take(5)
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
+    let output = output?;
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("parse iperf3 -J output (exit {})", output.status))?;
+    if let Some(error) = json["error"].as_str() {
+        bail!("iperf3 -c failed: {error}");
     }
-    let json: serde_json::Value =
-        serde_json::from_slice(&output.stdout).context("parse iperf3 -J output")?;
     let bits = json["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .context("iperf3 -J output has no end.sum_received.bits_per_second")?;
     Ok(Baseline {
         command: format!("iperf3 {}", args.join(" ")),
-        version,
+        version: version.to_owned(),
         mib_s: bits / 8.0 / (1 << 20) as f64,
     })
 }

@@ -281,7 +281,7 @@ async fn serve_until_told(node: Node, role: &str) -> Result<()> {
     let info = NodeInfo::new(nids, vec![role.to_owned()]);
     let reason =
         iopath_admin::process::serve_until_stopped("127.0.0.1:0".parse()?, tree, info).await?;
-    eprintln!("{role} {}: stopping: {reason}", node.nid());
+    tracing::info!(nid = %node.nid(), "{role} stopping: {reason}");
     node.shutdown();
     Ok(())
 }
