@@ -1,9 +1,60 @@
-//! iopath's forwarders: the ASCI Red *fyod* I/O forwarder and the LNET-style router.
+//! iopath's fyod: the ASCI Red I/O forwarder. Compute nodes cannot reach the file system
+//! themselves; every read and write is an RPC to the fyod serving them (one fyod per 256
+//! compute nodes by default), which carries only a buffer descriptor naming the compute
+//! node's memory — never the data.
+//!
+//! - **PFS mode**: the fyod splits each request by the file's stripe layout and hands each
+//!   storage server a *sub-descriptor* of the compute node's buffer; the storage servers pull
+//!   (write) or push (read) straight from or into the compute node. The fyod never touches
+//!   the data.
+//! - **UFS mode**: the fyod pulls the data into its own buffers (at most 128 KiB each, from a
+//!   bounded pool) and writes the file's single target, with a small write-behind and read
+//!   cache.
+//! - **Synchronous calls** (`read`/`write`) are served one at a time per fyod: while one runs
+//!   the fyod dispatches nothing else. **Asynchronous calls** (`iread`/`iwrite`/`cread`/
+//!   `cwrite`) go to the open file's worker and run concurrently with other files' workers,
+//!   in order within a file — the property behind the paper's Tables 2 and 3.
+//! - **MUNIX** makes every read and write of a file atomic across fyods with a per-file token;
+//!   **MASYNC** drops the token.
+//!
+//! The LNET router personality lives in `iopath-fabric` (`NodeConfig::router`).
 //!
 //! # Layout
 //!
-//! Nothing is built here yet. The fyod (PFS and UFS modes, synchronous calls served one at a
-//! time, asynchronous calls concurrently) arrives with the end-to-end path; the router
-//! personality (forwarding between networks under router-buffer credits) arrives with routed
-//! networks. Both ride on [`iopath-fabric`](../iopath_fabric/index.html): the fyod is an RPC
-//! service that hands sub-descriptors on, the router is a fabric node with two interfaces.
+//! Pure cores first (no sockets, files or clocks), then the runtime around them:
+//!
+//! - [`policy`]: the pure cores — [`policy::pfs`] (the PFS split into sub-descriptors),
+//!   [`policy::ufs`] (128 KiB chunks), [`policy::cache`] (the UFS write-behind/read cache),
+//!   [`policy::scheduler`] (sync calls one at a time, async calls one worker per open file),
+//!   [`policy::token`] (the MUNIX token table), [`policy::pins`] (client memory pinned until
+//!   commit) and [`policy::targets`] (file-system target index → storage server).
+//! - [`modes`]: the file system (PFS/UFS), I/O mode (MUNIX/MASYNC) and call kind (sync/async).
+//! - [`service`]: [`FyodService`] on the fabric — its backends (metadata service, storage
+//!   connections with replay), the dispatcher, the PFS and UFS paths, MUNIX tokens, counters.
+//! - [`client`]: [`FyodClient`] and [`FyodFile`], what the client library calls.
+//! - [`limits`]: every maximum in one place; [`error`]: [`ForwarderError`].
+//!
+//! The stripe arithmetic is `iopath_client::layout`, compiled into this crate from its source
+//! file (see [`policy::pfs`]): the client library depends on this crate for [`FyodClient`], so
+//! this crate cannot depend on the client library.
+
+pub mod client;
+pub mod error;
+pub mod limits;
+pub mod modes;
+pub mod policy;
+pub mod service;
+
+// The client library's stripe layout, compiled from its one source file: a dependency on
+// `iopath-client` would be a cycle (it depends on this crate for `FyodClient`). The file
+// uses only `std` and `thiserror`; parts of it this crate does not call are allowed to be
+// unused here.
+#[path = "../../client/src/layout.rs"]
+#[allow(dead_code, unreachable_pub)]
+pub(crate) mod layout;
+
+pub use client::{FyodClient, FyodFile, OpenOptions};
+pub use error::ForwarderError;
+pub use limits::FyodLimits;
+pub use modes::{CallKind, FileSystem, IoMode};
+pub use service::{FYOD_PORTAL, FyodConfig, FyodService, FyodStats};

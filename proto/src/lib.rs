@@ -9,6 +9,7 @@
 //! - [`admin`]: the admin gRPC service every node runs (`lctl get_param`/`set_param`, status,
 //!   shutdown).
 //! - [`mds`]: the metadata service — namespace operations and file layouts.
+//! - [`fyod`]: the fyod I/O forwarder — opens, reads and writes by descriptor, MUNIX tokens.
 //!
 //! Messages are decoded once, at the edge, into the typed values of the crates above this one;
 //! nothing here checks more than protobuf's own framing.
@@ -39,4 +40,9 @@ pub mod mds {
 /// The object storage service: connect, object operations, replay.
 pub mod ost {
     tonic::include_proto!("iopath.ost");
+}
+
+/// The fyod I/O forwarder: what compute nodes ask of their fyod, and MUNIX tokens.
+pub mod fyod {
+    tonic::include_proto!("iopath.fyod");
 }

@@ -1,0 +1,139 @@
+//! The crate's one error type, and the errno each variant travels as.
+
+use iopath_fabric::rpc::ServiceError;
+use iopath_fabric::{FabricError, Nid};
+use iopath_mds::MdsError;
+
+/// The errno values the fyod answers with (Linux's numbers).
+pub mod errno {
+    pub use iopath_fabric::frame::status::errno::{
+        EBADF, EBADMSG, EEXIST, EFBIG, EINVAL, EIO, ENOENT, EOPNOTSUPP, EPROTO, ESHUTDOWN,
+    };
+
+    /// Resource temporarily unavailable: a queue of the fyod is full; try again later.
+    /// (Not EBUSY, which the fabric's RPC layer retries by itself.)
+    pub const EAGAIN: u32 = 11;
+    /// Too many users: the fyod already serves as many compute nodes as it may.
+    pub const EUSERS: u32 = 87;
+}
+
+/// Everything the fyod and its clients report.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwarderError {
+    /// The fabric failed, or a peer answered with an error (`FabricError::Remote` carries its
+    /// errno and sentence).
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
+    /// The metadata service refused or failed.
+    #[error("metadata service: {0}")]
+    Mds(#[from] MdsError),
+    /// A layout or an extent the stripe arithmetic refuses.
+    #[error("layout: {0}")]
+    Layout(#[from] crate::layout::LayoutError),
+    /// A handle this fyod did not give this client, or one already closed.
+    #[error("no open file with handle {handle} for {client}")]
+    NoSuchHandle {
+        /// The handle named.
+        handle: u64,
+        /// The node that named it.
+        client: Nid,
+    },
+    /// A request with a value the fyod cannot act on.
+    #[error("invalid {what}: {why}")]
+    Invalid {
+        /// Which value.
+        what: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A message that does not decode, or lacks a field it needs.
+    #[error("malformed {what}: {why}")]
+    Malformed {
+        /// Which message.
+        what: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The fyod already serves its maximum of compute nodes.
+    #[error("this fyod serves at most {max} compute nodes; start another fyod")]
+    TooManyClients {
+        /// The configured maximum.
+        max: u32,
+    },
+    /// A bounded queue or table of the fyod is full.
+    #[error("limit reached: {what} (maximum {max})")]
+    LimitReached {
+        /// Which limit.
+        what: &'static str,
+        /// Its value.
+        max: u64,
+    },
+    /// Bytes that did not match the checksum their owner gave.
+    #[error("checksum mismatch on {what}: expected {expected:#010x}, got {actual:#010x}")]
+    ChecksumMismatch {
+        /// What was checked.
+        what: &'static str,
+        /// What the owner said.
+        expected: u32,
+        /// What the bytes hash to.
+        actual: u32,
+    },
+    /// A call on a handle whose earlier call may or may not have reached the fyod: the
+    /// handle's call order can no longer be kept, so it refuses further calls.
+    #[error(
+        "handle {handle} is unusable: an earlier call failed in transit ({why}); reopen the file"
+    )]
+    HandleBroken {
+        /// The handle.
+        handle: u64,
+        /// The earlier failure.
+        why: String,
+    },
+}
+
+impl ForwarderError {
+    /// The errno a reply carries for this error (or carried, for a remote error).
+    pub fn errno(&self) -> u32 {
+        use errno::*;
+        match self {
+            ForwarderError::Fabric(error) => error.errno(),
+            ForwarderError::Mds(error) => error.errno(),
+            ForwarderError::Layout(_) | ForwarderError::Invalid { .. } => EINVAL,
+            ForwarderError::NoSuchHandle { .. } | ForwarderError::HandleBroken { .. } => EBADF,
+            ForwarderError::Malformed { .. } => EPROTO,
+            ForwarderError::TooManyClients { .. } => EUSERS,
+            ForwarderError::LimitReached { .. } => EAGAIN,
+            ForwarderError::ChecksumMismatch { .. } => EBADMSG,
+        }
+    }
+
+    pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> ForwarderError {
+        ForwarderError::Invalid {
+            what,
+            why: why.into(),
+        }
+    }
+
+    pub(crate) fn malformed(what: &'static str, why: impl Into<String>) -> ForwarderError {
+        ForwarderError::Malformed {
+            what,
+            why: why.into(),
+        }
+    }
+}
+
+impl From<ForwarderError> for ServiceError {
+    fn from(error: ForwarderError) -> Self {
+        // A remote error is passed on with its own sentence, not wrapped twice.
+        let message = match &error {
+            ForwarderError::Fabric(FabricError::Remote { peer, message, .. }) => {
+                format!("{peer}: {message}")
+            }
+            other => other.to_string(),
+        };
+        ServiceError::new(error.errno(), message)
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = ForwarderError> = std::result::Result<T, E>;

@@ -1,0 +1,310 @@
+//! The PFS split: one client call cut by the file's stripe layout into storage requests, each
+//! naming a **sub-descriptor** of the compute node's own buffer — so each storage server pulls
+//! (write) or pushes (read) its part straight from or into the compute node, and the fyod
+//! never touches the data (paper §2.4, Figure 1 right).
+//!
+//! ```text
+//! client buffer (desc r42 on 17@torus0, 3 MiB at file offset 512 KiB), stripes 1 MiB × 2
+//! |--p0 512K--|------p1 1M------|------p2 1M------|--p3 512K--|
+//!   obj0 @512K    obj1 @0           obj0 @1M        obj1 @1M
+//! each piece: desc.slice(buffer_offset, length) — no whole checksum, chunks still verified
+//! ```
+//!
+//! The stripe arithmetic is the client library's `Layout::extents`; a stripe unit larger
+//! than [`PFS_PIECE_MAX_BYTES`](crate::limits::PFS_PIECE_MAX_BYTES) is cut again, as the
+//! operating system sent "packets of no more than 4MB per stripe file at a time".
+
+use iopath_fabric::BufferDescriptor;
+use iopath_mds::{FileLayout, ObjectRef};
+
+use crate::error::{ForwarderError, Result};
+use crate::layout::{self, Layout};
+
+/// One storage request of a PFS call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Which object of the layout (0-based, in stripe order).
+    pub object_index: u32,
+    /// The object: its target (file-system index) and its id there.
+    pub object: ObjectRef,
+    /// Where in the object the piece starts.
+    pub object_offset_bytes: u64,
+    /// Where in the file it starts.
+    pub file_offset_bytes: u64,
+    /// Where in the client's buffer it starts.
+    pub buffer_offset_bytes: u64,
+    /// The bytes of the client's buffer it names: a sub-descriptor of the call's.
+    pub buffer: BufferDescriptor,
+}
+
+/// A file's layout, checked once when the file is opened and kept with the open file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StripeMap {
+    file_layout: FileLayout,
+    layout: Layout,
+}
+
+impl StripeMap {
+    /// Checks a layout from the metadata service: a valid stripe size, 1..=2000 objects on
+    /// distinct targets.
+    pub fn new(file_layout: &FileLayout) -> Result<StripeMap> {
+        let objects = file_layout
+            .objects
+            .iter()
+            .map(|o| layout::ObjectRef {
+                target: o.target,
+                object_id: o.object_id,
+            })
+            .collect();
+        let layout = Layout::new(file_layout.stripe_size_bytes, objects)?;
+        Ok(StripeMap {
+            file_layout: file_layout.clone(),
+            layout,
+        })
+    }
+
+    /// The layout as the metadata service gave it.
+    pub fn file_layout(&self) -> &FileLayout {
+        &self.file_layout
+    }
+
+    /// How many objects the file is striped over.
+    pub fn stripe_count(&self) -> u32 {
+        self.layout.stripe_count()
+    }
+
+    /// The storage requests for a call at file offset `offset_bytes` naming `buffer`, in
+    /// buffer order: one per stripe unit touched, cut again at `piece_max_bytes`. Together
+    /// they name every byte of `buffer` exactly once. An empty buffer has none.
+    pub fn split(
+        &self,
+        offset_bytes: u64,
+        buffer: &BufferDescriptor,
+        piece_max_bytes: u64,
+    ) -> Result<Vec<Piece>> {
+        assert!(piece_max_bytes > 0, "a piece holds at least one byte");
+        let mut pieces = Vec::new();
+        for extent in self.layout.extents(offset_bytes, buffer.length)? {
+            let object = self.file_layout.objects[extent.object_index as usize];
+            let mut done = 0;
+            // Bounded: a stripe unit is at most 4 GiB, a piece at least one byte.
+            while done < extent.length_bytes {
+                let length = (extent.length_bytes - done).min(piece_max_bytes);
+                let buffer_offset_bytes = extent.buffer_offset_bytes + done;
+                let sub = buffer.slice(buffer_offset_bytes, length).ok_or_else(|| {
+                    ForwarderError::invalid("buffer", "a piece falls outside the call's buffer")
+                })?;
+                pieces.push(Piece {
+                    object_index: extent.object_index,
+                    object,
+                    object_offset_bytes: extent.object_offset_bytes + done,
+                    file_offset_bytes: extent.file_offset_bytes + done,
+                    buffer_offset_bytes,
+                    buffer: sub,
+                });
+                done += length;
+            }
+        }
+        Ok(pieces)
+    }
+
+    /// The file's size from its objects' sizes, in stripe order (Lustre's glimpse).
+    pub fn file_size_bytes(&self, object_sizes_bytes: &[u64]) -> Result<u64> {
+        Ok(self.layout.file_size_bytes(object_sizes_bytes)?)
+    }
+}
+
+/// How many bytes a read of `length_bytes` at `offset_bytes` returns from a file of
+/// `file_size_bytes`: all of them inside the file, fewer at its end, none past it.
+pub fn visible_bytes(offset_bytes: u64, length_bytes: u64, file_size_bytes: u64) -> u64 {
+    file_size_bytes
+        .saturating_sub(offset_bytes)
+        .min(length_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use iopath_fabric::{ChecksumKind, Nid};
+
+    use super::*;
+
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+
+    fn map(stripe_size_bytes: u64, targets: &[u32]) -> StripeMap {
+        let objects = targets
+            .iter()
+            .map(|&target| ObjectRef {
+                target,
+                object_id: 100 + u64::from(target),
+            })
+            .collect();
+        StripeMap::new(&FileLayout {
+            stripe_size_bytes,
+            objects,
+        })
+        .unwrap()
+    }
+
+    fn desc(region_offset: u64, length: u64) -> BufferDescriptor {
+        BufferDescriptor {
+            owner: Nid::mem(17, 0),
+            region: 42,
+            offset: region_offset,
+            length,
+            checksum: Some(0xdead_beef),
+            checksum_kind: ChecksumKind::Crc32,
+        }
+    }
+
+    /// Everything a split must satisfy, checked byte-range by byte-range against the layout's
+    /// own definition of where each file byte lives.
+    fn check(map: &StripeMap, offset: u64, buffer: &BufferDescriptor, piece_max: u64) {
+        let pieces = map.split(offset, buffer, piece_max).unwrap();
+        let stripe = map.file_layout().stripe_size_bytes;
+        let count = u64::from(map.stripe_count());
+        let mut expected_buffer_offset = 0;
+        for piece in &pieces {
+            // In buffer order, contiguous, covering everything once.
+            assert_eq!(piece.buffer_offset_bytes, expected_buffer_offset);
+            assert_eq!(piece.file_offset_bytes, offset + piece.buffer_offset_bytes);
+            let length = piece.buffer.length;
+            assert!(length > 0 && length <= piece_max);
+            // A sub-descriptor of the caller's: same owner and region, inside it.
+            assert_eq!(piece.buffer.owner, buffer.owner);
+            assert_eq!(piece.buffer.region, buffer.region);
+            assert_eq!(
+                piece.buffer.offset,
+                buffer.offset + piece.buffer_offset_bytes
+            );
+            assert_eq!(piece.buffer.checksum_kind, buffer.checksum_kind);
+            let whole = pieces.len() == 1;
+            assert_eq!(
+                piece.buffer.checksum,
+                if whole { buffer.checksum } else { None },
+                "only the whole keeps the owner's checksum"
+            );
+            // Inside one stripe unit, on the object the round-robin rule names.
+            let unit = piece.file_offset_bytes / stripe;
+            assert_eq!(
+                (piece.file_offset_bytes + length - 1) / stripe,
+                unit,
+                "a piece stays inside one stripe unit"
+            );
+            assert_eq!(u64::from(piece.object_index), unit % count);
+            assert_eq!(
+                piece.object,
+                map.file_layout().objects[piece.object_index as usize]
+            );
+            let row = unit / count;
+            assert_eq!(
+                piece.object_offset_bytes,
+                row * stripe + piece.file_offset_bytes % stripe
+            );
+            expected_buffer_offset += length;
+        }
+        assert_eq!(expected_buffer_offset, buffer.length, "every byte once");
+    }
+
+    #[test]
+    fn splits_cover_every_byte_once_on_the_right_object() {
+        // Every stripe count 1..=4, stripe sizes 64 KiB and 128 KiB, offsets and lengths on and
+        // off stripe boundaries, with and without a piece cap below the stripe size.
+        let stripe_sizes = [64 * KIB, 128 * KIB];
+        let points = |s: u64| [0, 1, s - 1, s, s + 1, 2 * s, 3 * s - 7, 5 * s + 3];
+        for count in 1..=4u32 {
+            let targets: Vec<u32> = (0..count).map(|t| (t + 2) % 4).collect();
+            for &stripe in &stripe_sizes {
+                let map = map(stripe, &targets);
+                for offset in points(stripe) {
+                    for length in points(stripe).into_iter().chain([9 * stripe + 5]) {
+                        for piece_max in [stripe, stripe / 2, 4 * MIB, 1000] {
+                            check(&map, offset, &desc(4096, length), piece_max);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_buffer_inside_one_stripe_is_one_piece_with_the_owners_checksum() {
+        let map = map(MIB, &[0, 1]);
+        let pieces = map.split(10, &desc(0, 1000), MIB).unwrap();
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(pieces[0].buffer, desc(0, 1000));
+        assert_eq!(pieces[0].object_offset_bytes, 10);
+        assert!(map.split(0, &desc(0, 0), MIB).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_papers_example_four_pieces_over_two_objects() {
+        let map = map(MIB, &[0, 1]);
+        let pieces = map.split(512 * KIB, &desc(0, 3 * MIB), MIB).unwrap();
+        let summary: Vec<(u32, u64, u64)> = pieces
+            .iter()
+            .map(|p| (p.object_index, p.object_offset_bytes, p.buffer.length))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (0, 512 * KIB, 512 * KIB),
+                (1, 0, MIB),
+                (0, MIB, MIB),
+                (1, MIB, 512 * KIB)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stripe_above_the_piece_cap_is_cut_into_packets() {
+        let map = map(16 * MIB, &[3]);
+        let pieces = map.split(0, &desc(0, 10 * MIB), 4 * MIB).unwrap();
+        let lengths: Vec<u64> = pieces.iter().map(|p| p.buffer.length).collect();
+        assert_eq!(lengths, [4 * MIB, 4 * MIB, 2 * MIB]);
+        assert!(pieces.iter().all(|p| p.object.target == 3));
+    }
+
+    #[test]
+    fn bad_layouts_and_extents_are_refused() {
+        let bad = FileLayout {
+            stripe_size_bytes: 1000,
+            objects: vec![ObjectRef {
+                target: 0,
+                object_id: 1,
+            }],
+        };
+        assert!(matches!(
+            StripeMap::new(&bad),
+            Err(ForwarderError::Layout(_))
+        ));
+        let repeated = FileLayout {
+            stripe_size_bytes: MIB,
+            objects: vec![
+                ObjectRef {
+                    target: 0,
+                    object_id: 1,
+                },
+                ObjectRef {
+                    target: 0,
+                    object_id: 2,
+                },
+            ],
+        };
+        assert!(StripeMap::new(&repeated).is_err());
+        let map = map(MIB, &[0]);
+        assert!(matches!(
+            map.split(u64::MAX - 10, &desc(0, 100), MIB),
+            Err(ForwarderError::Layout(_))
+        ));
+    }
+
+    #[test]
+    fn visible_bytes_stop_at_the_end_of_the_file() {
+        assert_eq!(visible_bytes(0, 100, 1000), 100);
+        assert_eq!(visible_bytes(950, 100, 1000), 50);
+        assert_eq!(visible_bytes(1000, 100, 1000), 0);
+        assert_eq!(visible_bytes(5000, 100, 1000), 0);
+        assert_eq!(visible_bytes(0, 0, 0), 0);
+    }
+}

@@ -1,0 +1,260 @@
+//! What the fyod talks to on its clients' behalf: the metadata service (opens and creates) and
+//! the storage servers. Each storage server gets, on first use, two connections: an
+//! [`OstClient`] (object creation, getattr, sync, and UFS writes of the fyod's own buffers,
+//! kept by it for replay) and an [`OstLink`] (PFS writes and reads by sub-descriptor of a
+//! compute node's memory). The fyod's view of each target's `last_committed` — what it tells
+//! clients so they can release pinned memory — is the highest either connection has seen.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use iopath_fabric::{BufferDescriptor, Nid, Node};
+use iopath_mds::error::errno::EEXIST;
+use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
+use iopath_storage_server::service::OstClient;
+use tokio::sync::OnceCell;
+
+use super::ost_link::{LINK_ID_BIT, LinkReply, OstLink};
+use crate::error::Result;
+use crate::policy::targets::{StorageTarget, TargetMap};
+
+/// Both connections to one storage server.
+#[derive(Debug)]
+struct Server {
+    ost: OstClient,
+    link: OstLink,
+}
+
+/// The fyod's backends.
+#[derive(Debug)]
+pub(crate) struct Backend {
+    node: Node,
+    mds: MdsClient,
+    fyod_id: u64,
+    targets: OnceCell<TargetMap>,
+    servers: Mutex<HashMap<Nid, Arc<OnceCell<Arc<Server>>>>>,
+    committed: Mutex<BTreeMap<u32, u64>>,
+    /// Storage requests sent.
+    pub(crate) ost_requests: AtomicU64,
+}
+
+impl Backend {
+    /// Backends reached from `node`, as storage client `fyod_id`.
+    pub(crate) fn new(node: Node, mds: Nid, fyod_id: u64) -> Backend {
+        Backend {
+            mds: MdsClient::new(node.clone(), mds),
+            node,
+            fyod_id,
+            targets: OnceCell::new(),
+            servers: Mutex::default(),
+            committed: Mutex::default(),
+            ost_requests: AtomicU64::new(0),
+        }
+    }
+
+    /// The file system's targets, asked of the metadata service once.
+    async fn targets(&self) -> Result<&TargetMap> {
+        self.targets
+            .get_or_try_init(|| async {
+                let list = self.mds.targets().await?;
+                TargetMap::new(&list.targets)
+            })
+            .await
+    }
+
+    async fn locate(&self, target: u32) -> Result<(StorageTarget, Arc<Server>)> {
+        let location = self.targets().await?.get(target)?;
+        let cell = Arc::clone(
+            self.servers
+                .lock()
+                .expect("servers lock poisoned")
+                .entry(location.server)
+                .or_default(),
+        );
+        let server = cell
+            .get_or_try_init(|| async {
+                let ost =
+                    OstClient::connect(self.node.clone(), location.server, self.fyod_id).await?;
+                let link = OstLink::connect(
+                    self.node.clone(),
+                    location.server,
+                    self.fyod_id ^ LINK_ID_BIT,
+                )
+                .await?;
+                Ok::<_, crate::error::ForwarderError>(Arc::new(Server { ost, link }))
+            })
+            .await?;
+        Ok((location, Arc::clone(server)))
+    }
+
+    fn note_committed(&self, target: u32, last_committed: u64) {
+        let mut committed = self.committed.lock().expect("committed lock poisoned");
+        let entry = committed.entry(target).or_insert(0);
+        *entry = (*entry).max(last_committed);
+    }
+
+    /// Every target's last committed transno, as far as the fyod knows.
+    pub(crate) fn committed(&self) -> Vec<(u32, u64)> {
+        self.committed
+            .lock()
+            .expect("committed lock poisoned")
+            .iter()
+            .map(|(t, c)| (*t, *c))
+            .collect()
+    }
+
+    /// PFS writes replayed to restarted storage servers.
+    pub(crate) fn replayed(&self) -> u64 {
+        self.servers
+            .lock()
+            .expect("servers lock poisoned")
+            .values()
+            .filter_map(|cell| cell.get().map(|s| s.link.replayed()))
+            .sum()
+    }
+
+    /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies).
+    pub(crate) fn kept_bytes(&self) -> u64 {
+        self.servers
+            .lock()
+            .expect("servers lock poisoned")
+            .values()
+            .filter_map(|cell| cell.get().map(|s| s.ost.kept_bytes()))
+            .sum()
+    }
+
+    /// Opens `path`, creating it first if asked and absent. Returns its attributes and
+    /// whether this call created it. Makes sure every object of its layout exists: a file
+    /// another fyod has just created may not have its objects yet.
+    pub(crate) async fn open(
+        &self,
+        path: &str,
+        create: bool,
+        stripe: StripeRequest,
+        mode: u32,
+    ) -> Result<(Attributes, bool)> {
+        let (attributes, created) = if create {
+            match self.mds.create(path, mode, stripe).await {
+                Ok(attributes) => (attributes, true),
+                Err(e) if e.errno() == EEXIST => (self.mds.open(path).await?, false),
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            (self.mds.open(path).await?, false)
+        };
+        if let Some(layout) = &attributes.layout {
+            for object in &layout.objects {
+                self.ensure_object(*object).await?;
+            }
+        }
+        Ok((attributes, created))
+    }
+
+    async fn ensure_object(&self, object: ObjectRef) -> Result<()> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        match server
+            .ost
+            .create(location.local_index, object.object_id)
+            .await
+        {
+            Ok(stamp) => {
+                self.note_committed(object.target, stamp.last_committed);
+                Ok(())
+            }
+            Err(e) if e.errno() == EEXIST => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// PFS write: the server holding `object` pulls `buffer` (a compute node's memory).
+    pub(crate) async fn write_by_descriptor(
+        &self,
+        object: ObjectRef,
+        offset: u64,
+        buffer: BufferDescriptor,
+    ) -> Result<LinkReply> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        let reply = server
+            .link
+            .write(location.local_index, object.object_id, offset, buffer)
+            .await?;
+        self.note_committed(object.target, reply.last_committed);
+        Ok(reply)
+    }
+
+    /// PFS read: the server holding `object` pushes into `buffer` (a compute node's memory).
+    pub(crate) async fn read_by_descriptor(
+        &self,
+        object: ObjectRef,
+        offset: u64,
+        buffer: BufferDescriptor,
+    ) -> Result<LinkReply> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        let reply = server
+            .link
+            .read(location.local_index, object.object_id, offset, buffer)
+            .await?;
+        self.note_committed(object.target, reply.last_committed);
+        Ok(reply)
+    }
+
+    /// UFS write of the fyod's own buffer; the fyod's `OstClient` keeps it for replay.
+    pub(crate) async fn write_bytes(
+        &self,
+        object: ObjectRef,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<()> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        let stamp = server
+            .ost
+            .write(location.local_index, object.object_id, offset, data)
+            .await?;
+        self.note_committed(object.target, stamp.last_committed);
+        Ok(())
+    }
+
+    /// UFS read into the fyod's own buffer.
+    pub(crate) async fn read_bytes(
+        &self,
+        object: ObjectRef,
+        offset: u64,
+        length: u64,
+    ) -> Result<Bytes> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        Ok(server
+            .ost
+            .read(location.local_index, object.object_id, offset, length)
+            .await?)
+    }
+
+    /// An object's size.
+    pub(crate) async fn object_size(&self, object: ObjectRef) -> Result<u64> {
+        let (location, server) = self.locate(object.target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        Ok(server
+            .ost
+            .getattr(location.local_index, object.object_id)
+            .await?)
+    }
+
+    /// Commits `target`'s journal; afterwards everything written to it is durable.
+    pub(crate) async fn sync_target(&self, target: u32) -> Result<()> {
+        let (location, server) = self.locate(target).await?;
+        self.ost_requests.fetch_add(1, Ordering::Relaxed);
+        let stamp = server.ost.sync(location.local_index).await?;
+        // The link's kept descriptors up to here are durable too.
+        server
+            .link
+            .note_committed(location.local_index, stamp.last_committed);
+        self.note_committed(target, stamp.last_committed);
+        Ok(())
+    }
+}

@@ -1,0 +1,591 @@
+//! The fyod as an RPC service on the fabric.
+//!
+//! A request on [`FYOD_PORTAL`] is decoded once, here; a call on an open file then goes
+//! through the dispatcher (`dispatch`) — synchronous calls one at a time per fyod,
+//! asynchronous calls one worker per open file — takes the file's MUNIX token if the file
+//! was opened MUNIX (`tokens`), and runs the PFS (`pfs`) or UFS (`ufs`) path against
+//! the backends (`backend`).
+//!
+//! - `backend`: the metadata service and the storage connections.
+//! - [`ost_link`]: descriptor-named storage writes and reads, kept and replayed by descriptor.
+//! - `dispatch`: the scheduler at run time.
+//! - `tokens`: the MUNIX token manager and how calls use it.
+//! - `pfs` and `ufs`: the two ways of moving the bytes.
+//! - `files`: the open-file table; [`stats`]: [`FyodStats`].
+
+mod backend;
+mod dispatch;
+mod files;
+pub mod ost_link;
+mod pfs;
+pub mod stats;
+mod tokens;
+mod ufs;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
+use iopath_fabric::{BufferDescriptor, Nid, Node};
+use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
+use iopath_mds::{FileType, StripeRequest};
+use iopath_proto::fyod as pb;
+use prost::Message as _;
+use tracing::debug;
+
+use crate::error::{ForwarderError, Result};
+use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits};
+use crate::modes::{CallKind, FileSystem, IoMode};
+use crate::policy::pfs::StripeMap;
+use backend::Backend;
+use dispatch::Dispatch;
+use files::{OpenFile, OpenFiles};
+use tokens::Tokens;
+use ufs::Ufs;
+
+pub use stats::FyodStats;
+
+/// The portal fyod requests go to.
+pub const FYOD_PORTAL: u32 = 50;
+
+/// Opcodes of the fyod service.
+pub mod opcode {
+    /// A compute node introduces itself.
+    pub const CONNECT: u32 = 1;
+    /// A compute node leaves.
+    pub const DISCONNECT: u32 = 2;
+    /// Open (or create) a file.
+    pub const OPEN: u32 = 3;
+    /// Write by descriptor.
+    pub const WRITE: u32 = 4;
+    /// Read by descriptor.
+    pub const READ: u32 = 5;
+    /// Commit a file's data.
+    pub const FSYNC: u32 = 6;
+    /// Close a handle.
+    pub const CLOSE: u32 = 7;
+    /// A file's size.
+    pub const SIZE: u32 = 8;
+    /// Commit targets' journals (a client over its pinned-memory bound).
+    pub const COMMIT: u32 = 9;
+    /// The fyod's counters.
+    pub const STATS: u32 = 10;
+    /// Another fyod asks for a MUNIX token (this fyod is the token home).
+    pub const TOKEN_ACQUIRE: u32 = 11;
+    /// Another fyod gives a MUNIX token back.
+    pub const TOKEN_RELEASE: u32 = 12;
+}
+
+/// Permission bits of a file created without any asked for.
+const MODE_DEFAULT: u32 = 0o644;
+
+/// How to start a fyod.
+#[derive(Debug, Clone)]
+pub struct FyodConfig {
+    /// The metadata service.
+    pub mds: Nid,
+    /// PFS or UFS.
+    pub mode: FileSystem,
+    /// Compute nodes this fyod serves at most (256, as yod allocates by default).
+    pub clients_per_fyod: u32,
+    /// The fyod's identity at the storage servers, stable across its restarts; `None`
+    /// derives one from its NID.
+    pub fyod_id: Option<u64>,
+    /// The fyod that manages MUNIX tokens for every fyod of the file system; `None` (or this
+    /// fyod's own NID) when it is this one. Every fyod sharing files must name the same one.
+    pub token_home: Option<Nid>,
+    /// Bounds.
+    pub limits: FyodLimits,
+}
+
+impl FyodConfig {
+    /// A fyod in `mode` served by the metadata service at `mds`, with the defaults: 256
+    /// compute nodes, its own token home, the default limits.
+    pub fn new(mds: Nid, mode: FileSystem) -> FyodConfig {
+        FyodConfig {
+            mds,
+            mode,
+            clients_per_fyod: CLIENTS_PER_FYOD_DEFAULT,
+            fyod_id: None,
+            token_home: None,
+            limits: FyodLimits::default(),
+        }
+    }
+
+    /// Checks that the values fit together.
+    pub fn validate(&self) -> Result<()> {
+        let l = &self.limits;
+        let problem = if self.clients_per_fyod == 0 {
+            Some("clients_per_fyod must be at least 1".to_string())
+        } else if l.open_files_max == 0 || l.calls_queued_max == 0 || l.reorder_window_calls == 0 {
+            Some(
+                "open_files_max, calls_queued_max and reorder_window_calls must be at least 1"
+                    .into(),
+            )
+        } else if l.request_max_bytes == 0
+            || l.pfs_pieces_in_flight_max == 0
+            || l.ufs_buffers_max == 0
+        {
+            Some("request_max_bytes, pfs_pieces_in_flight_max and ufs_buffers_max must be at least 1".into())
+        } else if !(l.ufs_dirty_blocks_max < l.ufs_cache_blocks_max
+            || (l.ufs_cache_blocks_max == 0 && l.ufs_dirty_blocks_max == 0))
+        {
+            Some(format!(
+                "ufs_dirty_blocks_max ({}) must be below ufs_cache_blocks_max ({})",
+                l.ufs_dirty_blocks_max, l.ufs_cache_blocks_max
+            ))
+        } else if l.token_files_max == 0 || l.token_lease.is_zero() {
+            Some("token_files_max and token_lease must be positive".into())
+        } else {
+            None
+        };
+        match problem {
+            Some(why) => Err(ForwarderError::invalid("fyod configuration", why)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A fyod: the RPC service on [`FYOD_PORTAL`].
+#[derive(Debug)]
+pub struct FyodService {
+    node: Node,
+    config: FyodConfig,
+    backend: Arc<Backend>,
+    dispatch: Dispatch,
+    files: OpenFiles,
+    /// Connected compute nodes, by id.
+    clients: Mutex<HashMap<u64, Nid>>,
+    tokens: Tokens,
+    ufs: Ufs,
+}
+
+impl FyodService {
+    /// Starts a fyod on `node`. The metadata service and storage servers are reached on first
+    /// use, so they may start after it.
+    pub async fn start(node: &Node, config: FyodConfig) -> Result<Arc<FyodService>> {
+        config.validate()?;
+        let fyod_id = config.fyod_id.unwrap_or_else(|| derive_id(node.nid()));
+        let service = Arc::new(FyodService {
+            backend: Arc::new(Backend::new(node.clone(), config.mds, fyod_id)),
+            dispatch: Dispatch::new(&config.limits),
+            files: OpenFiles::new(config.limits.open_files_max),
+            clients: Mutex::default(),
+            tokens: Tokens::new(node.clone(), config.token_home, &config.limits),
+            ufs: Ufs::new(node.nid(), &config.limits),
+            node: node.clone(),
+            config,
+        });
+        node.register_service(FYOD_PORTAL, Arc::clone(&service) as Arc<dyn Service>)?;
+        Ok(service)
+    }
+
+    /// The fyod's NID.
+    pub fn nid(&self) -> Nid {
+        self.node.nid()
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &FyodConfig {
+        &self.config
+    }
+
+    /// Its counters now.
+    pub fn stats(&self) -> FyodStats {
+        let scheduler = self.dispatch.stats();
+        let cache = self.ufs.cache_counters();
+        let (ufs_buffers_max, ufs_buffers_in_use_peak) = self.ufs.buffers();
+        FyodStats {
+            file_system: self.config.mode,
+            clients_connected: self.clients.lock().expect("clients lock poisoned").len() as u32,
+            open_files: self.files.count() as u32,
+            sync_calls_in_flight: scheduler.sync_running,
+            sync_calls_in_flight_peak: scheduler.sync_running_peak,
+            sync_calls_waiting_peak: scheduler.sync_waiting_peak,
+            async_calls_in_flight: scheduler.async_running,
+            async_calls_in_flight_peak: scheduler.async_running_peak,
+            calls_completed: scheduler.finished,
+            token_waits: self.tokens.manager.waits(),
+            bytes_through_fyod: self.ufs.bytes_through.load(Ordering::Relaxed),
+            ufs_buffers_in_use_peak,
+            ufs_buffers_max,
+            ufs_cache_hits: cache.hits,
+            ufs_cache_misses: cache.misses,
+            ufs_writes_absorbed: cache.absorbed,
+            ufs_flushes: cache.flushes,
+            ost_requests: self.backend.ost_requests.load(Ordering::Relaxed),
+            kept_bytes: self.backend.kept_bytes(),
+            pfs_writes_replayed: self.backend.replayed(),
+        }
+    }
+
+    fn committed(&self) -> Vec<pb::Committed> {
+        self.backend
+            .committed()
+            .into_iter()
+            .map(|(target, last_committed)| pb::Committed {
+                target,
+                last_committed,
+            })
+            .collect()
+    }
+
+    async fn handle_request(self: Arc<Self>, request: Request) -> Result<Bytes> {
+        let body = request.body.as_ref();
+        let source = request.source;
+        let reply: Bytes = match request.opcode {
+            opcode::CONNECT => self.connect(source, decode(body)?)?.encode_to_vec().into(),
+            opcode::DISCONNECT => {
+                let op: pb::DisconnectRequest = decode(body)?;
+                self.clients
+                    .lock()
+                    .expect("clients lock poisoned")
+                    .remove(&op.client);
+                pb::CallReply::default().encode_to_vec().into()
+            }
+            opcode::OPEN => self
+                .open(source, decode(body)?)
+                .await?
+                .encode_to_vec()
+                .into(),
+            opcode::WRITE => self
+                .write(source, decode(body)?)
+                .await?
+                .encode_to_vec()
+                .into(),
+            opcode::READ => self
+                .read(source, decode(body)?)
+                .await?
+                .encode_to_vec()
+                .into(),
+            opcode::FSYNC | opcode::CLOSE | opcode::SIZE => self
+                .handle_call(source, request.opcode, decode(body)?)
+                .await?
+                .encode_to_vec()
+                .into(),
+            opcode::COMMIT => {
+                let op: pb::CommitRequest = decode(body)?;
+                for target in op.targets {
+                    self.backend.sync_target(target).await?;
+                }
+                pb::CallReply {
+                    committed: self.committed(),
+                    ..pb::CallReply::default()
+                }
+                .encode_to_vec()
+                .into()
+            }
+            opcode::STATS => self.stats().to_wire().encode_to_vec().into(),
+            opcode::TOKEN_ACQUIRE => {
+                let op: pb::TokenAcquireRequest = decode(body)?;
+                let holder = crate::policy::token::Holder {
+                    fyod: source,
+                    handle: op.handle,
+                };
+                let grant = self.tokens.manager.acquire(op.ino, holder).await?;
+                pb::TokenGrant {
+                    grant: grant.grant,
+                    previous_holder: grant.previous.map(|n| n.to_string()).unwrap_or_default(),
+                }
+                .encode_to_vec()
+                .into()
+            }
+            opcode::TOKEN_RELEASE => {
+                let op: pb::TokenReleaseRequest = decode(body)?;
+                self.tokens.manager.release(op.ino, op.grant)?;
+                pb::TokenReleaseReply {}.encode_to_vec().into()
+            }
+            other => {
+                return Err(ForwarderError::invalid(
+                    "opcode",
+                    format!("the fyod service has no opcode {other}"),
+                ));
+            }
+        };
+        Ok(reply)
+    }
+
+    fn connect(&self, source: Nid, op: pb::ConnectRequest) -> Result<pb::ConnectReply> {
+        let mut clients = self.clients.lock().expect("clients lock poisoned");
+        if !clients.contains_key(&op.client)
+            && clients.len() >= self.config.clients_per_fyod as usize
+        {
+            return Err(ForwarderError::TooManyClients {
+                max: self.config.clients_per_fyod,
+            });
+        }
+        // A compute node that restarts (or moved) reconnects under the same id.
+        clients.insert(op.client, source);
+        Ok(pb::ConnectReply {
+            file_system: self.config.mode.to_wire() as i32,
+            clients_max: self.config.clients_per_fyod,
+            clients_connected: clients.len() as u32,
+            request_max_bytes: self.config.limits.request_max_bytes,
+        })
+    }
+
+    async fn open(&self, source: Nid, op: pb::OpenRequest) -> Result<pb::OpenReply> {
+        let connected = self
+            .clients
+            .lock()
+            .expect("clients lock poisoned")
+            .get(&op.client)
+            == Some(&source);
+        if !connected {
+            return Err(ForwarderError::invalid(
+                "client",
+                format!(
+                    "client {} at {source} has not connected to this fyod",
+                    op.client
+                ),
+            ));
+        }
+        let io_mode = IoMode::from_wire(op.io_mode)
+            .ok_or_else(|| ForwarderError::invalid("I/O mode", format!("value {}", op.io_mode)))?;
+        let call_default = CallKind::from_wire(op.call)
+            .ok_or_else(|| ForwarderError::invalid("call kind", format!("value {}", op.call)))?
+            .unwrap_or_default();
+        let mut stripe = op
+            .stripe
+            .as_ref()
+            .map(stripe_from_wire)
+            .unwrap_or(StripeRequest::INHERIT);
+        if self.config.mode == FileSystem::Ufs && op.create {
+            // A UFS file lives on one target, whatever the directory's default says.
+            if !matches!(stripe.stripe_count, 0 | 1) {
+                return Err(ForwarderError::invalid(
+                    "stripe count",
+                    format!(
+                        "{}: a UFS file lives on one target, so its stripe count is 1",
+                        stripe.stripe_count
+                    ),
+                ));
+            }
+            stripe.stripe_count = 1;
+        }
+        let mode = if op.mode == 0 { MODE_DEFAULT } else { op.mode };
+        let (attributes, created) = self.backend.open(&op.path, op.create, stripe, mode).await?;
+        if attributes.file_type != FileType::Regular {
+            return Err(ForwarderError::invalid(
+                "path",
+                format!("{}: not a regular file", op.path),
+            ));
+        }
+        let layout = attributes.layout.ok_or_else(|| {
+            ForwarderError::malformed("open reply", "a regular file without a layout")
+        })?;
+        let stripes = StripeMap::new(&layout)?;
+        if self.config.mode == FileSystem::Ufs && stripes.stripe_count() != 1 {
+            return Err(ForwarderError::invalid(
+                "file",
+                format!(
+                    "{} is striped over {} targets; a UFS fyod serves single-target files",
+                    op.path,
+                    stripes.stripe_count()
+                ),
+            ));
+        }
+        let file = Arc::new(OpenFile {
+            handle: self.files.next_handle(),
+            owner: source,
+            ino: attributes.ino,
+            stripes,
+            io_mode,
+            call_default,
+        });
+        if self.config.mode == FileSystem::Ufs {
+            self.ufs.open(&self.backend, &file).await?;
+        }
+        self.files.insert(Arc::clone(&file))?;
+        self.dispatch.open_lane(file.handle);
+        debug!(path = %op.path, handle = file.handle, %io_mode, "opened");
+        Ok(pb::OpenReply {
+            handle: file.handle,
+            ino: file.ino,
+            layout: Some(layout_to_wire(&layout)),
+            created,
+        })
+    }
+
+    /// The call's kind for scheduling (an unknown value schedules as the handle's default and
+    /// is refused when it runs, so the handle's order is kept).
+    fn kind_of(file: &OpenFile, wire: i32) -> (CallKind, Result<()>) {
+        match CallKind::from_wire(wire) {
+            Some(kind) => (kind.unwrap_or(file.call_default), Ok(())),
+            None => (
+                file.call_default,
+                Err(ForwarderError::invalid(
+                    "call kind",
+                    format!("value {wire}"),
+                )),
+            ),
+        }
+    }
+
+    /// A descriptor from the wire, within the fyod's limits.
+    fn buffer(
+        &self,
+        wire: Option<iopath_proto::fabric::BufferDescriptor>,
+    ) -> Result<BufferDescriptor> {
+        let wire = wire.ok_or_else(|| ForwarderError::malformed("call", "no buffer descriptor"))?;
+        let buffer = BufferDescriptor::from_proto(&wire, self.node.limits())?;
+        let max = self.config.limits.request_max_bytes;
+        if buffer.length > max {
+            return Err(ForwarderError::invalid(
+                "buffer",
+                format!(
+                    "{} bytes exceeds the fyod's maximum of {max} per call",
+                    buffer.length
+                ),
+            ));
+        }
+        Ok(buffer)
+    }
+
+    /// Runs `work` holding the file's MUNIX token (MASYNC: without one).
+    async fn with_token<T, F>(
+        &self,
+        file: &OpenFile,
+        work: impl FnOnce(Option<crate::policy::token::Grant>) -> F,
+    ) -> Result<T>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        let token = match file.io_mode {
+            IoMode::Munix => Some(self.tokens.acquire(file.ino, file.handle).await?),
+            IoMode::Masync => None,
+        };
+        let result = work(token.map(|t| t.grant)).await;
+        if let Some(token) = token {
+            self.tokens.release(token).await;
+        }
+        result
+    }
+
+    async fn write(&self, source: Nid, op: pb::WriteRequest) -> Result<pb::CallReply> {
+        let file = self.files.get(op.handle, source)?;
+        let file: &OpenFile = &file;
+        let (kind, kind_ok) = Self::kind_of(file, op.call);
+        let mut reply = self
+            .dispatch
+            .run(file.handle, op.seq, kind, async {
+                kind_ok?;
+                // Checked inside the call, so a refused call still takes its place in order.
+                let buffer = self.buffer(op.buffer)?;
+                self.with_token(file, |token| async move {
+                    match self.config.mode {
+                        FileSystem::Pfs => {
+                            let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
+                            pfs::write(&self.backend, file, op.offset, buffer, in_flight).await
+                        }
+                        FileSystem::Ufs => {
+                            self.ufs
+                                .write(&self.backend, &self.node, file, op.offset, buffer, token)
+                                .await
+                        }
+                    }
+                })
+                .await
+            })
+            .await?;
+        reply.committed = self.committed();
+        Ok(reply)
+    }
+
+    async fn read(&self, source: Nid, op: pb::ReadRequest) -> Result<pb::CallReply> {
+        let file = self.files.get(op.handle, source)?;
+        let file: &OpenFile = &file;
+        let (kind, kind_ok) = Self::kind_of(file, op.call);
+        let mut reply = self
+            .dispatch
+            .run(file.handle, op.seq, kind, async {
+                kind_ok?;
+                let buffer = self.buffer(op.buffer)?;
+                self.with_token(file, |token| async move {
+                    match self.config.mode {
+                        FileSystem::Pfs => {
+                            let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
+                            pfs::read(&self.backend, file, op.offset, buffer, in_flight).await
+                        }
+                        FileSystem::Ufs => {
+                            self.ufs
+                                .read(&self.backend, &self.node, file, op.offset, buffer, token)
+                                .await
+                        }
+                    }
+                })
+                .await
+            })
+            .await?;
+        reply.committed = self.committed();
+        Ok(reply)
+    }
+
+    /// fsync, close, size.
+    async fn handle_call(
+        &self,
+        source: Nid,
+        opcode: u32,
+        op: pb::HandleRequest,
+    ) -> Result<pb::CallReply> {
+        let file = self.files.get(op.handle, source)?;
+        let (kind, kind_ok) = Self::kind_of(&file, op.call);
+        let mut reply = self
+            .dispatch
+            .run(file.handle, op.seq, kind, async {
+                kind_ok?;
+                let mut reply = pb::CallReply::default();
+                match (opcode, self.config.mode) {
+                    (opcode::FSYNC, FileSystem::Pfs) => pfs::fsync(&self.backend, &file).await?,
+                    (opcode::FSYNC, FileSystem::Ufs) => {
+                        self.ufs.fsync(&self.backend, &file).await?
+                    }
+                    (opcode::SIZE, FileSystem::Pfs) => {
+                        reply.size_bytes = pfs::size(&self.backend, &file).await?;
+                    }
+                    (opcode::SIZE, FileSystem::Ufs) => {
+                        reply.size_bytes = self.ufs.size(&self.backend, &file).await?;
+                    }
+                    (_, mode) => {
+                        // Close: the last call of the handle. Calls sent after it are refused.
+                        if mode == FileSystem::Ufs {
+                            self.ufs.close(&self.backend, &file).await?;
+                        }
+                        self.files.remove(file.handle);
+                        self.dispatch.close_lane(file.handle);
+                    }
+                }
+                Ok(reply)
+            })
+            .await?;
+        reply.committed = self.committed();
+        Ok(reply)
+    }
+}
+
+impl Service for FyodService {
+    fn handle(self: Arc<Self>, request: Request) -> Reply {
+        Box::pin(async move {
+            self.handle_request(request)
+                .await
+                .map_err(ServiceError::from)
+        })
+    }
+}
+
+fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M> {
+    M::decode(body).map_err(|e| ForwarderError::malformed("fyod request", e.to_string()))
+}
+
+/// A storage-client id from a NID: FNV-1a of its text, in the range no compute node uses
+/// (the top byte 0xF7).
+fn derive_id(nid: Nid) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in nid.to_string().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (0xF7 << 56) | (hash & 0x00FF_FFFF_FFFF_FFFF & !ost_link::LINK_ID_BIT)
+}

@@ -1,0 +1,312 @@
+//! Bad input gets a clear error, never a panic, and leaves what is stored intact: missing
+//! files, directories, unknown and foreign handles, malformed messages, impossible layouts for
+//! UFS, oversized requests, out-of-order and reused call numbers, lying descriptors, too many
+//! compute nodes.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+mod common;
+
+use bytes::Bytes;
+use common::{MIB, Options, Stack, node, pattern};
+use iopath_fabric::frame::status::errno::*;
+use iopath_fabric::{BufferDescriptor, ChecksumKind, FabricError, Nid, Node};
+use iopath_forwarder::error::errno::{EAGAIN, EUSERS};
+use iopath_forwarder::service::opcode;
+use iopath_forwarder::{FYOD_PORTAL, FileSystem, FyodClient, FyodLimits, OpenOptions};
+use iopath_mds::{MdsClient, StripeRequest};
+use iopath_proto::fyod as pb;
+
+/// ENOTDIR/EISDIR as the metadata service answers them.
+const EISDIR: u32 = 21;
+
+fn code(result: Result<Bytes, FabricError>) -> (u32, String) {
+    match result {
+        Err(FabricError::Remote { code, message, .. }) => (code, message),
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+async fn raw(node: &Node, fyod: Nid, op: u32, body: impl prost::Message) -> (u32, String) {
+    code(
+        node.call(fyod, FYOD_PORTAL, op, body.encode_to_vec().into())
+            .await,
+    )
+}
+
+fn write_request(handle: u64, seq: u64, buffer: Option<BufferDescriptor>) -> pb::WriteRequest {
+    pb::WriteRequest {
+        handle,
+        seq,
+        call: 0,
+        offset: 0,
+        buffer: buffer.map(|b| b.to_proto()),
+    }
+}
+
+fn create() -> OpenOptions {
+    OpenOptions {
+        create: true,
+        ..OpenOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_clear_errors_and_stored_data_stays_intact() {
+    let stack = Stack::start(Options {
+        limits: FyodLimits {
+            request_max_bytes: 2 * MIB,
+            ..FyodLimits::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let fyod = stack.fyods[0].nid();
+    let (client, client_node) = stack.client_with_node(0, 1).await;
+    let keep = client.open("/keep", create()).await.unwrap();
+    let kept = pattern(1, MIB + 5);
+    keep.write_at(0, kept.clone()).await.unwrap();
+
+    // Missing file, directory, bad path.
+    let missing = client
+        .open("/nope", OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(missing.errno(), ENOENT, "{missing}");
+    MdsClient::new(client_node.clone(), stack.mds)
+        .mkdir("/dir", 0o755)
+        .await
+        .unwrap();
+    let dir = client
+        .open("/dir", OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(dir.errno(), EISDIR, "{dir}");
+    let relative = client.open("relative", create()).await.unwrap_err();
+    assert_eq!(relative.errno(), EINVAL, "{relative}");
+    let stripe = client
+        .open(
+            "/bad-stripe",
+            OpenOptions {
+                stripe: Some(StripeRequest {
+                    stripe_size_bytes: 1000,
+                    stripe_count: 1,
+                    stripe_offset: -1,
+                }),
+                ..create()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(stripe.errno(), EINVAL, "{stripe}");
+
+    // Oversized requests: refused by the client, and by the fyod if sent anyway.
+    let big = keep.write_at(0, pattern(2, 3 * MIB)).await.unwrap_err();
+    assert_eq!(big.errno(), EINVAL, "{big}");
+    let big_read = keep.read_at(0, 3 * MIB).await.unwrap_err();
+    assert_eq!(big_read.errno(), EINVAL, "{big_read}");
+
+    // A handle of our own for raw calls.
+    let raw_file = client.open("/raw", create()).await.unwrap();
+    let handle = raw_file.handle();
+    let source = client_node
+        .regions()
+        .register_source(pattern(3, 4096))
+        .unwrap();
+    let desc = source.describe_all(ChecksumKind::Crc32);
+    let too_big = BufferDescriptor {
+        length: 3 * MIB,
+        checksum: None,
+        ..desc
+    };
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 0, Some(too_big)),
+    )
+    .await;
+    assert_eq!(errno, EINVAL, "{why}");
+
+    // Unknown handle, a closed handle, another node's handle.
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(999, 0, Some(desc)),
+    )
+    .await;
+    assert_eq!(errno, EBADF, "{why}");
+    let other = node(&stack.network, 1002, None).await;
+    let (errno, why) = raw(
+        &other,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 1, Some(desc)),
+    )
+    .await;
+    assert_eq!(errno, EBADF, "another node cannot use our handle: {why}");
+
+    // Malformed messages, missing descriptors, unknown opcodes and values.
+    let (errno, why) = code(
+        client_node
+            .call(
+                fyod,
+                FYOD_PORTAL,
+                opcode::WRITE,
+                Bytes::from_static(&[0xff, 0xff, 0xff]),
+            )
+            .await,
+    );
+    assert_eq!(errno, EPROTO, "{why}");
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 1, None),
+    )
+    .await;
+    assert_eq!(errno, EPROTO, "{why}");
+    let (errno, why) = raw(&client_node, fyod, 77, pb::StatsRequest {}).await;
+    assert_eq!(errno, EINVAL, "{why}");
+    let mut bad_kind = write_request(handle, 2, Some(desc));
+    bad_kind.call = 9;
+    let (errno, why) = raw(&client_node, fyod, opcode::WRITE, bad_kind).await;
+    assert_eq!(errno, EINVAL, "{why}");
+    let mut bad_owner = desc.to_proto();
+    bad_owner.owner = "seventeen".into();
+    let mut request = write_request(handle, 3, None);
+    request.buffer = Some(bad_owner);
+    let (errno, why) = raw(&client_node, fyod, opcode::WRITE, request).await;
+    assert_eq!(errno, EPROTO, "{why}");
+
+    // Call numbers: reused, or too far ahead.
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 3, Some(desc)),
+    )
+    .await;
+    assert_eq!(errno, EINVAL, "seq 3 was used: {why}");
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 10_000, Some(desc)),
+    )
+    .await;
+    assert_eq!(errno, EAGAIN, "{why}");
+
+    // A descriptor naming memory that does not exist, and one whose checksum lies.
+    let ghost = BufferDescriptor {
+        region: 987_654,
+        ..desc
+    };
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 4, Some(ghost)),
+    )
+    .await;
+    assert_eq!(errno, ENOENT, "{why}");
+    let liar = BufferDescriptor {
+        checksum: desc.checksum.map(|c| c ^ 1),
+        ..desc
+    };
+    let (errno, why) = raw(
+        &client_node,
+        fyod,
+        opcode::WRITE,
+        write_request(handle, 5, Some(liar)),
+    )
+    .await;
+    assert_eq!(errno, EBADMSG, "{why}");
+
+    // Open before connecting.
+    let stranger = node(&stack.network, 1003, None).await;
+    let open = pb::OpenRequest {
+        client: 55,
+        path: "/keep".into(),
+        ..pb::OpenRequest::default()
+    };
+    let (errno, why) = raw(&stranger, fyod, opcode::OPEN, open).await;
+    assert_eq!(errno, EINVAL, "{why}");
+
+    // A closed handle.
+    keep.clone().close().await.unwrap();
+    let stale = keep.write_at(0, pattern(4, 10)).await.unwrap_err();
+    assert_eq!(stale.errno(), EBADF, "{stale}");
+
+    // Everything stored is as it was.
+    let again = client.open("/keep", OpenOptions::default()).await.unwrap();
+    assert_eq!(again.read_at(0, 2 * MIB).await.unwrap(), kept);
+    assert!(
+        again.read_at(10 * MIB, 10).await.unwrap().is_empty(),
+        "past the end: nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fyod_serves_at_most_its_share_of_compute_nodes() {
+    let stack = Stack::start(Options {
+        clients_per_fyod: 2,
+        ..Options::default()
+    })
+    .await;
+    let first = stack.client(0, 1).await;
+    let (_second, second_node) = stack.client_with_node(0, 2).await;
+    let third = node(&stack.network, 1003, None).await;
+    let fyod = stack.fyods[0].nid();
+    let refused = FyodClient::connect(third.clone(), fyod, 3)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.errno(), EUSERS, "{refused}");
+    // A node that reconnects keeps its place; one that leaves makes room.
+    FyodClient::connect(second_node, fyod, 2).await.unwrap();
+    first.disconnect().await.unwrap();
+    FyodClient::connect(third, fyod, 3).await.unwrap();
+    assert_eq!(stack.fyods[0].stats().clients_connected, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ufs_fyod_refuses_striped_files() {
+    let stack = Stack::start(Options {
+        mode: FileSystem::Ufs,
+        ..Options::default()
+    })
+    .await;
+    let (client, client_node) = stack.client_with_node(0, 1).await;
+    let striped = OpenOptions {
+        stripe: Some(StripeRequest {
+            stripe_size_bytes: MIB,
+            stripe_count: 2,
+            stripe_offset: -1,
+        }),
+        ..create()
+    };
+    let refused = client.open("/striped", striped).await.unwrap_err();
+    assert_eq!(refused.errno(), EINVAL, "{refused}");
+    // A striped file made behind the fyod's back is refused at open.
+    MdsClient::new(client_node, stack.mds)
+        .create(
+            "/wide",
+            0o644,
+            iopath_mds::StripeRequest {
+                stripe_size_bytes: MIB,
+                stripe_count: 2,
+                stripe_offset: -1,
+            },
+        )
+        .await
+        .unwrap();
+    let refused = client
+        .open("/wide", OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.errno(), EINVAL, "{refused}");
+    // The default (inherit) makes a one-target file.
+    let file = client.open("/narrow", create()).await.unwrap();
+    assert_eq!(file.layout().objects.len(), 1);
+}

@@ -1,0 +1,94 @@
+//! A storage server crashes with acknowledged but uncommitted writes (async journal) and
+//! restarts: every acknowledged byte reads back. In PFS mode the fyod replays each kept piece
+//! by its descriptor and the server pulls it again from the compute node, whose region was
+//! kept pinned for exactly this; in UFS mode the fyod replays its own copies.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+mod common;
+
+use common::{MIB, Options, Stack, pattern};
+use iopath_forwarder::{FileSystem, IoMode, OpenOptions};
+use iopath_mds::StripeRequest;
+
+fn options(mode: FileSystem) -> Options {
+    Options {
+        mode,
+        commit_interval_ms: 3_600_000, // nothing commits unless asked
+        ..Options::default()
+    }
+}
+
+fn create(mode: FileSystem) -> OpenOptions {
+    OpenOptions {
+        create: true,
+        stripe: Some(StripeRequest {
+            stripe_size_bytes: MIB,
+            stripe_count: if mode == FileSystem::Pfs { -1 } else { 1 },
+            stripe_offset: 0,
+        }),
+        io_mode: IoMode::Munix,
+        ..OpenOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pfs_pieces_are_replayed_from_the_compute_nodes_memory() {
+    let mut stack = Stack::start(options(FileSystem::Pfs)).await;
+    let client = stack.client(0, 1).await;
+    let file = client.open("/kept", create(FileSystem::Pfs)).await.unwrap();
+    let data = pattern(7, 4 * MIB);
+    file.write_at(0, data.clone()).await.unwrap();
+    assert_eq!(
+        client.kept_bytes(),
+        4 * MIB,
+        "acknowledged, uncommitted: pinned"
+    );
+
+    stack.crash_and_restart_oss(0).await;
+
+    // The fyod finds the server restarted, replays its two pieces on OSS 0 (the server pulls
+    // them from the client again), and the read goes on.
+    let back = file.read_at(0, 4 * MIB).await.unwrap();
+    assert_eq!(back, data, "every acknowledged byte reads back");
+    let stats = stack.fyods[0].stats();
+    println!("replayed {} PFS writes", stats.pfs_writes_replayed);
+    assert!(
+        stats.pfs_writes_replayed >= 2,
+        "OSS 0's pieces were replayed"
+    );
+    assert_eq!(
+        stats.bytes_through_fyod, 0,
+        "even the replay bypassed the fyod"
+    );
+
+    // Writes go on after the restart; fsync commits and releases the pinned memory.
+    file.write_at(4 * MIB, pattern(8, MIB)).await.unwrap();
+    file.fsync().await.unwrap();
+    assert_eq!(client.kept_bytes(), 0);
+    assert_eq!(file.size().await.unwrap(), 5 * MIB);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ufs_writes_are_replayed_from_the_fyods_own_copies() {
+    let mut stack = Stack::start(options(FileSystem::Ufs)).await;
+    let client = stack.client(0, 1).await;
+    let file = client.open("/kept", create(FileSystem::Ufs)).await.unwrap();
+    let data = pattern(9, 3 * MIB);
+    file.write_at(0, data.clone()).await.unwrap();
+    assert_eq!(client.kept_bytes(), 0, "UFS: the client is free at once");
+    let kept = stack.fyods[0].stats().kept_bytes;
+    assert_eq!(kept, 3 * MIB, "the fyod keeps its copies for replay");
+
+    stack.crash_and_restart_oss(0).await;
+
+    // Read past the fyod's cache: a fresh open drops it.
+    let again = client.open("/kept", OpenOptions::default()).await.unwrap();
+    assert_eq!(again.read_at(0, 3 * MIB).await.unwrap(), data);
+    again.fsync().await.unwrap();
+    assert_eq!(
+        stack.fyods[0].stats().kept_bytes,
+        0,
+        "committed: nothing kept"
+    );
+}
