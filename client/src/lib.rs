@@ -1,13 +1,56 @@
-//! iopath's client library: files, layouts, and the asynchronous calls of ASCI Red's I/O library.
+//! iopath's client library (liblustre and ASCI Red's Cougar I/O library in miniature): files
+//! striped over storage targets, their reads and writes, the asynchronous calls of ASCI Red,
+//! stdio-like buffered streams, layouts, and `lfs`.
 //!
 //! # Layout
+//!
+//! Bottom-up, from the pure cores to the calls an application makes:
 //!
 //! - [`layout`]: the stripe layout as a pure core — mapping file extents to per-object
 //!   extents and back, a file's size from its objects' sizes (Lustre's glimpse), and the
 //!   checks `setstripe` values get.
+//! - [`plan`]: the pure core that turns one read or write into object RPCs of at most 4 MiB
+//!   (PFS packets), and puts what reads return back in order.
+//! - [`targets`]: connections to the storage servers and the direct-attached data path: each
+//!   packet one OST RPC carrying a buffer descriptor, every object in parallel, bounded RPCs
+//!   in flight per target; replay of uncommitted writes is the OST client's.
+//! - [`client`]: [`Client`] — the namespace at the metadata service, creating and destroying
+//!   objects, opening files.
+//! - [`file`]: [`File`] — `write_at`, `read_at`, `size`, `fsync`, `close`, the file pointer.
+//! - [`aio`]: `iwrite`/`iread`/`iodone`/`iowait` and `cwrite`/`cread`: one worker per open
+//!   file, in order per file, concurrent across files.
+//! - [`stream`]: [`BufferedStream`], stdio buffering with `setvbuf`.
+//! - [`stat`]: what `stat` and `getstripe` report.
+//! - [`lfs`]: the `lfs` commands of the `iopath` binary.
+//! - [`testing`]: a whole in-process stack for tests and examples.
+//! - [`config`]: [`ClientConfig`] and every limit; [`error`]: [`ClientError`].
 //!
-//! The rest of the client arrives with the end-to-end write and read path: it will register
-//! each write's buffer as a bulk region with `iopath-fabric` and send an RPC that carries only
-//! the buffer descriptor, keeping uncommitted requests for replay.
+//! A write, direct-attached: the client plans the file extent into per-object packets, and for
+//! each one the OST client registers the bytes as a bulk region and sends an RPC that carries
+//! only the buffer descriptor; the storage server pulls the bytes, writes them, and replies
+//! with the write's transno and its `last_committed`. Until `last_committed` covers the write
+//! the client keeps its bytes ([`Client::kept_bytes`]) to replay after a server restart.
 
+pub mod aio;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod file;
 pub mod layout;
+pub mod lfs;
+pub mod plan;
+pub mod stat;
+pub mod stream;
+pub mod targets;
+pub mod testing;
+
+pub use aio::{AsyncStats, IoHandle, IoResult};
+pub use client::Client;
+pub use config::ClientConfig;
+pub use error::ClientError;
+pub use file::File;
+pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
+pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
+pub use lfs::LfsCommand;
+pub use stat::{FileStat, StripeInfo};
+pub use stream::BufferedStream;

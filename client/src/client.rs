@@ -1,0 +1,491 @@
+//! [`Client`]: the namespace calls (to the metadata service) and the doors to files.
+//!
+//! Names and layouts come from the metadata service; data never passes through it. A create
+//! is two steps, as in Lustre: the metadata service allocates the layout (which targets,
+//! which object ids), then the client creates the objects on their storage servers. Unlink
+//! and a rename that replaces a file are the reverse: the metadata service forgets the name
+//! and hands back the layout, and the client destroys the objects.
+//!
+//! Through a fyod (`ClientConfig::forwarder`), as on ASCI Red, files are opened and created
+//! at the fyod (which makes the objects) and every read, write, size and fsync is an RPC to
+//! it carrying only a buffer descriptor; the client then talks to the storage servers only to
+//! destroy the objects of a file it unlinks, connecting to them when it first needs to.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use iopath_fabric::{ChecksumKind, Nid, Node};
+use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
+use iopath_mds::{FileType, MdsClient, StripeInfo as MdsStripeInfo};
+use tokio::sync::OnceCell;
+use tracing::{Instrument as _, info_span, warn};
+
+use crate::aio::{AsyncCounters, AsyncStats};
+use crate::config::{CREATE_MODE, ClientConfig, MKDIR_MODE, STREAM_BUFFER_MAX_BYTES};
+use crate::error::ClientError;
+use crate::file::{DataPath, File};
+use crate::layout::{Layout, LayoutError, STRIPE_OFFSET_ANY, StripeRequest};
+use crate::stat::{self, FileStat, StripeInfo};
+use crate::stream::BufferedStream;
+use crate::targets::Targets;
+
+/// A client of one file system: its metadata service and every storage server. Cheap to
+/// clone; every clone is the same client.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ClientInner {
+    node: Node,
+    mds: MdsClient,
+    client_id: u64,
+    checksum: ChecksumKind,
+    forwarder: Option<Nid>,
+    /// The targets the metadata service places layouts on: (OST index, server NID).
+    target_list: Vec<(u32, Nid)>,
+    /// The target indices alone, in the same order.
+    target_indices: Vec<u32>,
+    /// Connections to the storage servers: made at connect when direct-attached, at first
+    /// need (an unlink) through a fyod.
+    targets: OnceCell<Arc<Targets>>,
+    /// The fyod reads and writes go through, if any.
+    fyod: Option<FyodClient>,
+    /// MUNIX or MASYNC for files opened through a fyod from now on.
+    io_mode: Mutex<IoMode>,
+    next_file: AtomicU64,
+    pub(crate) async_counters: Arc<AsyncCounters>,
+}
+
+impl ClientInner {
+    /// The storage-server connections, made now if they are not yet.
+    async fn targets(&self) -> Result<&Arc<Targets>, ClientError> {
+        self.targets
+            .get_or_try_init(|| async {
+                Targets::connect(&self.node, self.client_id, &self.target_list)
+                    .await
+                    .map(Arc::new)
+            })
+            .await
+    }
+}
+
+impl Client {
+    /// Connects: learns the targets from the metadata service, then connects to each storage
+    /// server (one connection per server, shared by its targets, each pinged every second) —
+    /// or, with `config.forwarder`, to that fyod instead.
+    pub async fn connect(config: ClientConfig) -> Result<Client, ClientError> {
+        let mds = MdsClient::new(config.node.clone(), config.mds);
+        let list = mds
+            .targets()
+            .await
+            .map_err(|e| ClientError::from_mds("(targets)", e))?;
+        let target_list: Vec<(u32, Nid)> = list.targets.iter().map(|t| (t.index, t.nid)).collect();
+        let targets = OnceCell::new();
+        let fyod = match config.forwarder {
+            Some(nid) => Some(
+                FyodClient::connect_with_checksum(
+                    config.node.clone(),
+                    nid,
+                    config.client_id,
+                    config.checksum,
+                )
+                .await
+                .map_err(|source| ClientError::Forwarder {
+                    path: format!("(connect to the fyod at {nid})"),
+                    source,
+                })?,
+            ),
+            None => {
+                let connected =
+                    Targets::connect(&config.node, config.client_id, &target_list).await?;
+                // Just made: nobody else can have set it.
+                let _ = targets.set(Arc::new(connected));
+                None
+            }
+        };
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                node: config.node,
+                mds,
+                client_id: config.client_id,
+                checksum: config.checksum,
+                forwarder: config.forwarder,
+                target_indices: target_list.iter().map(|&(index, _)| index).collect(),
+                target_list,
+                targets,
+                fyod,
+                io_mode: Mutex::new(IoMode::default()),
+                next_file: AtomicU64::new(1),
+                async_counters: Arc::default(),
+            }),
+        })
+    }
+
+    /// Sets MUNIX (the default: a file's reads and writes are atomic across fyods) or MASYNC
+    /// for files this client opens through a fyod from now on. As on ASCI Red (yod's
+    /// `-munix`/`-masync`) it is a choice for the whole application, not per file; it has no
+    /// effect direct-attached.
+    pub fn set_io_mode(&self, mode: IoMode) {
+        *self
+            .inner
+            .io_mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = mode;
+    }
+
+    /// The I/O mode files are opened with through a fyod.
+    pub fn io_mode(&self) -> IoMode {
+        *self
+            .inner
+            .io_mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The fyod connection, when reads and writes go through one.
+    pub fn fyod(&self) -> Option<&FyodClient> {
+        self.inner.fyod.as_ref()
+    }
+
+    /// The node it sends from.
+    pub fn node(&self) -> &Node {
+        &self.inner.node
+    }
+
+    /// Its id at the storage servers.
+    pub fn client_id(&self) -> u64 {
+        self.inner.client_id
+    }
+
+    /// The checksum kind it was configured with.
+    pub fn checksum(&self) -> ChecksumKind {
+        self.inner.checksum
+    }
+
+    /// The fyod it sends reads and writes through, if any.
+    pub fn forwarder(&self) -> Option<Nid> {
+        self.inner.forwarder
+    }
+
+    /// The metadata service's NID.
+    pub fn mds(&self) -> Nid {
+        self.inner.mds.server()
+    }
+
+    /// The target indices layouts are placed on, in the metadata service's order.
+    pub fn targets(&self) -> &[u32] {
+        &self.inner.target_indices
+    }
+
+    /// Makes directory `path`.
+    pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
+        self.inner
+            .mds
+            .mkdir(path, MKDIR_MODE)
+            .await
+            .map(drop)
+            .map_err(|e| ClientError::from_mds(path, e))
+    }
+
+    /// Removes the empty directory `path`.
+    pub async fn rmdir(&self, path: &str) -> Result<(), ClientError> {
+        self.inner
+            .mds
+            .rmdir(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))
+    }
+
+    /// Creates file `path` with a layout from `stripe` (zero fields inherit the directory's
+    /// default), creates its objects on their targets, and opens it. Impossible stripe values
+    /// are refused here, before any round trip. If an object cannot be created, the name is
+    /// removed again and the objects made so far destroyed.
+    pub async fn create(&self, path: &str, stripe: StripeRequest) -> Result<File, ClientError> {
+        self.check_stripe(&stripe)?;
+        let span = info_span!("create", path);
+        if let Some(fyod) = &self.inner.fyod {
+            // The fyod creates the name and the objects. Its open creates only if absent: a
+            // file that was already there is refused here, as a direct create refuses it.
+            let options = OpenOptions {
+                create: true,
+                stripe: Some(stat::stripe_to_mds(&stripe)),
+                ..self.fyod_options()
+            };
+            let file = fyod
+                .open(path, options)
+                .instrument(span)
+                .await
+                .map_err(|e| ClientError::from_fyod(path, e))?;
+            if !file.created() {
+                if let Err(error) = file.close().await {
+                    warn!(%error, path, "closing the handle of an existing file failed");
+                }
+                return Err(ClientError::Exists { path: path.into() });
+            }
+            return self.fyod_file(path, file);
+        }
+        async {
+            let attributes = self
+                .inner
+                .mds
+                .create(path, CREATE_MODE, stat::stripe_to_mds(&stripe))
+                .await
+                .map_err(|e| ClientError::from_mds(path, e))?;
+            let layout = match &attributes.layout {
+                Some(layout) => stat::layout_from_mds(layout)?,
+                None => {
+                    return Err(ClientError::Malformed {
+                        what: "create reply",
+                        why: "no layout".into(),
+                    });
+                }
+            };
+            let targets = self.inner.targets().await?;
+            if let Err(error) = targets.create_objects(&layout).await {
+                // Leave no name without objects behind; the error that matters is the first.
+                warn!(%error, "creating the objects failed: removing the file again");
+                if let Err(undo) = self.inner.mds.unlink(path).await {
+                    warn!(error = %undo, "removing the name failed too");
+                }
+                if let Err(undo) = targets.destroy_objects(&layout).await {
+                    warn!(error = %undo, "destroying the objects made so far failed too");
+                }
+                return Err(error);
+            }
+            self.file(path, layout, DataPath::Direct(Arc::clone(targets)))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Opens the existing file `path`.
+    pub async fn open(&self, path: &str) -> Result<File, ClientError> {
+        if let Some(fyod) = &self.inner.fyod {
+            let file = fyod
+                .open(path, self.fyod_options())
+                .await
+                .map_err(|e| ClientError::from_fyod(path, e))?;
+            return self.fyod_file(path, file);
+        }
+        let attributes = self
+            .inner
+            .mds
+            .open(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        match &attributes.layout {
+            Some(layout) => {
+                let layout = stat::layout_from_mds(layout)?;
+                let targets = Arc::clone(self.inner.targets().await?);
+                self.file(path, layout, DataPath::Direct(targets))
+            }
+            None if attributes.file_type == FileType::Directory => {
+                Err(ClientError::IsADirectory { path: path.into() })
+            }
+            None => Err(ClientError::Malformed {
+                what: "open reply",
+                why: format!("{path}: a file without a layout"),
+            }),
+        }
+    }
+
+    /// The attributes of `path`; a file's size is glimpsed from its objects.
+    pub async fn stat(&self, path: &str) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .stat(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        let mut stat = stat::stat_from_attributes(path, &attributes)?;
+        if stat.layout.is_some() {
+            let file = self.open(path).await?;
+            let size = file.size().await;
+            file.close().await?;
+            stat.size_bytes = size?;
+        }
+        Ok(stat)
+    }
+
+    /// The names in directory `path`, in name order.
+    pub async fn readdir(&self, path: &str) -> Result<Vec<String>, ClientError> {
+        let entries = self
+            .inner
+            .mds
+            .readdir(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        Ok(entries.into_iter().map(|e| e.name).collect())
+    }
+
+    /// Removes file `path` and destroys its objects.
+    pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
+        let layout = self
+            .inner
+            .mds
+            .unlink(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        // The name is gone: from here a failure leaves only unreachable objects behind.
+        self.inner
+            .targets()
+            .await?
+            .destroy_objects(&stat::layout_from_mds(&layout)?)
+            .await
+    }
+
+    /// Renames `from` to `to`; a file `to` replaces loses its objects.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
+        let replaced = self
+            .inner
+            .mds
+            .rename(from, to)
+            .await
+            .map_err(|e| ClientError::from_mds(from, e))?;
+        match replaced {
+            Some(layout) => {
+                self.inner
+                    .targets()
+                    .await?
+                    .destroy_objects(&stat::layout_from_mds(&layout)?)
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `lfs setstripe`: on a directory, sets the default layout of files created in it; on a
+    /// path that does not exist, creates an empty file with that layout. A regular file's
+    /// layout is fixed at creation: setstripe on one fails with `Exists`.
+    pub async fn setstripe(&self, path: &str, stripe: StripeRequest) -> Result<(), ClientError> {
+        self.check_stripe(&stripe)?;
+        match self.inner.mds.stat(path).await {
+            Ok(attributes) if attributes.file_type == FileType::Directory => self
+                .inner
+                .mds
+                .setstripe(path, Some(stat::stripe_to_mds(&stripe)))
+                .await
+                .map_err(|e| ClientError::from_mds(path, e)),
+            Ok(_) => Err(ClientError::Exists { path: path.into() }),
+            Err(e) => match ClientError::from_mds(path, e) {
+                ClientError::NotFound { .. } => self.create(path, stripe).await.map(drop),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// `lfs getstripe` of a file: its layout. A directory has none (see
+    /// [`Client::stripe_info`] for its default).
+    pub async fn getstripe(&self, path: &str) -> Result<Layout, ClientError> {
+        match self.stripe_info(path).await? {
+            StripeInfo::File(layout) => Ok(layout),
+            StripeInfo::Directory { .. } => Err(ClientError::IsADirectory { path: path.into() }),
+        }
+    }
+
+    /// A file's layout, or a directory's default for new files.
+    pub async fn stripe_info(&self, path: &str) -> Result<StripeInfo, ClientError> {
+        let info = self
+            .inner
+            .mds
+            .getstripe(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        Ok(match info {
+            MdsStripeInfo::File(layout) => StripeInfo::File(stat::layout_from_mds(&layout)?),
+            MdsStripeInfo::Directory {
+                default_stripe,
+                set_here,
+            } => StripeInfo::Directory {
+                default_stripe: stat::stripe_from_mds(&default_stripe),
+                set_here,
+            },
+        })
+    }
+
+    /// Memory pinned by writes the servers acknowledged but have not committed: what this
+    /// client keeps to replay after a server restart.
+    /// Through a fyod in PFS mode these are the write buffers the storage servers may pull
+    /// again in replay (pinned until committed).
+    pub fn kept_bytes(&self) -> u64 {
+        let direct = self.inner.targets.get().map_or(0, |t| t.kept_bytes());
+        let fyod = self.inner.fyod.as_ref().map_or(0, |f| f.kept_bytes());
+        direct + fyod
+    }
+
+    /// Acknowledged writes the servers lost (this client was evicted from a recovery), as
+    /// found by the pinger.
+    pub fn lost_writes(&self) -> Vec<crate::targets::LostWrites> {
+        self.inner
+            .targets
+            .get()
+            .map_or_else(Vec::new, |t| t.lost_writes())
+    }
+
+    /// How many asynchronous calls run at once across this client's files, now and at most.
+    pub fn async_stats(&self) -> AsyncStats {
+        self.inner.async_counters.snapshot()
+    }
+
+    /// A stdio-like stream over `file` with a buffer of `buffer_size_bytes` (0: unbuffered).
+    pub fn stream(
+        &self,
+        file: File,
+        buffer_size_bytes: usize,
+    ) -> Result<BufferedStream, ClientError> {
+        if buffer_size_bytes > STREAM_BUFFER_MAX_BYTES {
+            return Err(ClientError::TooLarge {
+                what: "stream buffer",
+                bytes: buffer_size_bytes as u64,
+                max_bytes: STREAM_BUFFER_MAX_BYTES as u64,
+            });
+        }
+        Ok(BufferedStream::new(file, buffer_size_bytes))
+    }
+
+    fn file(&self, path: &str, layout: Layout, data: DataPath) -> Result<File, ClientError> {
+        let id = self.inner.next_file.fetch_add(1, Ordering::Relaxed);
+        File::new(&self.inner.async_counters, id, path, layout, data)
+    }
+
+    fn fyod_file(&self, path: &str, file: iopath_forwarder::FyodFile) -> Result<File, ClientError> {
+        let layout = stat::layout_from_mds(file.layout())?;
+        self.file(path, layout, DataPath::Fyod(file))
+    }
+
+    /// How files are opened at the fyod: this client's I/O mode, synchronous calls unless a
+    /// call is made asynchronously (`iwrite`, `cwrite`, ...), the fyod's default permission
+    /// bits for new files (0644, as [`CREATE_MODE`]).
+    fn fyod_options(&self) -> OpenOptions {
+        OpenOptions {
+            create: false,
+            stripe: None,
+            io_mode: self.io_mode(),
+            call: CallKind::Sync,
+            ..OpenOptions::default()
+        }
+    }
+
+    /// Checks stripe values against this file system's targets before asking the metadata
+    /// service (which checks them again: it decides).
+    fn check_stripe(&self, stripe: &StripeRequest) -> Result<(), ClientError> {
+        let indices = &self.inner.target_indices;
+        // The offset is a target index, not a position: check it against the list itself.
+        StripeRequest {
+            stripe_offset: STRIPE_OFFSET_ANY,
+            ..*stripe
+        }
+        .resolve(indices.len() as u32)?;
+        let offset = stripe.stripe_offset;
+        if offset != STRIPE_OFFSET_ANY && !indices.iter().any(|&i| i64::from(i) == offset) {
+            return Err(LayoutError::StripeOffsetOutOfRange {
+                stripe_offset: offset,
+                targets_count: indices.len() as u32,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,65 @@
+//! [`ClientConfig`], and every maximum the client enforces, in one place.
+
+use iopath_fabric::{ChecksumKind, Nid, Node};
+
+/// RPCs in flight to one target at once (Lustre's `osc.*.max_rpcs_in_flight` default): a
+/// large request's packets queue behind these, so a client never floods one server.
+pub const RPCS_IN_FLIGHT_PER_TARGET_MAX: usize = 8;
+
+/// How often a client pings each storage server it is connected to (Lustre's pinger, every
+/// `obd_timeout / 4` = 25 s against a 300 s recovery window; here 1 s against the storage
+/// servers' 30 s window). A ping is a reconnect: if the server restarted, the client replays
+/// what it kept at once, so an idle client does not hold every other client's recovery open
+/// until its window runs out.
+pub const PING_INTERVAL_MS: u64 = 1000;
+
+/// The most bytes one `read_at` or `write_at` moves: a read allocates its whole buffer, so
+/// a bad length is refused rather than allocated.
+pub const REQUEST_BYTES_MAX: u64 = 2 << 30;
+
+/// Asynchronous calls (`iwrite`, `iread`, `cwrite`, `cread`) outstanding on one file at once;
+/// beyond it a call fails at once with `TooManyPending` (ASCI Red's I/O nodes bounded their
+/// outstanding requests too).
+pub const ASYNC_CALLS_PER_FILE_MAX: usize = 64;
+
+/// stdio's default stream buffer (8 KiB, as on ASCI Red's Cougar).
+pub const STREAM_BUFFER_DEFAULT_BYTES: usize = 8 << 10;
+
+/// The largest stream buffer `setvbuf` accepts.
+pub const STREAM_BUFFER_MAX_BYTES: usize = 256 << 20;
+
+/// Permission bits of files and directories the client creates.
+pub const CREATE_MODE: u32 = 0o644;
+/// Permission bits of directories the client makes.
+pub const MKDIR_MODE: u32 = 0o755;
+
+/// How to connect a client.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The fabric node the client sends from (its memory is where bulk is pulled from).
+    pub node: Node,
+    /// The metadata service's NID.
+    pub mds: Nid,
+    /// This client's id at the storage servers: the key of its replay state, so it must be
+    /// unique among clients and stay the same across a restart of this client.
+    pub client_id: u64,
+    /// The checksum its buffer descriptors carry when the client builds them itself (through
+    /// a forwarder). Direct-attached writes and reads use the OST client's CRC32.
+    pub checksum: ChecksumKind,
+    /// Send reads and writes through the fyod at this NID instead of straight to the storage
+    /// servers.
+    pub forwarder: Option<Nid>,
+}
+
+impl ClientConfig {
+    /// Direct-attached, CRC32, on `node`, with the metadata service at `mds`.
+    pub fn new(node: Node, mds: Nid, client_id: u64) -> ClientConfig {
+        ClientConfig {
+            node,
+            mds,
+            client_id,
+            checksum: ChecksumKind::Crc32,
+            forwarder: None,
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! [`Targets`]: the client's connections to the storage servers, one [`OstClient`] per OSS
+//! shared by that server's targets, and the direct-attached data path over them.
+//!
+//! A request is planned into packets ([`crate::plan`]); each packet is one OST RPC carrying a
+//! buffer descriptor (the [`OstClient`] registers the bytes and the server pulls them). The
+//! packets of one request go out at once, to every object in parallel, each waiting for one
+//! of its target's [`RPCS_IN_FLIGHT_PER_TARGET_MAX`] slots: a large request fans out over
+//! the servers without flooding any one of them (PFS: "data from the application buffer fans
+//! out across all affected I/O nodes in parallel").
+//!
+//! The [`OstClient`] keeps every acknowledged-but-uncommitted write until the server's
+//! `last_committed` covers it, and after a server restart reconnects and replays them before
+//! resending what was in flight; this layer sees only the final outcome.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use iopath_fabric::frame::status::errno;
+use iopath_fabric::{FabricError, Nid, Node};
+use iopath_storage_server::service::OstClient;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::{debug, warn};
+
+use crate::config::{PING_INTERVAL_MS, RPCS_IN_FLIGHT_PER_TARGET_MAX};
+use crate::error::ClientError;
+use crate::layout::{Layout, ObjectRef};
+use crate::plan::{self, ObjectIo, Packing};
+
+/// One target as the client reaches it.
+#[derive(Debug, Clone)]
+struct TargetLink {
+    /// The connection to the server holding it.
+    oss: Arc<OstClient>,
+    /// Its index on that server (the layout names targets by their global OST index).
+    local: u32,
+    /// Its RPC slots.
+    rpcs: Arc<Semaphore>,
+}
+
+/// Acknowledged writes a server no longer had after a restart and would not take back (this
+/// client was evicted): lost, and said so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostWrites {
+    /// The server.
+    pub server: Nid,
+    /// (target index on that server, transno) of each.
+    pub writes: Vec<(u32, u64)>,
+}
+
+/// Connections to every storage server, by target index.
+#[derive(Debug)]
+pub struct Targets {
+    links: BTreeMap<u32, TargetLink>,
+    servers: Vec<Arc<OstClient>>,
+    /// Writes the pinger found lost (a call that finds them fails by itself).
+    lost: Arc<Mutex<Vec<LostWrites>>>,
+}
+
+impl Targets {
+    /// Connects to each distinct server of `targets` (global OST index, server NID) as
+    /// `client_id`.
+    ///
+    /// A server numbers its own targets from 0; the file system numbers all targets across
+    /// servers. The convention joining the two (the stack files number targets this way):
+    /// a server's targets, taken in increasing global index, are its local targets 0, 1, ...
+    pub async fn connect(
+        node: &Node,
+        client_id: u64,
+        targets: &[(u32, Nid)],
+    ) -> Result<Targets, ClientError> {
+        let mut by_server: BTreeMap<Nid, Arc<OstClient>> = BTreeMap::new();
+        let mut links = BTreeMap::new();
+        let locals = local_indices(targets)?;
+        for (&(index, nid), local) in targets.iter().zip(locals) {
+            let oss = match by_server.get(&nid) {
+                Some(oss) => Arc::clone(oss),
+                None => {
+                    let oss = OstClient::connect(node.clone(), nid, client_id)
+                        .await
+                        .map_err(|source| ClientError::Connect {
+                            nid: nid.to_string(),
+                            source,
+                        })?;
+                    let oss = Arc::new(oss);
+                    by_server.insert(nid, Arc::clone(&oss));
+                    oss
+                }
+            };
+            let rpcs = Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX));
+            links.insert(index, TargetLink { oss, local, rpcs });
+        }
+        let servers: Vec<Arc<OstClient>> = by_server.into_values().collect();
+        let lost = Arc::default();
+        for server in &servers {
+            tokio::spawn(ping(Arc::downgrade(server), Arc::clone(&lost)));
+        }
+        Ok(Targets {
+            links,
+            servers,
+            lost,
+        })
+    }
+
+    /// Acknowledged writes found lost after a server restart, so far.
+    pub fn lost_writes(&self) -> Vec<LostWrites> {
+        self.lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Fails if writes to a server holding one of `layout`'s objects were found lost.
+    pub fn check_lost(&self, layout: &Layout) -> Result<(), ClientError> {
+        let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+        for object in layout.objects() {
+            let Some(link) = self.links.get(&object.target) else {
+                continue;
+            };
+            if let Some(found) = lost.iter().find(|l| l.server == link.oss.server()) {
+                return Err(ClientError::WritesLost {
+                    server: found.server.to_string(),
+                    count: found.writes.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// How many targets.
+    pub fn count(&self) -> u32 {
+        // At most the metadata service's target limit.
+        self.links.len() as u32
+    }
+
+    /// The connections, one per server.
+    pub fn servers(&self) -> &[Arc<OstClient>] {
+        &self.servers
+    }
+
+    /// Bytes every connection holds for replay: acknowledged writes not yet committed.
+    pub fn kept_bytes(&self) -> u64 {
+        self.servers.iter().map(|s| s.kept_bytes()).sum()
+    }
+
+    /// The link of every object of `layout`, in stripe order: resolved before anything is
+    /// sent, so a layout naming an unknown target fails whole, not halfway.
+    fn links_of(&self, layout: &Layout) -> Result<Vec<TargetLink>, ClientError> {
+        layout
+            .objects()
+            .iter()
+            .map(|o| {
+                self.links
+                    .get(&o.target)
+                    .cloned()
+                    .ok_or(ClientError::UnknownTarget { target: o.target })
+            })
+            .collect()
+    }
+
+    /// Creates every object of `layout` on its target, in parallel.
+    pub async fn create_objects(&self, layout: &Layout) -> Result<(), ClientError> {
+        self.each_object(layout, "create", |oss, local, o| async move {
+            oss.create(local, o.object_id).await.map(drop)
+        })
+        .await
+    }
+
+    /// Destroys every object of `layout`, in parallel; an object already gone is fine.
+    pub async fn destroy_objects(&self, layout: &Layout) -> Result<(), ClientError> {
+        self.each_object(layout, "destroy", |oss, local, o| async move {
+            match oss.destroy(local, o.object_id).await {
+                Err(FabricError::Remote { code, .. }) if code == errno::ENOENT => Ok(()),
+                other => other.map(drop),
+            }
+        })
+        .await
+    }
+
+    /// The file's size from its objects' sizes (Lustre's glimpse): a getattr per object, in
+    /// parallel, then [`Layout::file_size_bytes`].
+    pub async fn size(&self, layout: &Layout) -> Result<u64, ClientError> {
+        let links = self.links_of(layout)?;
+        let mut set = JoinSet::new();
+        for (index, (object, link)) in layout.objects().iter().copied().zip(links).enumerate() {
+            set.spawn(async move {
+                let size = link.oss.getattr(link.local, object.object_id).await;
+                (index, object, size)
+            });
+        }
+        let mut sizes = vec![0u64; layout.objects().len()];
+        let mut first_error = None;
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((index, _, Ok(size))) => sizes[index] = size,
+                Ok((_, object, Err(source))) => {
+                    first_error.get_or_insert(storage("getattr", object, source));
+                }
+                Err(join) => {
+                    first_error.get_or_insert(task_failed("getattr", join));
+                }
+            }
+        }
+        if let Some(error) = first_error {
+            return Err(error);
+        }
+        Ok(layout.file_size_bytes(&sizes)?)
+    }
+
+    /// Commits the journal of every target the layout uses: afterwards none of this file's
+    /// writes needs to be kept for replay.
+    pub async fn sync(&self, layout: &Layout) -> Result<(), ClientError> {
+        self.each_object(layout, "sync", |oss, local, _| async move {
+            oss.sync(local).await.map(drop)
+        })
+        .await
+    }
+
+    /// Writes `data` at file offset `offset_bytes`: one RPC per packet, every object in
+    /// parallel. Returns once every packet is acknowledged (or the first failure, after the
+    /// others have finished: nothing of this call is still in flight when it returns).
+    pub async fn write(
+        &self,
+        layout: &Layout,
+        offset_bytes: u64,
+        data: Bytes,
+    ) -> Result<u64, ClientError> {
+        let length = data.len() as u64;
+        let ios = plan::plan(layout, offset_bytes, length, Packing::DEFAULT)?;
+        debug!(offset_bytes, length, packets = ios.len(), "write");
+        let links = self.links_of(layout)?;
+        let mut set = JoinSet::new();
+        for io in ios {
+            let object = layout.objects()[io.object_index as usize];
+            let link = links[io.object_index as usize].clone();
+            let bytes = gather(&data, &io);
+            set.spawn(async move {
+                // A closed semaphore is impossible: it lives as long as the link.
+                let _slot = link.rpcs.acquire().await;
+                link.oss
+                    .write(link.local, object.object_id, io.object_offset_bytes, bytes)
+                    .await
+                    .map(drop)
+                    .map_err(|source| storage("write", object, source))
+            });
+        }
+        first_failure(&mut set, "write").await?;
+        Ok(length)
+    }
+
+    /// Reads `length_bytes` at file offset `offset_bytes`: one RPC per packet, in parallel.
+    /// Holes read as zeros. If any packet came back short, the file's size is glimpsed and
+    /// the result cut at the end of the file (a read past it is empty).
+    pub async fn read(
+        &self,
+        layout: &Layout,
+        offset_bytes: u64,
+        length_bytes: u64,
+    ) -> Result<Bytes, ClientError> {
+        let ios = plan::plan(layout, offset_bytes, length_bytes, Packing::DEFAULT)?;
+        debug!(offset_bytes, length_bytes, packets = ios.len(), "read");
+        if ios.is_empty() {
+            return Ok(Bytes::new());
+        }
+        let links = self.links_of(layout)?;
+        let mut set = JoinSet::new();
+        for io in ios {
+            let object = layout.objects()[io.object_index as usize];
+            let link = links[io.object_index as usize].clone();
+            set.spawn(async move {
+                let _slot = link.rpcs.acquire().await;
+                let read = link
+                    .oss
+                    .read(
+                        link.local,
+                        object.object_id,
+                        io.object_offset_bytes,
+                        io.length_bytes,
+                    )
+                    .await
+                    .map_err(|source| storage("read", object, source));
+                (io, read)
+            });
+        }
+        let single = set.len() == 1;
+        // Zeroed when first needed: whatever the objects do not have (holes, the end) reads
+        // as zero.
+        let mut buffer: Option<BytesMut> = None;
+        let mut short = false;
+        let mut first_error = None;
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((io, Ok(bytes))) => {
+                    // One packet covering the whole request: its bytes are the answer.
+                    if single && io.segments.len() == 1 && bytes.len() as u64 == length_bytes {
+                        return Ok(bytes);
+                    }
+                    let buffer =
+                        buffer.get_or_insert_with(|| BytesMut::zeroed(length_bytes as usize));
+                    short |= plan::scatter(&io, &bytes, buffer);
+                }
+                Ok((_, Err(error))) => {
+                    first_error.get_or_insert(error);
+                }
+                Err(join) => {
+                    first_error.get_or_insert(task_failed("read", join));
+                }
+            }
+        }
+        if let Some(error) = first_error {
+            return Err(error);
+        }
+        let mut buffer = buffer.unwrap_or_else(|| BytesMut::zeroed(length_bytes as usize));
+        if short {
+            // Some object ended inside the request: a hole, or the end of the file. Only the
+            // file's size tells which.
+            let size = self.size(layout).await?;
+            buffer.truncate(plan::visible_len(offset_bytes, length_bytes, size) as usize);
+        }
+        Ok(buffer.freeze())
+    }
+
+    /// Runs `op` on every object of `layout` in parallel; the first failure after all finish.
+    async fn each_object<F, Fut>(
+        &self,
+        layout: &Layout,
+        what: &'static str,
+        op: F,
+    ) -> Result<(), ClientError>
+    where
+        F: Fn(Arc<OstClient>, u32, ObjectRef) -> Fut,
+        Fut: Future<Output = Result<(), FabricError>> + Send + 'static,
+    {
+        let links = self.links_of(layout)?;
+        let mut set = JoinSet::new();
+        for (object, link) in layout.objects().iter().copied().zip(links) {
+            let call = op(Arc::clone(&link.oss), link.local, object);
+            set.spawn(async move {
+                let _slot = link.rpcs.acquire().await;
+                call.await.map_err(|source| storage(what, object, source))
+            });
+        }
+        first_failure(&mut set, what).await
+    }
+}
+
+/// Lustre's pinger for one server connection: every [`PING_INTERVAL_MS`], a reconnect. If the
+/// server restarted, the kept writes are replayed right away (and the server told this client
+/// is done), whether or not the application is using the server. Ends with the connection.
+async fn ping(server: Weak<OstClient>, lost: Arc<Mutex<Vec<LostWrites>>>) {
+    let interval = Duration::from_millis(PING_INTERVAL_MS);
+    // Bounded by the connection's life: the loop ends when the client is dropped.
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(server) = server.upgrade() else {
+            return;
+        };
+        match server.reconnect_and_replay().await {
+            Ok(report) if !report.lost.is_empty() => {
+                warn!(server = %server.server(), lost = report.lost.len(), "evicted: acknowledged writes were lost");
+                lost.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(LostWrites {
+                        server: server.server(),
+                        writes: report.lost,
+                    });
+            }
+            Ok(report) => {
+                if report.restarted {
+                    debug!(server = %server.server(), replayed = report.replayed, "server restarted: replayed");
+                }
+            }
+            // Down or restarting: the next ping (or call) tries again.
+            Err(error) => debug!(server = %server.server(), %error, "ping failed"),
+        }
+    }
+}
+
+/// Each target's index on its own server: its rank among that server's targets by global
+/// index (see [`Targets::connect`]). Refuses a global index listed twice.
+fn local_indices(targets: &[(u32, Nid)]) -> Result<Vec<u32>, ClientError> {
+    let mut locals = Vec::with_capacity(targets.len());
+    for (position, &(index, nid)) in targets.iter().enumerate() {
+        if targets[..position].iter().any(|&(other, _)| other == index) {
+            return Err(ClientError::Malformed {
+                what: "target list",
+                why: format!("OST index {index} is listed twice"),
+            });
+        }
+        let below = targets
+            .iter()
+            .filter(|&&(other, server)| server == nid && other < index)
+            .count();
+        // At most the number of targets, which the metadata service bounds.
+        locals.push(below as u32);
+    }
+    Ok(locals)
+}
+
+/// The bytes of one packet: a slice of the caller's buffer when it is one segment (no copy:
+/// the server pulls straight from the caller's memory), gathered into one buffer otherwise.
+fn gather(data: &Bytes, io: &ObjectIo) -> Bytes {
+    if let [one] = io.segments.as_slice() {
+        let start = one.buffer_offset_bytes as usize;
+        return data.slice(start..start + one.length_bytes as usize);
+    }
+    let mut packet = BytesMut::with_capacity(io.length_bytes as usize);
+    for segment in &io.segments {
+        let start = segment.buffer_offset_bytes as usize;
+        packet.extend_from_slice(&data[start..start + segment.length_bytes as usize]);
+    }
+    packet.freeze()
+}
+
+/// Waits for every task; the first failure, if any.
+async fn first_failure(
+    set: &mut JoinSet<Result<(), ClientError>>,
+    what: &'static str,
+) -> Result<(), ClientError> {
+    let mut first_error = None;
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                first_error.get_or_insert(error);
+            }
+            Err(join) => {
+                first_error.get_or_insert(task_failed(what, join));
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn storage(op: &'static str, object: ObjectRef, source: FabricError) -> ClientError {
+    ClientError::Storage {
+        op,
+        target: object.target,
+        object: object.object_id,
+        source,
+    }
+}
+
+fn task_failed(what: &'static str, join: tokio::task::JoinError) -> ClientError {
+    ClientError::TaskStopped {
+        what,
+        why: join.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_indices_rank_each_servers_targets() {
+        let a = Nid::mem(10, 0);
+        let b = Nid::mem(11, 0);
+        // Interleaved, as stack files number them: OST0 on a, OST1 on b, OST2 on a, ...
+        let interleaved = [(0, a), (1, b), (2, a), (3, b)];
+        assert_eq!(
+            local_indices(&interleaved).expect("valid"),
+            vec![0, 0, 1, 1]
+        );
+        // Consecutive, in any listed order.
+        let consecutive = [(3, b), (0, a), (2, b), (1, a)];
+        assert_eq!(
+            local_indices(&consecutive).expect("valid"),
+            vec![1, 0, 0, 1]
+        );
+        assert!(local_indices(&[(0, a), (0, b)]).is_err());
+    }
+}
