@@ -36,7 +36,8 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod file;
-pub mod layout;
+/// The stripe layout, shared with the MDS and the fyod (it lives in `iopath_mds::layout`).
+pub use iopath_mds::layout;
 pub mod lfs;
 pub mod plan;
 pub mod stat;

@@ -34,24 +34,17 @@
 //! - [`client`]: [`FyodClient`] and [`FyodFile`], what the client library calls.
 //! - [`limits`]: every maximum in one place; [`error`]: [`ForwarderError`].
 //!
-//! The stripe arithmetic is `iopath_client::layout`, compiled into this crate from its source
-//! file (see [`policy::pfs`]): the client library depends on this crate for [`FyodClient`], so
-//! this crate cannot depend on the client library.
+//! The stripe arithmetic is `iopath_mds::layout`, the one the MDS and the client library use
+//! too (the client depends on this crate for [`FyodClient`], so the layout lives below both).
 
 pub mod client;
 pub mod error;
 pub mod limits;
 pub mod modes;
+/// The stripe layout (`iopath_mds::layout`): where each byte of a file lives.
+pub(crate) use iopath_mds::layout;
 pub mod policy;
 pub mod service;
-
-// The client library's stripe layout, compiled from its one source file: a dependency on
-// `iopath-client` would be a cycle (it depends on this crate for `FyodClient`). The file
-// uses only `std` and `thiserror`; parts of it this crate does not call are allowed to be
-// unused here.
-#[path = "../../client/src/layout.rs"]
-#[allow(dead_code, unreachable_pub)]
-pub(crate) mod layout;
 
 pub use client::{FyodClient, FyodFile, OpenOptions};
 pub use error::ForwarderError;

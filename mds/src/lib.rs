@@ -6,6 +6,8 @@
 //! Bottom-up, from the pure core to the wire:
 //!
 //! - [`path`]: absolute paths, parsed once and bounded ([`limits`] names every maximum).
+//! - [`layout`]: the stripe layout as a pure core — file extents to per-object extents and
+//!   back, the glimpsed file size, setstripe validation; shared with the client and the fyod.
 //! - [`stripe`]: stripe requests, file layouts, and the rules that turn one into the other.
 //! - [`namespace`]: the pure core — inodes, operations planned into mutations, mutations
 //!   applied, invariants. No files, sockets or clocks.
@@ -23,6 +25,7 @@
 
 pub mod client;
 pub mod error;
+pub mod layout;
 pub mod limits;
 pub mod namespace;
 pub mod path;

@@ -1,28 +1,23 @@
 //! Stripe values and file layouts as the metadata service keeps them, and the rules that
 //! turn a request into a layout.
 //!
-//! The client checks `setstripe` values too (`iopath_client::layout`), with the same limits,
-//! to answer before a round trip; the MDS checks them again because it is the one that
-//! decides, and must not trust what a client sends.
+//! The client checks `setstripe` values too ([`crate::layout`], whose limits these are), to
+//! answer before a round trip; the MDS checks them again because it is the one that decides,
+//! and must not trust what a client sends.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MdsError, Result};
 use crate::limits::TARGETS_MAX;
 
-/// Stripe sizes are whole multiples of this (Lustre's `LOV_MIN_STRIPE_SIZE`, 64 KiB).
-pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 * 1024;
-/// The file system's stripe size unless configured otherwise (Lustre's and PFS's 1 MiB).
-pub const STRIPE_SIZE_DEFAULT_BYTES: u64 = 1024 * 1024;
-/// The largest stripe size: the largest multiple of 64 KiB below 4 GiB.
-pub const STRIPE_SIZE_MAX_BYTES: u64 = (4 << 30) - STRIPE_SIZE_UNIT_BYTES;
-/// The file system's stripe count unless configured otherwise (Lustre's default).
-pub const STRIPE_COUNT_DEFAULT: i64 = 1;
-/// `stripe_count` meaning "every target" (`lfs setstripe -c -1`).
-pub const STRIPE_COUNT_ALL: i64 = -1;
-/// `stripe_offset` meaning "the MDS chooses" (`lfs setstripe -i -1`); in a create request,
-/// also "inherit the directory's choice".
-pub const STRIPE_OFFSET_ANY: i64 = -1;
+// The limits and special values of stripe settings have one definition, in the layout core.
+pub use crate::layout::{
+    STRIPE_COUNT_ALL, STRIPE_OFFSET_ANY, STRIPE_SIZE_DEFAULT_BYTES, STRIPE_SIZE_MAX_BYTES,
+    STRIPE_SIZE_UNIT_BYTES,
+};
+/// The file system's stripe count unless configured otherwise (Lustre's default), as a
+/// request value.
+pub const STRIPE_COUNT_DEFAULT: i64 = crate::layout::STRIPE_COUNT_DEFAULT as i64;
 /// The first object id allocated on each target; 0 never names an object.
 pub const FIRST_OBJECT_ID: u64 = 1;
 

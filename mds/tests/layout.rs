@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
-use iopath_client::layout::{
+use iopath_mds::layout::{
     Layout, LayoutError, ObjectExtent, ObjectRef, STRIPE_COUNT_MAX, STRIPE_SIZE_DEFAULT_BYTES,
     STRIPE_SIZE_MAX_BYTES, StripeRequest, StripeSettings,
 };
