@@ -44,6 +44,17 @@ enum Command {
     /// Benchmarks beside baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Lustre's lfs against a running stack: setstripe, getstripe, ls, stat, put, get, rm.
+    Lfs {
+        /// The metadata service's NID (printed when the stack starts).
+        #[arg(long, env = "IOPATH_MDS")]
+        mds: iopath_fabric::Nid,
+        /// Go through the fyod at this NID instead of straight to the storage servers.
+        #[arg(long)]
+        fyod: Option<iopath_fabric::Nid>,
+        #[command(subcommand)]
+        command: iopath_client::lfs::LfsCommand,
+    },
     /// Run an object storage server (OSS) with its targets, until stopped.
     Oss(OssArgs),
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
@@ -254,6 +265,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Selftest(args) => run_selftest(args).await,
         Command::Topo(command) => iopath_topology::cli::run(command),
         Command::Lctl { admin, command } => iopath_admin::lctl::run(admin, command).await,
+        Command::Lfs { mds, fyod, command } => run_lfs(mds, fyod, command).await,
         Command::Bench(BenchCommand::Journal(args)) => iopath_bench::journal::run(args).await,
         Command::Oss(args) => {
             let role = iopath_storage_server::service::role::OssRole {
@@ -349,4 +361,42 @@ async fn lnetctl_route(admin: SocketAddr, action: RouteAction) -> Result<()> {
     };
     client.set_param("routes", &command).await?;
     Ok(())
+}
+
+async fn run_lfs(
+    mds: iopath_fabric::Nid,
+    fyod: Option<iopath_fabric::Nid>,
+    command: iopath_client::lfs::LfsCommand,
+) -> Result<()> {
+    use anyhow::Context as _;
+    // A client node of its own on the MDS's network: TCP on loopback (or the host's address)
+    // for a stack of processes.
+    let interface = match mds.net.net_type {
+        iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
+            nid: iopath_fabric::Nid::tcp("127.0.0.1:0".parse()?, mds.net.number),
+        },
+        other => anyhow::bail!(
+            "lfs reaches a stack over TCP; {mds} is on a {} network",
+            other.name()
+        ),
+    };
+    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![interface],
+        ..Default::default()
+    })
+    .await
+    .context("start the client node")?;
+    // A client id of its own: time and pid, unique among the clients of this stack.
+    let client_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
+    config.forwarder = fyod;
+    let client = iopath_client::Client::connect(config)
+        .await
+        .with_context(|| format!("connect to the stack at {mds}"))?;
+    let result = iopath_client::lfs::run(&client, command).await;
+    node.shutdown();
+    result
 }
