@@ -241,7 +241,19 @@ async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::
         .await
         .with_context(|| format!("open {}", local.display()))?;
     let length = source.metadata().await?.len();
-    let file = client.create(remote, StripeRequest::INHERIT).await?;
+    // As `cp` onto a file made by `lfs setstripe`: an existing empty file keeps its layout and
+    // receives the data; anything else that exists is refused.
+    let file = match client.create(remote, StripeRequest::INHERIT).await {
+        Ok(file) => file,
+        Err(created) => {
+            let existing = client.open(remote).await.map_err(|_| created)?;
+            let size = existing.size().await?;
+            if size != 0 {
+                anyhow::bail!("{remote} exists and holds {size} bytes: remove it first");
+            }
+            existing
+        }
+    };
     let chunk = chunk_bytes(file.layout());
     let mut offset = 0u64;
     // Bounded by the file's length read at the start: a file that grows is copied up to it.

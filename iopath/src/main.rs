@@ -20,6 +20,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start a preset stack in this process, write and read back data through the I/O path
+    /// with verification, and show what happened — the place to start.
+    Demo(iopath_stack::cli::DemoArgs),
+    /// Run a whole stack (a preset or a stack file): in this process, or a process per node.
+    Up(iopath_stack::cli::UpArgs),
+    /// Run one node of a stack file (what `iopath up --processes` starts for each node).
+    Node(iopath_stack::cli::NodeArgs),
     /// lnet_selftest-style bulk and ping tests between groups of fabric nodes.
     Selftest(SelftestArgs),
     /// The torus model: link loads, placement, LNET routes, router layout.
@@ -71,6 +78,9 @@ enum BenchCommand {
     /// writer, and fio), OST writes with sync commits, with async commits, and optionally an
     /// external journal.
     Journal(iopath_bench::journal::JournalArgs),
+    /// IOR on a stack: IOR's flags and output, every byte read back and checked, beside the
+    /// raw disk (and loopback TCP with --processes) measured in the same run.
+    Ior(iopath_stack::ior::IorArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -266,6 +276,10 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Topo(command) => iopath_topology::cli::run(command),
         Command::Lctl { admin, command } => iopath_admin::lctl::run(admin, command).await,
         Command::Lfs { mds, fyod, command } => run_lfs(mds, fyod, command).await,
+        Command::Demo(args) => Ok(iopath_stack::cli::demo(args).await?),
+        Command::Up(args) => Ok(iopath_stack::cli::up(args).await?),
+        Command::Node(args) => Ok(iopath_stack::cli::node(args).await?),
+        Command::Bench(BenchCommand::Ior(args)) => Ok(iopath_stack::ior::run(args).await?),
         Command::Bench(BenchCommand::Journal(args)) => iopath_bench::journal::run(args).await,
         Command::Oss(args) => {
             let role = iopath_storage_server::service::role::OssRole {

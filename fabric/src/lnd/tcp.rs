@@ -354,6 +354,12 @@ async fn writer_loop(
     queue.close();
     let error = match result {
         Ok(()) => FabricError::ShuttingDown,
+        // A peer that closed its end went away on purpose (or exited); the next message
+        // reconnects. Only failures say more.
+        Err(e @ FabricError::Unreachable { .. }) => {
+            debug!(%local, peer = %target, "connection closed: {e}");
+            e
+        }
         Err(e) => {
             warn!(%local, peer = %target, "connection lost: {e}");
             e

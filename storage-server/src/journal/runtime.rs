@@ -403,7 +403,7 @@ impl JournalTask {
         match self.shutdown.take() {
             Some((target, reply)) if target <= last_committed => {
                 let _ = reply.send(Ok(last_committed));
-                self.setup.stop.stop("target shut down".to_string());
+                self.setup.stop.shut_down();
                 true
             }
             Some((_, reply)) if self.policy.stopped().is_some() => {

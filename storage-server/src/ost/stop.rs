@@ -16,10 +16,17 @@ impl StopFlag {
         StopFlag::default()
     }
 
-    /// Stops the target; the first reason wins.
+    /// Stops the target because it can no longer vouch for its data; the first reason wins.
     pub fn stop(&self, reason: String) {
         if self.reason.set(reason).is_ok() {
             tracing::error!(reason = %self.reason.get().map_or("", String::as_str), "target stopped");
+        }
+    }
+
+    /// Stops the target at a clean shutdown: everything was committed, nothing is wrong.
+    pub fn shut_down(&self) {
+        if self.reason.set("target shut down".to_string()).is_ok() {
+            tracing::debug!("target shut down cleanly");
         }
     }
 

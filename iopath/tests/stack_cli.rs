@@ -1,0 +1,127 @@
+//! The stack commands as a user runs them: `iopath demo`, and `iopath up --processes` with
+//! `iopath lfs` and `iopath lctl` against the running stack.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+fn iopath() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iopath"))
+}
+
+#[test]
+fn demo_runs_and_verifies() {
+    let out = iopath().args(["demo", "--size", "8m"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("every byte read back matched what was written"),
+        "{stdout}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("ERROR"),
+        "a clean run logs no error"
+    );
+}
+
+#[test]
+fn lfs_and_lctl_work_against_a_stack_of_processes() {
+    let mut up = iopath()
+        .args(["up", "--preset", "spider-mini", "--processes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
+    let (mut mds, mut oss_admin) = (None, None);
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        match cols.first() {
+            Some(&"mds") if cols.len() > 4 => mds = Some(cols[2].to_owned()),
+            Some(&"oss0") if cols.len() > 4 => oss_admin = Some(cols[4].to_owned()),
+            _ => {}
+        }
+        if line.starts_with("ready") {
+            break;
+        }
+    }
+    let (mds, oss_admin) = (
+        mds.expect("up printed the mds"),
+        oss_admin.expect("up printed oss0"),
+    );
+    let lfs = |args: &[&str]| {
+        let out = iopath()
+            .args(["lfs", "--mds", &mds])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lfs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("in");
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7) as u8).collect();
+    std::fs::File::create(&local)
+        .unwrap()
+        .write_all(&data)
+        .unwrap();
+    lfs(&["setstripe", "-c", "2", "-S", "64k", "/striped"]);
+    lfs(&["put", local.to_str().unwrap(), "/striped"]);
+    let stripe = lfs(&["getstripe", "/striped"]);
+    assert!(
+        stripe.contains("lmm_stripe_count:  2") || stripe.contains("lmm_stripe_count: 2"),
+        "{stripe}"
+    );
+    assert!(
+        stripe.contains("lmm_stripe_size:") && stripe.contains("65536"),
+        "{stripe}"
+    );
+    let back = dir.path().join("out");
+    lfs(&["get", "/striped", back.to_str().unwrap()]);
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "the file came back byte for byte"
+    );
+    // The storage servers' parameters through their admin services.
+    let out = iopath()
+        .args([
+            "lctl",
+            "--admin",
+            &oss_admin,
+            "get_param",
+            "obdfilter.*.last_committed",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("obdfilter.OST"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Bad input: a missing file is a clear error.
+    let out = iopath()
+        .args(["lfs", "--mds", &mds, "stat", "/nope"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .to_lowercase()
+            .contains("no such"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(up.stdin.take());
+    assert!(up.wait().unwrap().success());
+}

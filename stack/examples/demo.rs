@@ -1,0 +1,22 @@
+//! The whole I/O path in one call: start the default preset in this process, write and read
+//! back through it, and print what happened (what `iopath demo` does).
+//!
+//! `cargo run --release -p iopath-stack --example demo -- [SIZE]` (default 128m).
+
+#[tokio::main]
+async fn main() -> Result<(), iopath_stack::StackError> {
+    let size = match std::env::args().nth(1) {
+        Some(text) => iopath_bench::units::parse_size(&text).map_err(|why| {
+            iopath_stack::StackError::BadOption {
+                option: "SIZE".into(),
+                why,
+            }
+        })?,
+        None => 128 << 20,
+    };
+    let args = iopath_stack::cli::DemoArgs {
+        size,
+        ..iopath_stack::cli::DemoArgs::default()
+    };
+    iopath_stack::cli::demo(args).await
+}

@@ -1,0 +1,172 @@
+//! A stack in words, for people: the node table `iopath up` prints, each node's part in the
+//! I/O path, and torus hop counts. Pure functions of a [`Stack`].
+
+use iopath_topology::coord::Coord;
+use iopath_topology::torus::Torus;
+
+use crate::schema::{FyodMode, Role, RoleName, Stack};
+
+/// Lustre's name of global target `index`: `OST0003`.
+pub fn ost_name(index: usize) -> String {
+    format!("OST{index:04}")
+}
+
+/// What node `index` does, in a few words.
+pub fn node_detail(stack: &Stack, index: usize) -> String {
+    let targets = stack.targets();
+    match stack.nodes[index].role {
+        Role::Mds => {
+            let layout = &stack.layout;
+            let count = match layout.stripe_count {
+                -1 => "all targets".to_owned(),
+                n => format!("{n} stripes"),
+            };
+            format!(
+                "namespace and layouts over {} targets; default {} stripes x {count}",
+                targets.len(),
+                crate::demo::describe_size(layout.stripe_size_bytes)
+            )
+        }
+        Role::Oss(spec) => {
+            let names: Vec<String> = targets
+                .iter()
+                .enumerate()
+                .filter(|(_, (oss, _))| *oss == index)
+                .map(|(global, _)| ost_name(global))
+                .collect();
+            format!(
+                "{} {}, {} journal",
+                if spec.targets == 1 {
+                    "target"
+                } else {
+                    "targets"
+                },
+                names.join(" "),
+                if spec.sync_journal { "sync" } else { "async" }
+            )
+        }
+        Role::Fyod(spec) => {
+            let served: Vec<&str> = stack
+                .nodes_of(RoleName::Client)
+                .into_iter()
+                .filter(|&c| matches!(stack.nodes[c].role, Role::Client(s) if s.forwarder == Some(index)))
+                .map(|c| stack.nodes[c].name.as_str())
+                .collect();
+            format!(
+                "{} mode, serves {}",
+                match spec.mode {
+                    FyodMode::Pfs => "PFS",
+                    FyodMode::Ufs => "UFS",
+                },
+                if served.is_empty() {
+                    "no clients".to_owned()
+                } else {
+                    served.join(" ")
+                }
+            )
+        }
+        Role::Router => {
+            let nets: Vec<&str> = stack.nodes[index]
+                .interfaces
+                .iter()
+                .map(|i| stack.networks[i.network].name.as_str())
+                .collect();
+            format!("forwards between {}", nets.join(" and "))
+        }
+        Role::Client(spec) => match spec.forwarder {
+            Some(f) => format!("I/O through {}", stack.nodes[f].name),
+            None => "talks to the storage servers itself".to_owned(),
+        },
+    }
+}
+
+/// The node table: name, role, NIDs, torus position, admin address (from `admin`), detail.
+pub fn node_table(stack: &Stack, admin: &dyn Fn(usize) -> Option<String>) -> String {
+    let mut rows =
+        vec![["node", "role", "nids", "torus", "admin", "what it does"].map(str::to_owned)];
+    for index in 0..stack.nodes.len() {
+        let node = &stack.nodes[index];
+        rows.push([
+            node.name.clone(),
+            node.role.name().to_owned(),
+            stack
+                .nids(index)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            node.torus
+                .map(|[x, y, z]| format!("{x},{y},{z}"))
+                .unwrap_or_else(|| "-".to_owned()),
+            admin(index).unwrap_or_else(|| "-".to_owned()),
+            node_detail(stack, index),
+        ]);
+    }
+    left_aligned(&rows)
+}
+
+/// Rows as columns of text, left-aligned, two spaces apart.
+pub fn left_aligned<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Torus hops between nodes `a` and `b` (dimension-order routing's count), when both have
+/// coordinates on the same torus network.
+pub fn torus_hops(stack: &Stack, a: usize, b: usize) -> Option<u32> {
+    let (ca, cb) = (stack.nodes[a].torus?, stack.nodes[b].torus?);
+    let network = stack.nodes[a]
+        .interfaces
+        .iter()
+        .find(|i| stack.networks[i.network].torus.is_some())?
+        .network;
+    stack.interface_on(b, network)?;
+    let [x, y, z] = stack.networks[network].torus?;
+    let torus = Torus::new(x, y, z).ok()?;
+    Some(torus.hop_distance(
+        Coord::new(ca[0], ca[1], ca[2]),
+        Coord::new(cb[0], cb[1], cb[2]),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asci_red_mini_in_words() {
+        let stack = crate::preset("asci-red-mini").unwrap().stack().unwrap();
+        let oss0 = stack.node_index("oss0").unwrap();
+        assert_eq!(
+            node_detail(&stack, oss0),
+            "targets OST0000 OST0002, async journal"
+        );
+        let fyod1 = stack.node_index("fyod1").unwrap();
+        assert_eq!(node_detail(&stack, fyod1), "PFS mode, serves c4 c5 c6 c7");
+        let c0 = stack.node_index("c0").unwrap();
+        let fyod0 = stack.node_index("fyod0").unwrap();
+        // c0 at 0,0,0 and fyod0 at 0,0,1 on a 4x2x2 torus: one hop.
+        assert_eq!(torus_hops(&stack, c0, fyod0), Some(1));
+        assert_eq!(torus_hops(&stack, c0, fyod1), Some(2));
+        let table = node_table(&stack, &|_| None);
+        assert!(table.starts_with("node "), "{table}");
+        assert!(
+            table.contains("c0     client  100@mem0  0,0,0  -"),
+            "{table}"
+        );
+    }
+}

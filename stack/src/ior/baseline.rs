@@ -1,0 +1,225 @@
+//! The baselines `iopath bench ior` measures in the same run, so its figures are ratios and
+//! not absolute numbers on a shared machine:
+//!
+//! - **disk**: iopath's raw writer (the journal benchmark's, XDD-style) — as many writers as
+//!   IOR has tasks, each its own file, the same transfer size, one request in flight each,
+//!   O_DIRECT through the same io_uring engine the storage targets use, an fdatasync of every
+//!   file at the end; then the same files read back. Same bytes, same directory (so the same
+//!   file system) as the stack's storage.
+//! - **fio**, when it is installed: the same jobs, for a second opinion on the disk.
+//! - **loopback TCP** (processes mode): one stream moving the same bytes in transfer-size
+//!   writes, the most the bytes could move between two processes on this machine.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use iopath_storage_server::engine::aligned::AlignedBuf;
+use iopath_storage_server::engine::{
+    EngineConfig, EngineFile, FileRole, OpenMode, SyncKind, open_engine,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinSet;
+
+use crate::error::StackError;
+
+/// Largest buffer the loopback TCP baseline writes at once.
+const TCP_WRITE_MAX_BYTES: u64 = 4 << 20;
+
+/// What the disk baseline measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskBaseline {
+    /// Writes, MiB/s (to the end of the last fdatasync).
+    pub write_mib_s: f64,
+    /// Reads of the same files, MiB/s.
+    pub read_mib_s: f64,
+    /// The engine's name (`io_uring`, or `psync` where io_uring is refused).
+    pub engine: String,
+}
+
+fn mib_s(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64 / seconds.max(1e-9)
+}
+
+/// Measures the raw disk in a fresh directory inside `dir`: `writers` files of
+/// `bytes_per_writer` (whole requests), `request_bytes` per call.
+pub async fn disk(
+    dir: &Path,
+    writers: u32,
+    bytes_per_writer: u64,
+    request_bytes: u64,
+) -> Result<DiskBaseline, StackError> {
+    let failed = |why: String| StackError::Baseline { what: "disk", why };
+    let engine = open_engine(&EngineConfig::default());
+    let work = tempfile::Builder::new()
+        .prefix("iopath-ior-baseline-")
+        .tempdir_in(dir)
+        .map_err(|e| failed(format!("create a directory in {}: {e}", dir.display())))?;
+    let requests = (bytes_per_writer / request_bytes).max(1);
+    let size = usize::try_from(request_bytes)
+        .map_err(|_| failed("the transfer size does not fit in memory".into()))?;
+    // One aligned buffer shared by every request, as the journal benchmark's raw writer: the
+    // bytes are real and written for real, and the alignment lets them go O_DIRECT.
+    let mut buffer = AlignedBuf::zeroed(size);
+    crate::ior::pattern::fill(buffer.as_mut_slice(), 0, 0, 0);
+    let payload = buffer.into_bytes();
+    let mut files = Vec::new();
+    for w in 0..writers {
+        let path = work.path().join(format!("raw{w}"));
+        let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
+            .await
+            .map_err(|e| failed(format!("create {}: {e}", path.display())))?;
+        files.push(Arc::new(file));
+    }
+    let started = Instant::now();
+    let mut tasks = JoinSet::new();
+    for file in &files {
+        let (engine, file, payload) = (Arc::clone(&engine), Arc::clone(file), payload.clone());
+        tasks.spawn(async move {
+            for i in 0..requests {
+                engine
+                    .write_at(&file, i * request_bytes, payload.clone())
+                    .await?;
+            }
+            engine.fsync(&file, SyncKind::Data).await
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined
+            .map_err(|e| failed(format!("a writer stopped: {e}")))?
+            .map_err(|e| failed(format!("write: {e}")))?;
+    }
+    let total = requests * request_bytes * u64::from(writers);
+    let write_mib_s = mib_s(total, started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let mut tasks = JoinSet::new();
+    for file in &files {
+        let (engine, file) = (Arc::clone(&engine), Arc::clone(file));
+        tasks.spawn(async move {
+            let mut read = 0u64;
+            for i in 0..requests {
+                read += engine.read_at(&file, i * request_bytes, size).await?.len() as u64;
+            }
+            Ok::<u64, std::io::Error>(read)
+        });
+    }
+    let mut read = 0;
+    while let Some(joined) = tasks.join_next().await {
+        read += joined
+            .map_err(|e| failed(format!("a reader stopped: {e}")))?
+            .map_err(|e| failed(format!("read: {e}")))?;
+    }
+    if read != total {
+        return Err(failed(format!("read back {read} bytes of {total}")));
+    }
+    let read_mib_s = mib_s(total, started.elapsed().as_secs_f64());
+    drop(files);
+    work.close()
+        .map_err(|e| failed(format!("remove its directory: {e}")))?;
+    Ok(DiskBaseline {
+        write_mib_s,
+        read_mib_s,
+        engine: engine.name(),
+    })
+}
+
+/// fio's write rate for the same jobs, when fio is installed: `(MiB/s, command)`, or why not.
+pub async fn fio(
+    dir: &Path,
+    jobs: u32,
+    bytes_per_job: u64,
+    request_bytes: u64,
+) -> Result<(f64, String), String> {
+    let Some(version) = iopath_bench::fio::fio_version() else {
+        return Err("fio is not installed (apt-get install fio adds this second opinion)".into());
+    };
+    if jobs > iopath_bench::fio::FIO_JOBS_MAX {
+        return Err(format!(
+            "more tasks than fio's {} jobs",
+            iopath_bench::fio::FIO_JOBS_MAX
+        ));
+    }
+    let dir = dir.to_path_buf();
+    let measured = tokio::task::spawn_blocking(move || {
+        iopath_bench::fio::fio_write(&dir, bytes_per_job, request_bytes, 1, jobs, None)
+    })
+    .await
+    .map_err(|e| format!("fio did not finish: {e}"))?;
+    match measured {
+        Ok(result) => Ok((result.mib_s, format!("{version}: {}", result.command))),
+        Err(e) => Err(format!("fio failed: {e:#}")),
+    }
+}
+
+/// One loopback TCP stream moving `bytes` in `request_bytes` writes: MiB/s from the first
+/// byte sent to the last byte received.
+pub async fn loopback_tcp(bytes: u64, request_bytes: u64) -> Result<f64, StackError> {
+    let failed = |why: String| StackError::Baseline {
+        what: "loopback TCP",
+        why,
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| failed(format!("listen: {e}")))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| failed(format!("listen: {e}")))?;
+    let receiver = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await?;
+        let mut buffer = vec![0u8; 1 << 20];
+        let mut received = 0u64;
+        // Bounded by the sender: it sends `bytes` and closes.
+        while received < bytes {
+            let n = stream.read(&mut buffer).await?;
+            if n == 0 {
+                break;
+            }
+            received += n as u64;
+        }
+        Ok::<u64, std::io::Error>(received)
+    });
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| failed(format!("connect: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    let chunk = request_bytes.clamp(1, TCP_WRITE_MAX_BYTES) as usize;
+    let payload = vec![0x5a_u8; chunk];
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while sent < bytes {
+        let n = chunk.min((bytes - sent) as usize);
+        stream
+            .write_all(&payload[..n])
+            .await
+            .map_err(|e| failed(format!("send: {e}")))?;
+        sent += n as u64;
+    }
+    stream
+        .shutdown()
+        .await
+        .map_err(|e| failed(format!("close: {e}")))?;
+    let received = receiver
+        .await
+        .map_err(|e| failed(format!("the receiver stopped: {e}")))?
+        .map_err(|e| failed(format!("receive: {e}")))?;
+    if received != bytes {
+        return Err(failed(format!("received {received} bytes of {bytes}")));
+    }
+    Ok(mib_s(bytes, started.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn baselines_measure_something() {
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let disk = disk(dir.path(), 2, 1 << 20, 256 << 10).await.unwrap();
+        assert!(disk.write_mib_s > 0.0 && disk.read_mib_s > 0.0);
+        let tcp = loopback_tcp(8 << 20, 1 << 20).await.unwrap();
+        assert!(tcp > 0.0);
+        // Nothing is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,22 @@
+//! `iopath bench ior`: IOR's options, meanings and output on an emulated stack, with every
+//! byte read back and checked, and the raw disk (and, over TCP, loopback) measured in the
+//! same run so the figures are ratios.
+//!
+//! - [`params`]: IOR's flags ([`IorArgs`]) checked into [`IorParams`]; task placement.
+//! - [`pattern`]: the data each task writes and the check of what comes back.
+//! - [`buffers`]: transfer buffers, reused once the client library lets go of them.
+//! - [`phase`]: one write or read phase over every task, timed as IOR times it.
+//! - [`baseline`]: the raw disk writer/reader, fio if installed, loopback TCP.
+//! - [`report`]: IOR's text and JSON output, as pure functions of the results.
+//! - [`mod@run`]: the whole run.
+
+pub mod baseline;
+pub mod buffers;
+pub mod params;
+pub mod pattern;
+pub mod phase;
+pub mod report;
+pub mod run;
+
+pub use params::{IorArgs, IorParams};
+pub use run::{IorOutcome, measure, run};

@@ -1,0 +1,104 @@
+//! What the storage targets' journals did: commits and `last_committed` per target, read from
+//! the targets themselves (embedded) or from each storage server's admin service
+//! (`obdfilter.OSTnnnn.last_committed` and `stats`, in processes mode).
+
+use serde::Serialize;
+
+use crate::describe::ost_name;
+use crate::error::StackError;
+use crate::runtime::RunningStack;
+use crate::schema::RoleName;
+
+/// One target's journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TargetJournal {
+    /// `OST0002`: the file system's name of the target.
+    pub target: String,
+    /// The storage server holding it.
+    pub oss: String,
+    /// Journal commits so far.
+    pub commits: u64,
+    /// The highest committed transaction number.
+    pub last_committed: u64,
+}
+
+/// Every target's journal, in target order.
+pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, StackError> {
+    let stack = running.stack();
+    let targets = stack.targets();
+    let mut out = Vec::new();
+    match running {
+        RunningStack::Embedded(embedded) => {
+            for (global, &(oss, local)) in targets.iter().enumerate() {
+                let node = &embedded.nodes()[oss];
+                let Some(server) = node.oss() else {
+                    continue;
+                };
+                let stats = server.targets()[local as usize].stats();
+                out.push(TargetJournal {
+                    target: ost_name(global),
+                    oss: node.name.clone(),
+                    commits: stats.journal.commits,
+                    last_committed: stats.last_committed.0,
+                });
+            }
+        }
+        RunningStack::Processes { servers, .. } => {
+            for child in servers
+                .children()
+                .iter()
+                .filter(|c| c.role == RoleName::Oss)
+            {
+                let admin = iopath_admin::Client::connect(child.admin)
+                    .await
+                    .map_err(|e| {
+                        StackError::io(format!("ask {} for its journals", child.name), e)
+                    })?;
+                for (global, &(oss, local)) in targets.iter().enumerate() {
+                    if oss != child.index {
+                        continue;
+                    }
+                    let param = |leaf: &str| format!("obdfilter.OST{local:04}.{leaf}");
+                    let get = |name: String| {
+                        let admin = &admin;
+                        async move {
+                            admin
+                                .get_param(&name)
+                                .await
+                                .map_err(|e| StackError::io(format!("get {name}"), e))
+                                .map(|v| v.into_iter().next().map(|p| p.value).unwrap_or_default())
+                        }
+                    };
+                    let last = get(param("last_committed")).await?;
+                    let stats = get(param("stats")).await?;
+                    out.push(TargetJournal {
+                        target: ost_name(global),
+                        oss: child.name.clone(),
+                        commits: field(&stats, "commits").unwrap_or(0),
+                        last_committed: last.trim().parse().unwrap_or(0),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The number after `name:` in a `{:#?}` dump (`commits: 12,`).
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix(name)?.strip_prefix(':')?;
+        rest.trim().trim_end_matches(',').parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_a_debug_dump() {
+        let dump = "OstStats {\n    last_committed: Transno(\n        7,\n    ),\n    journal: JournalCounters {\n        commits: 12,\n        records_committed: 40,\n    },\n}\n";
+        assert_eq!(super::field(dump, "commits"), Some(12));
+        assert_eq!(super::field(dump, "records_committed"), Some(40));
+        assert_eq!(super::field(dump, "missing"), None);
+    }
+}

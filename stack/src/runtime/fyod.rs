@@ -1,0 +1,70 @@
+//! The fyod role: an [`iopath_forwarder::FyodService`] on the node, configured from the stack
+//! — its metadata service, PFS or UFS, the clients it serves, and the MUNIX token home every
+//! fyod of the stack shares (the first fyod in the file).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use iopath_admin::{Param, ParamTree};
+use iopath_fabric::Node;
+use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
+
+use crate::schema::{FyodMode, FyodSpec, Role, RoleName, Stack};
+
+/// A running fyod.
+#[derive(Debug)]
+pub struct FyodRunning {
+    service: Arc<FyodService>,
+}
+
+impl FyodRunning {
+    /// The service, for its counters.
+    pub fn service(&self) -> &Arc<FyodService> {
+        &self.service
+    }
+
+    /// Stops it: the fabric node is already down, so no call is in progress or can arrive;
+    /// what its clients wrote is theirs to fsync (and replay) as ever.
+    pub async fn stop(self) {
+        drop(self.service);
+    }
+}
+
+/// Starts the fyod of node `index`. It has no storage of its own: `_storage` is unused.
+pub async fn start(
+    stack: &Stack,
+    index: usize,
+    node: &Node,
+    tree: &ParamTree,
+    spec: FyodSpec,
+    _storage: &Path,
+) -> Result<FyodRunning, String> {
+    let mode = match spec.mode {
+        FyodMode::Pfs => FileSystem::Pfs,
+        FyodMode::Ufs => FileSystem::Ufs,
+    };
+    let mut config = FyodConfig::new(stack.primary_nid(stack.mds()), mode);
+    let served = stack
+        .nodes_of(RoleName::Client)
+        .into_iter()
+        .filter(|&c| matches!(stack.nodes[c].role, Role::Client(s) if s.forwarder == Some(index)))
+        .count() as u32;
+    config.clients_per_fyod = config.clients_per_fyod.max(served);
+    // MUNIX tokens for a file must come from one place: the first fyod of the stack.
+    let home = stack.nodes_of(RoleName::Fyod)[0];
+    config.token_home = Some(stack.primary_nid(home));
+    let service = FyodService::start(node, config)
+        .await
+        .map_err(|e| format!("start the fyod service: {e}"))?;
+    let weak = Arc::downgrade(&service);
+    tree.register(
+        "fyod.stats",
+        Param::read_only(move || {
+            weak.upgrade()
+                .map(|s| format!("{:#?}\n", s.stats()))
+                .unwrap_or_default()
+        }),
+    )
+    .map_err(|e| format!("register its parameters: {e}"))?;
+    Ok(FyodRunning { service })
+}

@@ -1,0 +1,183 @@
+//! Running a stack: one node ([`node`]), every node in this process ([`embedded`]), or a
+//! process per server node on loopback TCP ([`processes`]); [`RunningStack`] is either, as
+//! the demo and IOR see it.
+//!
+//! - [`node`]: [`RunningNode`], one node and its role (MDS, OSS, fyod, router, client).
+//! - [`fyod`]: the fyod role, on `iopath-forwarder`.
+//! - [`embedded`]: [`EmbeddedStack`], in-memory networks, an admin service per node.
+//! - [`processes`]: [`ProcessStack`], `iopath node` children, READY lines, clean stops.
+//! - [`storage`]: [`StorageDir`], temporary or kept.
+
+pub mod embedded;
+pub mod fyod;
+pub mod node;
+pub mod processes;
+pub mod storage;
+
+pub use embedded::EmbeddedStack;
+pub use node::RunningNode;
+pub use processes::{Launcher, ProcessStack};
+pub use storage::StorageDir;
+
+use iopath_client::{Client, ClientConfig};
+use iopath_fabric::ChecksumKind;
+
+use crate::error::StackError;
+use crate::schema::{Role, RoleName, Stack};
+
+/// How a stack runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every node in this process, in-memory networks.
+    Embedded,
+    /// A process per server node, loopback TCP; clients in this process.
+    Processes,
+}
+
+impl Mode {
+    /// The mode in words, for output.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mode::Embedded => "embedded: every node in this process, in-memory networks",
+            Mode::Processes => {
+                "processes: a process per server node on loopback TCP, clients in this process"
+            }
+        }
+    }
+
+    /// `embedded` or `processes`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Embedded => "embedded",
+            Mode::Processes => "processes",
+        }
+    }
+}
+
+/// A running stack, whichever way it runs.
+#[derive(Debug)]
+pub enum RunningStack {
+    /// In this process.
+    Embedded(EmbeddedStack),
+    /// In node processes, with the client nodes here.
+    Processes {
+        /// The node processes.
+        servers: ProcessStack,
+        /// The client nodes, in this process.
+        clients: Vec<RunningNode>,
+    },
+}
+
+impl RunningStack {
+    /// Starts `stack` in `mode` with its state in `storage` (processes are started with
+    /// `launcher`, by default this program's `node` subcommand).
+    pub async fn start(
+        stack: Stack,
+        mode: Mode,
+        storage: StorageDir,
+        launcher: Option<&Launcher>,
+    ) -> Result<RunningStack, StackError> {
+        match mode {
+            Mode::Embedded => Ok(RunningStack::Embedded(
+                EmbeddedStack::start(stack, storage, false).await?,
+            )),
+            Mode::Processes => {
+                let default;
+                let launcher = match launcher {
+                    Some(l) => l,
+                    None => {
+                        default = Launcher::this_program()?;
+                        &default
+                    }
+                };
+                let servers = ProcessStack::start(&stack, storage, launcher).await?;
+                match servers.start_clients().await {
+                    Ok(clients) => Ok(RunningStack::Processes { servers, clients }),
+                    Err(e) => {
+                        let _ = servers.stop().await;
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stack (resolved to loopback sockets in processes mode).
+    pub fn stack(&self) -> &Stack {
+        match self {
+            RunningStack::Embedded(e) => e.stack(),
+            RunningStack::Processes { servers, .. } => servers.stack(),
+        }
+    }
+
+    /// How it runs.
+    pub fn mode(&self) -> Mode {
+        match self {
+            RunningStack::Embedded(_) => Mode::Embedded,
+            RunningStack::Processes { .. } => Mode::Processes,
+        }
+    }
+
+    /// The nodes running in this process: all of them embedded, the clients otherwise.
+    pub fn local_nodes(&self) -> Vec<&RunningNode> {
+        match self {
+            RunningStack::Embedded(e) => e.nodes().iter().collect(),
+            RunningStack::Processes { clients, .. } => clients.iter().collect(),
+        }
+    }
+
+    /// The client nodes, in stack order.
+    pub fn clients(&self) -> Vec<&RunningNode> {
+        self.local_nodes()
+            .into_iter()
+            .filter(|n| n.role == RoleName::Client)
+            .collect()
+    }
+
+    /// Where the nodes keep their state.
+    pub fn storage(&self) -> &StorageDir {
+        match self {
+            RunningStack::Embedded(e) => e.storage(),
+            RunningStack::Processes { servers, .. } => servers.storage(),
+        }
+    }
+
+    /// Connects the client library on client node `node`.
+    pub async fn connect(&self, node: &RunningNode) -> Result<Client, StackError> {
+        let config = client_config(self.stack(), node);
+        let what = format!("connect the client on {} ({})", node.name, node.node.nid());
+        Client::connect(config)
+            .await
+            .map_err(|e| StackError::io(what, e))
+    }
+
+    /// Stops everything: clients, then servers.
+    pub async fn stop(self) -> Result<(), StackError> {
+        match self {
+            RunningStack::Embedded(e) => e.stop().await,
+            RunningStack::Processes { servers, clients } => {
+                for c in clients {
+                    c.stop().await?;
+                }
+                servers.stop().await
+            }
+        }
+    }
+}
+
+/// The client library's configuration for client node `node`: the stack's metadata service,
+/// its fyod if it has one, and a client id from its place in the stack (unique in the stack,
+/// the same every time the stack runs).
+pub fn client_config(stack: &Stack, node: &RunningNode) -> ClientConfig {
+    let forwarder = match stack.nodes[node.index].role {
+        Role::Client(spec) => spec.forwarder.map(|f| stack.primary_nid(f)),
+        _ => None,
+    };
+    ClientConfig {
+        node: node.node.clone(),
+        mds: stack.primary_nid(stack.mds()),
+        client_id: 1 + node.index as u64,
+        checksum: ChecksumKind::Crc32,
+        forwarder,
+    }
+}

@@ -1,0 +1,238 @@
+//! [`RunningNode`]: one node of a stack, with its role, running in this process — the same
+//! code whether the whole stack shares the process (embedded) or this node has a process of
+//! its own (`iopath node`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use iopath_admin::{NodeInfo, ParamTree};
+use iopath_fabric::router::RouterConfig;
+use iopath_fabric::{Interface, MemNetwork, Node, NodeConfig};
+use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
+use iopath_storage_server::engine::EngineConfig;
+use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::service::{OssService, ServiceConfig};
+use tracing::info;
+
+use super::fyod::{self, FyodRunning};
+use crate::error::StackError;
+use crate::schema::{Address, Role, RoleName, Stack};
+
+/// What a running node serves.
+#[derive(Debug)]
+enum Served {
+    /// A client or a router: the fabric node is all there is.
+    Nothing,
+    /// The metadata service.
+    Mds(Arc<MdsService>),
+    /// A storage server, and where its state lives.
+    Oss {
+        service: Arc<OssService>,
+        root: PathBuf,
+    },
+    /// A fyod.
+    Fyod(FyodRunning),
+}
+
+/// One node of a stack, running here.
+#[derive(Debug)]
+pub struct RunningNode {
+    /// Its index in [`Stack::nodes`].
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Its role.
+    pub role: RoleName,
+    /// Its fabric node.
+    pub node: Node,
+    /// Its parameters (fabric views, and its role's), for its admin service.
+    pub tree: ParamTree,
+    served: Served,
+}
+
+impl RunningNode {
+    /// Starts node `index` of `stack`: its interfaces (numbered addresses on `networks[k]`,
+    /// one in-memory network per stack network; sockets on TCP), its routes, and its role,
+    /// with its storage (MDS, OSS) in `storage`.
+    pub async fn start(
+        stack: &Stack,
+        index: usize,
+        networks: &[Arc<MemNetwork>],
+        storage: &Path,
+    ) -> Result<RunningNode, StackError> {
+        let spec = &stack.nodes[index];
+        let failed = |why: String| StackError::Start {
+            node: spec.name.clone(),
+            role: spec.role.name(),
+            why,
+        };
+        let mut interfaces = Vec::new();
+        for (k, interface) in spec.interfaces.iter().enumerate() {
+            let nid = stack.nid_of(index, k);
+            interfaces.push(match interface.address {
+                Address::Number(_) => {
+                    let network = networks.get(interface.network).ok_or_else(|| {
+                        failed(format!(
+                            "{nid} is an in-memory address, and in-memory networks exist only \
+                             when the whole stack runs in one process"
+                        ))
+                    })?;
+                    Interface::Mem {
+                        nid,
+                        network: Arc::clone(network),
+                    }
+                }
+                Address::Socket(_) => Interface::Tcp { nid },
+            });
+        }
+        let router = (spec.role.kind() == RoleName::Router).then(RouterConfig::default);
+        let node = Node::start(NodeConfig {
+            interfaces,
+            routes: stack.routes_of(index),
+            router,
+            ..NodeConfig::default()
+        })
+        .await
+        .map_err(|e| failed(format!("bring up its interfaces: {e}")))?;
+        let tree = ParamTree::new();
+        iopath_fabric::params::register(&node, &tree, "")
+            .map_err(|e| failed(format!("register its parameters: {e}")))?;
+        let served = match start_role(stack, index, &node, &tree, storage).await {
+            Ok(served) => served,
+            Err(e) => {
+                node.shutdown();
+                return Err(failed(e));
+            }
+        };
+        info!(node = %spec.name, nid = %node.nid(), role = spec.role.name(), "node started");
+        Ok(RunningNode {
+            index,
+            name: spec.name.clone(),
+            role: spec.role.kind(),
+            node,
+            tree,
+            served,
+        })
+    }
+
+    /// Who it is, for its admin service's `Status`.
+    pub fn info(&self) -> NodeInfo {
+        NodeInfo::new(
+            self.node.nids().iter().map(ToString::to_string).collect(),
+            vec![self.role.as_str().to_owned()],
+        )
+    }
+
+    /// The storage server's targets, if this is an OSS.
+    pub fn oss(&self) -> Option<&Arc<Oss>> {
+        match &self.served {
+            Served::Oss { service, .. } => Some(service.oss()),
+            _ => None,
+        }
+    }
+
+    /// The metadata service, if this is the MDS.
+    pub fn mds(&self) -> Option<&Arc<MdsService>> {
+        match &self.served {
+            Served::Mds(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The fyod, if this is one.
+    pub fn fyod(&self) -> Option<&FyodRunning> {
+        match &self.served {
+            Served::Fyod(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Stops it: the fabric node first (no new requests), then its role — a storage server
+    /// commits every target and leaves the marker that says no recovery is needed.
+    pub async fn stop(self) -> Result<(), StackError> {
+        self.node.shutdown();
+        let failed = |why: String| StackError::Start {
+            node: self.name.clone(),
+            role: self.role.as_str(),
+            why,
+        };
+        match self.served {
+            Served::Oss { service, root } => service
+                .shutdown(&root)
+                .await
+                .map_err(|e| failed(format!("stop cleanly: {e}")))?,
+            Served::Fyod(f) => f.stop().await,
+            Served::Mds(_) | Served::Nothing => {}
+        }
+        Ok(())
+    }
+}
+
+/// Starts what `node` serves.
+async fn start_role(
+    stack: &Stack,
+    index: usize,
+    node: &Node,
+    tree: &ParamTree,
+    storage: &Path,
+) -> Result<Served, String> {
+    let spec = &stack.nodes[index];
+    match spec.role {
+        Role::Client(_) | Role::Router => Ok(Served::Nothing),
+        Role::Mds => {
+            let targets = stack
+                .targets()
+                .into_iter()
+                .enumerate()
+                .map(|(global, (oss, _))| MdsTarget {
+                    index: global as u32,
+                    nid: stack.primary_nid(oss),
+                })
+                .collect();
+            let mut config = MdsConfig::new(storage.to_path_buf(), targets);
+            config.default_stripe = StripeRequest {
+                stripe_size_bytes: stack.layout.stripe_size_bytes,
+                stripe_count: stack.layout.stripe_count,
+                stripe_offset: stack.layout.stripe_offset,
+            };
+            let service = MdsService::start(node, config)
+                .await
+                .map_err(|e| format!("open the namespace in {}: {e}", storage.display()))?;
+            Ok(Served::Mds(service))
+        }
+        Role::Oss(oss) => {
+            std::fs::create_dir_all(storage)
+                .map_err(|e| format!("create {}: {e}", storage.display()))?;
+            let mut template = OstConfig::new(0, storage);
+            template.sync_journal = oss.sync_journal;
+            template.commit_interval_ms = oss.commit_interval_ms;
+            let targets = Oss::open(OssConfig {
+                root: storage.to_path_buf(),
+                targets: oss.targets,
+                template,
+                engine: EngineConfig::default(),
+                disk_model: None,
+                external_journal_dir: None,
+            })
+            .await
+            .map_err(|e| format!("open the targets in {}: {e}", storage.display()))?;
+            let targets = Arc::new(targets);
+            let service = OssService::start(
+                node,
+                Arc::clone(&targets),
+                ServiceConfig::new(storage.to_path_buf()),
+            )
+            .await
+            .map_err(|e| format!("serve the targets: {e}"))?;
+            iopath_storage_server::service::params::register(&targets, tree)
+                .map_err(|e| format!("register its parameters: {e}"))?;
+            Ok(Served::Oss {
+                service,
+                root: storage.to_path_buf(),
+            })
+        }
+        Role::Fyod(spec) => Ok(Served::Fyod(
+            fyod::start(stack, index, node, tree, spec, storage).await?,
+        )),
+    }
+}

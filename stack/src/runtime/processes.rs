@@ -1,0 +1,360 @@
+//! [`ProcessStack`]: a process per server node (`iopath node --stack FILE --name NODE`) on
+//! loopback TCP. Numbered addresses become free loopback ports, chosen here and written into
+//! a resolved stack file every child reads, so each child knows every other's NID before any
+//! starts. Each child prints `READY <nids> <admin address>` when it serves, and stops cleanly
+//! when its standard input closes — so none outlives the parent.
+//!
+//! Client nodes get no process: they are where the application (the demo, IOR's tasks)
+//! runs, so the application starts them in its own process ([`ProcessStack::start_clients`]).
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+use super::embedded::START_ORDER;
+use super::node::RunningNode;
+use super::storage::StorageDir;
+use crate::error::StackError;
+use crate::schema::{RoleName, Stack};
+
+/// How long a node process may take to say READY.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a node process may take to stop once its standard input closes (a storage server
+/// commits its journals first).
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The file name of the resolved stack file in the storage directory.
+pub const RESOLVED_STACK_FILE: &str = "stack.toml";
+
+/// How to start a node process: a program and the arguments before `--stack FILE --name
+/// NODE --dir DIR`.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The program.
+    pub program: PathBuf,
+    /// Its first arguments.
+    pub args: Vec<String>,
+}
+
+impl Launcher {
+    /// This program's `node` subcommand (`iopath node`).
+    pub fn this_program() -> Result<Launcher, StackError> {
+        let program = std::env::current_exe()
+            .map_err(|e| StackError::system("find this program to start node processes from", e))?;
+        Ok(Launcher {
+            program,
+            args: vec!["node".to_owned()],
+        })
+    }
+}
+
+/// One node process.
+#[derive(Debug)]
+pub struct ChildNode {
+    /// Its index in the stack.
+    pub index: usize,
+    /// Its name.
+    pub name: String,
+    /// Its role.
+    pub role: RoleName,
+    /// Its NIDs, as it announced them.
+    pub nids: String,
+    /// Its admin service.
+    pub admin: SocketAddr,
+    child: Child,
+    /// Closing it tells the child to stop.
+    stdin: Option<ChildStdin>,
+}
+
+/// A stack with a process per server node.
+#[derive(Debug)]
+pub struct ProcessStack {
+    stack: Stack,
+    stack_file: PathBuf,
+    children: Vec<ChildNode>,
+    storage: StorageDir,
+}
+
+/// Picks a free loopback port for each numbered address of `stack`: every listener stays
+/// bound until all are chosen, so no two interfaces get the same port.
+pub fn resolve_ports(stack: &Stack) -> Result<Stack, StackError> {
+    let mut held = Vec::new();
+    let resolved = stack.with_sockets(|node, network| {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| {
+            StackError::system(
+                format!("find a free loopback port for {node} on {network}"),
+                e,
+            )
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| StackError::system("read a loopback port", e))?;
+        held.push(listener);
+        Ok(addr)
+    })?;
+    drop(held);
+    Ok(resolved)
+}
+
+impl ProcessStack {
+    /// Resolves `stack`'s addresses to loopback ports, writes the resolved stack file into
+    /// `storage`, and starts a process per server node with `launcher`, in start order
+    /// (routers, storage servers, the metadata service, fyods), each group waiting for the
+    /// previous one's READY lines.
+    pub async fn start(
+        stack: &Stack,
+        storage: StorageDir,
+        launcher: &Launcher,
+    ) -> Result<ProcessStack, StackError> {
+        let resolved = if stack.is_tcp() {
+            stack.clone()
+        } else {
+            resolve_ports(stack)?
+        };
+        let stack_file = storage.path().join(RESOLVED_STACK_FILE);
+        std::fs::write(&stack_file, resolved.to_toml()).map_err(|source| StackError::File {
+            what: "write the resolved stack file",
+            path: stack_file.clone(),
+            source,
+        })?;
+        let mut running = ProcessStack {
+            stack: resolved,
+            stack_file,
+            children: Vec::new(),
+            storage,
+        };
+        for kind in START_ORDER {
+            if kind == RoleName::Client {
+                continue;
+            }
+            let mut group = Vec::new();
+            for index in running.stack.nodes_of(kind) {
+                match running.spawn(index, launcher) {
+                    Ok(child) => group.push(child),
+                    Err(e) => {
+                        running.stop_children(group).await;
+                        let _ = running.stop().await;
+                        return Err(e);
+                    }
+                }
+            }
+            let mut ready = Vec::new();
+            let mut failure = None;
+            for pending in group {
+                match wait_ready(pending).await {
+                    Ok(child) => ready.push(child),
+                    Err((e, child)) => {
+                        failure.get_or_insert(e);
+                        if let Some(child) = child {
+                            ready.push(child);
+                        }
+                    }
+                }
+            }
+            running.children.extend(ready);
+            if let Some(e) = failure {
+                let _ = running.stop().await;
+                return Err(e);
+            }
+        }
+        Ok(running)
+    }
+
+    fn spawn(&self, index: usize, launcher: &Launcher) -> Result<Pending, StackError> {
+        let spec = &self.stack.nodes[index];
+        let dir = self.storage.node(&spec.name);
+        let child = Command::new(&launcher.program)
+            .args(&launcher.args)
+            .arg("--stack")
+            .arg(&self.stack_file)
+            .arg("--name")
+            .arg(&spec.name)
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| StackError::Process {
+                node: spec.name.clone(),
+                why: format!("start {}: {e}", launcher.program.display()),
+            })?;
+        Ok(Pending {
+            index,
+            name: spec.name.clone(),
+            role: spec.role.kind(),
+            child,
+        })
+    }
+
+    /// The resolved stack (every address a loopback socket).
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The resolved stack file the children read.
+    pub fn stack_file(&self) -> &Path {
+        &self.stack_file
+    }
+
+    /// The node processes, in start order.
+    pub fn children(&self) -> &[ChildNode] {
+        &self.children
+    }
+
+    /// Where the nodes keep their state.
+    pub fn storage(&self) -> &StorageDir {
+        &self.storage
+    }
+
+    /// Starts the stack's client nodes in this process, on their resolved loopback ports.
+    pub async fn start_clients(&self) -> Result<Vec<RunningNode>, StackError> {
+        let mut clients = Vec::new();
+        for index in self.stack.nodes_of(RoleName::Client) {
+            let dir = self.storage.node(&self.stack.nodes[index].name);
+            match RunningNode::start(&self.stack, index, &[], &dir).await {
+                Ok(node) => clients.push(node),
+                Err(e) => {
+                    for c in clients {
+                        let _ = c.stop().await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(clients)
+    }
+
+    /// Stops every node process, fyods first and storage servers last: each is told by its
+    /// standard input closing, and killed if it has not stopped within [`STOP_TIMEOUT`].
+    pub async fn stop(mut self) -> Result<(), StackError> {
+        let children = std::mem::take(&mut self.children);
+        let result = self.stop_children_checked(children).await;
+        drop(self.storage);
+        result
+    }
+
+    async fn stop_children(&self, pending: Vec<Pending>) {
+        for mut p in pending {
+            let _ = p.child.start_kill();
+            let _ = p.child.wait().await;
+        }
+    }
+
+    async fn stop_children_checked(&self, children: Vec<ChildNode>) -> Result<(), StackError> {
+        let mut first_error = None;
+        for mut child in children.into_iter().rev() {
+            // Closing standard input is the stop signal.
+            drop(child.stdin.take());
+            let outcome = match tokio::time::timeout(STOP_TIMEOUT, child.child.wait()).await {
+                Ok(Ok(status)) if status.success() => Ok(()),
+                Ok(Ok(status)) => Err(format!("stopped with {status}")),
+                Ok(Err(e)) => Err(format!("could not be waited for: {e}")),
+                Err(_) => {
+                    let _ = child.child.start_kill();
+                    let _ = child.child.wait().await;
+                    Err(format!(
+                        "did not stop within {} s and was killed",
+                        STOP_TIMEOUT.as_secs()
+                    ))
+                }
+            };
+            if let Err(why) = outcome {
+                tracing::warn!(node = %child.name, "{why}");
+                first_error.get_or_insert(StackError::Process {
+                    node: child.name.clone(),
+                    why,
+                });
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// A node process that has not said READY yet.
+#[derive(Debug)]
+struct Pending {
+    index: usize,
+    name: String,
+    role: RoleName,
+    child: Child,
+}
+
+/// Waits for `pending`'s READY line. On failure, returns the error and the child if it is
+/// still worth stopping.
+async fn wait_ready(mut pending: Pending) -> Result<ChildNode, (StackError, Option<ChildNode>)> {
+    let failed = |why: String| StackError::Process {
+        node: pending.name.clone(),
+        why,
+    };
+    let Some(stdout) = pending.child.stdout.take() else {
+        return Err((failed("its standard output was not captured".into()), None));
+    };
+    let stdin = pending.child.stdin.take();
+    let mut lines = BufReader::new(stdout).lines();
+    let line = match tokio::time::timeout(START_TIMEOUT, lines.next_line()).await {
+        Ok(Ok(Some(line))) => line,
+        Ok(Ok(None)) | Ok(Err(_)) => {
+            let status = pending.child.wait().await;
+            let how = match status {
+                Ok(s) => s.to_string(),
+                Err(e) => e.to_string(),
+            };
+            return Err((
+                failed(format!(
+                    "exited before it was ready ({how}); its error is above"
+                )),
+                None,
+            ));
+        }
+        Err(_) => {
+            let _ = pending.child.start_kill();
+            let _ = pending.child.wait().await;
+            return Err((
+                failed(format!(
+                    "did not say READY within {} s and was killed",
+                    START_TIMEOUT.as_secs()
+                )),
+                None,
+            ));
+        }
+    };
+    let mut words = line.split_whitespace();
+    let (Some("READY"), Some(nids), Some(admin)) = (words.next(), words.next(), words.next())
+    else {
+        let _ = pending.child.start_kill();
+        return Err((
+            failed(format!("said {line:?} instead of READY <nids> <admin>")),
+            None,
+        ));
+    };
+    let Ok(admin) = admin.parse::<SocketAddr>() else {
+        let _ = pending.child.start_kill();
+        return Err((
+            failed(format!("announced a bad admin address in {line:?}")),
+            None,
+        ));
+    };
+    // Whatever else it prints is drained, so it never blocks on a full pipe.
+    let name = pending.name.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(node = %name, "{line}");
+        }
+    });
+    Ok(ChildNode {
+        index: pending.index,
+        name: pending.name.clone(),
+        role: pending.role,
+        nids: nids.to_owned(),
+        admin,
+        child: pending.child,
+        stdin,
+    })
+}

@@ -1,0 +1,71 @@
+//! [`StorageDir`]: where a stack keeps its state — a temporary directory removed at the end,
+//! or a directory the user names and keeps.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::StackError;
+
+/// The root of a stack's storage: each node's state lives in `root/<node name>`.
+#[derive(Debug)]
+pub enum StorageDir {
+    /// A temporary directory, removed when this is dropped.
+    Temporary(tempfile::TempDir),
+    /// A directory that outlives the run.
+    Kept(PathBuf),
+}
+
+impl StorageDir {
+    /// A fresh temporary directory named `iopath-<what>-*` inside `parent` (the system's
+    /// temporary directory when `None`).
+    pub fn temporary(what: &str, parent: Option<&Path>) -> Result<StorageDir, StackError> {
+        let mut builder = tempfile::Builder::new();
+        let prefix = format!("iopath-{what}-");
+        builder.prefix(&prefix);
+        let made = match parent {
+            Some(parent) => {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| StackError::system(format!("create {}", parent.display()), e))?;
+                builder.tempdir_in(parent)
+            }
+            None => builder.tempdir(),
+        };
+        let dir = made.map_err(|e| {
+            StackError::system(
+                format!(
+                    "create a temporary directory in {}",
+                    parent
+                        .map_or_else(std::env::temp_dir, Path::to_path_buf)
+                        .display()
+                ),
+                e,
+            )
+        })?;
+        Ok(StorageDir::Temporary(dir))
+    }
+
+    /// `dir`, created if absent, kept afterwards.
+    pub fn kept(dir: &Path) -> Result<StorageDir, StackError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StackError::system(format!("create {}", dir.display()), e))?;
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        Ok(StorageDir::Kept(dir))
+    }
+
+    /// The root.
+    pub fn path(&self) -> &Path {
+        match self {
+            StorageDir::Temporary(t) => t.path(),
+            StorageDir::Kept(p) => p,
+        }
+    }
+
+    /// Where node `name` keeps its state.
+    pub fn node(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    /// Whether it is removed at the end.
+    pub fn is_temporary(&self) -> bool {
+        matches!(self, StorageDir::Temporary(_))
+    }
+}

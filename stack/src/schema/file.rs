@@ -1,0 +1,225 @@
+//! The stack file as TOML says it: plain serde types, every field named as in the file, unknown
+//! fields refused. Nothing here is checked beyond its type; [`super::Stack::from_file`] turns
+//! a [`StackFile`] into a checked [`super::Stack`] once.
+//!
+//! ```toml
+//! name = "spider-mini"
+//! description = "clients talk to the storage servers directly"
+//!
+//! [layout]                       # the file system's default layout
+//! stripe_size = "1m"
+//! stripe_count = -1              # -1: all targets
+//!
+//! [[networks]]
+//! name = "o2ib0"
+//!
+//! [[nodes]]
+//! name = "mds"
+//! role = "mds"
+//! nids = { o2ib0 = 1 }           # an address per network: a number (in-memory, or a
+//!                                # loopback port chosen at start) or "host:port" (TCP)
+//! [[nodes]]
+//! name = "oss"
+//! role = "oss"
+//! count = 2                      # oss0, oss1 at addresses 10, 11
+//! nids = { o2ib0 = 10 }
+//! targets = 2
+//! journal = "async"
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A whole stack file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackFile {
+    /// The stack's name (presets: `asci-red-mini`, `spider-mini`, ...).
+    pub name: String,
+    /// A sentence or two for people.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// The file system's default layout, given to the metadata service.
+    #[serde(default)]
+    pub layout: LayoutSection,
+    /// Which set of `[[routes]]` entries is in force; entries without a `set` always are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_set: Option<String>,
+    /// The networks, in order: the first is network number 0 (`mem0` / `tcp0`).
+    pub networks: Vec<NetworkEntry>,
+    /// The nodes.
+    pub nodes: Vec<NodeEntry>,
+    /// Routes to networks a node is not on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteEntry>,
+}
+
+/// `[layout]`: Lustre's conventions — size 0 or absent for the default (1 MiB), count -1 for
+/// all targets, offset -1 for "the metadata service chooses".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutSection {
+    /// Bytes per stripe: a number, or a size with a suffix (`"1m"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stripe_size: Option<SizeValue>,
+    /// Objects per file; -1 for all targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stripe_count: Option<i64>,
+    /// The first target's index; -1 for any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stripe_offset: Option<i64>,
+}
+
+/// A size: bytes, or text with a k/m/g/t suffix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    /// A number of bytes.
+    Bytes(u64),
+    /// `"64k"`, `"1m"`, `"4MiB"`.
+    Text(String),
+}
+
+/// `[[networks]]`: one network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkEntry {
+    /// Its name in this file and in output (`torus0`, `o2ib201`).
+    pub name: String,
+    /// Torus dimensions `[x, y, z]`, when the network models one; nodes on it may then give
+    /// their coordinates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torus: Option<[u32; 3]>,
+}
+
+/// The roles a node can play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleName {
+    /// The metadata service.
+    Mds,
+    /// An object storage server with its targets.
+    Oss,
+    /// An ASCI Red I/O forwarder.
+    Fyod,
+    /// An LNET router between networks.
+    Router,
+    /// A compute node: where applications (the demo, IOR tasks) run.
+    Client,
+}
+
+impl RoleName {
+    /// The name as written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoleName::Mds => "mds",
+            RoleName::Oss => "oss",
+            RoleName::Fyod => "fyod",
+            RoleName::Router => "router",
+            RoleName::Client => "client",
+        }
+    }
+}
+
+/// Journal commit mode of an OSS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JournalName {
+    /// Commit the journal before replying.
+    Sync,
+    /// Reply once the data is on disk; commit in groups later (Lustre ≥ 1.8's default).
+    #[default]
+    Async,
+}
+
+/// How a fyod writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FyodModeName {
+    /// Split each request by the file's layout; the storage servers pull from the client.
+    #[default]
+    Pfs,
+    /// Pull into the fyod's own buffers and write one target.
+    Ufs,
+}
+
+/// An address on one network.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AddressValue {
+    /// A small number: `n@memK` embedded; a free loopback port under `--processes`.
+    Number(u64),
+    /// `"host:port"`: a TCP listener.
+    Socket(String),
+}
+
+/// `[[nodes]]`: one node, or `count` alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    /// Its name; with `count`, the base of `name0`, `name1`, ...
+    pub name: String,
+    /// What it does.
+    pub role: RoleName,
+    /// How many nodes this entry stands for (default 1). Numbered addresses and torus
+    /// coordinates advance by one node each (x fastest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Its address on each network it is on, by network name.
+    pub nids: BTreeMap<String, AddressValue>,
+    /// Its torus coordinates `[x, y, z]` (on the first of its networks that has a torus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torus: Option<[u32; 3]>,
+    /// OSS: number of object storage targets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<u32>,
+    /// OSS: journal commits, `sync` or `async`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<JournalName>,
+    /// OSS: the async group-commit interval, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_interval_ms: Option<u64>,
+    /// Fyod: `pfs` or `ufs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fyod_mode: Option<FyodModeName>,
+    /// Client: the fyod it sends its I/O through (a fyod node's name), or `"none"` to talk
+    /// to the storage servers itself. Absent: the stack's fyods share the clients in blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarder: Option<String>,
+}
+
+/// `[[routes]]`: nodes on `from` reach `net` through `gateway`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteEntry {
+    /// The network of the nodes that use the route.
+    pub from: String,
+    /// The remote network.
+    pub net: String,
+    /// The router node to send through (its address on `from` is the gateway NID).
+    pub gateway: String,
+    /// LNet's hop count, 1 to 255 (default 1): lower is preferred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hops: Option<u32>,
+    /// Preference before hops (default 0): lower is preferred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    /// Only these nodes use the route (default: every node on `from` that is not on `net`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// The route set this entry belongs to (see `route_set`); absent: always in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
+}
+
+impl StackFile {
+    /// Parses TOML text; `origin` names it in messages. Types and field names are checked
+    /// here; what the values mean is checked by [`super::Stack::from_file`].
+    pub fn parse(text: &str, origin: &str) -> Result<StackFile, crate::error::StackError> {
+        toml::from_str(text).map_err(|e| crate::error::StackError::Parse {
+            origin: origin.to_owned(),
+            detail: e.to_string().trim_end().to_owned(),
+        })
+    }
+}

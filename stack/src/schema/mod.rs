@@ -1,0 +1,12 @@
+//! Stack files: what TOML says ([`mod@file`]), what it means once checked ([`mod@stack`]),
+//! and the check that every node can reach the nodes it talks to (`reach`).
+
+pub mod file;
+pub(crate) mod reach;
+pub mod stack;
+
+pub use file::{RoleName, StackFile};
+pub use stack::{
+    Address, ClientSpec, DefaultLayout, FyodMode, FyodSpec, Network, NodeInterface, NodeSpec,
+    OssSpec, Role, RouteRule, Stack,
+};

@@ -1,0 +1,1095 @@
+//! [`Stack`]: a stack file checked once and turned into typed values — networks numbered,
+//! `count` entries expanded into nodes, names resolved to indexes, routes expanded to the
+//! nodes that use them. Every refusal names the field it is about.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+
+use iopath_fabric::Nid;
+use iopath_fabric::routing::RouteSpec;
+
+use super::file::{
+    AddressValue, FyodModeName, JournalName, LayoutSection, NetworkEntry, NodeEntry, RoleName,
+    RouteEntry, SizeValue, StackFile,
+};
+use crate::error::StackError;
+
+/// Most networks in one stack.
+pub const NETWORKS_MAX: usize = 64;
+/// Most nodes in one stack, after `count` is expanded.
+pub const NODES_MAX: usize = 1024;
+/// Most targets on one OSS.
+pub const TARGETS_PER_OSS_MAX: u32 = 64;
+/// Longest node or network name.
+pub const NAME_MAX_BYTES: usize = 64;
+/// Longest torus side.
+pub const TORUS_SIDE_MAX: u32 = 64;
+/// The OSS's default async group-commit interval (the storage server's own default).
+pub const COMMIT_INTERVAL_DEFAULT_MS: u64 = 1000;
+/// Longest async group-commit interval a stack may ask for.
+pub const COMMIT_INTERVAL_MAX_MS: u64 = 60_000;
+
+/// A checked stack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stack {
+    /// Where it came from (`preset asci-red-mini`, a path), for messages.
+    pub origin: String,
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// The file system's default layout.
+    pub layout: DefaultLayout,
+    /// The networks; `networks[i].number == i`.
+    pub networks: Vec<Network>,
+    /// The nodes, `count` entries expanded, in file order.
+    pub nodes: Vec<NodeSpec>,
+    /// The routes in force, one per (node, remote network, gateway).
+    pub routes: Vec<RouteRule>,
+    /// The route set in force, if the file has sets.
+    pub route_set: Option<String>,
+    /// Every route set the file names.
+    pub route_sets: Vec<String>,
+}
+
+/// The default layout, in Lustre's conventions (see [`iopath_mds::StripeRequest`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultLayout {
+    /// Bytes per stripe (a positive multiple of 64 KiB).
+    pub stripe_size_bytes: u64,
+    /// Stripes per file; -1 for all targets.
+    pub stripe_count: i64,
+    /// The starting target; -1 for any.
+    pub stripe_offset: i64,
+}
+
+/// One network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Network {
+    /// Its name in the stack file.
+    pub name: String,
+    /// Its number: the `K` of `memK` / `tcpK`.
+    pub number: u16,
+    /// Torus dimensions, when it models one.
+    pub torus: Option<[u32; 3]>,
+}
+
+/// A node's address on one network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Address {
+    /// A number: `n@memK` embedded, a loopback port chosen at start under `--processes`.
+    Number(u32),
+    /// A TCP listener.
+    Socket(SocketAddr),
+}
+
+/// One interface of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeInterface {
+    /// Index into [`Stack::networks`].
+    pub network: usize,
+    /// Its address there.
+    pub address: Address,
+}
+
+/// What a node does, with its role's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The metadata service.
+    Mds,
+    /// An object storage server.
+    Oss(OssSpec),
+    /// An I/O forwarder.
+    Fyod(FyodSpec),
+    /// An LNET router.
+    Router,
+    /// A compute node.
+    Client(ClientSpec),
+}
+
+impl Role {
+    /// The role's name as in the file.
+    pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The role without its settings.
+    pub fn kind(&self) -> RoleName {
+        match self {
+            Role::Mds => RoleName::Mds,
+            Role::Oss(_) => RoleName::Oss,
+            Role::Fyod(_) => RoleName::Fyod,
+            Role::Router => RoleName::Router,
+            Role::Client(_) => RoleName::Client,
+        }
+    }
+}
+
+/// An OSS's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OssSpec {
+    /// Object storage targets on it.
+    pub targets: u32,
+    /// Sync journal commits (reply after commit) rather than async.
+    pub sync_journal: bool,
+    /// Async group-commit interval.
+    pub commit_interval_ms: u64,
+}
+
+/// How a fyod writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FyodMode {
+    /// Split by the layout; the storage servers pull straight from the client.
+    Pfs,
+    /// Pull into the fyod's buffers, write one target.
+    Ufs,
+}
+
+/// A fyod's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FyodSpec {
+    /// PFS or UFS.
+    pub mode: FyodMode,
+}
+
+/// A client's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientSpec {
+    /// The fyod its I/O goes through (index into [`Stack::nodes`]), or none.
+    pub forwarder: Option<usize>,
+}
+
+/// One node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSpec {
+    /// Its name.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// Its interfaces; the first gives its primary NID.
+    pub interfaces: Vec<NodeInterface>,
+    /// Its torus coordinates.
+    pub torus: Option<[u32; 3]>,
+}
+
+/// One route of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteRule {
+    /// The node that uses it (index into [`Stack::nodes`]).
+    pub node: usize,
+    /// The remote network.
+    pub net: usize,
+    /// The router (index into [`Stack::nodes`]).
+    pub gateway: usize,
+    /// The network the node reaches the router on.
+    pub via: usize,
+    /// LNet's hop count.
+    pub hops: u32,
+    /// LNet's priority.
+    pub priority: u32,
+}
+
+impl Stack {
+    /// Parses and checks a stack file's text; `origin` names it in messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Stack, StackError> {
+        Stack::from_file(&StackFile::parse(text, origin)?, origin)
+    }
+
+    /// Reads, parses and checks the stack file at `path`.
+    pub fn load(path: &std::path::Path) -> Result<Stack, StackError> {
+        let text = std::fs::read_to_string(path).map_err(|source| StackError::File {
+            what: "read the stack file",
+            path: path.to_owned(),
+            source,
+        })?;
+        Stack::parse(&text, &path.display().to_string())
+    }
+
+    /// Checks a parsed stack file.
+    pub fn from_file(file: &StackFile, origin: &str) -> Result<Stack, StackError> {
+        let bad = |field: String, why: String| StackError::invalid(origin, field, why);
+        check_name(&file.name).map_err(|why| bad("name".into(), why))?;
+        let layout = check_layout(&file.layout).map_err(|(field, why)| bad(field, why))?;
+        let networks = check_networks(&file.networks).map_err(|(field, why)| bad(field, why))?;
+        let (mut nodes, forwarders) =
+            expand_nodes(&file.nodes, &networks).map_err(|(field, why)| bad(field, why))?;
+        assign_forwarders(&mut nodes, &forwarders).map_err(|(field, why)| bad(field, why))?;
+        check_roles(&nodes).map_err(|(field, why)| bad(field, why))?;
+        let route_sets: Vec<String> = file
+            .routes
+            .iter()
+            .filter_map(|r| r.set.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if let Some(set) = &file.route_set
+            && !route_sets.contains(set)
+        {
+            return Err(bad(
+                "route_set".into(),
+                format!(
+                    "no [[routes]] entry has set = {set:?} (sets named: {})",
+                    list_or_none(&route_sets)
+                ),
+            ));
+        }
+        let routes = expand_routes(&file.routes, file.route_set.as_deref(), &networks, &nodes)
+            .map_err(|(field, why)| bad(field, why))?;
+        let stack = Stack {
+            origin: origin.to_owned(),
+            name: file.name.clone(),
+            description: file.description.trim().to_owned(),
+            layout,
+            networks,
+            nodes,
+            routes,
+            route_set: file.route_set.clone(),
+            route_sets,
+        };
+        super::reach::check(&stack).map_err(|(field, why)| bad(field, why))?;
+        Ok(stack)
+    }
+
+    /// The index of the node called `name`.
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Indexes of the nodes with role `kind`, in file order.
+    pub fn nodes_of(&self, kind: RoleName) -> Vec<usize> {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].role.kind() == kind)
+            .collect()
+    }
+
+    /// The metadata service's node index (a checked stack has exactly one).
+    pub fn mds(&self) -> usize {
+        let mds = self.nodes_of(RoleName::Mds);
+        assert_eq!(mds.len(), 1, "a checked stack has one MDS");
+        mds[0]
+    }
+
+    /// The NID of `node`'s interface `interface`.
+    pub fn nid_of(&self, node: usize, interface: usize) -> Nid {
+        let i = self.nodes[node].interfaces[interface];
+        let number = self.networks[i.network].number;
+        match i.address {
+            Address::Number(n) => Nid::mem(n, number),
+            Address::Socket(addr) => Nid::tcp(addr, number),
+        }
+    }
+
+    /// `node`'s primary NID (its first interface), as others address it.
+    pub fn primary_nid(&self, node: usize) -> Nid {
+        self.nid_of(node, 0)
+    }
+
+    /// `node`'s NIDs, one per interface.
+    pub fn nids(&self, node: usize) -> Vec<Nid> {
+        (0..self.nodes[node].interfaces.len())
+            .map(|i| self.nid_of(node, i))
+            .collect()
+    }
+
+    /// `node`'s interface on `network`, if it has one.
+    pub fn interface_on(&self, node: usize, network: usize) -> Option<usize> {
+        self.nodes[node]
+            .interfaces
+            .iter()
+            .position(|i| i.network == network)
+    }
+
+    /// The routes `node` starts with, as the fabric takes them.
+    pub fn routes_of(&self, node: usize) -> Vec<RouteSpec> {
+        self.routes
+            .iter()
+            .filter(|r| r.node == node)
+            .map(|r| {
+                let gateway_interface = self
+                    .interface_on(r.gateway, r.via)
+                    .expect("a checked route's gateway is on the network it is reached by");
+                RouteSpec {
+                    net: iopath_fabric::NetId {
+                        net_type: self.net_type(r.net),
+                        number: self.networks[r.net].number,
+                    },
+                    gateway: self.nid_of(r.gateway, gateway_interface),
+                    hops: r.hops,
+                    priority: r.priority,
+                }
+            })
+            .collect()
+    }
+
+    /// The fabric type of `network`: in-memory for numbered addresses, TCP for sockets (a
+    /// checked stack does not mix them on one network; an empty network counts as memory).
+    pub fn net_type(&self, network: usize) -> iopath_fabric::NetType {
+        let tcp = self
+            .nodes
+            .iter()
+            .flat_map(|n| &n.interfaces)
+            .any(|i| i.network == network && matches!(i.address, Address::Socket(_)));
+        if tcp {
+            iopath_fabric::NetType::Tcp
+        } else {
+            iopath_fabric::NetType::Mem
+        }
+    }
+
+    /// True when every address is a TCP socket: what a node process needs.
+    pub fn is_tcp(&self) -> bool {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.interfaces)
+            .all(|i| matches!(i.address, Address::Socket(_)))
+    }
+
+    /// The storage targets in the metadata service's order: `(oss node, local index)`,
+    /// numbered globally from 0 in this order. Lustre numbers OSTs across servers; the
+    /// servers take turns (`OST0000` on the first, `OST0001` on the second, ...) so that
+    /// round-robin placement spreads files over servers before it doubles up on one.
+    pub fn targets(&self) -> Vec<(usize, u32)> {
+        let osss: Vec<(usize, u32)> = self
+            .nodes_of(RoleName::Oss)
+            .into_iter()
+            .map(|i| match self.nodes[i].role {
+                Role::Oss(spec) => (i, spec.targets),
+                _ => unreachable!("nodes_of(Oss) returns OSS nodes"),
+            })
+            .collect();
+        let most = osss.iter().map(|&(_, t)| t).max().unwrap_or(0);
+        let mut out = Vec::new();
+        for local in 0..most {
+            for &(node, targets) in &osss {
+                if local < targets {
+                    out.push((node, local));
+                }
+            }
+        }
+        out
+    }
+
+    /// The same stack with every numbered address replaced by `host:port` from `port` (one
+    /// call per interface, in node order): the stack a process per node runs on loopback TCP.
+    pub fn with_sockets(
+        &self,
+        mut port: impl FnMut(&str, &str) -> Result<SocketAddr, StackError>,
+    ) -> Result<Stack, StackError> {
+        let mut out = self.clone();
+        for node in &mut out.nodes {
+            for interface in &mut node.interfaces {
+                if let Address::Number(_) = interface.address {
+                    let network = &self.networks[interface.network].name;
+                    interface.address = Address::Socket(port(&node.name, network)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stack as a file again: one entry per node, addresses and forwarders explicit,
+    /// routes one per node. Parsing its text gives back this stack.
+    pub fn to_file(&self) -> StackFile {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let nids = n
+                    .interfaces
+                    .iter()
+                    .map(|i| {
+                        let value = match i.address {
+                            Address::Number(a) => AddressValue::Number(u64::from(a)),
+                            Address::Socket(s) => AddressValue::Socket(s.to_string()),
+                        };
+                        (self.networks[i.network].name.clone(), value)
+                    })
+                    .collect();
+                let mut entry = NodeEntry {
+                    name: n.name.clone(),
+                    role: n.role.kind(),
+                    count: None,
+                    nids,
+                    torus: n.torus,
+                    targets: None,
+                    journal: None,
+                    commit_interval_ms: None,
+                    fyod_mode: None,
+                    forwarder: None,
+                };
+                match n.role {
+                    Role::Oss(spec) => {
+                        entry.targets = Some(spec.targets);
+                        entry.journal = Some(if spec.sync_journal {
+                            JournalName::Sync
+                        } else {
+                            JournalName::Async
+                        });
+                        entry.commit_interval_ms = Some(spec.commit_interval_ms);
+                    }
+                    Role::Fyod(spec) => {
+                        entry.fyod_mode = Some(match spec.mode {
+                            FyodMode::Pfs => FyodModeName::Pfs,
+                            FyodMode::Ufs => FyodModeName::Ufs,
+                        });
+                    }
+                    Role::Client(spec) => {
+                        entry.forwarder = Some(match spec.forwarder {
+                            Some(f) => self.nodes[f].name.clone(),
+                            None => NO_FORWARDER.to_owned(),
+                        });
+                    }
+                    Role::Mds | Role::Router => {}
+                }
+                entry
+            })
+            .collect();
+        let routes = self
+            .routes
+            .iter()
+            .map(|r| RouteEntry {
+                from: self.networks[r.via].name.clone(),
+                net: self.networks[r.net].name.clone(),
+                gateway: self.nodes[r.gateway].name.clone(),
+                hops: Some(r.hops),
+                priority: Some(r.priority),
+                nodes: Some(vec![self.nodes[r.node].name.clone()]),
+                set: None,
+            })
+            .collect();
+        StackFile {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            layout: LayoutSection {
+                stripe_size: Some(SizeValue::Bytes(self.layout.stripe_size_bytes)),
+                stripe_count: Some(self.layout.stripe_count),
+                stripe_offset: Some(self.layout.stripe_offset),
+            },
+            route_set: None,
+            networks: self
+                .networks
+                .iter()
+                .map(|n| NetworkEntry {
+                    name: n.name.clone(),
+                    torus: n.torus,
+                })
+                .collect(),
+            nodes,
+            routes,
+        }
+    }
+
+    /// [`Stack::to_file`] as TOML text.
+    pub fn to_toml(&self) -> String {
+        let mut text = format!(
+            "# Resolved from {}: every node, address and route spelled out.\n",
+            self.origin
+        );
+        text.push_str(&toml::to_string(&self.to_file()).unwrap_or_else(|e| {
+            // Every value is a plain string, number or table: this cannot fail.
+            unreachable!("a stack always serialises to TOML: {e}")
+        }));
+        text
+    }
+}
+
+/// The `forwarder` value for "no fyod: talk to the storage servers directly".
+pub const NO_FORWARDER: &str = "none";
+
+type FieldError = (String, String);
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > NAME_MAX_BYTES {
+        return Err(format!("{name:?} is longer than {NAME_MAX_BYTES} bytes"));
+    }
+    if name.starts_with('.') || name.starts_with('-') {
+        return Err(format!("{name:?} must not start with '.' or '-'"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "{name:?} has {c:?}: use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(())
+}
+
+fn check_layout(layout: &LayoutSection) -> Result<DefaultLayout, FieldError> {
+    let stripe_size_bytes = match &layout.stripe_size {
+        None => iopath_mds::stripe::STRIPE_SIZE_DEFAULT_BYTES,
+        Some(SizeValue::Bytes(b)) => *b,
+        Some(SizeValue::Text(t)) => iopath_bench::units::parse_size(t)
+            .map_err(|why| ("layout.stripe_size".to_owned(), why))?,
+    };
+    let unit = iopath_mds::stripe::STRIPE_SIZE_UNIT_BYTES;
+    if stripe_size_bytes == 0 || !stripe_size_bytes.is_multiple_of(unit) {
+        return Err((
+            "layout.stripe_size".into(),
+            format!("{stripe_size_bytes} bytes is not a positive multiple of 64 KiB"),
+        ));
+    }
+    if stripe_size_bytes > iopath_mds::stripe::STRIPE_SIZE_MAX_BYTES {
+        return Err((
+            "layout.stripe_size".into(),
+            format!(
+                "{stripe_size_bytes} bytes exceeds Lustre's largest stripe ({} bytes)",
+                iopath_mds::stripe::STRIPE_SIZE_MAX_BYTES
+            ),
+        ));
+    }
+    let stripe_count = layout.stripe_count.unwrap_or(1);
+    if stripe_count == 0 || stripe_count < -1 {
+        return Err((
+            "layout.stripe_count".into(),
+            format!("{stripe_count}: use a positive count, or -1 for all targets"),
+        ));
+    }
+    let stripe_offset = layout.stripe_offset.unwrap_or(-1);
+    if stripe_offset < -1 {
+        return Err((
+            "layout.stripe_offset".into(),
+            format!("{stripe_offset}: use a target index, or -1 for any"),
+        ));
+    }
+    Ok(DefaultLayout {
+        stripe_size_bytes,
+        stripe_count,
+        stripe_offset,
+    })
+}
+
+fn check_networks(entries: &[NetworkEntry]) -> Result<Vec<Network>, FieldError> {
+    if entries.is_empty() {
+        return Err((
+            "networks".into(),
+            "a stack needs at least one [[networks]] entry".into(),
+        ));
+    }
+    if entries.len() > NETWORKS_MAX {
+        return Err((
+            "networks".into(),
+            format!("{} networks; at most {NETWORKS_MAX}", entries.len()),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let field = |leaf: &str| format!("networks[{i}] ({}).{leaf}", entry.name);
+        check_name(&entry.name).map_err(|why| (format!("networks[{i}].name"), why))?;
+        if !seen.insert(entry.name.clone()) {
+            return Err((
+                format!("networks[{i}].name"),
+                format!("{:?} is named twice", entry.name),
+            ));
+        }
+        if let Some(dims) = entry.torus
+            && dims.iter().any(|&d| d == 0 || d > TORUS_SIDE_MAX)
+        {
+            return Err((
+                field("torus"),
+                format!("{dims:?}: each side must be 1 to {TORUS_SIDE_MAX}"),
+            ));
+        }
+        out.push(Network {
+            name: entry.name.clone(),
+            number: i as u16,
+            torus: entry.torus,
+        });
+    }
+    Ok(out)
+}
+
+/// A client entry's forwarder as written: `None` when absent (share the fyods in blocks).
+type ForwarderAsked = Option<String>;
+
+fn expand_nodes(
+    entries: &[NodeEntry],
+    networks: &[Network],
+) -> Result<(Vec<NodeSpec>, Vec<ForwarderAsked>), FieldError> {
+    let by_name: HashMap<&str, usize> = networks
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut nodes = Vec::new();
+    let mut forwarders = Vec::new();
+    for (e, entry) in entries.iter().enumerate() {
+        let field = |leaf: &str| format!("nodes[{e}] ({}).{leaf}", entry.name);
+        check_name(&entry.name).map_err(|why| (format!("nodes[{e}].name"), why))?;
+        let count = entry.count.unwrap_or(1);
+        if count == 0 {
+            return Err((field("count"), "must be at least 1".into()));
+        }
+        if nodes.len() + count as usize > NODES_MAX {
+            return Err((
+                field("count"),
+                format!("the stack would have more than {NODES_MAX} nodes"),
+            ));
+        }
+        let role = role_of(entry).map_err(|(leaf, why)| (field(&leaf), why))?;
+        if entry.nids.is_empty() {
+            return Err((
+                field("nids"),
+                "a node needs an address on at least one network, as in nids = { net0 = 1 }".into(),
+            ));
+        }
+        // Interfaces in network order, so the primary NID is on the first network listed in
+        // [[networks]] that the node is on.
+        let mut interfaces = Vec::new();
+        for (net_name, value) in &entry.nids {
+            let network = *by_name.get(net_name.as_str()).ok_or_else(|| {
+                (
+                    field(&format!("nids.{net_name}")),
+                    format!(
+                        "no network named {net_name:?} (networks: {})",
+                        networks
+                            .iter()
+                            .map(|n| n.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+            let address = match value {
+                AddressValue::Number(n) => {
+                    let last = n.checked_add(u64::from(count) - 1);
+                    match last {
+                        Some(last) if last <= u64::from(u32::MAX) => Address::Number(*n as u32),
+                        _ => {
+                            return Err((
+                                field(&format!("nids.{net_name}")),
+                                format!("address {n} (with count {count}) exceeds {}", u32::MAX),
+                            ));
+                        }
+                    }
+                }
+                AddressValue::Socket(text) => {
+                    let addr: SocketAddr = text.parse().map_err(|_| {
+                        (
+                            field(&format!("nids.{net_name}")),
+                            format!("{text:?} is not host:port (as in \"127.0.0.1:7001\"); or give a number"),
+                        )
+                    })?;
+                    if count > 1 {
+                        return Err((
+                            field("count"),
+                            "a TCP address names one node: give each its own entry, or a numbered address".into(),
+                        ));
+                    }
+                    Address::Socket(addr)
+                }
+            };
+            interfaces.push(NodeInterface { network, address });
+        }
+        interfaces.sort_by_key(|i| i.network);
+        let torus_network = interfaces
+            .iter()
+            .find_map(|i| networks[i.network].torus.map(|dims| (i.network, dims)));
+        if let Some(coords) = entry.torus {
+            let Some((network, dims)) = torus_network else {
+                return Err((
+                    field("torus"),
+                    "none of the node's networks has torus dimensions".into(),
+                ));
+            };
+            if coords.iter().zip(dims).any(|(&c, d)| c >= d) {
+                return Err((
+                    field("torus"),
+                    format!(
+                        "{coords:?} is outside {}'s torus {dims:?}",
+                        networks[network].name
+                    ),
+                ));
+            }
+        }
+        for k in 0..count {
+            let name = if entry.count.is_some() {
+                format!("{}{k}", entry.name)
+            } else {
+                entry.name.clone()
+            };
+            check_name(&name).map_err(|why| (format!("nodes[{e}].name"), why))?;
+            let interfaces = interfaces
+                .iter()
+                .map(|i| NodeInterface {
+                    network: i.network,
+                    address: match i.address {
+                        Address::Number(n) => Address::Number(n + k),
+                        socket => socket,
+                    },
+                })
+                .collect();
+            let torus = match (entry.torus, torus_network) {
+                (Some(start), Some((_, dims))) => Some(advance(start, dims, k)),
+                _ => None,
+            };
+            nodes.push(NodeSpec {
+                name,
+                role,
+                interfaces,
+                torus,
+            });
+            forwarders.push(entry.forwarder.clone());
+        }
+    }
+    check_unique(&nodes, networks)?;
+    Ok((nodes, forwarders))
+}
+
+/// `start` moved on by `steps` nodes through the torus, x fastest, wrapping.
+fn advance(start: [u32; 3], dims: [u32; 3], steps: u32) -> [u32; 3] {
+    let index = |c: [u32; 3]| -> u64 {
+        u64::from(c[0])
+            + u64::from(dims[0]) * (u64::from(c[1]) + u64::from(dims[1]) * u64::from(c[2]))
+    };
+    let total = u64::from(dims[0]) * u64::from(dims[1]) * u64::from(dims[2]);
+    let i = (index(start) + u64::from(steps)) % total;
+    let x = i % u64::from(dims[0]);
+    let y = (i / u64::from(dims[0])) % u64::from(dims[1]);
+    let z = i / (u64::from(dims[0]) * u64::from(dims[1]));
+    [x as u32, y as u32, z as u32]
+}
+
+fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
+    let only = |leaf: &str, role: &str| {
+        (
+            leaf.to_owned(),
+            format!(
+                "applies to {role} nodes only, and this is a {} node",
+                entry.role.as_str()
+            ),
+        )
+    };
+    if entry.role != RoleName::Oss {
+        if entry.targets.is_some() {
+            return Err(only("targets", "oss"));
+        }
+        if entry.journal.is_some() {
+            return Err(only("journal", "oss"));
+        }
+        if entry.commit_interval_ms.is_some() {
+            return Err(only("commit_interval_ms", "oss"));
+        }
+    }
+    if entry.role != RoleName::Fyod && entry.fyod_mode.is_some() {
+        return Err(only("fyod_mode", "fyod"));
+    }
+    if entry.role != RoleName::Client && entry.forwarder.is_some() {
+        return Err(only("forwarder", "client"));
+    }
+    Ok(match entry.role {
+        RoleName::Mds => Role::Mds,
+        RoleName::Router => Role::Router,
+        RoleName::Client => Role::Client(ClientSpec { forwarder: None }),
+        RoleName::Fyod => Role::Fyod(FyodSpec {
+            mode: match entry.fyod_mode.unwrap_or_default() {
+                FyodModeName::Pfs => FyodMode::Pfs,
+                FyodModeName::Ufs => FyodMode::Ufs,
+            },
+        }),
+        RoleName::Oss => {
+            let targets = entry.targets.unwrap_or(1);
+            if !(1..=TARGETS_PER_OSS_MAX).contains(&targets) {
+                return Err((
+                    "targets".into(),
+                    format!("{targets}: an OSS has 1 to {TARGETS_PER_OSS_MAX} targets"),
+                ));
+            }
+            let commit_interval_ms = entry
+                .commit_interval_ms
+                .unwrap_or(COMMIT_INTERVAL_DEFAULT_MS);
+            if !(1..=COMMIT_INTERVAL_MAX_MS).contains(&commit_interval_ms) {
+                return Err((
+                    "commit_interval_ms".into(),
+                    format!("{commit_interval_ms}: use 1 to {COMMIT_INTERVAL_MAX_MS} ms"),
+                ));
+            }
+            Role::Oss(OssSpec {
+                targets,
+                sync_journal: entry.journal.unwrap_or_default() == JournalName::Sync,
+                commit_interval_ms,
+            })
+        }
+    })
+}
+
+fn check_unique(nodes: &[NodeSpec], networks: &[Network]) -> Result<(), FieldError> {
+    let mut names = BTreeSet::new();
+    let mut addresses: BTreeMap<(usize, Address), &str> = BTreeMap::new();
+    let mut kinds: BTreeMap<usize, (bool, &str)> = BTreeMap::new();
+    for node in nodes {
+        if !names.insert(node.name.as_str()) {
+            return Err((
+                format!("nodes ({})", node.name),
+                format!("two nodes are called {:?}", node.name),
+            ));
+        }
+        for i in &node.interfaces {
+            if let Some(other) = addresses.insert((i.network, i.address), &node.name) {
+                return Err((
+                    format!("nodes ({}).nids.{}", node.name, networks[i.network].name),
+                    format!("{other} has the same address on this network"),
+                ));
+            }
+            let tcp = matches!(i.address, Address::Socket(_));
+            match kinds.get(&i.network) {
+                Some(&(was_tcp, first)) if was_tcp != tcp => {
+                    return Err((
+                        format!("nodes ({}).nids.{}", node.name, networks[i.network].name),
+                        format!(
+                            "{} has a {} address on this network and {} a {} one: one network, one kind of address",
+                            first,
+                            if was_tcp { "host:port" } else { "numbered" },
+                            node.name,
+                            if tcp { "host:port" } else { "numbered" },
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    kinds.insert(i.network, (tcp, &node.name));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn assign_forwarders(nodes: &mut [NodeSpec], asked: &[ForwarderAsked]) -> Result<(), FieldError> {
+    let fyods: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].role.kind() == RoleName::Fyod)
+        .collect();
+    let automatic: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].role.kind() == RoleName::Client && asked[i].is_none())
+        .collect();
+    for i in 0..nodes.len() {
+        let Role::Client(_) = nodes[i].role else {
+            continue;
+        };
+        let forwarder = match asked[i].as_deref() {
+            Some(NO_FORWARDER) => None,
+            Some(name) => {
+                let f = nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+                    (
+                        format!("nodes ({}).forwarder", nodes[i].name),
+                        format!("no node named {name:?}; name a fyod node or \"{NO_FORWARDER}\""),
+                    )
+                })?;
+                if nodes[f].role.kind() != RoleName::Fyod {
+                    return Err((
+                        format!("nodes ({}).forwarder", nodes[i].name),
+                        format!("{name:?} is a {} node, not a fyod", nodes[f].role.name()),
+                    ));
+                }
+                Some(f)
+            }
+            // ASCI Red gave each fyod a block of compute nodes: the clients without a
+            // forwarder of their own are shared out in contiguous blocks.
+            None if fyods.is_empty() => None,
+            None => {
+                let rank = automatic
+                    .iter()
+                    .position(|&c| c == i)
+                    .expect("an automatic client is in the automatic list");
+                Some(fyods[rank * fyods.len() / automatic.len()])
+            }
+        };
+        nodes[i].role = Role::Client(ClientSpec { forwarder });
+    }
+    Ok(())
+}
+
+fn check_roles(nodes: &[NodeSpec]) -> Result<(), FieldError> {
+    let count = |kind: RoleName| nodes.iter().filter(|n| n.role.kind() == kind).count();
+    match count(RoleName::Mds) {
+        1 => {}
+        0 => return Err(("nodes".into(), "the stack has no mds node".into())),
+        n => {
+            return Err((
+                "nodes".into(),
+                format!("the stack has {n} mds nodes; it needs exactly one"),
+            ));
+        }
+    }
+    if count(RoleName::Oss) == 0 {
+        return Err(("nodes".into(), "the stack has no oss node".into()));
+    }
+    let targets: u64 = nodes
+        .iter()
+        .map(|n| match n.role {
+            Role::Oss(spec) => u64::from(spec.targets),
+            _ => 0,
+        })
+        .sum();
+    if targets > iopath_mds::limits::TARGETS_MAX as u64 {
+        return Err((
+            "nodes".into(),
+            format!(
+                "{targets} targets in all; the metadata service places over at most {}",
+                iopath_mds::limits::TARGETS_MAX
+            ),
+        ));
+    }
+    for node in nodes {
+        if node.role.kind() == RoleName::Router && node.interfaces.len() < 2 {
+            return Err((
+                format!("nodes ({}).nids", node.name),
+                "a router needs addresses on at least two networks".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn expand_routes(
+    entries: &[RouteEntry],
+    set: Option<&str>,
+    networks: &[Network],
+    nodes: &[NodeSpec],
+) -> Result<Vec<RouteRule>, FieldError> {
+    let network = |name: &str, field: String| {
+        networks
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| (field, format!("no network named {name:?}")))
+    };
+    let on = |node: usize, net: usize| nodes[node].interfaces.iter().any(|i| i.network == net);
+    let mut out: Vec<RouteRule> = Vec::new();
+    for (e, entry) in entries.iter().enumerate() {
+        let field = |leaf: &str| format!("routes[{e}].{leaf}");
+        let from = network(&entry.from, field("from"))?;
+        let net = network(&entry.net, field("net"))?;
+        if from == net {
+            return Err((
+                field("net"),
+                "a route leads to another network than `from`".into(),
+            ));
+        }
+        let gateway = nodes
+            .iter()
+            .position(|n| n.name == entry.gateway)
+            .ok_or_else(|| {
+                (
+                    field("gateway"),
+                    format!("no node named {:?}", entry.gateway),
+                )
+            })?;
+        if nodes[gateway].role.kind() != RoleName::Router {
+            return Err((
+                field("gateway"),
+                format!(
+                    "{:?} is a {} node; a gateway must be a router",
+                    entry.gateway,
+                    nodes[gateway].role.name()
+                ),
+            ));
+        }
+        if !on(gateway, from) {
+            return Err((
+                field("gateway"),
+                format!(
+                    "router {:?} has no address on {:?}",
+                    entry.gateway, entry.from
+                ),
+            ));
+        }
+        let hops = entry.hops.unwrap_or(1);
+        if !(1..=iopath_fabric::routing::HOPS_MAX).contains(&hops) {
+            return Err((
+                field("hops"),
+                format!("{hops}: use 1 to {}", iopath_fabric::routing::HOPS_MAX),
+            ));
+        }
+        if let Some(s) = &entry.set
+            && s.is_empty()
+        {
+            return Err((field("set"), "must not be empty".into()));
+        }
+        let users: Vec<usize> = match &entry.nodes {
+            Some(names) => {
+                let mut users = Vec::new();
+                for (k, name) in names.iter().enumerate() {
+                    let node = nodes.iter().position(|n| &n.name == name).ok_or_else(|| {
+                        (
+                            field(&format!("nodes[{k}]")),
+                            format!("no node named {name:?}"),
+                        )
+                    })?;
+                    if !on(node, from) || on(node, net) {
+                        return Err((
+                            field(&format!("nodes[{k}]")),
+                            format!(
+                                "{name:?} must be on {:?} and not on {:?} to use this route",
+                                entry.from, entry.net
+                            ),
+                        ));
+                    }
+                    users.push(node);
+                }
+                users
+            }
+            None => (0..nodes.len())
+                .filter(|&n| n != gateway && on(n, from) && !on(n, net))
+                .collect(),
+        };
+        let in_force = match (&entry.set, set) {
+            (None, _) => true,
+            (Some(s), Some(chosen)) => s == chosen,
+            (Some(_), None) => false,
+        };
+        if !in_force {
+            continue;
+        }
+        for node in users {
+            if out
+                .iter()
+                .any(|r| r.node == node && r.net == net && r.gateway == gateway)
+            {
+                return Err((
+                    field("gateway"),
+                    format!(
+                        "{} already has a route to {:?} through {:?}",
+                        nodes[node].name, entry.net, entry.gateway
+                    ),
+                ));
+            }
+            out.push(RouteRule {
+                node,
+                net,
+                gateway,
+                via: from,
+                hops,
+                priority: entry.priority.unwrap_or(0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advance;
+
+    #[test]
+    fn advance_walks_x_fastest_and_wraps() {
+        let dims = [2, 2, 2];
+        assert_eq!(advance([0, 0, 0], dims, 0), [0, 0, 0]);
+        assert_eq!(advance([0, 0, 0], dims, 1), [1, 0, 0]);
+        assert_eq!(advance([0, 0, 0], dims, 2), [0, 1, 0]);
+        assert_eq!(advance([0, 0, 0], dims, 4), [0, 0, 1]);
+        assert_eq!(advance([1, 1, 1], dims, 1), [0, 0, 0]);
+    }
+}

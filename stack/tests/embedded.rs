@@ -1,0 +1,100 @@
+//! A whole stack in one process: it starts, a client writes and reads back through it, and it
+//! stops cleanly.
+
+use bytes::Bytes;
+use iopath_client::StripeRequest;
+use iopath_stack::preset;
+use iopath_stack::runtime::{EmbeddedStack, StorageDir};
+use iopath_stack::schema::RoleName;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spider_mini_starts_serves_and_stops() {
+    let stack = preset("spider-mini").unwrap().stack().unwrap();
+    let storage = StorageDir::temporary("test-embedded", None).unwrap();
+    let root = storage.path().to_path_buf();
+    let running = EmbeddedStack::start(stack, storage, true).await.unwrap();
+    // Every node serves an admin service of its own.
+    for i in 0..running.nodes().len() {
+        assert!(running.admin_addr(i).is_some());
+    }
+    let c0 = running
+        .nodes()
+        .iter()
+        .find(|n| n.role == RoleName::Client)
+        .unwrap();
+    let config = iopath_stack::runtime::client_config(running.stack(), c0);
+    let client = iopath_client::Client::connect(config).await.unwrap();
+    client.mkdir("/t").await.unwrap();
+    let file = client.create("/t/f", StripeRequest::INHERIT).await.unwrap();
+    assert_eq!(
+        file.layout().stripe_count(),
+        4,
+        "the preset's default layout"
+    );
+    let data: Bytes = (0..(3 << 20) + 17)
+        .map(|i| (i % 253) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    file.write_at(4096, data.clone()).await.unwrap();
+    let back = file.read_at(4096, data.len() as u64).await.unwrap();
+    assert_eq!(back, data);
+    file.close().await.unwrap();
+    running.stop().await.unwrap();
+    assert!(!root.exists(), "the temporary storage is removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_prints_every_node_with_its_admin_address_and_stops() {
+    let args = iopath_stack::cli::UpArgs {
+        choice: iopath_stack::cli::StackChoice {
+            preset: Some("spider-mini-routed".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    // Stop as soon as it is up.
+    iopath_stack::cli::up_until(&args, &mut out, std::future::ready(()))
+        .await
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("iopath up: spider-mini-routed"), "{text}");
+    for node in ["c0", "c7", "rtr0", "rtr3", "oss0", "oss1", "mds"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{node} ")))
+            .unwrap_or_else(|| panic!("no line for {node}:\n{text}"));
+        assert!(line.contains("127.0.0.1:"), "an admin address: {line}");
+    }
+    assert!(
+        text.contains("50@mem0,50@mem1"),
+        "a router has a NID on each network: {text}"
+    );
+    assert!(text.trim_end().ends_with("stopped"), "{text}");
+}
+
+#[tokio::test]
+async fn up_refuses_a_bad_stack_file_with_the_field_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\n[[networks]]\nname = \"n\"\n[[nodes]]\nname = \"m\"\nrole = \"mds\"\nnids = { n = 1 }\ntargets = 2\n",
+    )
+    .unwrap();
+    let args = iopath_stack::cli::UpArgs {
+        choice: iopath_stack::cli::StackChoice {
+            stack: Some(file),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let error = iopath_stack::cli::up_until(&args, &mut Vec::new(), std::future::ready(()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("bad.toml: nodes[0] (m).targets: applies to oss nodes only"),
+        "{error}"
+    );
+}

@@ -1,0 +1,284 @@
+//! The stack as a process per server node on loopback TCP: spider-mini starts (each node a
+//! child process that says READY), a client in this process writes and reads back through
+//! the client library, `bench ior --processes` runs on it, and everything stops cleanly.
+//!
+//! The node processes are this test program itself: run as `processes node --stack FILE
+//! --name NODE --dir DIR`, it is `iopath node` (the same library function). So this file has
+//! a harness of its own (libtest-mimic, which nextest understands).
+
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use clap::Parser;
+use iopath_client::StripeRequest;
+use iopath_stack::cli::NodeArgs;
+use iopath_stack::ior::IorArgs;
+use iopath_stack::ior::phase::Progress;
+use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// `processes node ...`: one node of a stack, as `iopath node`.
+#[derive(Debug, Parser)]
+struct NodeCli {
+    #[command(subcommand)]
+    command: NodeCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum NodeCommand {
+    Node(NodeArgs),
+}
+
+fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("node") {
+        let NodeCommand::Node(args) = NodeCli::parse().command;
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        return match runtime.block_on(iopath_stack::cli::node(args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("node: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let trials = vec![
+        Trial::test("spider_mini_on_loopback_tcp_serves_and_stops", || {
+            block_on(spider_mini_on_loopback_tcp_serves_and_stops())
+        }),
+        Trial::test("ior_runs_over_processes", || {
+            block_on(ior_runs_over_processes())
+        }),
+        Trial::test("the_demo_runs_through_fyod_processes", || {
+            block_on(the_demo_runs_through_fyod_processes())
+        }),
+        Trial::test("a_node_refuses_in_memory_addresses", || {
+            block_on(a_node_refuses_in_memory_addresses())
+        }),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+fn block_on(test: impl Future<Output = Result<(), String>>) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failed::from(e.to_string()))?;
+    runtime.block_on(test).map_err(Failed::from)
+}
+
+/// This program as the node launcher.
+fn launcher() -> Result<Launcher, String> {
+    Launcher::this_program().map_err(|e| e.to_string())
+}
+
+macro_rules! check {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(format!($($arg)*));
+        }
+    };
+}
+
+async fn spider_mini_on_loopback_tcp_serves_and_stops() -> Result<(), String> {
+    let stack = iopath_stack::preset("spider-mini")
+        .map_err(|e| e.to_string())?
+        .stack()
+        .map_err(|e| e.to_string())?;
+    let storage = StorageDir::temporary("test-processes", None).map_err(|e| e.to_string())?;
+    let root = storage.path().to_path_buf();
+    let running = RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
+        .await
+        .map_err(|e| e.to_string())?;
+    let RunningStack::Processes { servers, clients } = &running else {
+        return Err("not a process stack".into());
+    };
+    // Two storage servers and the metadata service, each a process that said READY.
+    check!(
+        servers.children().len() == 3,
+        "children: {:?}",
+        servers.children()
+    );
+    check!(servers.stack().is_tcp(), "the resolved stack is all TCP");
+    check!(
+        servers.stack_file().exists(),
+        "the resolved stack file is written"
+    );
+    check!(clients.len() == 8, "8 client nodes in this process");
+    for child in servers.children() {
+        let admin = iopath_admin::Client::connect(child.admin)
+            .await
+            .map_err(|e| e.to_string())?;
+        let nis = admin.get_param("nis").await.map_err(|e| e.to_string())?;
+        check!(
+            !nis.is_empty(),
+            "{} answers on its admin service",
+            child.name
+        );
+    }
+    let client = running
+        .connect(&clients[0])
+        .await
+        .map_err(|e| e.to_string())?;
+    client.mkdir("/t").await.map_err(|e| e.to_string())?;
+    let file = client
+        .create("/t/f", StripeRequest::INHERIT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let data: Bytes = (0..(5 << 20) + 3)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    file.write_at(0, data.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    file.fsync().await.map_err(|e| e.to_string())?;
+    // Another client node reads it back over TCP.
+    let other = running
+        .connect(&clients[5])
+        .await
+        .map_err(|e| e.to_string())?;
+    let back = other
+        .open("/t/f")
+        .await
+        .map_err(|e| e.to_string())?
+        .read_at(0, data.len() as u64)
+        .await
+        .map_err(|e| e.to_string())?;
+    check!(
+        back == data,
+        "the data read back over TCP is the data written"
+    );
+    let journals = iopath_stack::journal::targets(&running)
+        .await
+        .map_err(|e| e.to_string())?;
+    check!(journals.len() == 4, "four targets: {journals:?}");
+    check!(
+        journals.iter().any(|j| j.last_committed > 0),
+        "fsync committed: {journals:?}"
+    );
+    file.close().await.map_err(|e| e.to_string())?;
+    running.stop().await.map_err(|e| e.to_string())?;
+    check!(!root.exists(), "the temporary storage is removed");
+    Ok(())
+}
+
+async fn ior_runs_over_processes() -> Result<(), String> {
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ior: IorArgs,
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let args = [
+        "ior",
+        "--preset",
+        "spider-mini",
+        "--processes",
+        "-w",
+        "-r",
+        "-F",
+        "-t",
+        "256k",
+        "-b",
+        "1m",
+        "-N",
+        "4",
+        "-O",
+        "summaryFormat=JSON",
+        "--dir",
+    ];
+    let cli = Cli::try_parse_from(
+        args.iter()
+            .map(|s| s.to_string())
+            .chain([dir.path().display().to_string()]),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let outcome = iopath_stack::ior::measure(
+        &cli.ior,
+        "ior",
+        &mut out,
+        Progress::Silent,
+        Some(&launcher()?),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    check!(
+        outcome.results.len() == 2,
+        "a write and a read: {:?}",
+        outcome.results
+    );
+    check!(
+        outcome.facts.mode == "processes",
+        "{:?}",
+        outcome.facts.mode
+    );
+    check!(
+        outcome.facts.verified_bytes == 4 << 20,
+        "every byte read back and checked"
+    );
+    check!(
+        outcome.facts.baselines.tcp_mib_s.is_some(),
+        "loopback TCP measured in the same run"
+    );
+    check!(
+        outcome.facts.ratios.write_vs_min_disk_tcp.is_some(),
+        "the processes ratio"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&out).map_err(|e| format!("not JSON: {e}"))?;
+    check!(json["summary"][0]["operation"] == "write", "{json}");
+    check!(json["iopath"]["mode"] == "processes", "{json}");
+    Ok(())
+}
+
+async fn the_demo_runs_through_fyod_processes() -> Result<(), String> {
+    // asci-red-mini with every server a process: fyods, storage servers, the MDS. The demo
+    // starts node processes from this program (`Launcher::this_program`).
+    let args = iopath_stack::cli::DemoArgs {
+        size: 2 << 20,
+        processes: true,
+        ..iopath_stack::cli::DemoArgs::default()
+    };
+    let mut out = Vec::new();
+    let report = iopath_stack::demo::run(&args, &mut out)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out);
+    check!(report.stack == "asci-red-mini", "{text}");
+    check!(report.verified_bytes == 4 << 20, "{text}");
+    check!(
+        report.journals.len() == 4,
+        "journals over the admin services: {text}"
+    );
+    check!(text.contains("mode: processes"), "{text}");
+    Ok(())
+}
+
+async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let file = dir.path().join("stack.toml");
+    std::fs::write(
+        &file,
+        iopath_stack::preset("spider-mini")
+            .map_err(|e| e.to_string())?
+            .text,
+    )
+    .map_err(|e| e.to_string())?;
+    let args = NodeArgs {
+        stack: file,
+        name: "oss0".into(),
+        dir: dir.path().join("oss0"),
+        admin: "127.0.0.1:0"
+            .parse()
+            .map_err(|e: std::net::AddrParseError| e.to_string())?,
+    };
+    let error = iopath_stack::cli::node(args)
+        .await
+        .err()
+        .ok_or("accepted")?
+        .to_string();
+    check!(error.contains("host:port"), "{error}");
+    Ok(())
+}

@@ -1,0 +1,302 @@
+//! Stack files: the presets parse and mean what they say; bad files get errors that name the
+//! field.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
+
+use iopath_stack::schema::{Address, FyodMode, Role, RoleName, Stack};
+use iopath_stack::{PRESETS, StackError, preset};
+
+#[test]
+fn every_preset_parses_and_round_trips() {
+    for p in PRESETS {
+        let stack = p.stack().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        assert_eq!(stack.name, p.name);
+        // Written out and read back, a stack is the same stack.
+        let again = Stack::parse(&stack.to_toml(), &stack.origin).unwrap();
+        assert_eq!(again.nodes, stack.nodes, "{}", p.name);
+        assert_eq!(again.routes, stack.routes, "{}", p.name);
+        assert_eq!(again.layout, stack.layout, "{}", p.name);
+    }
+}
+
+#[test]
+fn asci_red_mini_is_clients_fyods_osss() {
+    let stack = preset("asci-red-mini").unwrap().stack().unwrap();
+    assert_eq!(stack.nodes_of(RoleName::Client).len(), 8);
+    assert_eq!(stack.nodes_of(RoleName::Fyod).len(), 2);
+    assert_eq!(stack.nodes_of(RoleName::Oss).len(), 2);
+    assert_eq!(stack.targets().len(), 4);
+    // Clients are shared out to the fyods in blocks.
+    let fyods = stack.nodes_of(RoleName::Fyod);
+    for (rank, c) in stack.nodes_of(RoleName::Client).into_iter().enumerate() {
+        let Role::Client(spec) = stack.nodes[c].role else {
+            panic!("not a client")
+        };
+        assert_eq!(
+            spec.forwarder,
+            Some(fyods[rank / 4]),
+            "{}",
+            stack.nodes[c].name
+        );
+    }
+    for f in fyods {
+        assert!(matches!(
+            stack.nodes[f].role,
+            Role::Fyod(s) if s.mode == FyodMode::Pfs
+        ));
+    }
+    assert_eq!(stack.layout.stripe_count, -1);
+    assert_eq!(stack.primary_nid(stack.mds()).to_string(), "1@mem0");
+    assert_eq!(
+        stack.nodes[stack.node_index("c3").unwrap()].torus,
+        Some([3, 0, 0])
+    );
+}
+
+#[test]
+fn spider_mini_is_direct_attached() {
+    let stack = preset("spider-mini").unwrap().stack().unwrap();
+    assert!(stack.routes.is_empty());
+    assert!(stack.nodes_of(RoleName::Fyod).is_empty());
+    for c in stack.nodes_of(RoleName::Client) {
+        assert_eq!(
+            stack.nodes[c].role,
+            Role::Client(iopath_stack::schema::ClientSpec { forwarder: None })
+        );
+    }
+    // Targets alternate between the servers, as Lustre numbers OSTs.
+    let oss0 = stack.node_index("oss0").unwrap();
+    let oss1 = stack.node_index("oss1").unwrap();
+    assert_eq!(
+        stack.targets(),
+        vec![(oss0, 0), (oss1, 0), (oss0, 1), (oss1, 1)]
+    );
+}
+
+#[test]
+fn spider_mini_routed_has_two_route_sets() {
+    let p = preset("spider-mini-routed").unwrap();
+    let stack = p.stack().unwrap();
+    assert_eq!(
+        stack.route_sets,
+        vec!["fine-grained".to_owned(), "round-robin".to_owned()]
+    );
+    let c0 = stack.node_index("c0").unwrap();
+    let routes = stack.routes_of(c0);
+    // Round-robin: two equal routers per leaf.
+    assert_eq!(routes.len(), 4);
+    assert!(routes.iter().all(|r| r.hops == 1));
+    let mut file = p.file().unwrap();
+    file.route_set = Some("fine-grained".into());
+    let fine = Stack::from_file(&file, "test").unwrap();
+    let routes = fine.routes_of(c0);
+    assert_eq!(routes.len(), 4);
+    assert_eq!(routes.iter().filter(|r| r.hops == 1).count(), 2);
+    let near: Vec<String> = routes
+        .iter()
+        .filter(|r| r.hops == 1)
+        .map(|r| r.gateway.to_string())
+        .collect();
+    assert_eq!(near, vec!["50@mem0".to_owned(), "52@mem0".to_owned()]);
+    // The storage side reaches the torus through its leaf's routers.
+    let oss1 = stack.node_index("oss1").unwrap();
+    let back: Vec<String> = stack
+        .routes_of(oss1)
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(
+        back,
+        vec![
+            "mem0 via 52@mem2 hops 1 priority 0",
+            "mem0 via 53@mem2 hops 1 priority 0"
+        ]
+    );
+}
+
+#[test]
+fn sockets_replace_numbers_for_processes() {
+    let stack = preset("spider-mini").unwrap().stack().unwrap();
+    let mut port = 7000;
+    let tcp = stack
+        .with_sockets(|_, _| {
+            port += 1;
+            Ok(format!("127.0.0.1:{port}").parse().unwrap())
+        })
+        .unwrap();
+    assert!(tcp.is_tcp());
+    assert!(!stack.is_tcp());
+    assert!(tcp.nodes.iter().all(|n| {
+        n.interfaces
+            .iter()
+            .all(|i| matches!(i.address, Address::Socket(_)))
+    }));
+    assert_eq!(
+        tcp.primary_nid(tcp.mds()).to_string(),
+        "127.0.0.1:7011@tcp0"
+    );
+    let again = Stack::parse(&tcp.to_toml(), "resolved").unwrap();
+    assert_eq!(again.nodes, tcp.nodes);
+}
+
+/// The error for `text`, which must be refused.
+fn refused(text: &str) -> String {
+    match Stack::parse(text, "test.toml") {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const HEAD: &str = r#"
+name = "t"
+[[networks]]
+name = "net0"
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = { net0 = 1 }
+"#;
+
+fn with(extra: &str) -> String {
+    format!("{HEAD}\n{extra}")
+}
+
+#[test]
+fn bad_files_are_refused_with_the_field_named() {
+    let oss = "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\n";
+    let cases: Vec<(String, &[&str])> = vec![
+        ("name = ".into(), &["test.toml", "line 1"]),
+        (
+            with(&format!("{oss}colour = 3")),
+            &["unknown field", "colour"],
+        ),
+        (
+            with("[[nodes]]\nname = \"x\"\nrole = \"wizard\"\nnids = { net0 = 2 }"),
+            &["wizard", "mds"],
+        ),
+        (HEAD.into(), &["nodes", "no oss node"]),
+        (
+            with(&format!("{oss}targets = 0")),
+            &["nodes[1] (oss).targets", "1 to 64"],
+        ),
+        (
+            with(&format!("{oss}fyod_mode = \"pfs\"")),
+            &["nodes[1] (oss).fyod_mode", "fyod nodes only"],
+        ),
+        (
+            with("[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net9 = 2 }"),
+            &["nodes[1] (oss).nids.net9", "no network named"],
+        ),
+        (
+            with("[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 1 }"),
+            &["nodes (oss).nids.net0", "mds has the same address"],
+        ),
+        (
+            with("[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = \"localhost\" }"),
+            &["nodes[1] (oss).nids.net0", "host:port"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = {{ net0 = 3 }}\nforwarder = \"oss\""
+            )),
+            &["nodes (c).forwarder", "not a fyod"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = {{ net0 = 3 }}\ntorus = [0, 0, 0]"
+            )),
+            &["nodes[2] (c).torus", "torus dimensions"],
+        ),
+        (
+            with(&format!("{oss}[layout]\nstripe_size = \"100k\"")),
+            &["layout.stripe_size", "64 KiB"],
+        ),
+        (
+            with(&format!("{oss}[layout]\nstripe_count = -2")),
+            &["layout.stripe_count"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"mds2\"\nrole = \"mds\"\nnids = {{ net0 = 9 }}"
+            )),
+            &["2 mds nodes"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"r\"\nrole = \"router\"\nnids = {{ net0 = 9 }}"
+            )),
+            &["nodes (r).nids", "two networks"],
+        ),
+        (
+            with(&format!("{oss}route_set = \"fast\"")),
+            &["unknown field"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"a b\"\nrole = \"client\"\nnids = {{ net0 = 3 }}"
+            )),
+            &["nodes[2].name", "letters"],
+        ),
+    ];
+    for (text, needles) in cases {
+        let error = refused(&text);
+        for needle in needles {
+            assert!(
+                error.contains(needle),
+                "error {error:?} should mention {needle:?}\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_storage_server_is_refused() {
+    let text = r#"
+name = "t"
+[[networks]]
+name = "net0"
+[[networks]]
+name = "net1"
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = { net0 = 1 }
+[[nodes]]
+name = "oss"
+role = "oss"
+nids = { net1 = 2 }
+[[nodes]]
+name = "c"
+role = "client"
+nids = { net0 = 3 }
+"#;
+    let error = refused(text);
+    assert!(error.contains("cannot reach oss (2@mem1)"), "{error}");
+    assert!(error.contains("no route"), "{error}");
+    // A router and routes both ways make it reachable.
+    let routed = format!(
+        "{text}
+[[nodes]]
+name = \"r\"
+role = \"router\"
+nids = {{ net0 = 9, net1 = 9 }}
+[[routes]]
+from = \"net0\"
+net = \"net1\"
+gateway = \"r\"
+"
+    );
+    let error = refused(&routed);
+    assert!(error.contains("cannot answer c"), "{error}");
+    let both = format!("{routed}\n[[routes]]\nfrom = \"net1\"\nnet = \"net0\"\ngateway = \"r\"\n");
+    Stack::parse(&both, "test.toml").unwrap();
+}
+
+#[test]
+fn an_unknown_preset_lists_the_known_ones() {
+    let error = preset("jaguar").unwrap_err();
+    assert!(matches!(error, StackError::UnknownPreset { .. }));
+    assert!(
+        error.to_string().contains("asci-red-mini, spider-mini"),
+        "{error}"
+    );
+}
