@@ -2,7 +2,10 @@
 //!
 //! Tests install a [`FaultHook`] on a node; every message the node sends is shown to it after
 //! credits are taken and before the LND sees it. [`SeededFaults`] decides from a seeded
-//! generator, so a failing run is repeated exactly by its seed; tests print the seed.
+//! generator: the sequence of decisions is fixed by the seed, and so is the run wherever the
+//! order of sends is (one task, or the in-memory LND driven by one sender); where tasks race
+//! on several threads, which message meets which decision can differ from run to run, so tests
+//! print the seed and check properties that hold for every such order.
 
 use std::fmt;
 use std::sync::Mutex;
