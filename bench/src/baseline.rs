@@ -24,40 +24,71 @@ pub fn ensure_iperf3(progress: &mut dyn FnMut(&str)) -> Result<String> {
     if let Some(version) = version_of("iperf3") {
         return Ok(version);
     }
-    progress("iperf3 not found: installing it with apt-get for the baseline");
+    install_package(
+        "iperf3",
+        "the loopback TCP baseline",
+        "install iperf3 and run again",
+        progress,
+    )?;
+    version_of("iperf3").context("iperf3 was installed but does not run")
+}
+
+/// Installs Debian package `package` with apt-get (running `apt-get update` once if the first
+/// try fails: a fresh machine may have no package lists). Refuses clearly when we are not root
+/// or there is no apt-get; `hint` says what the user can do instead.
+pub fn install_package(
+    package: &str,
+    purpose: &str,
+    hint: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<()> {
+    if !is_root() {
+        bail!(
+            "{package} is not installed and we are not root, so it cannot be installed here; {hint}"
+        );
+    }
     if !Command::new("apt-get")
         .arg("--version")
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
     {
-        bail!(
-            "iperf3 is not installed and there is no apt-get to install it with; install iperf3 and run again"
-        );
+        bail!("{package} is not installed and there is no apt-get to install it with; {hint}");
     }
+    progress(&format!(
+        "{package} not found: installing it with apt-get for {purpose}"
+    ));
     let install = || {
         Command::new("apt-get")
-            .args(["install", "-y", "-q", "iperf3"])
+            .args(["install", "-y", "-q", package])
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
     };
     if !install().is_ok_and(|s| s.success()) {
-        // The package lists may be missing on a fresh machine.
+        progress(&format!(
+            "apt-get install {package} failed: running apt-get update and trying again"
+        ));
         let _ = Command::new("apt-get")
             .args(["update", "-q"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let status = install().context("run apt-get install iperf3")?;
+        let status = install().with_context(|| format!("run apt-get install {package}"))?;
         if !status.success() {
             bail!(
-                "apt-get install iperf3 failed ({status}); are we root, and is the package archive reachable?"
+                "apt-get install {package} failed ({status}); is the package archive reachable? {hint}"
             );
         }
     }
-    version_of("iperf3").context("iperf3 was installed but does not run")
+    Ok(())
+}
+
+/// Whether this process runs as root (and so may install packages).
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 fn version_of(tool: &str) -> Option<String> {

@@ -57,45 +57,12 @@ pub fn ensure_fio(progress: &mut dyn FnMut(&str)) -> Result<String> {
     if let Some(version) = fio_version() {
         return Ok(version);
     }
-    if !is_root() {
-        bail!(
-            "fio is not installed and we are not root, so it cannot be installed here; install the fio package (apt-get install fio) or pass --no-fio"
-        );
-    }
-    if !Command::new("apt-get")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        bail!(
-            "fio is not installed and there is no apt-get to install it with; install fio or pass --no-fio"
-        );
-    }
-    progress("fio not found: installing it with apt-get for the raw-disk baseline");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "fio"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-    };
-    if !install().is_ok_and(|s| s.success()) {
-        // A fresh machine may have no package lists yet.
-        progress("apt-get install fio failed: running apt-get update and trying again");
-        let _ = Command::new("apt-get")
-            .args(["update", "-q"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let status = install().context("run apt-get install fio")?;
-        if !status.success() {
-            bail!(
-                "apt-get install fio failed ({status}); is the package archive reachable? Install fio or pass --no-fio"
-            );
-        }
-    }
+    crate::baseline::install_package(
+        "fio",
+        "the raw-disk baseline",
+        "install fio (apt-get install fio) or pass --no-fio",
+        progress,
+    )?;
     fio_version().context("fio was installed but `fio --version` does not run")
 }
 
@@ -110,12 +77,6 @@ pub fn fio_version() -> Option<String> {
         .next()
         .map(|l| l.trim().to_owned())
         .filter(|l| !l.is_empty())
-}
-
-/// True when we run as root (the owner of `/proc/self` is our effective uid).
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// Runs fio: `numjobs` writers, each writing its own file of `job_size_bytes` sequentially in
