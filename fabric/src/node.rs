@@ -634,24 +634,26 @@ impl NodeInner {
     /// Router side: check what can be checked, then send the message on towards its target,
     /// holding its router buffer until it has left.
     fn forward(&self, message: Message, buffer: RouterBuffer) {
-        let header = &message.header;
-        let is_bulk = header.kind == Kind::Reply
-            || (header.kind == Kind::Put && header.portal == BULK_PORTAL);
-        if is_bulk && !message.payload.is_empty() {
-            // Spider's routers spent their time here: every bulk chunk checked in passing.
-            let actual = kind_of(header.flags).compute(&message.payload);
-            if actual != header.checksum {
-                self.counters
-                    .router_checksum_mismatches
-                    .fetch_add(1, Ordering::Relaxed);
-                warn!(source = %header.source, target = %header.target, "router: bulk chunk checksum mismatch: sent {:#010x}, arrived {actual:#010x}", header.checksum);
-            }
-        }
         let Some(node) = self.me.upgrade() else {
             return;
         };
         self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+        // On a task of its own, so the connection the message came on is read again at once
+        // while this one is checked and sent on.
         tokio::spawn(async move {
+            let header = &message.header;
+            let is_bulk = header.kind == Kind::Reply
+                || (header.kind == Kind::Put && header.portal == BULK_PORTAL);
+            if is_bulk && !message.payload.is_empty() {
+                // Spider's routers spent their time here: every bulk chunk checked in passing.
+                let actual = kind_of(header.flags).compute(&message.payload);
+                if actual != header.checksum {
+                    node.counters
+                        .router_checksum_mismatches
+                        .fetch_add(1, Ordering::Relaxed);
+                    warn!(source = %header.source, target = %header.target, "router: bulk chunk checksum mismatch: sent {:#010x}, arrived {actual:#010x}", header.checksum);
+                }
+            }
             let target = message.header.target;
             let (sent_tx, sent_rx) = oneshot::channel();
             match node.send(message, Some(sent_tx)).await {
