@@ -119,3 +119,43 @@ fn descriptor_decoder_never_panics() {
         }
     }
 }
+
+/// The fuzz targets' seed corpus (fuzz/seeds, written by `examples/fuzz_seeds.rs`) must stay
+/// valid input as the formats change, or fuzzing silently starts from garbage again.
+#[test]
+fn the_fuzz_seed_corpus_still_decodes() {
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds");
+    let files = |dir: &str| {
+        let mut list: Vec<_> = std::fs::read_dir(seeds.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        list.sort();
+        assert!(!list.is_empty(), "no seeds in fuzz/seeds/{dir}");
+        list
+    };
+    for path in files("frame_header") {
+        Header::decode(&std::fs::read(&path).unwrap(), 1 << 20)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    for path in files("nid") {
+        let bytes = std::fs::read(&path).unwrap();
+        if path.extension().is_some_and(|e| e == "bin") {
+            Nid::decode(bytes.as_slice().try_into().unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        } else {
+            String::from_utf8(bytes)
+                .unwrap()
+                .parse::<Nid>()
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
+    for path in files("descriptor") {
+        let wire = iopath_proto::fabric::BufferDescriptor::decode(
+            std::fs::read(&path).unwrap().as_slice(),
+        )
+        .unwrap();
+        BufferDescriptor::from_proto(&wire, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
