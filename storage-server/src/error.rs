@@ -65,6 +65,12 @@ pub enum StorageError {
         /// The configured `objects_max`.
         max: usize,
     },
+    /// A new client, and the server already records its maximum of clients.
+    #[error("this server already serves its maximum of {max} clients")]
+    TooManyClients {
+        /// The configured maximum (`ServiceConfig::clients_max`).
+        max: usize,
+    },
     /// No target with this index on this server.
     #[error("no OST with index {index} on this server ({count} targets)")]
     NoSuchTarget {

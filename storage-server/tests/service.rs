@@ -227,3 +227,64 @@ async fn bad_input_gets_clear_errors_and_stored_data_stays_intact() {
     assert_eq!(c.read(0, 1, 0, 1 << 20).await.unwrap(), data);
     assert_eq!(c.getattr(0, 1).await.unwrap(), 1 << 20);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_list_peers_grow_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = OssConfig {
+        root: dir.path().to_path_buf(),
+        targets: 1,
+        template: OstConfig::new(0, dir.path()),
+        engine: EngineConfig::default(),
+        disk_model: None,
+        external_journal_dir: None,
+    };
+    let oss = Arc::new(Oss::open(config).await.unwrap());
+    let network = MemNetwork::new();
+    let node = |n| {
+        let network = network.clone();
+        async move {
+            let interfaces = vec![Interface::Mem {
+                nid: Nid::mem(n, 0),
+                network,
+            }];
+            Node::start(NodeConfig {
+                interfaces,
+                ..NodeConfig::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let server = node(1).await;
+    let service_config = ServiceConfig {
+        clients_max: 2,
+        ..ServiceConfig::new(dir.path().to_path_buf())
+    };
+    OssService::start(&server, oss, service_config)
+        .await
+        .unwrap();
+    let client_node = node(2).await;
+    OstClient::connect(client_node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    OstClient::connect(client_node.clone(), server.nid(), 2)
+        .await
+        .unwrap();
+    // A third client id is refused; the two known ones may come back as often as they like.
+    let err = OstClient::connect(client_node.clone(), server.nid(), 3)
+        .await
+        .unwrap_err();
+    let (code, message) = code_of(err);
+    assert_eq!(code, errno::ENOSPC, "{message}");
+    assert!(message.contains("maximum of 2 clients"), "{message}");
+    OstClient::connect(client_node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    let recorded = std::fs::read_to_string(dir.path().join("clients")).unwrap();
+    assert_eq!(
+        recorded.lines().count(),
+        2,
+        "the durable list stays at the maximum"
+    );
+}

@@ -78,16 +78,19 @@ pub struct ServiceConfig {
     /// Bytes of bulk the server holds at once for writes being pulled, whatever the number of
     /// clients: a write waits for room before its data is pulled.
     pub bulk_pool_bytes: u64,
+    /// Distinct clients the server records (each is durable, and waited for in recovery).
+    pub clients_max: usize,
 }
 
 impl ServiceConfig {
-    /// Defaults for a server rooted at `state_dir`: a 30 s recovery window and a 256 MiB
-    /// bulk pool.
+    /// Defaults for a server rooted at `state_dir`: a 30 s recovery window, a 256 MiB bulk
+    /// pool and 4096 clients.
     pub fn new(state_dir: PathBuf) -> ServiceConfig {
         ServiceConfig {
             state_dir,
             recovery_window: Duration::from_secs(30),
             bulk_pool_bytes: 256 << 20,
+            clients_max: 4096,
         }
     }
 }
@@ -114,7 +117,7 @@ impl OssService {
         oss: Arc<Oss>,
         config: ServiceConfig,
     ) -> Result<Arc<OssService>, StorageError> {
-        let clients = ClientRegistry::open(&config.state_dir)?;
+        let clients = ClientRegistry::open(&config.state_dir, config.clients_max)?;
         let clean = recovery::take_clean_marker(&config.state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
         if !known.is_empty() {
@@ -402,7 +405,7 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::ObjectExists { .. } => errno::EEXIST,
         StorageError::ObjectTooLarge { .. } | StorageError::RequestTooLarge { .. } => errno::EFBIG,
         StorageError::EmptyWrite { .. } | StorageError::InvalidConfig { .. } => errno::EINVAL,
-        StorageError::TooManyObjects { .. } => errno::ENOSPC,
+        StorageError::TooManyObjects { .. } | StorageError::TooManyClients { .. } => errno::ENOSPC,
         StorageError::NoSuchTarget { .. } => ENODEV,
         StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,

@@ -266,11 +266,13 @@ async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
 pub struct ClientRegistry {
     path: PathBuf,
     known: Mutex<Vec<u64>>,
+    clients_max: usize,
 }
 
 impl ClientRegistry {
-    /// Opens (or starts) the list in `dir/clients`.
-    pub fn open(dir: &Path) -> Result<ClientRegistry, StorageError> {
+    /// Opens (or starts) the list in `dir/clients`, which may hold at most `clients_max`
+    /// clients: peers choose client ids, so the list is bounded like everything they control.
+    pub fn open(dir: &Path, clients_max: usize) -> Result<ClientRegistry, StorageError> {
         let path = dir.join("clients");
         let known = match std::fs::read_to_string(&path) {
             Ok(text) => text
@@ -295,6 +297,7 @@ impl ClientRegistry {
         Ok(ClientRegistry {
             path,
             known: Mutex::new(known),
+            clients_max,
         })
     }
 
@@ -306,11 +309,16 @@ impl ClientRegistry {
             .clone()
     }
 
-    /// Records `client` durably, if new.
+    /// Records `client` durably, if new; refuses a new client once `clients_max` are known.
     pub fn add(&self, client: u64) -> Result<(), StorageError> {
         let mut known = self.known.lock().expect("client list lock poisoned");
         if known.contains(&client) {
             return Ok(());
+        }
+        if known.len() >= self.clients_max {
+            return Err(StorageError::TooManyClients {
+                max: self.clients_max,
+            });
         }
         let io = |op: &'static str| {
             let path = self.path.clone();
