@@ -86,6 +86,16 @@ impl Node {
     /// Pulls the bytes `desc` names from their owner, verified against every chunk's checksum
     /// and against the descriptor's.
     pub async fn bulk_get(&self, desc: &BufferDescriptor) -> Result<Bytes, FabricError> {
+        self.bulk_get_checked(desc).await.map(|(data, _)| data)
+    }
+
+    /// [`Node::bulk_get`], also returning the checksum of the bytes pulled — combined from the
+    /// verified chunks', so a caller that needs it (a descriptor cut without one) does not
+    /// read the data again.
+    pub async fn bulk_get_checked(
+        &self,
+        desc: &BufferDescriptor,
+    ) -> Result<(Bytes, u32), FabricError> {
         let inner = &self.inner;
         let limits = &inner.limits;
         check_descriptor(desc, limits)?;
@@ -156,7 +166,7 @@ impl Node {
                     .counters
                     .bulk_get_bytes
                     .fetch_add(desc.length, Ordering::Relaxed);
-                return Ok(assemble(chunks.arrived, desc.length));
+                return Ok((assemble(chunks.arrived, desc.length), whole));
             }
             let expected = desc.checksum.unwrap_or_default();
             whole_attempts += 1;

@@ -75,11 +75,7 @@ impl Service for SelftestService {
                     let desc = BufferDescriptor::from_proto(&wire, request.node.limits())?;
                     let checksum = match brw.mode {
                         // Pulled and verified against every chunk's and the descriptor's checksum.
-                        BRW_WRITE => {
-                            let data = request.node.bulk_get(&desc).await?;
-                            desc.checksum
-                                .unwrap_or_else(|| desc.checksum_kind.compute(&data))
-                        }
+                        BRW_WRITE => request.node.bulk_get_checked(&desc).await?.1,
                         BRW_READ => {
                             let data = service.fill(desc.length, brw.fill as u8);
                             request.node.bulk_put(&desc, data).await?

@@ -205,10 +205,10 @@ impl Ufs {
                 .slice(chunk.buffer_offset_bytes, chunk.length_bytes)
                 .ok_or_else(|| ForwarderError::invalid("buffer", "a chunk falls outside it"))?;
             // The fyod's copy, pulled from the compute node; the fabric checks every chunk.
-            let data = node.bulk_get(&desc).await?;
+            let (data, chunk_checksum) = node.bulk_get_checked(&desc).await?;
             self.bytes_through
                 .fetch_add(data.len() as u64, Ordering::Relaxed);
-            checksum = kind.combine(checksum, kind.compute(&data), data.len() as u64);
+            checksum = kind.combine(checksum, chunk_checksum, data.len() as u64);
             let (decision, flushes) = self.cache.lock().expect("cache lock poisoned").write(
                 file.ino,
                 chunk.block,

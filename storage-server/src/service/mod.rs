@@ -326,11 +326,9 @@ impl OssService {
             .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))?;
         // Pulled and checked against every chunk's checksum and the descriptor's; a corrupted
         // byte ends here, never in the object.
-        let data = node.bulk_get(&desc).await?;
-        // The whole checksum is known unless a forwarder cut this descriptor from a larger one.
-        let checksum = desc
-            .checksum
-            .unwrap_or_else(|| desc.checksum_kind.compute(&data));
+        // The checksum of what arrived comes from the verified chunks' (a forwarder's
+        // sub-descriptor carries none of its own): the data is not read a second time.
+        let (data, checksum) = node.bulk_get_checked(&desc).await?;
         let object = ObjectId(op.object);
         let reply = if op.replay_transno != 0 {
             self.recovery
