@@ -103,10 +103,18 @@ pub mod status {
         pub const EIO: u32 = 5;
         /// Bad handle.
         pub const EBADF: u32 = 9;
+        /// Try again later: a queue is full (not EBUSY, which the RPC layer retries itself).
+        pub const EAGAIN: u32 = 11;
         /// Busy: retry later.
         pub const EBUSY: u32 = 16;
         /// Already exists.
         pub const EEXIST: u32 = 17;
+        /// No such device: no such target on this server.
+        pub const ENODEV: u32 = 19;
+        /// A path component that must be a directory is not one.
+        pub const ENOTDIR: u32 = 20;
+        /// A directory where a file was needed.
+        pub const EISDIR: u32 = 21;
         /// Invalid argument.
         pub const EINVAL: u32 = 22;
         /// Too large.
@@ -115,10 +123,16 @@ pub mod status {
         pub const ENOSPC: u32 = 28;
         /// Out of range.
         pub const ERANGE: u32 = 34;
+        /// A path or name longer than allowed.
+        pub const ENAMETOOLONG: u32 = 36;
+        /// A directory that must be empty is not.
+        pub const ENOTEMPTY: u32 = 39;
         /// Protocol error: a malformed request.
         pub const EPROTO: u32 = 71;
         /// Bad message: checksum mismatch.
         pub const EBADMSG: u32 = 74;
+        /// Too many users: a server already serves as many clients as it may.
+        pub const EUSERS: u32 = 87;
         /// Operation not supported (no such opcode or service).
         pub const EOPNOTSUPP: u32 = 95;
         /// The target has shut down.
@@ -127,6 +141,10 @@ pub mod status {
         pub const ETIMEDOUT: u32 = 110;
         /// Host unreachable.
         pub const EHOSTUNREACH: u32 = 113;
+        /// In progress: the target is recovering; replay first, then try again.
+        pub const EINPROGRESS: u32 = 115;
+        /// Stale: the client was evicted; what it kept above `last_committed` is gone.
+        pub const ESTALE: u32 = 116;
     }
 }
 

@@ -7,14 +7,9 @@ use iopath_mds::MdsError;
 /// The errno values the fyod answers with (Linux's numbers).
 pub mod errno {
     pub use iopath_fabric::frame::status::errno::{
-        EBADF, EBADMSG, EEXIST, EFBIG, EINVAL, EIO, ENOENT, EOPNOTSUPP, EPROTO, ESHUTDOWN,
+        EAGAIN, EBADF, EBADMSG, EEXIST, EFBIG, EINVAL, EIO, ENOENT, EOPNOTSUPP, EPROTO, ESHUTDOWN,
+        EUSERS,
     };
-
-    /// Resource temporarily unavailable: a queue of the fyod is full; try again later.
-    /// (Not EBUSY, which the fabric's RPC layer retries by itself.)
-    pub const EAGAIN: u32 = 11;
-    /// Too many users: the fyod already serves as many compute nodes as it may.
-    pub const EUSERS: u32 = 87;
 }
 
 /// Everything the fyod and its clients report.

@@ -17,8 +17,7 @@ use iopath_forwarder::{FYOD_PORTAL, FileSystem, FyodClient, FyodLimits, OpenOpti
 use iopath_mds::{MdsClient, StripeRequest};
 use iopath_proto::fyod as pb;
 
-/// ENOTDIR/EISDIR as the metadata service answers them.
-const EISDIR: u32 = 21;
+use iopath_fabric::frame::status::errno::EISDIR;
 
 fn code(result: Result<Bytes, FabricError>) -> (u32, String) {
     match result {

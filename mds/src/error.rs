@@ -8,17 +8,9 @@ use iopath_fabric::FabricError;
 /// the ones its own layer uses; the namespace adds its own.
 pub mod errno {
     pub use iopath_fabric::frame::status::errno::{
-        EEXIST, EINVAL, EIO, ENOENT, ENOSPC, EOPNOTSUPP, EPROTO,
+        EEXIST, EINVAL, EIO, EISDIR, ENAMETOOLONG, ENOENT, ENOSPC, ENOTDIR, ENOTEMPTY, EOPNOTSUPP,
+        EPROTO,
     };
-
-    /// A path component that must be a directory is not one.
-    pub const ENOTDIR: u32 = 20;
-    /// A directory where a file was needed.
-    pub const EISDIR: u32 = 21;
-    /// A path or name longer than allowed.
-    pub const ENAMETOOLONG: u32 = 36;
-    /// A directory that must be empty is not.
-    pub const ENOTEMPTY: u32 = 39;
 }
 
 /// Everything the metadata service can report: namespace outcomes a caller acts on, refused

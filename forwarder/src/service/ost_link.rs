@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::frame::status::errno::{EINPROGRESS, ESTALE};
 use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
-use iopath_storage_server::service::recovery::ESTALE;
-use iopath_storage_server::service::{EINPROGRESS, OST_PORTAL, is_connection_error, opcode};
+use iopath_storage_server::service::{OST_PORTAL, is_connection_error, opcode};
 use prost::Message as _;
 use tracing::{info, warn};
 

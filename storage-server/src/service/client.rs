@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::frame::status::errno;
 use iopath_fabric::{ChecksumKind, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
@@ -175,7 +176,7 @@ impl OstClient {
                 Err(error) => error,
             };
             let recovering =
-                matches!(&error, FabricError::Remote { code, .. } if *code == super::EINPROGRESS);
+                matches!(&error, FabricError::Remote { code, .. } if *code == errno::EINPROGRESS);
             if !(recovering || is_connection_error(&error)) || attempts >= RECONNECT_ATTEMPTS {
                 return Err(error);
             }
@@ -203,7 +204,7 @@ impl OstClient {
         }
         Err(FabricError::Remote {
             peer: self.server,
-            code: super::recovery::ESTALE,
+            code: errno::ESTALE,
             message: format!(
                 "evicted by {}: {} acknowledged but uncommitted writes were lost ({:?})",
                 self.server,
@@ -421,9 +422,7 @@ impl OstClient {
                     report.replayed += 1;
                     self.note(target, &stamp, None);
                 }
-                Err(FabricError::Remote { code, message, .. })
-                    if code == super::recovery::ESTALE =>
-                {
+                Err(FabricError::Remote { code, message, .. }) if code == errno::ESTALE => {
                     warn!(server = %self.server, target, transno, "kept write lost: {message}");
                     report.lost.push((target, transno));
                     let mut state = self.state.lock().expect("client state lock poisoned");

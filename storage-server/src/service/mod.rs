@@ -63,11 +63,6 @@ pub mod opcode {
     pub const REPLAY_DONE: u32 = 9;
 }
 
-/// ENODEV: no such target.
-const ENODEV: u32 = 19;
-/// EINPROGRESS: the target is recovering; replay first.
-pub const EINPROGRESS: u32 = 115;
-
 /// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
@@ -171,7 +166,7 @@ impl OssService {
             // Not EBUSY, which the fabric retries on its own: the client must see this, to
             // reconnect and replay what it kept — recovery waits for exactly that.
             return Err(ServiceError::new(
-                EINPROGRESS,
+                errno::EINPROGRESS,
                 format!("OST{target:04} is recovering: reconnect, replay, then try again"),
             ));
         }
@@ -404,7 +399,7 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::ObjectTooLarge { .. } | StorageError::RequestTooLarge { .. } => errno::EFBIG,
         StorageError::EmptyWrite { .. } | StorageError::InvalidConfig { .. } => errno::EINVAL,
         StorageError::TooManyObjects { .. } | StorageError::TooManyClients { .. } => errno::ENOSPC,
-        StorageError::NoSuchTarget { .. } => ENODEV,
+        StorageError::NoSuchTarget { .. } => errno::ENODEV,
         StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
         _ => errno::EIO,

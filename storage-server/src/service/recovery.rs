@@ -19,8 +19,7 @@ use crate::ids::{ObjectId, Transno};
 use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
-/// ESTALE: the client was evicted; what it kept above `last_committed` is gone.
-pub const ESTALE: u32 = 116;
+use iopath_fabric::frame::status::errno::ESTALE;
 
 /// How often windows are ticked.
 const TICK: Duration = Duration::from_millis(50);
