@@ -299,7 +299,7 @@ async fn request_chunk(
     cookie: u64,
 ) -> Result<(), FabricError> {
     let (offset, len) = chunks.extent(index);
-    let mut header = inner.header(Kind::Get, desc.owner)?;
+    let mut header = inner.header(Kind::Get, desc.owner);
     header.portal = BULK_PORTAL;
     header.match_bits = desc.region;
     header.cookie = cookie;
@@ -320,7 +320,7 @@ async fn push_chunk(
     crc: u32,
     cookie: u64,
 ) -> Result<(), FabricError> {
-    let mut header = inner.header(Kind::Put, desc.owner)?;
+    let mut header = inner.header(Kind::Put, desc.owner);
     header.portal = BULK_PORTAL;
     header.match_bits = desc.region;
     header.cookie = cookie;

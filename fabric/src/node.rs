@@ -413,8 +413,8 @@ impl NodeInner {
 
     /// A header from this node to `target`. The source NID is fixed when the message is sent,
     /// to the interface its next hop is on, as LNet does.
-    pub(crate) fn header(&self, kind: Kind, target: Nid) -> Result<Header, FabricError> {
-        Ok(Header::new(kind, self.nid, target))
+    pub(crate) fn header(&self, kind: Kind, target: Nid) -> Header {
+        Header::new(kind, self.nid, target)
     }
 
     /// Sends under credits (waiting for them if need be), directly or through a router.

@@ -84,7 +84,7 @@ impl Node {
                 pending.insert(xid, reply_tx);
                 *pending.keys().next().expect("this call is pending")
             };
-            let mut header = inner.header(Kind::Put, target)?;
+            let mut header = inner.header(Kind::Put, target);
             header.portal = portal;
             header.match_bits = xid;
             header.hdr_data = u64::from(opcode);

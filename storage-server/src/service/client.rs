@@ -343,12 +343,13 @@ impl OstClient {
         let mut data = sink.into_bytes();
         data.truncate(reply.bytes as usize);
         // Checked right after it arrived: what we got is what the server sent.
-        if reply.bytes > 0 && self.checksum.compute(&data) != reply.checksum {
+        let actual = self.checksum.compute(&data);
+        if reply.bytes > 0 && actual != reply.checksum {
             return Err(FabricError::ChecksumMismatch {
                 peer: self.server,
                 region: 0,
                 expected: reply.checksum,
-                actual: self.checksum.compute(&data),
+                actual,
                 attempts: 1,
             });
         }

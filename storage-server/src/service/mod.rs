@@ -219,12 +219,8 @@ impl OssService {
                 self.stamp(&reply)
             }
             opcode::WRITE => {
-                self.write(
-                    &request.node,
-                    request.xid,
-                    decode::<pb::WriteRequest>(body)?,
-                )
-                .await?
+                self.write(&request.node, decode::<pb::WriteRequest>(body)?)
+                    .await?
             }
             opcode::READ => {
                 self.read(&request.node, decode::<pb::ReadRequest>(body)?)
@@ -287,12 +283,7 @@ impl OssService {
         self.oss.target(index).map_err(storage_error)
     }
 
-    async fn write(
-        &self,
-        node: &Node,
-        xid: u64,
-        op: pb::WriteRequest,
-    ) -> Result<pb::OpReply, ServiceError> {
+    async fn write(&self, node: &Node, op: pb::WriteRequest) -> Result<pb::OpReply, ServiceError> {
         let target = Arc::clone(self.target(op.target)?);
         let wire = op
             .buffer
@@ -331,7 +322,6 @@ impl OssService {
                     op.target,
                     &target,
                     op.client,
-                    xid,
                     op.replay_transno,
                     object,
                     op.offset,
@@ -422,7 +412,8 @@ fn boot_id() -> u64 {
     nanos ^ (u64::from(std::process::id()) << 48) | 1
 }
 
-/// The fabric error a caller sees when the OST service refuses.
+/// Whether `error` means the server could not be reached (gone, restarting, shutting down),
+/// so a client should reconnect and replay rather than give up.
 pub fn is_connection_error(error: &FabricError) -> bool {
     matches!(
         error,

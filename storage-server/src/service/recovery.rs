@@ -171,7 +171,6 @@ impl Recovery {
         index: u32,
         ost: &Arc<Ost>,
         client: u64,
-        _xid: u64,
         transno: u64,
         object: ObjectId,
         offset: u64,
