@@ -56,33 +56,16 @@ async fn peers_view_shows_negative_credits_under_overload_and_full_credits_when_
         .next()
         .unwrap()
         .to_owned();
-    for column in ["nid", "max", "rtr", "min", "tx", "queue"] {
-        assert!(
-            header.contains(column),
-            "peers header {header:?} lacks {column}"
-        );
-    }
+    let columns: Vec<&str> = header.split_whitespace().collect();
+    assert_eq!(
+        columns,
+        [
+            "nid", "refs", "state", "last", "max", "rtr", "min", "tx", "min", "queue"
+        ],
+        "Lustre's peers columns"
+    );
 
-    let data = Bytes::from(vec![7u8; 1 << 20]);
-    let mut tasks = Vec::new();
-    for _ in 0..32 {
-        let (client, server, data) = (client.clone(), server.nid(), data.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..4 {
-                let region = client.regions().register_source(data.clone()).unwrap();
-                let desc = region.describe_all(ChecksumKind::Crc32);
-                let body = BrwRequest {
-                    mode: BRW_WRITE,
-                    buffer: Some(desc.to_proto()),
-                    fill: 0,
-                };
-                client
-                    .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
+    let tasks = start_writers(&client, server.nid(), 32, 4);
     for task in tasks {
         task.await.unwrap();
     }
@@ -144,26 +127,7 @@ async fn a_loaded_routers_peers_view_shows_negative_router_credits() {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&router, &tree, "").unwrap();
 
-    let data = Bytes::from(vec![7u8; 1 << 20]);
-    let mut tasks = Vec::new();
-    for _ in 0..32 {
-        let (client, server, data) = (client.clone(), server.nid(), data.clone());
-        tasks.push(tokio::spawn(async move {
-            for _ in 0..8 {
-                let region = client.regions().register_source(data.clone()).unwrap();
-                let desc = region.describe_all(ChecksumKind::Crc32);
-                let body = BrwRequest {
-                    mode: BRW_WRITE,
-                    buffer: Some(desc.to_proto()),
-                    fill: 0,
-                };
-                client
-                    .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
-                    .await
-                    .unwrap();
-            }
-        }));
-    }
+    let tasks = start_writers(&client, server.nid(), 32, 8);
     // While loaded: some peer's router credits are below zero right now.
     let mut negative_seen = None;
     while negative_seen.is_none() && !tasks.iter().all(|t| t.is_finished()) {
@@ -204,4 +168,34 @@ async fn a_loaded_routers_peers_view_shows_negative_router_credits() {
                 .is_some_and(|m| m.starts_with('-'))),
         "{buffers}"
     );
+}
+
+/// `writers` tasks, each writing `each` 1 MiB buffers to `server` by brw (the server pulls).
+fn start_writers(
+    client: &Node,
+    server: Nid,
+    writers: usize,
+    each: usize,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let data = Bytes::from(vec![7u8; 1 << 20]);
+    (0..writers)
+        .map(|_| {
+            let (client, data) = (client.clone(), data.clone());
+            tokio::spawn(async move {
+                for _ in 0..each {
+                    let region = client.regions().register_source(data.clone()).unwrap();
+                    let desc = region.describe_all(ChecksumKind::Crc32);
+                    let body = BrwRequest {
+                        mode: BRW_WRITE,
+                        buffer: Some(desc.to_proto()),
+                        fill: 0,
+                    };
+                    client
+                        .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect()
 }
