@@ -18,7 +18,8 @@
 //! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once.
 //! - [`node`]: a node with its interfaces, tying the above together and dispatching frames.
-//! - [`params`]: the `nis`, `peers` and `stats` views on the node's admin tree.
+//! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
+//!   node's admin tree (writing `routes` adds or deletes a route).
 //! - [`limits`]: every maximum in one place.
 //! - [`error`]: the crate's one error type.
 
