@@ -23,6 +23,7 @@
 //! - [`limits`]: every maximum in one place.
 //! - [`error`]: the crate's one error type.
 
+pub mod aligned;
 pub mod bulk;
 pub mod checksum;
 pub mod credits;

@@ -11,21 +11,24 @@
 //! the sender's `Bytes`, never copied in user space.
 //!
 //! Receiving: one reader task per accepted connection reads into a growing buffer and splits
-//! frames off it; a payload is a slice of that buffer. The header is checked, payload length
-//! included, before the buffer grows to hold the payload.
+//! frames off it; a small payload is a slice of that buffer. A large one (bulk) is read into a
+//! page-aligned buffer from the interface's pool instead: memory already faulted in and
+//! reused frame after frame, which a storage server can write with O_DIRECT as it is. The
+//! header is checked, payload length included, before any room is made for the payload.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
+use crate::aligned::BufferPool;
 use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Header, Kind, Message};
 use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
@@ -40,6 +43,11 @@ const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
 const READ_CHUNK_BYTES: usize = 256 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
+/// Payloads at least this large are received into a pooled aligned buffer.
+const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
+/// Free receive buffers one interface keeps for the next payloads (the buffers in use are
+/// bounded by the credits that let their frames in).
+const RECEIVE_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
 
 /// Settings of a TCP interface.
 #[derive(Debug, Clone)]
@@ -60,6 +68,8 @@ pub struct TcpLnd {
     nid: Nid,
     settings: TcpSettings,
     peers: Mutex<HashMap<SocketAddr, Outgoing>>,
+    /// Where large payloads are received.
+    receive_pool: Arc<BufferPool>,
     stop: watch::Sender<bool>,
 }
 
@@ -97,10 +107,15 @@ impl TcpLnd {
     /// Starts accepting on `bound`, handing received messages to `node`.
     pub fn start(bound: BoundTcp, settings: TcpSettings, node: Weak<dyn Deliver>) -> Arc<TcpLnd> {
         let (stop, _) = watch::channel(false);
+        let receive_pool = BufferPool::new(
+            settings.frame_payload_max_bytes as usize,
+            RECEIVE_POOL_KEPT_BYTES_MAX,
+        );
         let lnd = Arc::new(TcpLnd {
             nid: bound.nid,
             settings,
             peers: Mutex::new(HashMap::new()),
+            receive_pool,
             stop,
         });
         tokio::spawn(accept_loop(bound.listener, Arc::clone(&lnd), node));
@@ -258,23 +273,27 @@ async fn read_loop(
             let Some((header, _)) = &admitted else {
                 unreachable!("admitted just above")
             };
-            let total = HEADER_BYTES + header.payload_len as usize;
-            if buffer.len() < total {
+            let payload_len = header.payload_len as usize;
+            let total = HEADER_BYTES + payload_len;
+            let payload = if payload_len >= POOLED_PAYLOAD_MIN_BYTES {
+                buffer.advance(HEADER_BYTES);
+                let read_in = read_pooled(&mut read, &mut buffer, payload_len, lnd, &mut stop);
+                match read_in.await? {
+                    Some(payload) => payload,
+                    None => return Ok(peer),
+                }
+            } else if buffer.len() < total {
                 break total;
-            }
+            } else {
+                let mut frame = buffer.split_to(total).freeze();
+                frame.advance(HEADER_BYTES);
+                frame
+            };
             let (header, granted) = admitted.take().expect("admitted just above");
-            let mut frame = buffer.split_to(total).freeze();
-            frame.advance(HEADER_BYTES);
             let Some(node) = node.upgrade() else {
                 return Ok(peer);
             };
-            node.deliver(
-                Message {
-                    header,
-                    payload: frame,
-                },
-                granted,
-            );
+            node.deliver(Message { header, payload }, granted);
         };
         // Room for the rest of the pending frame (bounded by the checked header), or a read chunk.
         buffer.reserve((wanted - buffer.len()).max(READ_CHUNK_BYTES));
@@ -291,6 +310,37 @@ async fn read_loop(
             });
         }
     }
+}
+
+/// Reads a payload of `len` bytes into a buffer from the interface's pool: first what `buffer`
+/// already holds of it, then straight from the socket. `None` when the node stops first.
+async fn read_pooled(
+    read: &mut OwnedReadHalf,
+    buffer: &mut BytesMut,
+    len: usize,
+    lnd: &TcpLnd,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<Option<Bytes>, FabricError> {
+    let mut payload = lnd.receive_pool.take(len);
+    let slice = payload.as_mut_slice();
+    let buffered = buffer.len().min(len);
+    slice[..buffered].copy_from_slice(&buffer[..buffered]);
+    buffer.advance(buffered);
+    let mut filled = buffered;
+    // Bounded: every pass fills at least one byte of a payload of checked length, or ends.
+    while filled < len {
+        let read_bytes = tokio::select! {
+            read_bytes = read.read(&mut slice[filled..]) => read_bytes?,
+            _ = stop.wait_for(|s| *s) => return Ok(None),
+        };
+        if read_bytes == 0 {
+            return Err(FabricError::MalformedFrame {
+                why: "connection closed mid-frame",
+            });
+        }
+        filled += read_bytes;
+    }
+    Ok(Some(payload.into_bytes()))
 }
 
 /// Connects to `addr`, sends the HELLO, then writes queued frames until told to stop.

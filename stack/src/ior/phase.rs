@@ -15,7 +15,9 @@ use iopath_client::{Client, ClientError, File, StripeRequest};
 use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
 
-use super::buffers::BufferPool;
+use iopath_fabric::aligned::BufferPool;
+
+use super::buffers;
 use super::params::{Api, IorParams, node_of, reader_source};
 use super::pattern;
 use super::report::{Access, PhaseResult};
@@ -294,8 +296,9 @@ async fn write_task(
     let mut calls = 0;
     let t = p.transfer_size_bytes;
     let make = |offset: u64| {
-        job.buffers
-            .filled(|buffer| pattern::fill(buffer, task, iteration, offset))
+        buffers::filled(&job.buffers, t as usize, |buffer| {
+            pattern::fill(buffer, task, iteration, offset)
+        })
     };
     let mut offsets = transfer_offsets(p, job.tasks, task).peekable();
     let mut prepared = offsets.peek().map(|&o| make(o));

@@ -219,7 +219,7 @@ async fn on_stack(
         .map(|j| j.commits)
         .sum();
     let job = Arc::new(Job {
-        buffers: super::buffers::BufferPool::new(params.transfer_size_bytes as usize),
+        buffers: super::buffers::pool(params.transfer_size_bytes as usize),
         params: params.clone(),
         tasks,
         clients,

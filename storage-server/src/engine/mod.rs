@@ -20,7 +20,7 @@ pub mod modeled;
 pub mod psync;
 pub mod uring;
 
-use aligned::{AlignedBuf, is_direct_aligned};
+use aligned::{AlignedBuf, BufferPool, is_direct_aligned};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -245,6 +245,16 @@ pub(crate) fn plan_write(file: &EngineFile, offset: u64, data: Bytes) -> (WriteB
 /// reads into an [`AlignedBuf`]).
 pub(crate) fn plan_read_direct(file: &EngineFile, offset: u64, length: usize) -> bool {
     file.direct.is_some() && is_direct_aligned(offset, length, 0)
+}
+
+/// Reads up to this size land in a buffer from the engine's pool.
+pub(crate) const READ_POOL_BUFFER_BYTES: usize = 1 << 20;
+/// Free read buffers an engine keeps.
+pub(crate) const READ_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
+
+/// The pool an engine reads into: aligned for O_DIRECT, and memory already faulted in.
+pub(crate) fn read_pool() -> Arc<BufferPool> {
+    BufferPool::new(READ_POOL_BUFFER_BYTES, READ_POOL_KEPT_BYTES_MAX)
 }
 
 /// Rejects transfers an engine cannot express.

@@ -3,10 +3,10 @@
 //! The teaching baseline — one system call per request, nothing clever — and the fallback where
 //! io_uring is refused. A semaphore bounds how many calls run at once.
 
-use super::aligned::AlignedBuf;
+use super::aligned::BufferPool;
 use super::{
     DiskEngine, EngineFile, EngineFuture, SyncKind, WriteDone, check_transfer, plan_read_direct,
-    plan_write,
+    plan_write, read_pool,
 };
 use bytes::Bytes;
 use std::io;
@@ -20,6 +20,8 @@ use tokio::sync::Semaphore;
 pub struct PsyncEngine {
     /// One permit per call allowed to block a thread at a time.
     permits: Arc<Semaphore>,
+    /// Where direct reads land.
+    read_pool: Arc<BufferPool>,
 }
 
 impl PsyncEngine {
@@ -27,6 +29,7 @@ impl PsyncEngine {
     pub fn new(threads: usize) -> PsyncEngine {
         PsyncEngine {
             permits: Arc::new(Semaphore::new(threads.max(1))),
+            read_pool: read_pool(),
         }
     }
 
@@ -71,10 +74,12 @@ impl DiskEngine for PsyncEngine {
 
     fn read_at(&self, file: &Arc<EngineFile>, offset: u64, length: usize) -> EngineFuture<Bytes> {
         let file = Arc::clone(file);
+        let pool = Arc::clone(&self.read_pool);
         self.run(move || {
             check_transfer(length)?;
             if plan_read_direct(&file, offset, length) {
-                let mut buf = AlignedBuf::zeroed(length);
+                // Not cleared: the read overwrites it, and only the bytes read are handed on.
+                let mut buf = pool.take_any(length);
                 let source = file.direct_file().unwrap_or(file.buffered_file());
                 // A short read of a regular file means end of file.
                 let count = source.read_at(buf.as_mut_slice(), offset)?;

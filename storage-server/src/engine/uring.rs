@@ -10,10 +10,10 @@
 //! thread keeps a read armed on, inside the ring. Writing it completes that read and wakes the
 //! thread, which drains the channel and re-arms the read.
 
-use super::aligned::{AlignedBuf, is_direct_aligned};
+use super::aligned::{BufferPool, PooledBuf, is_direct_aligned};
 use super::{
     DiskEngine, EngineFile, EngineFuture, SyncKind, WriteBuf, WriteDone, check_transfer,
-    plan_read_direct, plan_write,
+    plan_read_direct, plan_write, read_pool,
 };
 use bytes::Bytes;
 use io_uring::{IoUring, opcode, types};
@@ -33,6 +33,8 @@ pub struct UringEngine {
     rings: Vec<Arc<Ring>>,
     /// Round-robin cursor over `rings`.
     next_ring: AtomicUsize,
+    /// Where direct reads land.
+    read_pool: Arc<BufferPool>,
 }
 
 impl UringEngine {
@@ -67,6 +69,7 @@ impl UringEngine {
         Ok(UringEngine {
             rings,
             next_ring: AtomicUsize::new(0),
+            read_pool: read_pool(),
         })
     }
 
@@ -161,7 +164,7 @@ enum Op {
 
 /// Destination of a read: aligned for O_DIRECT, plain otherwise.
 enum ReadBuf {
-    Aligned(AlignedBuf),
+    Aligned(PooledBuf),
     Plain(Vec<u8>),
 }
 
@@ -487,7 +490,8 @@ impl DiskEngine for UringEngine {
         }
         let direct = plan_read_direct(file, offset, length);
         let buf = if direct {
-            ReadBuf::Aligned(AlignedBuf::zeroed(length))
+            // Not cleared: the read overwrites it, and only the bytes read are handed on.
+            ReadBuf::Aligned(self.read_pool.take_any(length))
         } else {
             ReadBuf::Plain(vec![0; length])
         };
