@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
+use iopath_fabric::Checksummed;
 use iopath_forwarder::CallKind;
 use tokio::sync::{Notify, mpsc};
 
@@ -128,7 +129,7 @@ pub(crate) enum AsyncOp {
         /// File offset.
         offset_bytes: u64,
         /// The bytes.
-        data: Bytes,
+        data: Checksummed,
     },
     /// `iread`.
     Read {
@@ -140,7 +141,7 @@ pub(crate) enum AsyncOp {
     /// `cwrite`: at the file pointer, which then moves past what was written.
     WriteAtPointer {
         /// The bytes.
-        data: Bytes,
+        data: Checksummed,
     },
     /// `cread`: at the file pointer, which then moves past what was read.
     ReadAtPointer {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
+use iopath_fabric::Checksummed;
 use iopath_forwarder::{CallKind, FyodFile};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
@@ -119,7 +120,7 @@ impl FileCore {
     pub(crate) async fn write_at(
         &self,
         offset_bytes: u64,
-        data: Bytes,
+        data: Checksummed,
         kind: CallKind,
     ) -> Result<u64, ClientError> {
         check_length("write", data.len() as u64)?;
@@ -242,8 +243,17 @@ impl File {
     /// Writes `data` at `offset`; returns the bytes written (all of them, or an error).
     ///
     /// Through a fyod this is a synchronous call (`write()`): the fyod serves one at a time.
-    pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<u64, ClientError> {
-        self.inner.core.write_at(offset, data, CallKind::Sync).await
+    ///
+    /// `data` is `Bytes`, or [`Checksummed`] bytes whose checksum their maker computed already.
+    pub async fn write_at(
+        &self,
+        offset: u64,
+        data: impl Into<Checksummed>,
+    ) -> Result<u64, ClientError> {
+        self.inner
+            .core
+            .write_at(offset, data.into(), CallKind::Sync)
+            .await
     }
 
     /// Reads up to `len` bytes at `offset`: short at the end of the file, empty past it,
@@ -325,10 +335,10 @@ impl File {
     }
 
     /// Starts writing `data` at `offset` and returns at once.
-    pub fn iwrite(&self, offset: u64, data: Bytes) -> IoHandle {
+    pub fn iwrite(&self, offset: u64, data: impl Into<Checksummed>) -> IoHandle {
         self.submit(AsyncOp::Write {
             offset_bytes: offset,
-            data,
+            data: data.into(),
         })
     }
 
@@ -360,8 +370,8 @@ impl File {
 
     /// Writes `data` at the file pointer and moves it past them, as an asynchronous call
     /// waited for: in order with the file's other asynchronous calls.
-    pub async fn cwrite(&self, data: Bytes) -> Result<u64, ClientError> {
-        let handle = self.submit(AsyncOp::WriteAtPointer { data });
+    pub async fn cwrite(&self, data: impl Into<Checksummed>) -> Result<u64, ClientError> {
+        let handle = self.submit(AsyncOp::WriteAtPointer { data: data.into() });
         self.iowait(handle).await.map(|r| r.bytes())
     }
 

@@ -50,6 +50,7 @@ pub use client::Client;
 pub use config::ClientConfig;
 pub use error::ClientError;
 pub use file::File;
+pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
 pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
 pub use lfs::LfsCommand;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iopath_fabric::frame::status::errno;
-use iopath_fabric::{FabricError, Nid, Node};
+use iopath_fabric::{Checksummed, FabricError, Nid, Node};
 use iopath_storage_server::service::OstClient;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -225,17 +225,23 @@ impl Targets {
         &self,
         layout: &Layout,
         offset_bytes: u64,
-        data: Bytes,
+        data: Checksummed,
     ) -> Result<u64, ClientError> {
         let length = data.len() as u64;
         let ios = plan::plan(layout, offset_bytes, length, Packing::DEFAULT)?;
+        // A checksum that came with the data holds for a packet only if it is all of it.
+        let whole = (ios.len() == 1).then(|| data.clone());
+        let data = data.into_data();
         debug!(offset_bytes, length, packets = ios.len(), "write");
         let links = self.links_of(layout)?;
         let mut set = JoinSet::new();
         for io in ios {
             let object = layout.objects()[io.object_index as usize];
             let link = links[io.object_index as usize].clone();
-            let bytes = gather(&data, &io);
+            let bytes = match &whole {
+                Some(whole) if gather_is_whole(&io, whole.len()) => whole.clone(),
+                _ => Checksummed::from(gather(&data, &io)),
+            };
             set.spawn(async move {
                 // A closed semaphore is impossible: it lives as long as the link.
                 let _slot = link.rpcs.acquire().await;
@@ -412,6 +418,12 @@ fn gather(data: &Bytes, io: &ObjectIo) -> Bytes {
         packet.extend_from_slice(&data[start..start + segment.length_bytes as usize]);
     }
     packet.freeze()
+}
+
+/// True when packet `io` is the caller's whole buffer of `len` bytes, in order.
+fn gather_is_whole(io: &ObjectIo, len: usize) -> bool {
+    matches!(io.segments.as_slice(), [one]
+        if one.buffer_offset_bytes == 0 && one.length_bytes == len as u64)
 }
 
 /// Waits for every task; the first failure, if any.

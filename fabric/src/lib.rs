@@ -43,7 +43,7 @@ pub mod router;
 pub mod routing;
 pub mod rpc;
 
-pub use checksum::ChecksumKind;
+pub use checksum::{ChecksumKind, Checksummed};
 pub use descriptor::BufferDescriptor;
 pub use error::FabricError;
 pub use limits::Limits;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::checksum::ChecksumKind;
+use crate::checksum::{ChecksumKind, Checksummed};
 use crate::descriptor::BufferDescriptor;
 use crate::error::FabricError;
 use crate::frame::status;
@@ -122,13 +122,24 @@ impl Regions {
             .cloned()
     }
 
-    /// Registers `data` for peers to pull from.
-    pub fn register_source(self: &Arc<Self>, data: Bytes) -> Result<SourceRegion, FabricError> {
+    /// Registers `data` for peers to pull from. A checksum that comes with it is remembered,
+    /// so describing the whole region does not compute it again.
+    pub fn register_source(
+        self: &Arc<Self>,
+        data: impl Into<Checksummed>,
+    ) -> Result<SourceRegion, FabricError> {
+        let data = data.into();
         let len = data.len() as u64;
+        let described: VecDeque<_> = data
+            .known_checksum()
+            .map(|(kind, crc)| (0, len, kind, crc))
+            .into_iter()
+            .collect();
+        let data = data.into_data();
         let id = self.insert(
             Region::Source {
                 data: data.clone(),
-                described: Mutex::default(),
+                described: Mutex::new(described),
             },
             len,
         )?;
@@ -280,16 +291,31 @@ impl SourceRegion {
                     why: r.why,
                 }
             })?;
-        let checksum = kind.compute(&self.data[range]);
-        if let Some(region) = self.regions.lookup(self.id)
-            && let Region::Source { described, .. } = &*region
-        {
-            let mut described = described.lock().expect("described lock poisoned");
-            if described.len() == DESCRIBED_REMEMBERED_MAX {
-                described.pop_front();
+        let region = self.regions.lookup(self.id);
+        let described = match region.as_deref() {
+            Some(Region::Source { described, .. }) => Some(described),
+            _ => None,
+        };
+        let remembered = described.and_then(|d| {
+            let d = d.lock().expect("described lock poisoned");
+            d.iter()
+                .find(|(o, l, k, _)| (*o, *l, *k) == (offset, length, kind))
+                .map(|(.., crc)| *crc)
+        });
+        let checksum = match remembered {
+            Some(crc) => crc,
+            None => {
+                let crc = kind.compute(&self.data[range]);
+                if let Some(described) = described {
+                    let mut described = described.lock().expect("described lock poisoned");
+                    if described.len() == DESCRIBED_REMEMBERED_MAX {
+                        described.pop_front();
+                    }
+                    described.push_back((offset, length, kind, crc));
+                }
+                crc
             }
-            described.push_back((offset, length, kind, checksum));
-        }
+        };
         Ok(BufferDescriptor {
             owner: self.regions.owner,
             region: self.id,

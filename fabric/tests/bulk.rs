@@ -11,7 +11,7 @@ use bytes::Bytes;
 use common::{BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern};
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
 use iopath_fabric::frame::Kind;
-use iopath_fabric::{ChecksumKind, FabricError, Limits};
+use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Limits};
 
 const MIB: usize = 1 << 20;
 
@@ -403,4 +403,49 @@ async fn a_forwarders_slice_is_verified_chunk_by_chunk() {
             .load(std::sync::atomic::Ordering::Relaxed),
         faults.injected()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checksum_that_comes_with_the_data_is_used_and_a_wrong_one_is_caught() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 2, Limits::default(), None).await;
+        let (client, server) = (&nodes[0], &nodes[1]);
+        TestService::install(server);
+        let data = Bytes::from(pattern(MIB, 9));
+        let right = ChecksumKind::Crc32.compute(&data);
+        let region = client
+            .regions()
+            .register_source(Checksummed::new(data.clone(), ChecksumKind::Crc32, right))
+            .unwrap();
+        let desc = region.describe_all(ChecksumKind::Crc32);
+        assert_eq!(desc.checksum, Some(right));
+        let reply = client
+            .call(server.nid(), PORTAL, OP_PULL, encode_desc(&desc))
+            .await
+            .unwrap();
+        assert_eq!(u32::from_be_bytes(reply[..4].try_into().unwrap()), right);
+
+        // A checksum of another kind is not used; a wrong one is not trusted.
+        let region = client
+            .regions()
+            .register_source(Checksummed::new(data.clone(), ChecksumKind::Crc32c, 0))
+            .unwrap();
+        assert_eq!(
+            region.describe_all(ChecksumKind::Crc32).checksum,
+            Some(right)
+        );
+        let region = client
+            .regions()
+            .register_source(Checksummed::new(data, ChecksumKind::Crc32, !right))
+            .unwrap();
+        let desc = region.describe_all(ChecksumKind::Crc32);
+        let err = client
+            .call(server.nid(), PORTAL, OP_PULL, encode_desc(&desc))
+            .await
+            .unwrap_err();
+        match err {
+            FabricError::Remote { code, .. } => assert_eq!(code, 74, "{transport:?}: EBADMSG"),
+            other => panic!("{transport:?}: expected a remote checksum error, got {other}"),
+        }
+    }
 }

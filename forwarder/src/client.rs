@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use iopath_fabric::{ChecksumKind, FabricError, Nid, Node, SourceRegion};
+use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Nid, Node, SourceRegion};
 use iopath_mds::wire::{layout_from_wire, stripe_to_wire};
 use iopath_mds::{FileLayout, StripeRequest};
 use iopath_proto::fyod as pb;
@@ -327,13 +327,19 @@ impl FyodFile {
 
     /// Writes `data` at `offset`, served as the file's default call kind. Returns the bytes
     /// written.
-    pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<u64> {
+    pub async fn write_at(&self, offset: u64, data: impl Into<Checksummed>) -> Result<u64> {
         self.write_at_with(offset, data, self.inner.call_default)
             .await
     }
 
     /// Writes `data` at `offset` as a `kind` call (`Sync`: write(); `Async`: cwrite()).
-    pub async fn write_at_with(&self, offset: u64, data: Bytes, kind: CallKind) -> Result<u64> {
+    pub async fn write_at_with(
+        &self,
+        offset: u64,
+        data: impl Into<Checksummed>,
+        kind: CallKind,
+    ) -> Result<u64> {
+        let data = data.into();
         let length = data.len() as u64;
         self.check_length(length)?;
         offset.checked_add(length).ok_or_else(|| {

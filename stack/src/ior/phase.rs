@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iopath_client::{Client, ClientError, File, StripeRequest};
+use iopath_client::{Checksummed, Client, ClientError, File, StripeRequest};
 use tokio::sync::{Barrier, watch};
 use tokio::task::JoinSet;
 
@@ -219,7 +219,12 @@ fn transfer_offsets(p: &IorParams, tasks: u32, task: u32) -> impl Iterator<Item 
 }
 
 /// One write, as `api` makes it; the task waits for it either way.
-async fn write_call(file: &File, api: Api, offset: u64, data: Bytes) -> Result<(), ClientError> {
+async fn write_call(
+    file: &File,
+    api: Api,
+    offset: u64,
+    data: Checksummed,
+) -> Result<(), ClientError> {
     match api {
         Api::Sync => file.write_at(offset, data).await.map(drop),
         Api::Async => {
@@ -295,10 +300,15 @@ async fn write_task(
     let mut call_seconds = 0.0;
     let mut calls = 0;
     let t = p.transfer_size_bytes;
+    // Checksummed as it is made, as the client library would checksum it anyway: the pass
+    // over the data happens while each piece is in cache, off the write's critical path.
+    let kind = client.checksum();
     let make = |offset: u64| {
-        buffers::filled(&job.buffers, t as usize, |buffer| {
-            pattern::fill(buffer, task, iteration, offset)
-        })
+        let mut crc = kind.empty();
+        let data = buffers::filled(&job.buffers, t as usize, |buffer| {
+            crc = pattern::fill_checksummed(buffer, task, iteration, offset, kind);
+        });
+        Checksummed::new(data, kind, crc)
     };
     let mut offsets = transfer_offsets(p, job.tasks, task).peekable();
     let mut prepared = offsets.peek().map(|&o| make(o));

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
-use iopath_fabric::{ChecksumKind, FabricError, Nid, Node};
+use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
 use tracing::{info, warn};
@@ -258,10 +258,12 @@ impl OstClient {
         target: u32,
         object: u64,
         offset: u64,
-        data: Bytes,
+        data: impl Into<Checksummed>,
     ) -> Result<Stamp, FabricError> {
+        let data = data.into();
         // The region lives until the reply: the server pulls from it meanwhile.
         let region = self.node.regions().register_source(data.clone())?;
+        let data = data.into_data();
         let buffer = Some(region.describe_all(self.checksum).to_proto());
         let request = pb::WriteRequest {
             target,
