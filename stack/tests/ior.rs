@@ -52,6 +52,7 @@ async fn text_output_has_iors_layout() {
         "-i",
         "2",
         "-e",
+        "-l",
     ])
     .await;
     assert!(text.starts_with("IOR-3.3.0 output format"), "{text}");
@@ -205,6 +206,7 @@ async fn json_output_has_iors_keys() {
     assert_eq!(test["Path"], "/ior/testFile.00000000");
     assert_eq!(test["Parameters"]["filePerProc"], 1);
     assert_eq!(test["Parameters"]["reorderTasks"], 1);
+    assert_eq!(test["Parameters"]["storeFileOffset"], 0);
     assert_eq!(test["Options"]["access"], "file-per-process");
     let results = test["Results"][0].as_array().unwrap();
     assert_eq!(results.len(), 2);

@@ -63,6 +63,13 @@ pub struct IorArgs {
     /// fsync each file before closing it after writing (IOR fsync).
     #[arg(short = 'e')]
     pub fsync: bool,
+    /// Stamp every word with its file offset, filling the buffer again for each transfer
+    /// (IOR storeFileOffset): data that lands at the wrong offset is caught too, at the cost
+    /// of a fill per transfer. Without it, as in IOR, a task fills its buffer once per
+    /// repetition, and the read-back catches the wrong task, the wrong repetition, holes,
+    /// shifts and flipped bits.
+    #[arg(short = 'l')]
+    pub store_file_offset: bool,
     /// Repetitions (IOR repetitions).
     #[arg(short = 'i', value_name = "COUNT", default_value_t = 1)]
     pub repetitions: u32,
@@ -150,6 +157,8 @@ pub struct IorParams {
     pub reorder_tasks: bool,
     /// IOR fsync.
     pub fsync: bool,
+    /// IOR storeFileOffset.
+    pub store_file_offset: bool,
     /// IOR repetitions.
     pub repetitions: u32,
     /// IOR testFile, absolute.
@@ -273,12 +282,19 @@ impl IorParams {
             read,
             reorder_tasks: args.reorder_tasks,
             fsync: args.fsync,
+            store_file_offset: args.store_file_offset,
             repetitions: args.repetitions,
             test_file,
             keep_file: args.keep_file,
             format,
             api,
         })
+    }
+
+    /// The offset the data pattern of a transfer at file offset `offset` is made for: the
+    /// offset itself with -l, else 0 (every transfer of a task carries the same bytes).
+    pub fn pattern_offset(&self, offset: u64) -> u64 {
+        if self.store_file_offset { offset } else { 0 }
     }
 
     /// Bytes all tasks move in one phase.

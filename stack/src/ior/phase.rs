@@ -310,8 +310,14 @@ async fn write_task(
         });
         Checksummed::new(data, kind, crc)
     };
+    // Without -l every transfer carries the same bytes: one buffer, filled once, as IOR's.
+    let same_for_all = (!p.store_file_offset).then(|| make(0));
+    let make_for = |offset: u64| match &same_for_all {
+        Some(data) => data.clone(),
+        None => make(offset),
+    };
     let mut offsets = transfer_offsets(p, job.tasks, task).peekable();
-    let mut prepared = offsets.peek().map(|&o| make(o));
+    let mut prepared = offsets.peek().map(|&o| make_for(o));
     // Bounded by the task's transfers. The next buffer is filled while this write is in
     // flight, so making the data costs the task no time of its own.
     while let Some(offset) = offsets.next() {
@@ -325,7 +331,7 @@ async fn write_task(
                 let r = write_call(&file, p.api, offset, data).await;
                 (r, Instant::now())
             },
-            async { following.map(make) }
+            async { following.map(make_for) }
         );
         let (result, ended) = written;
         result.map_err(|e| io(&format!("write at {offset} of"), e))?;
@@ -382,8 +388,13 @@ async fn read_task(
                 ),
             });
         }
-        pattern::check(&data, source, iteration, offset).map_err(|m| StackError::Verify {
-            what: format!("task {task} reading task {source}'s data in {path}: {m}"),
+        let at = p.pattern_offset(offset);
+        pattern::check(&data, source, iteration, at).map_err(|mut m| {
+            // Report where in the file, whatever offset the pattern was made for.
+            m.file_offset = m.file_offset - at + offset;
+            StackError::Verify {
+                what: format!("task {task} reading task {source}'s data in {path}: {m}"),
+            }
         })
     };
     let mut unchecked: Option<(Bytes, u64)> = None;

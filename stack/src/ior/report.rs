@@ -753,6 +753,7 @@ pub fn json_report(
         "testFileName": p.test_file,
         "repetitions": p.repetitions,
         "fsync": u8::from(p.fsync),
+        "storeFileOffset": u8::from(p.store_file_offset),
         "readFile": u8::from(p.read),
         "writeFile": u8::from(p.write),
         "filePerProc": u8::from(p.file_per_proc),
