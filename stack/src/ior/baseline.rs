@@ -58,13 +58,15 @@ pub async fn disk(
     let requests = (bytes_per_writer / request_bytes).max(1);
     let size = usize::try_from(request_bytes)
         .map_err(|_| failed("the transfer size does not fit in memory".into()))?;
-    // One aligned buffer shared by every request, as the journal benchmark's raw writer: the
-    // bytes are real and written for real, and the alignment lets them go O_DIRECT.
-    let mut buffer = AlignedBuf::zeroed(size);
-    crate::ior::pattern::fill(buffer.as_mut_slice(), 0, 0, 0);
-    let payload = buffer.into_bytes();
+    // One aligned buffer per writer, filled once and written at every offset, as each IOR
+    // task (and each fio job) has its own: the bytes are real and written for real, and the
+    // alignment lets them go O_DIRECT.
     let mut files = Vec::new();
+    let mut payloads = Vec::new();
     for w in 0..writers {
+        let mut buffer = AlignedBuf::zeroed(size);
+        crate::ior::pattern::fill(buffer.as_mut_slice(), w, 0, 0);
+        payloads.push(buffer.into_bytes());
         let path = work.path().join(format!("raw{w}"));
         let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
             .await
@@ -73,7 +75,7 @@ pub async fn disk(
     }
     let started = Instant::now();
     let mut tasks = JoinSet::new();
-    for file in &files {
+    for (file, payload) in files.iter().zip(&payloads) {
         let (engine, file, payload) = (Arc::clone(&engine), Arc::clone(file), payload.clone());
         tasks.spawn(async move {
             for i in 0..requests {

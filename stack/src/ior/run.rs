@@ -105,7 +105,7 @@ pub async fn measure(
         disk_write_each_mib_s: vec![disk.write_mib_s],
         disk_read_each_mib_s: vec![disk.read_mib_s],
         disk_how: format!(
-            "iopath's raw {} writer: {tasks} writers x {} in {} requests, O_DIRECT, fdatasync at the end; best of before and after the run",
+            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the run",
             disk.engine,
             report::human_base_two(bytes_per_task),
             report::human_base_two(t)
