@@ -29,8 +29,55 @@ enum Region {
         described: Mutex<VecDeque<(u64, u64, ChecksumKind, u32)>>,
     },
     Sink {
-        data: Mutex<BytesMut>,
+        data: Mutex<Sink>,
     },
+}
+
+/// What peers have pushed into a sink so far.
+#[derive(Debug)]
+enum Sink {
+    /// Nothing yet: `len` bytes that read as zeros.
+    Empty { len: usize },
+    /// One push that covered the whole region: its bytes, kept as they arrived (no copy, no
+    /// zeroed buffer allocated to copy them into).
+    Whole(Bytes),
+    /// Pushes of parts: copied into one zero-initialised buffer.
+    Parts(BytesMut),
+}
+
+impl Sink {
+    fn len(&self) -> usize {
+        match self {
+            Sink::Empty { len } => *len,
+            Sink::Whole(bytes) => bytes.len(),
+            Sink::Parts(bytes) => bytes.len(),
+        }
+    }
+
+    /// Stores `payload` at `range` (checked against `len()`).
+    fn store(&mut self, range: std::ops::Range<usize>, payload: &Bytes) {
+        if range.start == 0 && range.end == self.len() && !matches!(self, Sink::Parts(_)) {
+            *self = Sink::Whole(payload.clone());
+            return;
+        }
+        let parts = match std::mem::replace(self, Sink::Empty { len: 0 }) {
+            Sink::Empty { len } => BytesMut::zeroed(len),
+            Sink::Whole(bytes) => BytesMut::from(&bytes[..]),
+            Sink::Parts(parts) => parts,
+        };
+        *self = Sink::Parts(parts);
+        if let Sink::Parts(parts) = self {
+            parts[range].copy_from_slice(payload);
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Sink::Empty { len } => Bytes::from(vec![0; len]),
+            Sink::Whole(bytes) => bytes,
+            Sink::Parts(parts) => parts.freeze(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -150,7 +197,7 @@ impl Regions {
         })
     }
 
-    /// Registers `len` zeroed bytes for peers to push into.
+    /// Registers `len` bytes for peers to push into; what nobody pushes reads as zeros.
     pub fn register_sink(self: &Arc<Self>, len: u64) -> Result<SinkRegion, FabricError> {
         if len > self.region_max_bytes {
             return Err(FabricError::TooLarge {
@@ -159,7 +206,7 @@ impl Regions {
                 max_bytes: self.region_max_bytes,
             });
         }
-        let data = BytesMut::zeroed(len as usize);
+        let data = Sink::Empty { len: len as usize };
         let id = self.insert(
             Region::Sink {
                 data: Mutex::new(data),
@@ -212,12 +259,13 @@ impl Regions {
         Ok((bytes, crc))
     }
 
-    /// Owner side of a bulk PUT chunk: checks its checksum, then copies it into the sink.
+    /// Owner side of a bulk PUT chunk: checks its checksum, then stores it in the sink (a
+    /// chunk that is the whole region is kept as it is; parts are copied into place).
     pub(crate) fn write(
         &self,
         id: u64,
         offset: u64,
-        payload: &[u8],
+        payload: &Bytes,
         kind: ChecksumKind,
         checksum: u32,
     ) -> Result<(), Refusal> {
@@ -243,7 +291,7 @@ impl Regions {
         }
         let mut data = data.lock().expect("sink lock poisoned");
         let range = checked_range(id, offset, payload.len() as u64, data.len() as u64)?;
-        data[range].copy_from_slice(payload);
+        data.store(range, payload);
         Ok(())
     }
 }
@@ -387,7 +435,8 @@ impl SinkRegion {
         let regions = self.regions.take().expect("a live sink has its table");
         match regions.remove(self.id).as_deref() {
             Some(Region::Sink { data }) => {
-                std::mem::take(&mut *data.lock().expect("sink lock poisoned")).freeze()
+                let mut data = data.lock().expect("sink lock poisoned");
+                std::mem::replace(&mut *data, Sink::Empty { len: 0 }).into_bytes()
             }
             _ => unreachable!("a sink handle always names a registered sink"),
         }
@@ -399,5 +448,37 @@ impl Drop for SinkRegion {
         if let Some(regions) = self.regions.take() {
             regions.remove(self.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sink_keeps_a_whole_push_copies_parts_and_reads_zeros_elsewhere() {
+        let untouched = Sink::Empty { len: 4 };
+        assert_eq!(untouched.into_bytes(), Bytes::from_static(&[0; 4]));
+
+        let whole = Bytes::from_static(b"abcdef");
+        let mut sink = Sink::Empty { len: 6 };
+        sink.store(0..6, &whole);
+        let kept = sink.into_bytes();
+        assert_eq!(
+            kept.as_ptr(),
+            whole.as_ptr(),
+            "the pushed bytes themselves, not a copy"
+        );
+
+        let mut sink = Sink::Empty { len: 6 };
+        sink.store(2..4, &Bytes::from_static(b"xy"));
+        assert_eq!(sink.into_bytes(), Bytes::from_static(b"\0\0xy\0\0"));
+
+        // A part resent after a whole push lands on a copy of it.
+        let mut sink = Sink::Empty { len: 6 };
+        sink.store(0..6, &whole);
+        sink.store(0..2, &Bytes::from_static(b"AB"));
+        sink.store(0..6, &Bytes::from_static(b"ghijkl"));
+        assert_eq!(sink.into_bytes(), Bytes::from_static(b"ghijkl"));
     }
 }
