@@ -202,6 +202,52 @@ async fn sync_mode_groups_concurrent_writers_into_shared_commits() {
     assert!(stats.journal.commits - before <= 64, "{stats:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_each_commit_and_a_duplicate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = std::sync::Arc::new(open(config(dir.path(), false)).await);
+    let mut creates = tokio::task::JoinSet::new();
+    // Objects 0..12 once each, and object 5 three more times, all at once (the test
+    // config holds at most 16 objects).
+    for object in (0..12u64).chain([5, 5, 5]) {
+        let ost = ost.clone();
+        creates.spawn(async move { (object, ost.create(ObjectId(object)).await) });
+    }
+    let mut created = Vec::new();
+    let mut refused = 0;
+    while let Some(joined) = creates.join_next().await {
+        match joined.unwrap() {
+            (object, Ok(reply)) => {
+                let transno = reply.transno.unwrap();
+                assert!(
+                    reply.last_committed >= transno,
+                    "create committed before its reply"
+                );
+                created.push(object);
+            }
+            (5, Err(StorageError::ObjectExists { .. })) => refused += 1,
+            (object, Err(e)) => panic!("create {object}: {e}"),
+        }
+    }
+    created.sort_unstable();
+    assert_eq!(created, (0..12).collect::<Vec<_>>());
+    assert_eq!(refused, 3, "object 5 is created once");
+    ost.shutdown().await.unwrap();
+    drop(ost);
+    let reopened = open(config(dir.path(), false)).await;
+    for object in 0..12 {
+        assert_eq!(
+            reopened
+                .getattr(ObjectId(object))
+                .await
+                .unwrap()
+                .value
+                .size_bytes,
+            0
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_mode_switches_at_runtime() {
     let dir = tempfile::tempdir().unwrap();

@@ -145,27 +145,44 @@ impl Backend {
             (self.mds.open(path).await?, false)
         };
         if let Some(layout) = &attributes.layout {
-            for object in &layout.objects {
-                self.ensure_object(*object).await?;
-            }
+            self.ensure_objects(&layout.objects).await?;
         }
         Ok((attributes, created))
     }
 
-    async fn ensure_object(&self, object: ObjectRef) -> Result<()> {
-        let (location, server) = self.locate(object.target).await?;
-        self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        match server
-            .ost
-            .create(location.local_index, object.object_id)
-            .await
-        {
-            Ok(stamp) => {
-                self.note_committed(object.target, stamp.last_committed);
-                Ok(())
+    /// Creates every object in `objects` that does not exist yet, on all their targets at
+    /// once: each create waits for its target's commit, and a file's open should wait for
+    /// one commit, not one per stripe.
+    async fn ensure_objects(&self, objects: &[ObjectRef]) -> Result<()> {
+        let mut creates = tokio::task::JoinSet::new();
+        for &object in objects {
+            let (location, server) = self.locate(object.target).await?;
+            self.ost_requests.fetch_add(1, Ordering::Relaxed);
+            creates.spawn(async move {
+                let created = server
+                    .ost
+                    .create(location.local_index, object.object_id)
+                    .await;
+                (object, created)
+            });
+        }
+        let mut first_error = None;
+        // Bounded: one result per object of the layout, which the MDS bounds.
+        while let Some(joined) = creates.join_next().await {
+            // The tasks are never aborted: a join error is a panic, passed on as one.
+            let (object, created) =
+                joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            match created {
+                Ok(stamp) => self.note_committed(object.target, stamp.last_committed),
+                Err(e) if e.errno() == EEXIST => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
-            Err(e) if e.errno() == EEXIST => Ok(()),
-            Err(e) => Err(e.into()),
+        }
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
         }
     }
 

@@ -22,9 +22,9 @@ use crate::journal::policy::{CommitMode, Intent, PolicyConfig};
 use crate::journal::record::Operation;
 use crate::journal::runtime::{Journal, JournalSetup, Stamp};
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{RwLock, Semaphore};
 
@@ -93,8 +93,14 @@ pub struct Ost {
     engines: OstEngines,
     journal: Journal,
     objects: Mutex<HashMap<ObjectId, Arc<ObjectState>>>,
-    /// Serialises create, punch and destroy (rare, and simpler to reason about one at a time).
+    /// Serialises punch and destroy, and the checks of creates (rare, and simpler to reason
+    /// about one at a time). Creates do their I/O outside it, so that many creates share
+    /// directory fsyncs and journal commits.
     meta: tokio::sync::Mutex<()>,
+    /// Objects whose create is under way: reserved against a second create of the same id.
+    creating: Mutex<HashSet<ObjectId>>,
+    /// The objects directory's fsyncs, shared by the creates waiting for one.
+    dir_sync: DirSync,
     /// `uncommitted_records_max` permits; a write holds one from its data step to its commit.
     uncommitted: Arc<Semaphore>,
     stop: Arc<StopFlag>,
@@ -171,6 +177,8 @@ impl Ost {
             journal,
             objects: Mutex::new(objects),
             meta: tokio::sync::Mutex::new(()),
+            creating: Mutex::default(),
+            dir_sync: DirSync::default(),
             stop,
             recovery: recovered.report,
         })
@@ -227,6 +235,10 @@ impl Ost {
 
     fn lock_objects(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectId, Arc<ObjectState>>> {
         self.objects.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_creating(&self) -> std::sync::MutexGuard<'_, HashSet<ObjectId>> {
+        self.creating.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn object_path(&self, object: ObjectId) -> PathBuf {
@@ -294,25 +306,29 @@ impl Ost {
         Ok(())
     }
 
-    /// Creates an empty object. Committed before the reply in both modes.
+    /// Creates an empty object. Committed before the reply in both modes. Creates of
+    /// different objects run at once and share the directory fsync and the journal commit.
     pub async fn create(&self, object: ObjectId) -> Result<OpReply<()>> {
         self.stop.check(self.config.index)?;
-        let _meta = self.meta.lock().await;
-        {
+        let _reserved = {
+            let _meta = self.meta.lock().await;
             let objects = self.lock_objects();
-            if objects.contains_key(&object) {
+            let mut creating = self.lock_creating();
+            if objects.contains_key(&object) || creating.contains(&object) {
                 return Err(StorageError::ObjectExists {
                     target: self.config.index,
                     object,
                 });
             }
-            if objects.len() >= self.config.objects_max {
+            if objects.len() + creating.len() >= self.config.objects_max {
                 return Err(StorageError::TooManyObjects {
                     target: self.config.index,
                     max: self.config.objects_max,
                 });
             }
-        }
+            creating.insert(object);
+            Reserved { ost: self, object }
+        };
         // The file first, with its directory entry made durable; the record second.
         let path = self.object_path(object);
         let file = EngineFile::open_async(
@@ -324,7 +340,8 @@ impl Ost {
         .await
         .map_err(|e| StorageError::io("create object", &path, e))?;
         let dir = self.config.objects_dir();
-        sync_dir_async(dir.clone())
+        self.dir_sync
+            .sync(&dir)
             .await
             .map_err(|e| self.fail_stop(format!("fsync directory {}: {e}", dir.display())))?;
         let intent = Intent {
@@ -594,6 +611,44 @@ impl Ost {
     /// The directory of the target.
     pub fn dir(&self) -> &Path {
         &self.config.dir
+    }
+}
+
+/// An object id reserved by a create under way; released when the create ends, done or not.
+struct Reserved<'a> {
+    ost: &'a Ost,
+    object: ObjectId,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.ost.lock_creating().remove(&self.object);
+    }
+}
+
+/// Directory fsyncs shared by whoever waits for one: a caller whose entry was made before a
+/// running fsync started waits for that one, or for the next, never for one of its own.
+#[derive(Debug, Default)]
+struct DirSync {
+    /// Tickets handed out, each after its caller's entry exists.
+    requested: AtomicU64,
+    /// The highest ticket a finished fsync covers; held while an fsync runs.
+    covered: tokio::sync::Mutex<u64>,
+}
+
+impl DirSync {
+    /// Returns once an fsync of `dir` that started after this call did has finished.
+    async fn sync(&self, dir: &Path) -> std::io::Result<()> {
+        let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut covered = self.covered.lock().await;
+        if *covered >= ticket {
+            return Ok(());
+        }
+        // Every ticket handed out so far belongs to an entry that exists now.
+        let covers = self.requested.load(Ordering::SeqCst);
+        sync_dir_async(dir.to_path_buf()).await?;
+        *covered = covers;
+        Ok(())
     }
 }
 
