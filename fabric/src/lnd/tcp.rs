@@ -39,8 +39,10 @@ use crate::router::RouterBuffer;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames smaller than this are copied into the gather buffer; larger ones go by `writev`.
 const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
-/// How much the reader asks the kernel for at a time when no large payload is pending.
-const READ_CHUNK_BYTES: usize = 256 * 1024;
+/// How much the reader reads past the frame it needs: enough to take many small frames in
+/// one call, little enough that the start of a large payload read along with its header (and
+/// then copied into the payload's pooled buffer) stays small.
+const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
 /// Payloads at least this large are received into a pooled aligned buffer.
@@ -248,7 +250,7 @@ async fn read_loop(
         });
     }
     let peer = hello.source;
-    let mut buffer = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut buffer = BytesMut::with_capacity(2 * READ_AHEAD_BYTES);
     // The header whose payload is being read, with what the node granted for it.
     let mut admitted: Option<(Header, Option<RouterBuffer>)> = None;
     loop {
@@ -299,10 +301,12 @@ async fn read_loop(
             };
             node.deliver(Message { header, payload }, granted);
         };
-        // Room for the rest of the pending frame (bounded by the checked header), or a read chunk.
-        buffer.reserve((wanted - buffer.len()).max(READ_CHUNK_BYTES));
+        // The rest of the pending frame (bounded by the checked header) and a little more.
+        let limit = wanted - buffer.len() + READ_AHEAD_BYTES;
+        buffer.reserve(limit);
+        let mut limited = (&mut read).take(limit as u64);
         let read_bytes = tokio::select! {
-            read_bytes = read.read_buf(&mut buffer) => read_bytes?,
+            read_bytes = limited.read_buf(&mut buffer) => read_bytes?,
             _ = stop.wait_for(|s| *s) => return Ok(peer),
         };
         if read_bytes == 0 {
