@@ -10,11 +10,13 @@
 //!   paper: the raw block baseline, OST writes with sync and async journal commits, and an
 //!   external journal, in one run on one file system, with fio beside the baseline.
 //! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
+//! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`units`]: sizes with IOR-style suffixes.
 
 pub mod baseline;
+pub mod cpu;
 pub mod fio;
 pub mod journal;
 pub mod report;

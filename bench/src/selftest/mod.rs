@@ -14,6 +14,7 @@ use anyhow::{Result, bail};
 use iopath_fabric::Limits;
 
 use crate::baseline::{self, Baseline};
+use crate::cpu::{CpuSample, CpuUse};
 use crate::report::{Table, rate};
 use cluster::{Cluster, Layout};
 use workload::{Measured, TestKind, Workload};
@@ -78,6 +79,10 @@ pub struct TestReport {
     pub errors: u64,
     /// The first failure, if any.
     pub first_error: Option<String>,
+    /// The whole machine's CPUs during the test (every node, and anything else running).
+    pub cpu: Option<CpuUse>,
+    /// Busy core-seconds of the whole machine per GiB of bulk moved.
+    pub core_s_per_gib: Option<f64>,
 }
 
 /// Everything a run measured.
@@ -190,8 +195,10 @@ pub async fn run(
             if !std::io::IsTerminal::is_terminal(&std::io::stderr()) || config.processes {
                 progress(&format!("{} ({label}): {} s", test.label(), config.seconds));
             }
+            let before = CpuSample::now();
             let measured = cluster.run(&workload, progress).await?;
-            tests.push(report_of(test, layout, &measured));
+            let cpu = before.zip(CpuSample::now()).map(|(b, a)| b.until(&a));
+            tests.push(report_of(test, layout, &measured, cpu));
         }
         if config.routers > 0 {
             // One ping at a time: the round trip itself, not a queue.
@@ -274,7 +281,12 @@ fn workload_for(config: &SelftestConfig, test: TestKind, servers: Vec<String>) -
     }
 }
 
-fn report_of(test: TestKind, layout: Layout, measured: &Measured) -> TestReport {
+fn report_of(
+    test: TestKind,
+    layout: Layout,
+    measured: &Measured,
+    cpu: Option<CpuUse>,
+) -> TestReport {
     let elapsed = measured.elapsed_s.max(f64::MIN_POSITIVE);
     TestReport {
         test: test.label().into(),
@@ -289,6 +301,8 @@ fn report_of(test: TestKind, layout: Layout, measured: &Measured) -> TestReport 
         rpc_s: measured.rpcs as f64 / elapsed,
         errors: measured.errors,
         first_error: measured.first_error.clone(),
+        cpu,
+        core_s_per_gib: cpu.and_then(|c| c.core_s_per_gib(measured.bytes)),
     }
 }
 
@@ -323,7 +337,15 @@ pub fn render(report: &SelftestReport) -> String {
         report.checksum,
     );
     let mut table = Table::new(&[
-        "test", "layout", "RPCs", "seconds", "MiB/s", "RPC/s", "errors",
+        "test",
+        "layout",
+        "RPCs",
+        "seconds",
+        "MiB/s",
+        "RPC/s",
+        "errors",
+        "busy cores",
+        "core-s/GiB",
     ]);
     for test in &report.tests {
         table.row(vec![
@@ -334,6 +356,10 @@ pub fn render(report: &SelftestReport) -> String {
             rate(test.mib_s),
             rate(test.rpc_s),
             test.errors.to_string(),
+            test.cpu
+                .map_or("-".into(), |c| format!("{:.2} of {}", c.busy_cores, c.cpus)),
+            test.core_s_per_gib
+                .map_or("-".into(), |c| format!("{c:.2}")),
         ]);
     }
     if let Some(baseline) = &report.baseline {
@@ -343,6 +369,8 @@ pub fn render(report: &SelftestReport) -> String {
             "-".into(),
             "-".into(),
             rate(baseline.mib_s),
+            "-".into(),
+            "-".into(),
             "-".into(),
             "-".into(),
         ]);
