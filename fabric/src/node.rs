@@ -16,6 +16,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
+use crate::aligned::BufferPool;
 use crate::checksum::ChecksumKind;
 use crate::error::FabricError;
 use crate::fault::FaultHook;
@@ -24,6 +25,7 @@ use crate::frame::{
 };
 use crate::limits::Limits;
 use crate::lnd::mem::MemNetwork;
+use crate::lnd::tcp::RECEIVE_POOL_KEPT_BYTES_MAX;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
 use crate::lnd::{Admit, Deliver, Lnd};
 use crate::ni::{Ni, NiCredits};
@@ -185,6 +187,12 @@ impl Node {
             peers_max: inner.limits.peers_max as usize,
         };
         let deliver: Weak<dyn Deliver> = Arc::downgrade(&inner) as Weak<dyn Deliver>;
+        // One pool for all the node's TCP interfaces: it only ever holds as many buffers as
+        // were in use at once, and what is in use is bounded by the credits that let it in.
+        let receive_pool = BufferPool::new(
+            inner.limits.frame_payload_max_bytes as usize,
+            RECEIVE_POOL_KEPT_BYTES_MAX,
+        );
         let mut nis = Vec::new();
         for (interface, bound) in config.interfaces.iter().zip(bound) {
             let (nid, lnd): (Nid, Arc<dyn Lnd>) = match (interface, bound) {
@@ -197,7 +205,11 @@ impl Node {
                         peer_queue_max: inner.limits.peer_credits as usize,
                         connections_max: inner.limits.connections_max as usize,
                     };
-                    (bound.nid(), TcpLnd::start(bound, settings, deliver.clone()))
+                    let pool = Arc::clone(&receive_pool);
+                    (
+                        bound.nid(),
+                        TcpLnd::start(bound, settings, deliver.clone(), pool),
+                    )
                 }
                 (Interface::Tcp { .. }, None) => {
                     unreachable!("every TCP interface was bound above")

@@ -12,7 +12,7 @@
 //!
 //! Receiving: one reader task per accepted connection reads into a growing buffer and splits
 //! frames off it; a small payload is a slice of that buffer. A large one (bulk) is read into a
-//! page-aligned buffer from the interface's pool instead: memory already faulted in and
+//! page-aligned buffer from the node's pool instead: memory already faulted in and
 //! reused frame after frame, which a storage server can write with O_DIRECT as it is. The
 //! header is checked, payload length included, before any room is made for the payload.
 
@@ -47,9 +47,10 @@ const READ_AHEAD_BYTES: usize = 16 * 1024;
 const GATHER_FRAMES_MAX: usize = 64;
 /// Payloads at least this large are received into a pooled aligned buffer.
 const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
-/// Free receive buffers one interface keeps for the next payloads (the buffers in use are
-/// bounded by the credits that let their frames in).
-const RECEIVE_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
+/// Free receive buffers a node keeps for the next payloads. The pool never holds more
+/// buffers than were in use at once, and those are bounded by the credits that let their
+/// frames in; this only caps what it keeps after a burst.
+pub const RECEIVE_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
 /// While a large payload is being read, the reader is woken only once this much of it (or
 /// all that is left) has arrived, not for every segment: wake-ups, not copies, are most of
 /// what a loopback hop costs in a VM.
@@ -110,13 +111,19 @@ impl BoundTcp {
 }
 
 impl TcpLnd {
-    /// Starts accepting on `bound`, handing received messages to `node`.
-    pub fn start(bound: BoundTcp, settings: TcpSettings, node: Weak<dyn Deliver>) -> Arc<TcpLnd> {
-        let (stop, _) = watch::channel(false);
-        let receive_pool = BufferPool::new(
-            settings.frame_payload_max_bytes as usize,
-            RECEIVE_POOL_KEPT_BYTES_MAX,
+    /// Starts accepting on `bound`, handing received messages to `node`; large payloads are
+    /// received into buffers from `receive_pool` (of at least the frame limit).
+    pub fn start(
+        bound: BoundTcp,
+        settings: TcpSettings,
+        node: Weak<dyn Deliver>,
+        receive_pool: Arc<BufferPool>,
+    ) -> Arc<TcpLnd> {
+        assert!(
+            receive_pool.capacity() >= settings.frame_payload_max_bytes as usize,
+            "receive buffers hold the largest frame"
         );
+        let (stop, _) = watch::channel(false);
         let lnd = Arc::new(TcpLnd {
             nid: bound.nid,
             settings,
@@ -320,7 +327,7 @@ async fn read_loop(
     }
 }
 
-/// Reads a payload of `len` bytes into a buffer from the interface's pool: first what `buffer`
+/// Reads a payload of `len` bytes into a buffer from the node's pool: first what `buffer`
 /// already holds of it, then straight from the socket. `None` when the node stops first.
 async fn read_pooled(
     read: &mut OwnedReadHalf,
