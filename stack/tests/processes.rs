@@ -2,6 +2,8 @@
 //! child process that says READY), a client in this process writes and reads back through
 //! the client library, `bench ior --processes` runs on it, and everything stops cleanly.
 //!
+//! `suite` runs the whole path's suite over such stacks.
+//!
 //! The node processes are this test program itself: run as `processes node --stack FILE
 //! --name NODE --dir DIR`, it is `iopath node` (the same library function). So this file has
 //! a harness of its own (libtest-mimic, which nextest understands).
@@ -16,6 +18,9 @@ use iopath_stack::ior::IorArgs;
 use iopath_stack::ior::phase::Progress;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use libtest_mimic::{Arguments, Failed, Trial};
+
+#[path = "processes/suite.rs"]
+mod suite;
 
 /// `processes node ...`: one node of a stack, as `iopath node`.
 #[derive(Debug, Parser)]
@@ -53,6 +58,13 @@ fn main() -> ExitCode {
         }),
         Trial::test("a_node_refuses_in_memory_addresses", || {
             block_on(a_node_refuses_in_memory_addresses())
+        }),
+        Trial::test("suite::round_trips", || block_on(suite::round_trips())),
+        Trial::test("suite::sixty_four_nodes_through_four_fyods", || {
+            block_on(suite::sixty_four_nodes_through_four_fyods())
+        }),
+        Trial::test("suite::a_storage_server_killed_mid_run", || {
+            block_on(suite::a_storage_server_killed_mid_run())
         }),
     ];
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()

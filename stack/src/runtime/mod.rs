@@ -151,6 +151,32 @@ impl RunningStack {
             .map_err(|e| StackError::io(what, e))
     }
 
+    /// Crashes server node `name` (SIGKILL; processes mode only).
+    pub async fn crash_node(&mut self, name: &str) -> Result<(), StackError> {
+        match self {
+            RunningStack::Processes { servers, .. } => servers.crash(name).await,
+            RunningStack::Embedded(_) => Err(StackError::Process {
+                node: name.to_owned(),
+                why: "an embedded stack has no node processes to crash".into(),
+            }),
+        }
+    }
+
+    /// Starts server node `name` again after [`RunningStack::crash_node`].
+    pub async fn restart_node(
+        &mut self,
+        name: &str,
+        launcher: &Launcher,
+    ) -> Result<(), StackError> {
+        match self {
+            RunningStack::Processes { servers, .. } => servers.restart(name, launcher).await,
+            RunningStack::Embedded(_) => Err(StackError::Process {
+                node: name.to_owned(),
+                why: "an embedded stack has no node processes to restart".into(),
+            }),
+        }
+    }
+
     /// Stops everything: clients, then servers.
     pub async fn stop(self) -> Result<(), StackError> {
         match self {

@@ -213,6 +213,60 @@ impl ProcessStack {
         &self.storage
     }
 
+    /// Kills node process `name` at once (SIGKILL): to its peers and to its disk, a crash.
+    /// [`ProcessStack::restart`] starts it again.
+    pub async fn crash(&mut self, name: &str) -> Result<(), StackError> {
+        let position = self
+            .children
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| StackError::Process {
+                node: name.to_owned(),
+                why: "no such node process is running".into(),
+            })?;
+        let mut child = self.children.remove(position);
+        child.child.start_kill().map_err(|e| StackError::Process {
+            node: name.to_owned(),
+            why: format!("kill: {e}"),
+        })?;
+        let _ = child.child.wait().await;
+        Ok(())
+    }
+
+    /// Starts node `name` again (after [`ProcessStack::crash`]) on the same addresses and
+    /// state, and waits for its READY.
+    pub async fn restart(&mut self, name: &str, launcher: &Launcher) -> Result<(), StackError> {
+        if self.children.iter().any(|c| c.name == name) {
+            return Err(StackError::Process {
+                node: name.to_owned(),
+                why: "it is running already".into(),
+            });
+        }
+        let index = self
+            .stack
+            .nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| StackError::Process {
+                node: name.to_owned(),
+                why: "no such node in the stack".into(),
+            })?;
+        let pending = self.spawn(index, launcher)?;
+        match wait_ready(pending).await {
+            Ok(child) => {
+                self.children.push(child);
+                Ok(())
+            }
+            Err((e, child)) => {
+                if let Some(mut child) = child {
+                    let _ = child.child.start_kill();
+                    let _ = child.child.wait().await;
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Starts the stack's client nodes in this process, on their resolved loopback ports.
     pub async fn start_clients(&self) -> Result<Vec<RunningNode>, StackError> {
         let mut clients = Vec::new();
