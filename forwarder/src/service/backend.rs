@@ -1,9 +1,21 @@
 //! What the fyod talks to on its clients' behalf: the metadata service (opens and creates) and
-//! the storage servers. Each storage server gets, on first use, two connections: an
-//! [`OstClient`] (object creation, getattr, sync, and UFS writes of the fyod's own buffers,
-//! kept by it for replay) and an [`OstLink`] (PFS writes and reads by sub-descriptor of a
-//! compute node's memory). The fyod's view of each target's `last_committed` — what it tells
-//! clients so they can release pinned memory — is the highest either connection has seen.
+//! the storage servers. Each storage server gets, on first use, two [`OstClient`] connections:
+//!
+//! - `ost`, under the fyod's id: object creation, getattr, sync, and UFS writes and reads of the
+//!   fyod's own buffers — each uncommitted UFS write kept *with its bytes* for replay (what
+//!   [`FyodStats::kept_bytes`](super::FyodStats::kept_bytes) counts).
+//! - `link`, under the fyod's id with [`LINK_ID_BIT`] set: PFS writes and reads by
+//!   *sub-descriptor* of a compute node's memory ([`OstClient::write_by_descriptor`]), each
+//!   uncommitted write kept as its descriptor, not its bytes. After a server restart the link
+//!   replays them in transno order and the server pulls the bytes again from the compute node.
+//!   That is why the compute node keeps each PFS write's region registered until the fyod
+//!   reports the write committed ([`crate::policy::pins`]); a compute node that dropped its
+//!   region makes the replay fail, and the write is reported lost — never silently.
+//!
+//! The link connects under its own client id, so the server's recovery waits for it separately
+//! from the fyod's `ost` connection. The fyod's view of each target's `last_committed` — what
+//! it tells clients so they can release pinned memory — is the highest either connection has
+//! seen.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,18 +25,22 @@ use bytes::Bytes;
 use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_mds::error::errno::EEXIST;
 use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
-use iopath_storage_server::service::OstClient;
+use iopath_storage_server::service::{DescriptorReply, OstClient};
 use tokio::sync::OnceCell;
 
-use super::ost_link::{LINK_ID_BIT, LinkReply, OstLink};
 use crate::error::Result;
 use crate::policy::targets::{StorageTarget, TargetMap};
+
+/// Set in the fyod's id to name its descriptor link at a storage server.
+pub(crate) const LINK_ID_BIT: u64 = 1 << 48;
 
 /// Both connections to one storage server.
 #[derive(Debug)]
 struct Server {
+    /// Under the fyod's id: metadata-like calls and UFS I/O, kept by bytes.
     ost: OstClient,
-    link: OstLink,
+    /// Under the fyod's id with [`LINK_ID_BIT`] set: PFS I/O, kept by descriptor.
+    link: OstClient,
 }
 
 /// The fyod's backends.
@@ -77,7 +93,7 @@ impl Backend {
             .get_or_try_init(|| async {
                 let ost =
                     OstClient::connect(self.node.clone(), location.server, self.fyod_id).await?;
-                let link = OstLink::connect(
+                let link = OstClient::connect(
                     self.node.clone(),
                     location.server,
                     self.fyod_id ^ LINK_ID_BIT,
@@ -115,7 +131,8 @@ impl Backend {
             .sum()
     }
 
-    /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies).
+    /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies; the link's
+    /// descriptors pin nothing here).
     pub(crate) fn kept_bytes(&self) -> u64 {
         self.servers
             .lock()
@@ -192,12 +209,12 @@ impl Backend {
         object: ObjectRef,
         offset: u64,
         buffer: BufferDescriptor,
-    ) -> Result<LinkReply> {
+    ) -> Result<DescriptorReply> {
         let (location, server) = self.locate(object.target).await?;
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
         let reply = server
             .link
-            .write(location.local_index, object.object_id, offset, buffer)
+            .write_by_descriptor(location.local_index, object.object_id, offset, buffer)
             .await?;
         self.note_committed(object.target, reply.last_committed);
         Ok(reply)
@@ -209,18 +226,18 @@ impl Backend {
         object: ObjectRef,
         offset: u64,
         buffer: BufferDescriptor,
-    ) -> Result<LinkReply> {
+    ) -> Result<DescriptorReply> {
         let (location, server) = self.locate(object.target).await?;
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
         let reply = server
             .link
-            .read(location.local_index, object.object_id, offset, buffer)
+            .read_by_descriptor(location.local_index, object.object_id, offset, buffer)
             .await?;
         self.note_committed(object.target, reply.last_committed);
         Ok(reply)
     }
 
-    /// UFS write of the fyod's own buffer; the fyod's `OstClient` keeps it for replay.
+    /// UFS write of the fyod's own buffer; the `ost` connection keeps its bytes for replay.
     pub(crate) async fn write_bytes(
         &self,
         object: ObjectRef,

@@ -6,8 +6,8 @@
 //! was opened MUNIX (`tokens`), and runs the PFS (`pfs`) or UFS (`ufs`) path against
 //! the backends (`backend`).
 //!
-//! - `backend`: the metadata service and the storage connections.
-//! - [`ost_link`]: descriptor-named storage writes and reads, kept and replayed by descriptor.
+//! - `backend`: the metadata service and the storage connections (per server, one for the
+//!   fyod's own bytes and one for descriptor-named PFS I/O, kept and replayed by descriptor).
 //! - `dispatch`: the scheduler at run time.
 //! - `tokens`: the MUNIX token manager and how calls use it.
 //! - `pfs` and `ufs`: the two ways of moving the bytes.
@@ -16,7 +16,6 @@
 mod backend;
 mod dispatch;
 mod files;
-pub mod ost_link;
 mod pfs;
 pub mod stats;
 mod tokens;
@@ -587,5 +586,5 @@ fn derive_id(nid: Nid) -> u64 {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    (0xF7 << 56) | (hash & 0x00FF_FFFF_FFFF_FFFF & !ost_link::LINK_ID_BIT)
+    (0xF7 << 56) | (hash & 0x00FF_FFFF_FFFF_FFFF & !backend::LINK_ID_BIT)
 }

@@ -16,21 +16,22 @@
 //!         registered until every stamp is committed (a restarted OSS pulls it again in replay)
 //! ```
 //!
-//! **Replay.** The fyod's [`OstLink`](super::ost_link::OstLink) keeps each uncommitted piece
-//! as its descriptor and replays it after a storage server restart; the server pulls from the
-//! compute node again. So in PFS mode the client's buffer must stay registered until commit —
-//! the fyod reports each target's `last_committed` in every reply and the client releases its
-//! regions by it ([`crate::policy::pins`]).
+//! **Replay.** The fyod's descriptor link to each storage server
+//! ([`OstClient::write_by_descriptor`](iopath_storage_server::service::OstClient::write_by_descriptor))
+//! keeps each uncommitted piece as its descriptor and replays it after a storage server
+//! restart; the server pulls from the compute node again. So in PFS mode the client's buffer
+//! must stay registered until commit — the fyod reports each target's `last_committed` in every
+//! reply and the client releases its regions by it ([`crate::policy::pins`]).
 
 use std::sync::Arc;
 
 use iopath_fabric::{BufferDescriptor, ChecksumKind};
 use iopath_proto::fyod as pb;
+use iopath_storage_server::service::DescriptorReply;
 use tokio::task::JoinSet;
 
 use super::backend::Backend;
 use super::files::OpenFile;
-use super::ost_link::LinkReply;
 use crate::error::{ForwarderError, Result};
 use crate::limits::PFS_PIECE_MAX_BYTES;
 use crate::policy::pfs::{Piece, visible_bytes};
@@ -50,8 +51,8 @@ async fn each_piece(
     pieces: &[Piece],
     in_flight_max: usize,
     direction: Direction,
-) -> Result<Vec<LinkReply>> {
-    let mut replies: Vec<Option<LinkReply>> = vec![None; pieces.len()];
+) -> Result<Vec<DescriptorReply>> {
+    let mut replies: Vec<Option<DescriptorReply>> = vec![None; pieces.len()];
     let mut tasks = JoinSet::new();
     let mut next = 0;
     // Each turn reaps one piece: bounded by the number of pieces.

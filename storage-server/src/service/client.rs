@@ -1,8 +1,22 @@
 //! The client side of the OST service: typed calls, and the **replay list** — every write the
-//! server acknowledged but has not yet committed (async mode) is kept, data and all, until a
-//! reply's `last_committed` covers its transno. After a server restart the client reconnects,
-//! replays what it kept in transno order, and says it is done; a client that was evicted learns
-//! which acknowledged writes were lost.
+//! server acknowledged but has not yet committed (async mode) is kept until a reply's
+//! `last_committed` covers its transno. After a server restart the client reconnects, replays
+//! what it kept in transno order, and says it is done; a client that was evicted learns which
+//! acknowledged writes were lost.
+//!
+//! A kept write holds one of two things for the server to pull from again in replay:
+//!
+//! - **Its bytes.** [`OstClient::write`] registers a region of this client's own memory for
+//!   the call and keeps the bytes; replay registers them again. [`OstClient::kept_bytes`] says
+//!   how much memory that pins.
+//! - **A descriptor of another node's memory.** [`OstClient::write_by_descriptor`] names a
+//!   buffer the caller was handed (a PFS fyod hands on a sub-descriptor of a compute node's
+//!   buffer), so the server pulls straight from its owner, and only the descriptor is kept; in
+//!   replay the server pulls from the owner again. The owner must keep its region registered
+//!   until the write is committed: an owner that dropped it makes the replay fail, and the
+//!   write is reported lost — never silently.
+//!
+//! Both kinds share one transno-ordered list, one reconnect loop and one replay.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -11,7 +25,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
-use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Nid, Node};
+use iopath_fabric::{BufferDescriptor, ChecksumKind, Checksummed, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
 use tracing::{info, warn};
@@ -31,20 +45,79 @@ pub struct Stamp {
     pub last_committed: u64,
 }
 
+impl Stamp {
+    fn of(reply: &pb::OpReply) -> Stamp {
+        Stamp {
+            transno: reply.transno,
+            last_committed: reply.last_committed,
+        }
+    }
+}
+
+/// What a descriptor-named write or read answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescriptorReply {
+    /// The write's transno (0 for a read).
+    pub transno: u64,
+    /// The target's last committed transno.
+    pub last_committed: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Checksum of the bytes moved.
+    pub checksum: u32,
+}
+
+/// What the server pulls a kept write's bytes from when it is replayed.
+#[derive(Debug, Clone)]
+enum KeptData {
+    /// The bytes themselves, held here: replay registers them again.
+    Data(Bytes),
+    /// Another node's memory: replay names it again, and its owner must still have it.
+    Descriptor(BufferDescriptor),
+}
+
+impl KeptData {
+    /// Bytes this client pins for the write: a descriptor's bytes are pinned by their owner.
+    fn pinned_bytes(&self) -> u64 {
+        match self {
+            KeptData::Data(data) => data.len() as u64,
+            KeptData::Descriptor(_) => 0,
+        }
+    }
+
+    /// Whether a replay refused with `code` means the write is gone. `ESTALE`: the server
+    /// evicted this client. `ENOENT` for a descriptor: its owner no longer has the region (or
+    /// the object is gone). Our own bytes cannot be gone, so for them `ENOENT` is an error like
+    /// any other.
+    fn lost_by(&self, code: u32) -> bool {
+        code == errno::ESTALE || (code == errno::ENOENT && matches!(self, KeptData::Descriptor(_)))
+    }
+}
+
 /// An acknowledged write the server has not committed yet.
 #[derive(Debug, Clone)]
 struct Kept {
     object: u64,
     offset: u64,
-    data: Bytes,
+    data: KeptData,
 }
 
 #[derive(Debug, Default)]
 struct State {
     boot_id: u64,
+    /// By target (the server's own index): its highest committed transno.
     last_committed: HashMap<u32, u64>,
     /// By (target, transno): the replay order.
     kept: BTreeMap<(u32, u64), Kept>,
+}
+
+impl State {
+    /// Drops a kept write; returns the bytes it pinned here.
+    fn forget(&mut self, key: (u32, u64)) -> u64 {
+        self.kept
+            .remove(&key)
+            .map_or(0, |kept| kept.data.pinned_bytes())
+    }
 }
 
 /// What a reconnect did.
@@ -67,6 +140,7 @@ pub struct OstClient {
     checksum: ChecksumKind,
     state: Mutex<State>,
     kept_bytes: AtomicU64,
+    replayed: AtomicU64,
 }
 
 impl OstClient {
@@ -80,6 +154,7 @@ impl OstClient {
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
             kept_bytes: AtomicU64::new(0),
+            replayed: AtomicU64::new(0),
         };
         let reply = me.connect_once().await?;
         {
@@ -103,18 +178,26 @@ impl OstClient {
         self.server
     }
 
-    /// Bytes of acknowledged-but-uncommitted writes this client holds for replay.
+    /// Bytes this client holds in its own memory for replay: the copies [`OstClient::write`]
+    /// keeps. Writes kept by descriptor add nothing here — their bytes stay pinned in the
+    /// memory of the node the descriptor names, and that node counts them.
     pub fn kept_bytes(&self) -> u64 {
         self.kept_bytes.load(Ordering::Relaxed)
     }
 
-    /// Acknowledged-but-uncommitted writes held for replay.
+    /// Acknowledged-but-uncommitted writes held for replay, by bytes or by descriptor.
     pub fn kept_writes(&self) -> usize {
         self.state
             .lock()
             .expect("client state lock poisoned")
             .kept
             .len()
+    }
+
+    /// Writes replayed after server restarts over this client's life (each reconnect's own
+    /// count is in its [`ReplayReport`]).
+    pub fn replayed(&self) -> u64 {
+        self.replayed.load(Ordering::Relaxed)
     }
 
     async fn connect_once(&self) -> Result<pb::ConnectReply, FabricError> {
@@ -144,9 +227,15 @@ impl OstClient {
             .map(drop)
     }
 
+    fn decode(reply: &[u8]) -> Result<pb::OpReply, FabricError> {
+        pb::OpReply::decode(reply).map_err(|_| FabricError::MalformedFrame {
+            why: "undecodable OST reply",
+        })
+    }
+
     /// Sends one request; if the server is gone or restarting, reconnects, replays, and sends
     /// it again, for a bounded time. Acknowledged writes the server lost (this client was
-    /// evicted) are an error here, never silence.
+    /// evicted, or a descriptor's owner dropped its memory) are an error here, never silence.
     async fn call(&self, op: u32, body: Bytes) -> Result<pb::OpReply, FabricError> {
         let mut attempts = 0;
         loop {
@@ -156,11 +245,7 @@ impl OstClient {
                 .await
             {
                 Ok(reply) => {
-                    let reply = pb::OpReply::decode(reply.as_ref()).map_err(|_| {
-                        FabricError::MalformedFrame {
-                            why: "undecodable OST reply",
-                        }
-                    })?;
+                    let reply = Self::decode(&reply)?;
                     let known = self
                         .state
                         .lock()
@@ -206,17 +291,17 @@ impl OstClient {
             peer: self.server,
             code: errno::ESTALE,
             message: format!(
-                "evicted by {}: {} acknowledged but uncommitted writes were lost ({:?})",
-                self.server,
+                "{} acknowledged but uncommitted writes were lost in replay to {} ({:?})",
                 report.lost.len(),
+                self.server,
                 report.lost
             ),
         })
     }
 
-    /// Notes a reply's stamp: keeps `data` if the write is not committed yet, and forgets kept
+    /// Notes a reply's stamp: keeps the write if it is not committed yet, and forgets kept
     /// writes the target has now committed.
-    fn note(&self, target: u32, stamp: &pb::OpReply, kept: Option<Kept>) {
+    fn note(&self, target: u32, stamp: Stamp, kept: Option<Kept>) {
         let mut state = self.state.lock().expect("client state lock poisoned");
         let committed = state.last_committed.entry(target).or_insert(0);
         *committed = (*committed).max(stamp.last_committed);
@@ -225,7 +310,7 @@ impl OstClient {
             && stamp.transno > committed
         {
             self.kept_bytes
-                .fetch_add(kept.data.len() as u64, Ordering::Relaxed);
+                .fetch_add(kept.data.pinned_bytes(), Ordering::Relaxed);
             state.kept.insert((target, stamp.transno), kept);
         }
         let done: Vec<(u32, u64)> = state
@@ -234,25 +319,71 @@ impl OstClient {
             .map(|(k, _)| *k)
             .collect();
         for key in done {
-            if let Some(k) = state.kept.remove(&key) {
-                self.kept_bytes
-                    .fetch_sub(k.data.len() as u64, Ordering::Relaxed);
-            }
+            let pinned = state.forget(key);
+            self.kept_bytes.fetch_sub(pinned, Ordering::Relaxed);
         }
+    }
+
+    /// The target committed up to `last_committed`, learned another way (a sync through
+    /// another connection): forgets the kept writes that covers.
+    pub fn note_committed(&self, target: u32, last_committed: u64) {
+        let stamp = Stamp {
+            transno: 0,
+            last_committed,
+        };
+        self.note(target, stamp, None);
+    }
+
+    /// Sends a state-changing request and notes its stamp.
+    async fn call_noted(&self, target: u32, op: u32, body: Bytes) -> Result<Stamp, FabricError> {
+        let stamp = Stamp::of(&self.call(op, body).await?);
+        self.note(target, stamp, None);
+        Ok(stamp)
     }
 
     /// Creates object `object` on `target`.
     pub async fn create(&self, target: u32, object: u64) -> Result<Stamp, FabricError> {
         let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
-        let reply = self.call(opcode::CREATE, body).await?;
-        self.note(target, &reply, None);
-        Ok(Stamp {
-            transno: reply.transno,
-            last_committed: reply.last_committed,
-        })
+        self.call_noted(target, opcode::CREATE, body).await
+    }
+
+    /// The WRITE request for `buffer`; `replay_transno` is 0 for a new write.
+    fn write_request(
+        &self,
+        target: u32,
+        object: u64,
+        offset: u64,
+        buffer: BufferDescriptor,
+        replay_transno: u64,
+    ) -> Bytes {
+        pb::WriteRequest {
+            target,
+            object,
+            offset,
+            buffer: Some(buffer.to_proto()),
+            client: self.client,
+            replay_transno,
+        }
+        .encode_to_vec()
+        .into()
+    }
+
+    /// Sends a new write the server pulls from `buffer`, and keeps it as `data` until the
+    /// target commits it.
+    async fn write_kept(
+        &self,
+        target: u32,
+        kept: Kept,
+        buffer: BufferDescriptor,
+    ) -> Result<pb::OpReply, FabricError> {
+        let body = self.write_request(target, kept.object, kept.offset, buffer, 0);
+        let reply = self.call(opcode::WRITE, body).await?;
+        self.note(target, Stamp::of(&reply), Some(kept));
+        Ok(reply)
     }
 
     /// Writes `data` at `offset`: the server pulls it from a region registered for the call.
+    /// The bytes are kept here until committed ([`OstClient::kept_bytes`]).
     pub async fn write(
         &self,
         target: u32,
@@ -263,31 +394,39 @@ impl OstClient {
         let data = data.into();
         // The region lives until the reply: the server pulls from it meanwhile.
         let region = self.node.regions().register_source(data.clone())?;
-        let data = data.into_data();
-        let buffer = Some(region.describe_all(self.checksum).to_proto());
-        let request = pb::WriteRequest {
-            target,
+        let buffer = region.describe_all(self.checksum);
+        let kept = Kept {
             object,
             offset,
-            buffer,
-            client: self.client,
-            replay_transno: 0,
+            data: KeptData::Data(data.into_data()),
         };
-        let reply = self
-            .call(opcode::WRITE, request.encode_to_vec().into())
-            .await?;
-        self.note(
-            target,
-            &reply,
-            Some(Kept {
-                object,
-                offset,
-                data,
-            }),
-        );
-        Ok(Stamp {
+        let reply = self.write_kept(target, kept, buffer).await?;
+        drop(region);
+        Ok(Stamp::of(&reply))
+    }
+
+    /// Writes the bytes `buffer` names — another node's memory — at `offset` of `object` on
+    /// `target`: the server pulls them from the buffer's owner. Only the descriptor is kept,
+    /// so the owner must keep its region registered until the write is committed: replay
+    /// pulls from it again.
+    pub async fn write_by_descriptor(
+        &self,
+        target: u32,
+        object: u64,
+        offset: u64,
+        buffer: BufferDescriptor,
+    ) -> Result<DescriptorReply, FabricError> {
+        let kept = Kept {
+            object,
+            offset,
+            data: KeptData::Descriptor(buffer),
+        };
+        let reply = self.write_kept(target, kept, buffer).await?;
+        Ok(DescriptorReply {
             transno: reply.transno,
             last_committed: reply.last_committed,
+            bytes: buffer.length,
+            checksum: reply.checksum,
         })
     }
 
@@ -299,28 +438,21 @@ impl OstClient {
         transno: u64,
         kept: &Kept,
     ) -> Result<pb::OpReply, FabricError> {
-        let region = self.node.regions().register_source(kept.data.clone())?;
-        let buffer = Some(region.describe_all(self.checksum).to_proto());
-        let request = pb::WriteRequest {
-            target,
-            object: kept.object,
-            offset: kept.offset,
-            buffer,
-            client: self.client,
-            replay_transno: transno,
+        // Kept bytes are registered again and live until the reply (`_region`); a descriptor
+        // names memory its owner still holds, or the pull fails.
+        let (buffer, _region) = match &kept.data {
+            KeptData::Data(data) => {
+                let region = self.node.regions().register_source(data.clone())?;
+                (region.describe_all(self.checksum), Some(region))
+            }
+            KeptData::Descriptor(buffer) => (*buffer, None),
         };
+        let body = self.write_request(target, kept.object, kept.offset, buffer, transno);
         let reply = self
             .node
-            .call(
-                self.server,
-                OST_PORTAL,
-                opcode::WRITE,
-                request.encode_to_vec().into(),
-            )
+            .call(self.server, OST_PORTAL, opcode::WRITE, body)
             .await?;
-        pb::OpReply::decode(reply.as_ref()).map_err(|_| FabricError::MalformedFrame {
-            why: "undecodable OST reply",
-        })
+        Self::decode(&reply)
     }
 
     /// Reads up to `length` bytes at `offset` (fewer at the end of the object).
@@ -358,6 +490,38 @@ impl OstClient {
         Ok(data)
     }
 
+    /// Reads up to `buffer.length` bytes at `offset` of `object` on `target` into the memory
+    /// `buffer` names: the server pushes them to the buffer's owner.
+    pub async fn read_by_descriptor(
+        &self,
+        target: u32,
+        object: u64,
+        offset: u64,
+        buffer: BufferDescriptor,
+    ) -> Result<DescriptorReply, FabricError> {
+        let body = pb::ReadRequest {
+            target,
+            object,
+            offset,
+            buffer: Some(buffer.to_proto()),
+        }
+        .encode_to_vec()
+        .into();
+        let reply = self.call(opcode::READ, body).await?;
+        if reply.bytes > buffer.length {
+            return Err(FabricError::MalformedFrame {
+                why: "OST read reply claims more bytes than asked",
+            });
+        }
+        self.note_committed(target, reply.last_committed);
+        Ok(DescriptorReply {
+            transno: 0,
+            last_committed: reply.last_committed,
+            bytes: reply.bytes,
+            checksum: reply.checksum,
+        })
+    }
+
     /// The object's size.
     pub async fn getattr(&self, target: u32, object: u64) -> Result<u64, FabricError> {
         let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
@@ -373,34 +537,19 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let reply = self.call(opcode::PUNCH, body).await?;
-        self.note(target, &reply, None);
-        Ok(Stamp {
-            transno: reply.transno,
-            last_committed: reply.last_committed,
-        })
+        self.call_noted(target, opcode::PUNCH, body).await
     }
 
     /// Removes the object.
     pub async fn destroy(&self, target: u32, object: u64) -> Result<Stamp, FabricError> {
         let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
-        let reply = self.call(opcode::DESTROY, body).await?;
-        self.note(target, &reply, None);
-        Ok(Stamp {
-            transno: reply.transno,
-            last_committed: reply.last_committed,
-        })
+        self.call_noted(target, opcode::DESTROY, body).await
     }
 
     /// Commits the target's journal: afterwards nothing this client kept for it is needed.
     pub async fn sync(&self, target: u32) -> Result<Stamp, FabricError> {
         let body = pb::SyncRequest { target }.encode_to_vec().into();
-        let reply = self.call(opcode::SYNC, body).await?;
-        self.note(target, &reply, None);
-        Ok(Stamp {
-            transno: reply.transno,
-            last_committed: reply.last_committed,
-        })
+        self.call_noted(target, opcode::SYNC, body).await
     }
 
     /// Reconnects; if the server restarted, replays every kept write in transno order and
@@ -423,16 +572,20 @@ impl OstClient {
             match self.replay_write(target, transno, &write).await {
                 Ok(stamp) => {
                     report.replayed += 1;
-                    self.note(target, &stamp, None);
+                    self.replayed.fetch_add(1, Ordering::Relaxed);
+                    self.note_committed(target, stamp.last_committed);
                 }
-                Err(FabricError::Remote { code, message, .. }) if code == errno::ESTALE => {
+                // Evicted, or a descriptor's memory is gone: the acknowledged write is lost.
+                // Say so.
+                Err(FabricError::Remote { code, message, .. }) if write.data.lost_by(code) => {
                     warn!(server = %self.server, target, transno, "kept write lost: {message}");
                     report.lost.push((target, transno));
-                    let mut state = self.state.lock().expect("client state lock poisoned");
-                    if let Some(k) = state.kept.remove(&(target, transno)) {
-                        self.kept_bytes
-                            .fetch_sub(k.data.len() as u64, Ordering::Relaxed);
-                    }
+                    let pinned = self
+                        .state
+                        .lock()
+                        .expect("client state lock poisoned")
+                        .forget((target, transno));
+                    self.kept_bytes.fetch_sub(pinned, Ordering::Relaxed);
                 }
                 Err(e) => return Err(e),
             }
@@ -443,5 +596,43 @@ impl OstClient {
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor() -> KeptData {
+        KeptData::Descriptor(BufferDescriptor {
+            owner: "17@mem0".parse().unwrap(),
+            region: 42,
+            offset: 0,
+            length: 4096,
+            checksum: None,
+            checksum_kind: ChecksumKind::Crc32,
+        })
+    }
+
+    #[test]
+    fn only_bytes_held_here_count_as_pinned() {
+        assert_eq!(
+            KeptData::Data(Bytes::from(vec![7; 4096])).pinned_bytes(),
+            4096
+        );
+        assert_eq!(descriptor().pinned_bytes(), 0, "the owner pins those");
+    }
+
+    #[test]
+    fn a_descriptor_whose_memory_is_gone_is_lost_but_our_own_bytes_cannot_be() {
+        let data = KeptData::Data(Bytes::from_static(b"kept"));
+        assert!(data.lost_by(errno::ESTALE), "evicted");
+        assert!(!data.lost_by(errno::ENOENT), "an error, not a loss");
+        assert!(descriptor().lost_by(errno::ESTALE), "evicted");
+        assert!(
+            descriptor().lost_by(errno::ENOENT),
+            "the owner dropped its region"
+        );
+        assert!(!descriptor().lost_by(errno::EIO));
     }
 }

@@ -9,7 +9,8 @@
 //! before new requests are served.
 //!
 //! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
-//! - [`client`]: [`OstClient`], which keeps uncommitted writes and replays them.
+//! - [`client`]: [`OstClient`], which keeps uncommitted writes — their bytes, or a descriptor
+//!   of another node's memory — and replays them.
 //! - [`params`]: `obdfilter.*` parameters on the admin tree.
 //! - [`role`]: `iopath oss`, an OSS as a process of its own.
 
@@ -36,7 +37,7 @@ use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery};
 
-pub use client::OstClient;
+pub use client::{DescriptorReply, OstClient};
 
 /// The portal OSS requests go to.
 pub const OST_PORTAL: u32 = 46;
