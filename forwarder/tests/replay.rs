@@ -92,3 +92,35 @@ async fn ufs_writes_are_replayed_from_the_fyods_own_copies() {
         "committed: nothing kept"
     );
 }
+
+/// A compute node that let go of its memory before the server came back cannot have its
+/// pieces pulled again: the fyod says the acknowledged writes were lost, never answers as if
+/// they were there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_piece_whose_compute_node_let_go_is_reported_lost() {
+    let mut stack = Stack::start(options(FileSystem::Pfs)).await;
+    let (writer, writer_node) = stack.client_with_node(0, 1).await;
+    let file = writer.open("/gone", create(FileSystem::Pfs)).await.unwrap();
+    file.write_at(0, pattern(5, 4 * MIB)).await.unwrap();
+    assert_eq!(
+        writer.kept_bytes(),
+        4 * MIB,
+        "acknowledged, uncommitted: pinned"
+    );
+    // The compute node drops its client, and with it the regions it kept pinned; the node
+    // itself stays up, so the server reaches it and finds no region.
+    drop(file);
+    drop(writer);
+
+    stack.crash_and_restart_oss(0).await;
+
+    let reader = stack.client(0, 2).await;
+    let file = reader.open("/gone", OpenOptions::default()).await.unwrap();
+    let error = file.read_at(0, 4 * MIB).await.unwrap_err().to_string();
+    println!("{error}");
+    assert!(error.contains("lost"), "the loss is reported: {error}");
+    // Reported once: the fyod has let the lost writes go, and the file is served again.
+    let again = file.read_at(0, 4 * MIB).await.unwrap();
+    assert_eq!(again.len() as u64, 4 * MIB);
+    drop(writer_node);
+}
