@@ -122,11 +122,6 @@ impl Checksummed {
         }
     }
 
-    /// The bytes.
-    pub fn data(&self) -> &Bytes {
-        &self.data
-    }
-
     /// The bytes, without the checksum.
     pub fn into_data(self) -> Bytes {
         self.data
@@ -145,13 +140,6 @@ impl Checksummed {
     /// The checksum of all the bytes and its kind, when known.
     pub fn known_checksum(&self) -> Option<(ChecksumKind, u32)> {
         self.checksum
-    }
-
-    /// The checksum of all the bytes, when it is known and of `kind`.
-    pub fn checksum(&self, kind: ChecksumKind) -> Option<u32> {
-        self.checksum
-            .filter(|(k, _)| *k == kind)
-            .map(|(_, crc)| crc)
     }
 }
 
