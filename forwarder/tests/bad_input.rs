@@ -309,3 +309,43 @@ async fn a_ufs_fyod_refuses_striped_files() {
     let file = client.open("/narrow", create()).await.unwrap();
     assert_eq!(file.layout().objects.len(), 1);
 }
+
+/// COMMIT names targets; a peer's list is taken at its word only once per target, and an
+/// unknown target is refused before any storage server is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_syncs_each_named_target_once_and_refuses_unknown_ones() {
+    let stack = Stack::start(Options::default()).await;
+    let fyod = stack.fyods[0].nid();
+    let (client, node) = stack.client_with_node(0, 1).await;
+    let file = client.open("/c", create()).await.unwrap();
+    file.write_at(0, pattern(3, MIB)).await.unwrap();
+    let before = stack.fyods[0].stats().ost_requests;
+    // 100,000 names of targets 0 and 1: two syncs.
+    let repeated = pb::CommitRequest {
+        targets: (0..100_000).map(|i| i % 2).collect(),
+    };
+    node.call(
+        fyod,
+        FYOD_PORTAL,
+        opcode::COMMIT,
+        prost::Message::encode_to_vec(&repeated).into(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        stack.fyods[0].stats().ost_requests - before,
+        2,
+        "each target once"
+    );
+    let unknown = pb::CommitRequest {
+        targets: vec![0, 7_000],
+    };
+    let before = stack.fyods[0].stats().ost_requests;
+    let (code, message) = raw(&node, fyod, opcode::COMMIT, unknown).await;
+    assert_ne!(code, 0, "{message}");
+    assert_eq!(
+        stack.fyods[0].stats().ost_requests,
+        before,
+        "nothing sent for a list with an unknown target: {message}"
+    );
+}

@@ -17,22 +17,33 @@
 //! it tells clients so they can release pinned memory — is the highest either connection has
 //! seen.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use iopath_fabric::{BufferDescriptor, Nid, Node};
+use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_mds::error::errno::EEXIST;
 use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
 use iopath_storage_server::service::{DescriptorReply, OstClient};
 use tokio::sync::OnceCell;
+use tokio::task::JoinSet;
 
 use crate::error::Result;
 use crate::policy::targets::{StorageTarget, TargetMap};
 
 /// Set in the fyod's id to name its descriptor link at a storage server.
 pub(crate) const LINK_ID_BIT: u64 = 1 << 48;
+
+/// Which way a descriptor-named transfer's bytes move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// The server pulls from the compute node.
+    Write,
+    /// The server pushes into the compute node.
+    Read,
+}
 
 /// Both connections to one storage server.
 #[derive(Debug)]
@@ -167,72 +178,94 @@ impl Backend {
         Ok((attributes, created))
     }
 
+    /// Runs `call` for every key on its target's server, all at once, and returns each key
+    /// with its outcome, in key order, once every call has finished. Every key's target is
+    /// located first, so an unknown target fails before anything is sent. Keys are few: the
+    /// objects of one layout or distinct targets, both bounded by the target map.
+    async fn on_each<K, R, Fut>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+        target_of: impl Fn(&K) -> u32,
+        call: impl Fn(Arc<Server>, StorageTarget, K) -> Fut,
+    ) -> Result<Vec<(K, std::result::Result<R, FabricError>)>>
+    where
+        K: Clone + Send + 'static,
+        R: Send + 'static,
+        Fut: Future<Output = std::result::Result<R, FabricError>> + Send + 'static,
+    {
+        let mut located = Vec::new();
+        for key in keys {
+            let (location, server) = self.locate(target_of(&key)).await?;
+            located.push((key, location, server));
+        }
+        let mut calls = JoinSet::new();
+        for (index, (key, location, server)) in located.into_iter().enumerate() {
+            self.ost_requests.fetch_add(1, Ordering::Relaxed);
+            let pending = call(server, location, key.clone());
+            calls.spawn(async move { (index, key, pending.await) });
+        }
+        let mut outcomes = Vec::with_capacity(calls.len());
+        // Bounded: one result per key.
+        while let Some(joined) = calls.join_next().await {
+            // The tasks are never aborted: a join error is a panic, passed on as one.
+            outcomes.push(joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())));
+        }
+        outcomes.sort_unstable_by_key(|(index, ..)| *index);
+        Ok(outcomes
+            .into_iter()
+            .map(|(_, key, outcome)| (key, outcome))
+            .collect())
+    }
+
     /// Creates every object in `objects` that does not exist yet, on all their targets at
     /// once: each create waits for its target's commit, and a file's open should wait for
     /// one commit, not one per stripe.
     async fn ensure_objects(&self, objects: &[ObjectRef]) -> Result<()> {
-        let mut creates = tokio::task::JoinSet::new();
-        for &object in objects {
-            let (location, server) = self.locate(object.target).await?;
-            self.ost_requests.fetch_add(1, Ordering::Relaxed);
-            creates.spawn(async move {
-                let created = server
-                    .ost
-                    .create(location.local_index, object.object_id)
-                    .await;
-                (object, created)
-            });
-        }
-        let mut first_error = None;
-        // Bounded: one result per object of the layout, which the MDS bounds.
-        while let Some(joined) = creates.join_next().await {
-            // The tasks are never aborted: a join error is a panic, passed on as one.
-            let (object, created) =
-                joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-            match created {
+        let created = self
+            .on_each(
+                objects.iter().copied(),
+                |o| o.target,
+                |server, location, o| async move {
+                    server.ost.create(location.local_index, o.object_id).await
+                },
+            )
+            .await?;
+        for (object, outcome) in created {
+            match outcome {
                 Ok(stamp) => self.note_committed(object.target, stamp.last_committed),
                 Err(e) if e.errno() == EEXIST => {}
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
+                Err(e) => return Err(e.into()),
             }
         }
-        match first_error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
-    /// PFS write: the server holding `object` pulls `buffer` (a compute node's memory).
-    pub(crate) async fn write_by_descriptor(
+    /// PFS I/O by descriptor: the server holding `object` pulls `buffer` (a compute node's
+    /// memory) for a write, or pushes into it for a read.
+    pub(crate) async fn by_descriptor(
         &self,
+        direction: Direction,
         object: ObjectRef,
         offset: u64,
         buffer: BufferDescriptor,
     ) -> Result<DescriptorReply> {
         let (location, server) = self.locate(object.target).await?;
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        let reply = server
-            .link
-            .write_by_descriptor(location.local_index, object.object_id, offset, buffer)
-            .await?;
-        self.note_committed(object.target, reply.last_committed);
-        Ok(reply)
-    }
-
-    /// PFS read: the server holding `object` pushes into `buffer` (a compute node's memory).
-    pub(crate) async fn read_by_descriptor(
-        &self,
-        object: ObjectRef,
-        offset: u64,
-        buffer: BufferDescriptor,
-    ) -> Result<DescriptorReply> {
-        let (location, server) = self.locate(object.target).await?;
-        self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        let reply = server
-            .link
-            .read_by_descriptor(location.local_index, object.object_id, offset, buffer)
-            .await?;
+        let (target, id) = (location.local_index, object.object_id);
+        let reply = match direction {
+            Direction::Write => {
+                server
+                    .link
+                    .write_by_descriptor(target, id, offset, buffer)
+                    .await?
+            }
+            Direction::Read => {
+                server
+                    .link
+                    .read_by_descriptor(target, id, offset, buffer)
+                    .await?
+            }
+        };
         self.note_committed(object.target, reply.last_committed);
         Ok(reply)
     }
@@ -269,26 +302,45 @@ impl Backend {
             .await?)
     }
 
-    /// An object's size.
-    pub(crate) async fn object_size(&self, object: ObjectRef) -> Result<u64> {
-        let (location, server) = self.locate(object.target).await?;
-        self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        Ok(server
-            .ost
-            .getattr(location.local_index, object.object_id)
-            .await?)
+    /// The sizes of `objects`, asked of their servers all at once, in order.
+    pub(crate) async fn object_sizes(&self, objects: &[ObjectRef]) -> Result<Vec<u64>> {
+        let sizes = self
+            .on_each(
+                objects.iter().copied(),
+                |o| o.target,
+                |server, location, o| async move {
+                    server.ost.getattr(location.local_index, o.object_id).await
+                },
+            )
+            .await?;
+        sizes
+            .into_iter()
+            .map(|(_, size)| size.map_err(Into::into))
+            .collect()
     }
 
-    /// Commits `target`'s journal; afterwards everything written to it is durable.
-    pub(crate) async fn sync_target(&self, target: u32) -> Result<()> {
-        let (location, server) = self.locate(target).await?;
-        self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        let stamp = server.ost.sync(location.local_index).await?;
-        // The link's kept descriptors up to here are durable too.
-        server
-            .link
-            .note_committed(location.local_index, stamp.last_committed);
-        self.note_committed(target, stamp.last_committed);
+    /// Commits the journals of `targets` (each once, however often named; an unknown one
+    /// fails before anything is sent), all at once; afterwards everything written to them is
+    /// durable.
+    pub(crate) async fn sync_targets(&self, targets: impl IntoIterator<Item = u32>) -> Result<()> {
+        let distinct: BTreeSet<u32> = targets.into_iter().collect();
+        let synced = self
+            .on_each(
+                distinct,
+                |t| *t,
+                |server, location, _| async move {
+                    let stamp = server.ost.sync(location.local_index).await?;
+                    // The link's kept descriptors up to here are durable too.
+                    server
+                        .link
+                        .note_committed(location.local_index, stamp.last_committed);
+                    Ok(stamp)
+                },
+            )
+            .await?;
+        for (target, stamp) in synced {
+            self.note_committed(target, stamp?.last_committed);
+        }
         Ok(())
     }
 }

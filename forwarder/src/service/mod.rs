@@ -38,7 +38,7 @@ use crate::error::{ForwarderError, Result};
 use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits};
 use crate::modes::{CallKind, FileSystem, IoMode};
 use crate::policy::pfs::StripeMap;
-use backend::Backend;
+use backend::{Backend, Direction};
 use dispatch::Dispatch;
 use files::{OpenFile, OpenFiles};
 use tokens::Tokens;
@@ -250,12 +250,20 @@ impl FyodService {
                 .encode_to_vec()
                 .into(),
             opcode::WRITE => self
-                .write(source, decode(body)?)
+                .transfer(
+                    source,
+                    Direction::Write,
+                    decode::<pb::WriteRequest>(body)?.into(),
+                )
                 .await?
                 .encode_to_vec()
                 .into(),
             opcode::READ => self
-                .read(source, decode(body)?)
+                .transfer(
+                    source,
+                    Direction::Read,
+                    decode::<pb::ReadRequest>(body)?.into(),
+                )
                 .await?
                 .encode_to_vec()
                 .into(),
@@ -266,9 +274,8 @@ impl FyodService {
                 .into(),
             opcode::COMMIT => {
                 let op: pb::CommitRequest = decode(body)?;
-                for target in op.targets {
-                    self.backend.sync_target(target).await?;
-                }
+                // Each named target once, all at once; an unknown one is refused.
+                self.backend.sync_targets(op.targets).await?;
                 pb::CallReply {
                     committed: self.committed(),
                     ..pb::CallReply::default()
@@ -463,7 +470,14 @@ impl FyodService {
         result
     }
 
-    async fn write(&self, source: Nid, op: pb::WriteRequest) -> Result<pb::CallReply> {
+    /// A write or a read: in its place in the handle's order, under the file's token, by PFS
+    /// or UFS.
+    async fn transfer(
+        &self,
+        source: Nid,
+        direction: Direction,
+        op: Transfer,
+    ) -> Result<pb::CallReply> {
         let file = self.files.get(op.handle, source)?;
         let file: &OpenFile = &file;
         let (kind, kind_ok) = Self::kind_of(file, op.call);
@@ -473,44 +487,24 @@ impl FyodService {
                 kind_ok?;
                 // Checked inside the call, so a refused call still takes its place in order.
                 let buffer = self.buffer(op.buffer)?;
+                let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
+                let (backend, node, offset) = (&self.backend, &self.node, op.offset);
                 self.with_token(file, |token| async move {
-                    match self.config.mode {
-                        FileSystem::Pfs => {
-                            let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
-                            pfs::write(&self.backend, file, op.offset, buffer, in_flight).await
+                    match (self.config.mode, direction) {
+                        (FileSystem::Pfs, Direction::Write) => {
+                            pfs::write(backend, file, offset, buffer, in_flight).await
                         }
-                        FileSystem::Ufs => {
+                        (FileSystem::Pfs, Direction::Read) => {
+                            pfs::read(backend, file, offset, buffer, in_flight).await
+                        }
+                        (FileSystem::Ufs, Direction::Write) => {
                             self.ufs
-                                .write(&self.backend, &self.node, file, op.offset, buffer, token)
+                                .write(backend, node, file, offset, buffer, token)
                                 .await
                         }
-                    }
-                })
-                .await
-            })
-            .await?;
-        reply.committed = self.committed();
-        Ok(reply)
-    }
-
-    async fn read(&self, source: Nid, op: pb::ReadRequest) -> Result<pb::CallReply> {
-        let file = self.files.get(op.handle, source)?;
-        let file: &OpenFile = &file;
-        let (kind, kind_ok) = Self::kind_of(file, op.call);
-        let mut reply = self
-            .dispatch
-            .run(file.handle, op.seq, kind, async {
-                kind_ok?;
-                let buffer = self.buffer(op.buffer)?;
-                self.with_token(file, |token| async move {
-                    match self.config.mode {
-                        FileSystem::Pfs => {
-                            let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
-                            pfs::read(&self.backend, file, op.offset, buffer, in_flight).await
-                        }
-                        FileSystem::Ufs => {
+                        (FileSystem::Ufs, Direction::Read) => {
                             self.ufs
-                                .read(&self.backend, &self.node, file, op.offset, buffer, token)
+                                .read(backend, node, file, offset, buffer, token)
                                 .await
                         }
                     }
@@ -587,4 +581,52 @@ fn derive_id(nid: Nid) -> u64 {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     (0xF7 << 56) | (hash & 0x00FF_FFFF_FFFF_FFFF & !backend::LINK_ID_BIT)
+}
+
+/// A write or read request: the two have the same fields on the wire.
+#[derive(Debug)]
+struct Transfer {
+    handle: u64,
+    seq: u64,
+    call: i32,
+    offset: u64,
+    buffer: Option<iopath_proto::fabric::BufferDescriptor>,
+}
+
+impl From<pb::WriteRequest> for Transfer {
+    fn from(op: pb::WriteRequest) -> Transfer {
+        let pb::WriteRequest {
+            handle,
+            seq,
+            call,
+            offset,
+            buffer,
+        } = op;
+        Transfer {
+            handle,
+            seq,
+            call,
+            offset,
+            buffer,
+        }
+    }
+}
+
+impl From<pb::ReadRequest> for Transfer {
+    fn from(op: pb::ReadRequest) -> Transfer {
+        let pb::ReadRequest {
+            handle,
+            seq,
+            call,
+            offset,
+            buffer,
+        } = op;
+        Transfer {
+            handle,
+            seq,
+            call,
+            offset,
+            buffer,
+        }
+    }
 }

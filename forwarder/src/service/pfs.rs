@@ -30,20 +30,11 @@ use iopath_proto::fyod as pb;
 use iopath_storage_server::service::DescriptorReply;
 use tokio::task::JoinSet;
 
-use super::backend::Backend;
+use super::backend::{Backend, Direction};
 use super::files::OpenFile;
 use crate::error::{ForwarderError, Result};
 use crate::limits::PFS_PIECE_MAX_BYTES;
 use crate::policy::pfs::{Piece, visible_bytes};
-
-/// Which way the pieces' bytes move.
-#[derive(Debug, Clone, Copy)]
-enum Direction {
-    /// The servers pull from the client.
-    Write,
-    /// The servers push into the client.
-    Read,
-}
 
 /// Sends every piece, at most `in_flight_max` at once; the replies in piece order.
 async fn each_piece(
@@ -62,26 +53,14 @@ async fn each_piece(
             let piece = pieces[next];
             let index = next;
             tasks.spawn(async move {
-                let reply = match direction {
-                    Direction::Write => {
-                        backend
-                            .write_by_descriptor(
-                                piece.object,
-                                piece.object_offset_bytes,
-                                piece.buffer,
-                            )
-                            .await
-                    }
-                    Direction::Read => {
-                        backend
-                            .read_by_descriptor(
-                                piece.object,
-                                piece.object_offset_bytes,
-                                piece.buffer,
-                            )
-                            .await
-                    }
-                };
+                let reply = backend
+                    .by_descriptor(
+                        direction,
+                        piece.object,
+                        piece.object_offset_bytes,
+                        piece.buffer,
+                    )
+                    .await;
                 (index, reply)
             });
             next += 1;
@@ -188,22 +167,18 @@ pub(crate) async fn read(
     })
 }
 
-/// The file's size, glimpsed from its objects' sizes.
+/// The file's size, glimpsed from its objects' sizes (asked of all at once).
 pub(crate) async fn size(backend: &Backend, file: &OpenFile) -> Result<u64> {
-    let objects = &file.stripes.file_layout().objects;
-    let mut sizes = Vec::with_capacity(objects.len());
-    for object in objects {
-        sizes.push(backend.object_size(*object).await?);
-    }
+    let sizes = backend
+        .object_sizes(&file.stripes.file_layout().objects)
+        .await?;
     file.stripes.file_size_bytes(&sizes)
 }
 
-/// Commits every target the file has an object on.
+/// Commits every target the file has an object on, all at once.
 pub(crate) async fn fsync(backend: &Backend, file: &OpenFile) -> Result<()> {
-    for object in &file.stripes.file_layout().objects {
-        backend.sync_target(object.target).await?;
-    }
-    Ok(())
+    let targets = file.stripes.file_layout().objects.iter().map(|o| o.target);
+    backend.sync_targets(targets).await
 }
 
 /// `crc` extended by `count` zero bytes (the holes a read returns).

@@ -339,7 +339,7 @@ impl Ufs {
     pub(crate) async fn fsync(&self, backend: &Backend, file: &OpenFile) -> Result<()> {
         let _file = self.lock(file.ino).await;
         self.flush_file(backend, file).await?;
-        backend.sync_target(file.first_object().target).await
+        backend.sync_targets([file.first_object().target]).await
     }
 
     /// close: held-back bytes to storage (not committed: close is not fsync).
@@ -352,6 +352,7 @@ impl Ufs {
     pub(crate) async fn size(&self, backend: &Backend, file: &OpenFile) -> Result<u64> {
         let _file = self.lock(file.ino).await;
         self.flush_file(backend, file).await?;
-        backend.object_size(file.first_object()).await
+        let sizes = backend.object_sizes(&[file.first_object()]).await?;
+        Ok(sizes[0])
     }
 }
