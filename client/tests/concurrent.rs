@@ -43,14 +43,14 @@ async fn sixteen_clients_write_a_file_each() {
                 offset += n;
             }
             file.close().await.unwrap();
-            (path, len)
+            (rank, path, len)
         }));
     }
     let mut targets_used = std::collections::BTreeSet::new();
     for task in tasks {
-        let (path, len) = task.await.unwrap();
+        let (rank, path, len) = task.await.unwrap();
         // Read by another client than the writer.
-        let reader = &clients[(path.len() + 3) % clients.len()];
+        let reader = &clients[(rank + 1) % clients.len()];
         let file = reader.open(&path).await.unwrap();
         targets_used.insert(file.layout().stripe_offset());
         assert_eq!(file.size().await.unwrap(), len, "{path}");

@@ -169,6 +169,11 @@ async fn crash_under_load(journal: &str, seed: u64) {
             kept_at_kill, 0,
             "sync mode keeps nothing: every reply came after its commit"
         );
+    } else {
+        assert!(
+            kept_at_kill > 0,
+            "async mode: the kill found acknowledged writes uncommitted, so replay was needed"
+        );
     }
     stop(server);
 }
