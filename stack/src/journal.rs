@@ -69,13 +69,14 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                                 .map(|v| v.into_iter().next().map(|p| p.value).unwrap_or_default())
                         }
                     };
-                    let last = get(param("last_committed")).await?;
-                    let stats = get(param("stats")).await?;
+                    let (last, commits) = (param("last_committed"), param("commits"));
+                    let last_committed = number(&last, &get(last.clone()).await?)?;
+                    let commits = number(&commits, &get(commits.clone()).await?)?;
                     out.push(TargetJournal {
                         target: ost_name(global),
                         oss: child.name.clone(),
-                        commits: field(&stats, "commits").unwrap_or(0),
-                        last_committed: last.trim().parse().unwrap_or(0),
+                        commits,
+                        last_committed,
                     });
                 }
             }
@@ -84,21 +85,21 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
     Ok(out)
 }
 
-/// The number after `name:` in a `{:#?}` dump (`commits: 12,`).
-fn field(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let rest = line.trim().strip_prefix(name)?.strip_prefix(':')?;
-        rest.trim().trim_end_matches(',').parse().ok()
-    })
+/// Parameter `name`'s `value` as a count: a figure that is missing or does not parse is an
+/// error, never a zero.
+fn number(name: &str, value: &str) -> Result<u64, StackError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| StackError::io(format!("get {name}"), format!("not a number: {value:?}")))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn reads_a_debug_dump() {
-        let dump = "OstStats {\n    last_committed: Transno(\n        7,\n    ),\n    journal: JournalCounters {\n        commits: 12,\n        records_committed: 40,\n    },\n}\n";
-        assert_eq!(super::field(dump, "commits"), Some(12));
-        assert_eq!(super::field(dump, "records_committed"), Some(40));
-        assert_eq!(super::field(dump, "missing"), None);
+    fn a_count_that_is_missing_or_not_a_number_is_an_error() {
+        assert_eq!(super::number("x.commits", "12\n").unwrap(), 12);
+        assert!(super::number("x.commits", "").is_err());
+        assert!(super::number("x.commits", "OstStats {").is_err());
     }
 }

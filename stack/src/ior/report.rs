@@ -172,7 +172,7 @@ pub struct IopathFacts {
     pub modeled: String,
     /// Bytes read back and checked word by word.
     pub verified_bytes: u64,
-    /// Journal commits on all targets during the run (embedded mode), or `None`.
+    /// Journal commits on all targets during the run, as the storage servers count them.
     pub journal_commits: Option<u64>,
     /// The baselines.
     pub baselines: Baselines,

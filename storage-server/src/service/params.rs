@@ -1,5 +1,6 @@
 //! The OSS's parameters on the admin tree, named as Lustre's: `obdfilter.OST0000.sync_journal`
-//! (writable: 1 for sync commits, 0 for async), `last_committed`, `stats`.
+//! (writable: 1 for sync commits, 0 for async), `last_committed`, `commits` (journal commits
+//! so far), `stats`.
 
 use std::sync::Arc;
 
@@ -35,6 +36,16 @@ pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
             Param::read_only(move || {
                 lc.upgrade()
                     .map(|o| o.targets()[position].last_committed().0.to_string())
+                    .unwrap_or_default()
+            }),
+        )?;
+        let commits = weak.clone();
+        tree.register(
+            &name("commits"),
+            Param::read_only(move || {
+                commits
+                    .upgrade()
+                    .map(|o| o.targets()[position].stats().journal.commits.to_string())
                     .unwrap_or_default()
             }),
         )?;
