@@ -78,14 +78,65 @@ pub struct ProcessStack {
     stack_file: PathBuf,
     children: Vec<ChildNode>,
     storage: StorageDir,
+    /// The ports of nodes not started yet.
+    held: std::sync::Mutex<HeldPorts>,
 }
 
-/// Picks a free loopback port for each numbered address of `stack`: every listener stays
-/// bound until all are chosen, so no two interfaces get the same port.
-pub fn resolve_ports(stack: &Stack) -> Result<Stack, StackError> {
+/// The lowest port `free_port` picks from.
+const PICKED_PORT_MIN: u16 = 20_000;
+
+/// A loopback listener on a free port, picked at random *below* the kernel's ephemeral range
+/// where there is room: the kernel never hands those to another socket (a connect, a bind to
+/// port 0), so between the moment a port is let go and the moment its node binds it, only
+/// another caller of this function could take it, and it picks at random among thousands.
+/// Falls back to an ephemeral port where the range leaves no room.
+fn free_port() -> std::io::Result<TcpListener> {
+    let ephemeral_min = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok());
+    if let Some(min) = ephemeral_min.filter(|&min| min > PICKED_PORT_MIN + 1000) {
+        let span = u64::from(min - PICKED_PORT_MIN);
+        // Bounded: a few hundred tries among thousands of mostly free ports.
+        for _ in 0..256 {
+            let port = PICKED_PORT_MIN + (random_u64() % span) as u16;
+            if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(listener);
+            }
+        }
+    }
+    TcpListener::bind("127.0.0.1:0")
+}
+
+/// A random number from the standard library's per-process random hash keys.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    hasher.finish()
+}
+
+/// Ports chosen for a stack's nodes, still bound: a node's are let go only right before the
+/// node binds them itself, so nothing else on the machine can take them in between.
+#[derive(Debug, Default)]
+pub struct HeldPorts(Vec<(String, TcpListener)>);
+
+impl HeldPorts {
+    /// Lets go of `node`'s ports, for it to bind them.
+    pub fn release(&mut self, node: &str) {
+        self.0.retain(|(name, _)| name != node);
+    }
+}
+
+/// Picks a free loopback port for each numbered address of `stack` and keeps each bound
+/// (every listener stays bound until all are chosen, so no two interfaces get the same port).
+pub fn resolve_ports(stack: &Stack) -> Result<(Stack, HeldPorts), StackError> {
     let mut held = Vec::new();
     let resolved = stack.with_sockets(|node, network| {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| {
+        let listener = free_port().map_err(|e| {
             StackError::system(
                 format!("find a free loopback port for {node} on {network}"),
                 e,
@@ -94,11 +145,10 @@ pub fn resolve_ports(stack: &Stack) -> Result<Stack, StackError> {
         let addr = listener
             .local_addr()
             .map_err(|e| StackError::system("read a loopback port", e))?;
-        held.push(listener);
+        held.push((node.to_owned(), listener));
         Ok(addr)
     })?;
-    drop(held);
-    Ok(resolved)
+    Ok((resolved, HeldPorts(held)))
 }
 
 impl ProcessStack {
@@ -111,8 +161,8 @@ impl ProcessStack {
         storage: StorageDir,
         launcher: &Launcher,
     ) -> Result<ProcessStack, StackError> {
-        let resolved = if stack.is_tcp() {
-            stack.clone()
+        let (resolved, held) = if stack.is_tcp() {
+            (stack.clone(), HeldPorts::default())
         } else {
             resolve_ports(stack)?
         };
@@ -127,6 +177,7 @@ impl ProcessStack {
             stack_file,
             children: Vec::new(),
             storage,
+            held: std::sync::Mutex::new(held),
         };
         for kind in START_ORDER {
             if kind == RoleName::Client {
@@ -168,6 +219,7 @@ impl ProcessStack {
     fn spawn(&self, index: usize, launcher: &Launcher) -> Result<Pending, StackError> {
         let spec = &self.stack.nodes[index];
         let dir = self.storage.node(&spec.name);
+        self.release_ports(&spec.name);
         let child = Command::new(&launcher.program)
             .args(&launcher.args)
             .arg("--stack")
@@ -267,11 +319,20 @@ impl ProcessStack {
         }
     }
 
+    fn release_ports(&self, node: &str) {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .release(node);
+    }
+
     /// Starts the stack's client nodes in this process, on their resolved loopback ports.
     pub async fn start_clients(&self) -> Result<Vec<RunningNode>, StackError> {
         let mut clients = Vec::new();
         for index in self.stack.nodes_of(RoleName::Client) {
-            let dir = self.storage.node(&self.stack.nodes[index].name);
+            let name = &self.stack.nodes[index].name;
+            let dir = self.storage.node(name);
+            self.release_ports(name);
             match RunningNode::start(&self.stack, index, &[], &dir).await {
                 Ok(node) => clients.push(node),
                 Err(e) => {
