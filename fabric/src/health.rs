@@ -27,10 +27,11 @@ pub(crate) async fn run(node: Weak<NodeInner>) {
             return;
         }
         let gateways: Vec<_> = {
+            let now = inner.epoch.elapsed();
             let mut routes = inner.routes.lock().expect("routes lock poisoned");
             let list: Vec<_> = routes.gateways().map(|(nid, _)| *nid).collect();
             for gateway in &list {
-                routes.ping_sent(*gateway);
+                routes.ping_sent(*gateway, now);
             }
             list
         };
@@ -65,11 +66,7 @@ pub(crate) async fn run(node: Weak<NodeInner>) {
         let dead = {
             let now = inner.epoch.elapsed();
             let mut routes = inner.routes.lock().expect("routes lock poisoned");
-            routes.expire(
-                now,
-                std::time::Duration::ZERO,
-                inner.limits.router_dead_timeout,
-            )
+            routes.expire(now, inner.limits.router_dead_timeout)
         };
         for gateway in dead {
             warn!(%gateway, timeout = ?inner.limits.router_dead_timeout, "router silent: marked down");

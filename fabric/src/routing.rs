@@ -73,6 +73,9 @@ pub struct Gateway {
     pub alive: bool,
     /// When it last answered a ping (time since the table's epoch).
     pub last_alive: Option<Duration>,
+    /// When it was first pinged: a gateway that never answered is silent since then, not
+    /// since the node started (a route added at run time gets a full timeout too).
+    pub first_ping: Option<Duration>,
     /// Pings sent to it.
     pub pings_sent: u64,
     /// Messages routed through it.
@@ -120,6 +123,7 @@ impl RouteTable {
         self.gateways.entry(spec.gateway).or_insert(Gateway {
             alive: true,
             last_alive: None,
+            first_ping: None,
             pings_sent: 0,
             messages: 0,
             downs: 0,
@@ -195,21 +199,25 @@ impl RouteTable {
         self.set_alive(gateway, true)
     }
 
-    /// Records a ping sent.
-    pub fn ping_sent(&mut self, gateway: Nid) {
+    /// Records a ping sent at `now`.
+    pub fn ping_sent(&mut self, gateway: Nid, now: Duration) {
         if let Some(state) = self.gateways.get_mut(&gateway) {
             state.pings_sent += 1;
+            state.first_ping.get_or_insert(now);
         }
     }
 
-    /// Marks down every gateway that has not answered for `dead_after` (counting from `since`
-    /// for gateways that never answered); returns those newly marked down.
-    pub fn expire(&mut self, now: Duration, since: Duration, dead_after: Duration) -> Vec<Nid> {
+    /// Marks down every gateway that has not answered for `dead_after` — since its last
+    /// answer, or since its first ping if it never answered; one never pinged is not judged —
+    /// and returns those newly marked down.
+    pub fn expire(&mut self, now: Duration, dead_after: Duration) -> Vec<Nid> {
         let stale: Vec<Nid> = self
             .gateways
             .iter()
             .filter(|(_, g)| {
-                g.alive && now.saturating_sub(g.last_alive.unwrap_or(since)) > dead_after
+                g.last_alive
+                    .or(g.first_ping)
+                    .is_some_and(|since| g.alive && now.saturating_sub(since) > dead_after)
             })
             .map(|(nid, _)| *nid)
             .collect();
@@ -343,15 +351,33 @@ mod tests {
         table.add(route("mem1", "1@mem0", 1, 0)).unwrap();
         table.add(route("mem1", "2@mem0", 1, 0)).unwrap();
         let s = Duration::from_secs;
+        table.ping_sent("1@mem0".parse().unwrap(), s(0));
+        table.ping_sent("2@mem0".parse().unwrap(), s(0));
         table.ping_answered("1@mem0".parse().unwrap(), s(10));
-        assert_eq!(
-            table.expire(s(12), s(0), s(5)),
-            vec!["2@mem0".parse().unwrap()]
+        assert_eq!(table.expire(s(12), s(5)), vec!["2@mem0".parse().unwrap()]);
+        assert_eq!(table.expire(s(16), s(5)), vec!["1@mem0".parse().unwrap()]);
+        assert!(table.expire(s(30), s(5)).is_empty(), "already down");
+    }
+
+    #[test]
+    fn a_gateway_added_late_gets_a_whole_timeout_from_its_first_ping() {
+        let mut table = RouteTable::new();
+        let s = Duration::from_secs;
+        let late: Nid = "3@mem0".parse().unwrap();
+        table.add(route("mem1", "3@mem0", 1, 0)).unwrap();
+        assert!(
+            table.expire(s(100), s(5)).is_empty(),
+            "never pinged: not judged"
+        );
+        table.ping_sent(late, s(100));
+        assert!(
+            table.expire(s(101), s(5)).is_empty(),
+            "its first ping has not timed out"
         );
         assert_eq!(
-            table.expire(s(16), s(0), s(5)),
-            vec!["1@mem0".parse().unwrap()]
+            table.expire(s(106), s(5)),
+            vec![late],
+            "silent for a whole timeout"
         );
-        assert!(table.expire(s(30), s(0), s(5)).is_empty(), "already down");
     }
 }
