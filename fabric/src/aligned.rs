@@ -210,6 +210,48 @@ impl BufferPool {
     }
 }
 
+/// Pools in size classes a factor of four apart, from `smallest` up to `capacity`: a buffer
+/// handed out is never more than four times the bytes asked for, so a small payload that its
+/// receiver keeps does not hold a frame-sized buffer.
+#[derive(Debug)]
+pub struct SizedPools {
+    classes: Vec<Arc<BufferPool>>,
+}
+
+impl SizedPools {
+    /// Classes `smallest`, 4 × `smallest`, … up to `capacity`; each keeps at most
+    /// `kept_bytes_max` of free buffers.
+    pub fn new(smallest: usize, capacity: usize, kept_bytes_max: u64) -> SizedPools {
+        let mut classes = Vec::new();
+        let mut size = smallest.max(DIRECT_ALIGN_BYTES);
+        // Bounded: the size grows fourfold up to the capacity.
+        while size < capacity {
+            classes.push(BufferPool::new(size, kept_bytes_max));
+            size = size.saturating_mul(4);
+        }
+        classes.push(BufferPool::new(capacity, kept_bytes_max));
+        SizedPools { classes }
+    }
+
+    /// The largest buffer the pools hold.
+    pub fn capacity(&self) -> usize {
+        self.classes.last().map_or(0, |pool| pool.capacity())
+    }
+
+    /// A buffer of `len` bytes from the smallest class that holds it (a buffer of its own
+    /// beyond the largest).
+    pub fn take(&self, len: usize) -> PooledBuf {
+        match self.classes.iter().find(|pool| pool.capacity() >= len) {
+            Some(pool) => pool.take(len),
+            None => self
+                .classes
+                .last()
+                .expect("at least one class")
+                .take_any(len),
+        }
+    }
+}
+
 /// A buffer on loan from a [`BufferPool`]; it goes back when dropped, or — after
 /// [`PooledBuf::into_bytes`] — when the last `Bytes` pointing into it is.
 #[derive(Debug)]
@@ -338,6 +380,33 @@ mod tests {
             pool.kept(),
             1,
             "a buffer never turned into Bytes comes back too"
+        );
+    }
+
+    #[test]
+    fn sized_pools_hand_out_at_most_four_times_what_is_asked() {
+        let pools = SizedPools::new(64 << 10, 1 << 20, 8 << 20);
+        assert_eq!(pools.capacity(), 1 << 20);
+        for len in [
+            1,
+            64 << 10,
+            (64 << 10) + 1,
+            256 << 10,
+            (256 << 10) + 1,
+            1 << 20,
+        ] {
+            let buffer = pools.take(len);
+            assert_eq!(buffer.len(), len);
+            let capacity = buffer.buffer.as_ref().unwrap().capacity();
+            assert!(
+                capacity >= len && capacity <= 4 * len.max(64 << 10),
+                "{len}: {capacity}"
+            );
+        }
+        assert_eq!(
+            pools.take(2 << 20).len(),
+            2 << 20,
+            "beyond the largest: its own"
         );
     }
 

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
-use crate::aligned::BufferPool;
+use crate::aligned::SizedPools;
 use crate::checksum::ChecksumKind;
 use crate::error::FabricError;
 use crate::fault::FaultHook;
@@ -25,8 +25,8 @@ use crate::frame::{
 };
 use crate::limits::Limits;
 use crate::lnd::mem::MemNetwork;
-use crate::lnd::tcp::RECEIVE_POOL_KEPT_BYTES_MAX;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
+use crate::lnd::tcp::{POOLED_PAYLOAD_MIN_BYTES, RECEIVE_POOL_KEPT_BYTES_MAX};
 use crate::lnd::{Admit, Deliver, Lnd};
 use crate::ni::{Ni, NiCredits};
 use crate::nid::Nid;
@@ -189,10 +189,11 @@ impl Node {
         let deliver: Weak<dyn Deliver> = Arc::downgrade(&inner) as Weak<dyn Deliver>;
         // One pool for all the node's TCP interfaces: it only ever holds as many buffers as
         // were in use at once, and what is in use is bounded by the credits that let it in.
-        let receive_pool = BufferPool::new(
+        let receive_pool = Arc::new(SizedPools::new(
+            POOLED_PAYLOAD_MIN_BYTES,
             inner.limits.frame_payload_max_bytes as usize,
             RECEIVE_POOL_KEPT_BYTES_MAX,
-        );
+        ));
         let mut nis = Vec::new();
         for (interface, bound) in config.interfaces.iter().zip(bound) {
             let (nid, lnd): (Nid, Arc<dyn Lnd>) = match (interface, bound) {

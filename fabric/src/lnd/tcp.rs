@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tracing::{debug, warn};
 
-use crate::aligned::BufferPool;
+use crate::aligned::SizedPools;
 use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Header, Kind, Message};
 use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
@@ -46,10 +46,11 @@ const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
 /// Payloads at least this large are received into a pooled aligned buffer.
-const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
-/// Free receive buffers a node keeps for the next payloads. The pool never holds more
-/// buffers than were in use at once, and those are bounded by the credits that let their
-/// frames in; this only caps what it keeps after a burst.
+pub const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
+/// Free receive buffers a node keeps per size class for the next payloads. A pool allocates
+/// only when it has none free, so it never holds more than were in use at once; a payload
+/// its receiver keeps holds its buffer (at most four times its size, by the classes) until
+/// dropped, as any received bytes would.
 pub const RECEIVE_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
 /// While a large payload is being read, the reader is woken only once this much of it (or
 /// all that is left) has arrived, not for every segment: wake-ups, not copies, are most of
@@ -76,7 +77,7 @@ pub struct TcpLnd {
     settings: TcpSettings,
     peers: Mutex<HashMap<SocketAddr, Outgoing>>,
     /// Where large payloads are received.
-    receive_pool: Arc<BufferPool>,
+    receive_pool: Arc<SizedPools>,
     stop: watch::Sender<bool>,
 }
 
@@ -117,7 +118,7 @@ impl TcpLnd {
         bound: BoundTcp,
         settings: TcpSettings,
         node: Weak<dyn Deliver>,
-        receive_pool: Arc<BufferPool>,
+        receive_pool: Arc<SizedPools>,
     ) -> Arc<TcpLnd> {
         assert!(
             receive_pool.capacity() >= settings.frame_payload_max_bytes as usize,
