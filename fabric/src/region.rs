@@ -22,15 +22,51 @@ use crate::nid::Nid;
 /// compute the same checksum again.
 const DESCRIBED_REMEMBERED_MAX: usize = 8;
 
+/// The checksums a source region remembers, by (offset, length, kind): the last few
+/// described, and one that came with the data.
+#[derive(Debug)]
+struct Described(Mutex<VecDeque<(u64, u64, ChecksumKind, u32)>>);
+
+/// Whether a checksum computed on a miss is remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Remember {
+    Yes,
+    No,
+}
+
+impl Described {
+    /// The `kind` checksum of `bytes`, found at `offset`: remembered, or computed now (outside
+    /// the lock: other GETs of the region do not wait for it).
+    fn checksum(&self, offset: u64, kind: ChecksumKind, bytes: &[u8], remember: Remember) -> u32 {
+        let key = (offset, bytes.len() as u64, kind);
+        let found = self
+            .lock()
+            .iter()
+            .find(|(o, l, k, _)| (*o, *l, *k) == key)
+            .map(|&(.., crc)| crc);
+        if let Some(crc) = found {
+            return crc;
+        }
+        let crc = kind.compute(bytes);
+        if remember == Remember::Yes {
+            let mut described = self.lock();
+            if described.len() == DESCRIBED_REMEMBERED_MAX {
+                described.pop_front();
+            }
+            described.push_back((key.0, key.1, key.2, crc));
+        }
+        crc
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, u64, ChecksumKind, u32)>> {
+        self.0.lock().expect("described lock poisoned")
+    }
+}
+
 #[derive(Debug)]
 enum Region {
-    Source {
-        data: Bytes,
-        described: Mutex<VecDeque<(u64, u64, ChecksumKind, u32)>>,
-    },
-    Sink {
-        data: Mutex<Sink>,
-    },
+    Source { data: Bytes, described: Described },
+    Sink { data: Mutex<Sink> },
 }
 
 /// What peers have pushed into a sink so far.
@@ -186,7 +222,7 @@ impl Regions {
         let id = self.insert(
             Region::Source {
                 data: data.clone(),
-                described: Mutex::new(described),
+                described: Described(Mutex::new(described)),
             },
             len,
         )?;
@@ -249,13 +285,7 @@ impl Regions {
         };
         let range = checked_range(id, offset, length, data.len() as u64)?;
         let bytes = data.slice(range);
-        let remembered = described
-            .lock()
-            .expect("described lock poisoned")
-            .iter()
-            .find(|(o, l, k, _)| (*o, *l, *k) == (offset, length, kind))
-            .map(|(.., crc)| *crc);
-        let crc = remembered.unwrap_or_else(|| kind.compute(&bytes));
+        let crc = described.checksum(offset, kind, &bytes, Remember::No);
         Ok((bytes, crc))
     }
 
@@ -339,30 +369,12 @@ impl SourceRegion {
                     why: r.why,
                 }
             })?;
-        let region = self.regions.lookup(self.id);
-        let described = match region.as_deref() {
-            Some(Region::Source { described, .. }) => Some(described),
-            _ => None,
-        };
-        let remembered = described.and_then(|d| {
-            let d = d.lock().expect("described lock poisoned");
-            d.iter()
-                .find(|(o, l, k, _)| (*o, *l, *k) == (offset, length, kind))
-                .map(|(.., crc)| *crc)
-        });
-        let checksum = match remembered {
-            Some(crc) => crc,
-            None => {
-                let crc = kind.compute(&self.data[range]);
-                if let Some(described) = described {
-                    let mut described = described.lock().expect("described lock poisoned");
-                    if described.len() == DESCRIBED_REMEMBERED_MAX {
-                        described.pop_front();
-                    }
-                    described.push_back((offset, length, kind, crc));
-                }
-                crc
+        let bytes = &self.data[range];
+        let checksum = match self.regions.lookup(self.id).as_deref() {
+            Some(Region::Source { described, .. }) => {
+                described.checksum(offset, kind, bytes, Remember::Yes)
             }
+            _ => kind.compute(bytes),
         };
         Ok(BufferDescriptor {
             owner: self.regions.owner,
