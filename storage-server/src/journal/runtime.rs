@@ -510,7 +510,11 @@ impl JournalTask {
                 sync_files.push(Arc::clone(file));
             }
         }
-        debug_assert!(sync_files.len() >= group.objects_to_sync.len());
+        debug_assert_eq!(
+            sync_files.len(),
+            group.objects_to_sync.len(),
+            "the files to sync are the policy's objects to sync"
+        );
 
         // Past the size limit, this commit also writes a checkpoint and empties the journal.
         let end = self.setup.append_offset + bytes.len() as u64;

@@ -451,10 +451,12 @@ impl Ost {
             commit_before_reply: false,
         };
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
-        // this returns at the reply point of the current mode.
+        // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
+        // its object for the commit to fdatasync; a buffered one was synced just above.
+        let sync_file = done.direct.then(|| Arc::clone(&state.file));
         let stamp = self
             .journal
-            .submit(intent, replay, Some(Arc::clone(&state.file)), Some(permit))
+            .submit(intent, replay, sync_file, Some(permit))
             .await?;
         Ok(self.reply((), stamp))
     }
