@@ -123,6 +123,18 @@ async fn an_async_crash_loses_only_uncommitted_writes_and_replay_restores_them()
     let ost = open(config(dir.path(), false)).await;
     assert_eq!(ost.recovery().last_committed, last_committed);
     assert_eq!(ost.last_committed(), last_committed);
+    // Reads stop at the committed size whatever is on disk, so the cut itself is checked:
+    // every kept write's object was found longer than committed and cut back.
+    let trimmed = &ost.recovery().trimmed;
+    for k in &kept {
+        let cut = trimmed.iter().find(|t| t.object == k.object);
+        assert!(
+            cut.is_some_and(|t| t.file_bytes > t.committed_bytes && t.committed_bytes <= k.offset),
+            "object {} of uncommitted write {} was not cut back: {trimmed:?}",
+            k.object,
+            k.transno
+        );
+    }
     for k in &kept {
         let back = ost
             .read(k.object, k.offset, k.data.len() as u64)
