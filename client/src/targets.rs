@@ -19,7 +19,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
-use iopath_storage_server::service::OstClient;
+use iopath_storage_server::service::{LostWrite, OstClient};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::{debug, warn};
@@ -46,8 +46,8 @@ struct TargetLink {
 pub struct LostWrites {
     /// The server.
     pub server: Nid,
-    /// (target index on that server, transno) of each.
-    pub writes: Vec<(u32, u64)>,
+    /// Each write: its target on that server, its object and its transno.
+    pub writes: Vec<LostWrite>,
 }
 
 /// Connections to every storage server, by target index.
@@ -112,17 +112,25 @@ impl Targets {
             .clone()
     }
 
-    /// Fails if writes to a server holding one of `layout`'s objects were found lost.
+    /// Fails if writes to one of `layout`'s objects were found lost (writes to other
+    /// objects of the same server do not concern this file).
     pub fn check_lost(&self, layout: &Layout) -> Result<(), ClientError> {
         let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
         for object in layout.objects() {
             let Some(link) = self.links.get(&object.target) else {
                 continue;
             };
-            if let Some(found) = lost.iter().find(|l| l.server == link.oss.server()) {
+            let server = link.oss.server();
+            let count = lost
+                .iter()
+                .filter(|l| l.server == server)
+                .flat_map(|l| &l.writes)
+                .filter(|w| w.target == link.local && w.object == object.object_id)
+                .count();
+            if count > 0 {
                 return Err(ClientError::WritesLost {
-                    server: found.server.to_string(),
-                    count: found.writes.len(),
+                    server: server.to_string(),
+                    count,
                 });
             }
         }

@@ -124,3 +124,51 @@ async fn every_acknowledged_byte_survives_a_server_restart_in_async_mode() {
         "fsync commits every target: nothing left to replay"
     );
 }
+
+/// A client that misses a restarted server's recovery window is evicted and its kept writes
+/// are lost: the file they belonged to says so on fsync, and a file written afterwards on the
+/// same target does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_after_eviction_is_reported_by_the_file_it_hit_and_no_other() {
+    let stack = TestStack::start(TestStackConfig {
+        sync_journal: false,
+        commit_interval_ms: 3_600_000,
+        recovery_window: Duration::from_millis(50),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = stack.client().await.unwrap();
+    let hit = client.create("/hit", stripe(MIB, 1, 0)).await.unwrap();
+    hit.write_at(0, Pattern::new(seed()).bytes(0, MIB))
+        .await
+        .unwrap();
+    assert!(client.kept_bytes() > 0, "acknowledged, uncommitted: kept");
+
+    stack.restart_oss(0).await.unwrap();
+    // The window closes before this client's pinger comes back (every second): evicted.
+    // Bounded wait for the pinger to find its kept write lost.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while client.lost_writes().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the loss was never found"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let error = hit.fsync().await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            iopath_client::ClientError::WritesLost { count: 1, .. }
+        ),
+        "{error}"
+    );
+    let later = client.create("/later", stripe(MIB, 1, 0)).await.unwrap();
+    later
+        .write_at(0, Pattern::new(seed()).bytes(0, MIB))
+        .await
+        .unwrap();
+    later.fsync().await.unwrap();
+}

@@ -128,7 +128,18 @@ pub struct ReplayReport {
     /// Writes replayed.
     pub replayed: u64,
     /// Kept writes the server no longer had and would not take back: lost.
-    pub lost: Vec<(u32, u64)>,
+    pub lost: Vec<LostWrite>,
+}
+
+/// An acknowledged write found lost in replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostWrite {
+    /// The target's index on its server.
+    pub target: u32,
+    /// The object written.
+    pub object: u64,
+    /// The write's transno.
+    pub transno: u64,
 }
 
 /// A connection to one OSS.
@@ -579,7 +590,11 @@ impl OstClient {
                 // Say so.
                 Err(FabricError::Remote { code, message, .. }) if write.data.lost_by(code) => {
                     warn!(server = %self.server, target, transno, "kept write lost: {message}");
-                    report.lost.push((target, transno));
+                    report.lost.push(LostWrite {
+                        target,
+                        object: write.object,
+                        transno,
+                    });
                     let pinned = self
                         .state
                         .lock()

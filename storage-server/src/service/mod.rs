@@ -37,7 +37,7 @@ use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery};
 
-pub use client::{DescriptorReply, OstClient};
+pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport};
 
 /// The portal OSS requests go to.
 pub const OST_PORTAL: u32 = 46;
