@@ -42,7 +42,6 @@ pub(crate) struct ClientInner {
     mds: MdsClient,
     client_id: u64,
     checksum: ChecksumKind,
-    forwarder: Option<Nid>,
     /// The targets the metadata service places layouts on: (OST index, server NID).
     target_list: Vec<(u32, Nid)>,
     /// The target indices alone, in the same order.
@@ -111,7 +110,6 @@ impl Client {
                 mds,
                 client_id: config.client_id,
                 checksum: config.checksum,
-                forwarder: config.forwarder,
                 target_indices: target_list.iter().map(|&(index, _)| index).collect(),
                 target_list,
                 targets,
@@ -166,7 +164,7 @@ impl Client {
 
     /// The fyod it sends reads and writes through, if any.
     pub fn forwarder(&self) -> Option<Nid> {
-        self.inner.forwarder
+        self.inner.fyod.as_ref().map(FyodClient::fyod)
     }
 
     /// The metadata service's NID.

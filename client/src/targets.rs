@@ -137,17 +137,6 @@ impl Targets {
         Ok(())
     }
 
-    /// How many targets.
-    pub fn count(&self) -> u32 {
-        // At most the metadata service's target limit.
-        self.links.len() as u32
-    }
-
-    /// The connections, one per server.
-    pub fn servers(&self) -> &[Arc<OstClient>] {
-        &self.servers
-    }
-
     /// Bytes every connection holds for replay: acknowledged writes not yet committed.
     pub fn kept_bytes(&self) -> u64 {
         self.servers.iter().map(|s| s.kept_bytes()).sum()

@@ -195,10 +195,4 @@ impl RouterBuffers {
             .get(peer)
             .map(|g| g.snapshot())
     }
-
-    /// Bytes held in router buffers right now (large buffers counted at their payload size
-    /// limit would overstate; this is the number of buffers in use per class).
-    pub fn in_use(&self) -> u32 {
-        self.pools().iter().map(|(_, _, s)| s.in_flight).sum()
-    }
 }

@@ -14,15 +14,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 struct Faults {
     /// Fsyncs still allowed to succeed; `None` = never fail.
     fsyncs_left: Option<u64>,
-    /// Writes still allowed to succeed; `None` = never fail.
-    writes_left: Option<u64>,
     /// Fsyncs seen.
     fsyncs: u64,
-    /// Writes seen.
-    writes: u64,
 }
 
-/// An engine that injects EIO into fsyncs or writes.
+/// An engine that injects EIO into fsyncs.
 #[derive(Debug)]
 pub struct FaultyEngine {
     inner: Arc<dyn DiskEngine>,
@@ -43,19 +39,9 @@ impl FaultyEngine {
         self.lock().fsyncs_left = Some(successes);
     }
 
-    /// Lets `successes` more writes through, then fails every later one with EIO.
-    pub fn fail_writes_after(&self, successes: u64) {
-        self.lock().writes_left = Some(successes);
-    }
-
     /// Fsyncs seen so far (failed or not).
     pub fn fsyncs(&self) -> u64 {
         self.lock().fsyncs
-    }
-
-    /// Writes seen so far (failed or not).
-    pub fn writes(&self) -> u64 {
-        self.lock().writes
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Faults> {
@@ -90,14 +76,6 @@ impl DiskEngine for FaultyEngine {
         offset: u64,
         data: Bytes,
     ) -> EngineFuture<WriteDone> {
-        let fail = {
-            let mut faults = self.lock();
-            faults.writes += 1;
-            spend(&mut faults.writes_left)
-        };
-        if fail {
-            return Box::pin(async { Err(injected()) });
-        }
         self.inner.write_at(file, offset, data)
     }
 

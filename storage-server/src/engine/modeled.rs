@@ -122,11 +122,6 @@ impl ModeledEngine {
         })
     }
 
-    /// The model's parameters.
-    pub fn model(&self) -> DiskModel {
-        self.model
-    }
-
     /// What the head has done so far.
     pub fn stats(&self) -> ModelStats {
         self.head

@@ -174,11 +174,6 @@ impl CommitPolicy {
         self.last_committed
     }
 
-    /// Highest transno handed out.
-    pub fn last_assigned(&self) -> Transno {
-        self.last_assigned
-    }
-
     /// Records not yet committed (pending or in flight).
     pub fn uncommitted(&self) -> u64 {
         self.last_assigned.0 - self.last_committed.0

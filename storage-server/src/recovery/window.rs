@@ -153,11 +153,6 @@ impl<P> ReplayWindow<P> {
         self.closed
     }
 
-    /// True when a new (non-replay) request may be served: only after the window closes.
-    pub fn admits_new_requests(&self) -> bool {
-        self.closed
-    }
-
     /// When [`ReplayWindow::tick`] must be called at the latest (clients still replaying get
     /// until one more window after this).
     pub fn deadline_ms(&self) -> Option<u64> {
@@ -330,7 +325,7 @@ mod tests {
     #[test]
     fn replays_run_in_transno_order_across_clients() {
         let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
-        assert!(!window.admits_new_requests());
+        assert!(!window.is_closed());
         assert_eq!(window.replay(request(A, 1, 11)), ReplayDecision::Queued);
         assert_eq!(window.replay(request(A, 2, 14)), ReplayDecision::Queued);
         // 11 is the next transno there can be: it runs. B has said nothing and might still
@@ -349,7 +344,7 @@ mod tests {
                 evicted: 0
             }]
         );
-        assert!(window.admits_new_requests());
+        assert!(window.is_closed());
         assert!(matches!(
             window.replay(request(A, 3, 15)),
             ReplayDecision::Refused(_)
