@@ -86,6 +86,9 @@ pub struct NodeCounters {
     /// The most answers ever being sent on behalf of peers at once (bounded by
     /// `Limits::detached_sends_max`).
     pub answers_in_flight_peak: AtomicU64,
+    /// Answers dropped because `Limits::detached_sends_max` were being sent already (the
+    /// peer asks again, as after a loss on the wire).
+    pub answers_dropped: AtomicU64,
     /// Messages forwarded by this node as a router.
     pub forwarded: AtomicU64,
     /// Forwarded bulk chunks whose checksum did not match their bytes (counted here, caught
@@ -479,7 +482,9 @@ impl NodeInner {
         let before = in_progress.fetch_add(1, Ordering::AcqRel);
         if before >= self.limits.detached_sends_max {
             in_progress.fetch_sub(1, Ordering::AcqRel);
-            self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .answers_dropped
+                .fetch_add(1, Ordering::Relaxed);
             warn!(peer = %message.header.target, "dropping an answer: {} already being sent", self.limits.detached_sends_max);
             return;
         }

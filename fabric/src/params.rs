@@ -262,7 +262,8 @@ fn stats(node: &NodeInner) -> String {
     let n = &node.counters;
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
-         checksum_mismatches {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n",
+         checksum_mismatches {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
+         answers_dropped {}\nforwarded {}\nrouter_checksum_mismatches {}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
         n.rpc_resends.load(Ordering::Relaxed),
         n.requests_executed.load(Ordering::Relaxed),
@@ -270,5 +271,8 @@ fn stats(node: &NodeInner) -> String {
         n.requests_busy.load(Ordering::Relaxed),
         n.unexpected.load(Ordering::Relaxed),
         n.answers_in_flight_peak.load(Ordering::Relaxed),
+        n.answers_dropped.load(Ordering::Relaxed),
+        n.forwarded.load(Ordering::Relaxed),
+        n.router_checksum_mismatches.load(Ordering::Relaxed),
     )
 }

@@ -187,4 +187,9 @@ async fn answers_sent_for_peers_are_bounded_and_dropped_ones_are_asked_for_again
         (1..=2).contains(&peak),
         "answers in flight peaked at {peak}"
     );
+    let dropped = owner.counters().answers_dropped.load(Ordering::Relaxed);
+    assert!(
+        dropped > 0,
+        "16 pulls at once over a limit of 2: answers were dropped and asked for again"
+    );
 }
