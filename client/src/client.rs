@@ -298,12 +298,19 @@ impl Client {
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
         let mut stat = stat::stat_from_attributes(path, &attributes)?;
-        if stat.layout.is_some() {
+        let Some(layout) = &stat.layout else {
+            return Ok(stat);
+        };
+        stat.size_bytes = if self.inner.fyod.is_some() {
+            // Through a fyod the objects are glimpsed by the fyod, on an open handle.
             let file = self.open(path).await?;
             let size = file.size().await;
             file.close().await?;
-            stat.size_bytes = size?;
-        }
+            size?
+        } else {
+            // Direct-attached, the layout is in hand: glimpse its objects.
+            self.inner.targets().await?.size(layout).await?
+        };
         Ok(stat)
     }
 

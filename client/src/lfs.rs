@@ -160,14 +160,10 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             writeln!(out, "{copied} bytes copied to {}", local.display())?;
         }
         LfsCommand::Rm { path } => {
-            let stat = client
-                .stat(&path)
-                .await
-                .with_context(|| format!("rm {path}"))?;
-            if stat.is_dir {
-                client.rmdir(&path).await
-            } else {
-                client.unlink(&path).await
+            // A file is removed by name; a directory refuses unlink and is removed as one.
+            match client.unlink(&path).await {
+                Err(crate::ClientError::IsADirectory { .. }) => client.rmdir(&path).await,
+                other => other,
             }
             .with_context(|| format!("rm {path}"))?;
         }
