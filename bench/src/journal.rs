@@ -573,7 +573,8 @@ async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f6
 /// Which parts of a run were modeled, in words, for the table and the JSON.
 fn modeled_statement(config: &JournalBenchConfig, fio_ran: bool) -> String {
     let Some(model) = config.disk_model else {
-        return "nothing: real files, real O_DIRECT writes and fsyncs on the file system under test"
+        return "nothing: real files, real writes (O_DIRECT where aligned; the baseline row says \
+                which) and fsyncs on the file system under test"
             .to_owned();
     };
     let mut text = format!(
