@@ -13,7 +13,7 @@
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
-//! - [`units`]: sizes with IOR-style suffixes.
+//! - [`units`]: sizes with IOR-style suffixes (the fabric's, which every crate shares).
 
 pub mod baseline;
 pub mod cpu;
@@ -21,4 +21,4 @@ pub mod fio;
 pub mod journal;
 pub mod report;
 pub mod selftest;
-pub mod units;
+pub use iopath_fabric::units;

@@ -16,6 +16,9 @@ use crate::client::Client;
 use crate::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
 use crate::stat::StripeInfo;
 
+/// Sizes as every iopath command takes them (`64k`, `1M`, `1MiB`, `2g`).
+pub use iopath_fabric::units::parse_size;
+
 /// Bytes `put` and `get` move per call: 4 MiB (one PFS packet per object), or the stripe
 /// width when that is larger, up to 64 MiB.
 const COPY_CHUNK_MIN_BYTES: u64 = 4 << 20;
@@ -207,23 +210,6 @@ fn file_stripe_text(path: &str, layout: &Layout) -> String {
     }
     text.push('\n');
     text
-}
-
-/// Parses a size with an optional binary suffix: `65536`, `64k`, `1M`, `4m`, `1g`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (digits, shift) = match text.char_indices().last() {
-        Some((at, 'k' | 'K')) => (&text[..at], 10),
-        Some((at, 'm' | 'M')) => (&text[..at], 20),
-        Some((at, 'g' | 'G')) => (&text[..at], 30),
-        _ => (text, 0),
-    };
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (a number with an optional k, m or g)"))?;
-    value
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 fn chunk_bytes(layout: &Layout) -> u64 {

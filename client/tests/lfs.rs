@@ -61,6 +61,11 @@ fn options_parse_as_lfs_spells_them() {
     assert_eq!(parse("ls"), LfsCommand::Ls { path: "/".into() });
     assert_eq!(parse_size("64k"), Ok(65536));
     assert_eq!(parse_size("1g"), Ok(1 << 30));
+    assert_eq!(
+        parse_size("1MiB"),
+        Ok(1 << 20),
+        "the same sizes as every other command"
+    );
     assert!(parse_size("12q").is_err());
     assert!(parse_size("99999999999999999999g").is_err());
     assert!(Lfs::try_parse_from(["lfs", "setstripe", "-S", "lots", "/d"]).is_err());

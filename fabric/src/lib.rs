@@ -17,6 +17,7 @@
 //! - [`router`]: router buffers in size classes and per-peer router credits.
 //! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once.
+//! - [`units`]: sizes as people and IOR write them (`64k`, `1MiB`), for every command line.
 //! - [`node`]: a node with its interfaces, tying the above together and dispatching frames.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
 //!   node's admin tree (writing `routes` adds or deletes a route).
@@ -42,6 +43,7 @@ pub mod region;
 pub mod router;
 pub mod routing;
 pub mod rpc;
+pub mod units;
 
 pub use checksum::{ChecksumKind, Checksummed};
 pub use descriptor::BufferDescriptor;
