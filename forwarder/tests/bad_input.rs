@@ -349,3 +349,23 @@ async fn commit_syncs_each_named_target_once_and_refuses_unknown_ones() {
         "nothing sent for a list with an unknown target: {message}"
     );
 }
+
+/// A client id is disconnected only by the node it connected from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_node_cannot_disconnect_a_client() {
+    let stack = Stack::start(Options::default()).await;
+    let fyod = stack.fyods[0].nid();
+    let client = stack.client(0, 1).await;
+    let stranger = node(&stack.network, 4242, None).await;
+    let (code, message) = raw(
+        &stranger,
+        fyod,
+        opcode::DISCONNECT,
+        pb::DisconnectRequest { client: 1 },
+    )
+    .await;
+    assert_eq!(code, EINVAL, "{message}");
+    // Still connected: its calls are served.
+    let file = client.open("/still", create()).await.unwrap();
+    file.write_at(0, pattern(4, 4096)).await.unwrap();
+}

@@ -238,10 +238,20 @@ impl FyodService {
             opcode::CONNECT => self.connect(source, decode(body)?)?.encode_to_vec().into(),
             opcode::DISCONNECT => {
                 let op: pb::DisconnectRequest = decode(body)?;
-                self.clients
-                    .lock()
-                    .expect("clients lock poisoned")
-                    .remove(&op.client);
+                let mut clients = self.clients.lock().expect("clients lock poisoned");
+                // Only the node a client id connected from may disconnect it.
+                match clients.get(&op.client) {
+                    Some(&nid) if nid != source => {
+                        return Err(ForwarderError::invalid(
+                            "client",
+                            format!("client {} is connected from {nid}, not {source}", op.client),
+                        ));
+                    }
+                    _ => {
+                        clients.remove(&op.client);
+                    }
+                }
+                drop(clients);
                 pb::CallReply::default().encode_to_vec().into()
             }
             opcode::OPEN => self
