@@ -369,3 +369,40 @@ async fn another_node_cannot_disconnect_a_client() {
     let file = client.open("/still", create()).await.unwrap();
     file.write_at(0, pattern(4, 4096)).await.unwrap();
 }
+
+/// A compute node that disconnects takes its handles with it, closed or not: they stop
+/// counting against the fyod's open files, and nothing written through them is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnect_releases_the_clients_handles() {
+    for mode in [FileSystem::Pfs, FileSystem::Ufs] {
+        let stack = Stack::start(Options {
+            mode,
+            ..Options::default()
+        })
+        .await;
+        let client = stack.client(0, 1).await;
+        let mut files = Vec::new();
+        for i in 0..3u64 {
+            let file = client.open(&format!("/h{i}"), create()).await.unwrap();
+            file.write_at(0, pattern(i, 4096)).await.unwrap();
+            files.push(file);
+        }
+        assert_eq!(stack.fyods[0].stats().open_files, 3, "{mode}");
+        client.disconnect().await.unwrap();
+        assert_eq!(stack.fyods[0].stats().open_files, 0, "{mode}: released");
+        // What was written through them is there (UFS write-behind flushed on the way).
+        let reader = stack.client(0, 2).await;
+        for i in 0..3u64 {
+            let file = reader
+                .open(&format!("/h{i}"), OpenOptions::default())
+                .await
+                .unwrap();
+            assert_eq!(
+                file.read_at(0, 4096).await.unwrap(),
+                pattern(i, 4096),
+                "{mode}"
+            );
+        }
+        drop(files);
+    }
+}

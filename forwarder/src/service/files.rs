@@ -81,6 +81,17 @@ impl OpenFiles {
             .ok_or(ForwarderError::NoSuchHandle { handle, client })
     }
 
+    /// Forgets every file `client` opened; returns them.
+    pub(crate) fn remove_owned(&self, client: Nid) -> Vec<Arc<OpenFile>> {
+        let mut files = self.files.lock().expect("open files lock poisoned");
+        let owned: Vec<u64> = files
+            .values()
+            .filter(|f| f.owner == client)
+            .map(|f| f.handle)
+            .collect();
+        owned.iter().filter_map(|h| files.remove(h)).collect()
+    }
+
     /// Forgets a closed file.
     pub(crate) fn remove(&self, handle: u64) {
         self.files

@@ -32,7 +32,7 @@ use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
 use iopath_mds::{FileType, StripeRequest};
 use iopath_proto::fyod as pb;
 use prost::Message as _;
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::error::{ForwarderError, Result};
 use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits};
@@ -238,20 +238,33 @@ impl FyodService {
             opcode::CONNECT => self.connect(source, decode(body)?)?.encode_to_vec().into(),
             opcode::DISCONNECT => {
                 let op: pb::DisconnectRequest = decode(body)?;
-                let mut clients = self.clients.lock().expect("clients lock poisoned");
                 // Only the node a client id connected from may disconnect it.
-                match clients.get(&op.client) {
-                    Some(&nid) if nid != source => {
-                        return Err(ForwarderError::invalid(
-                            "client",
-                            format!("client {} is connected from {nid}, not {source}", op.client),
-                        ));
+                let refused = {
+                    let mut clients = self.clients.lock().expect("clients lock poisoned");
+                    match clients.get(&op.client) {
+                        Some(&nid) if nid != source => Some(nid),
+                        _ => {
+                            clients.remove(&op.client);
+                            None
+                        }
                     }
-                    _ => {
-                        clients.remove(&op.client);
-                    }
+                };
+                if let Some(nid) = refused {
+                    return Err(ForwarderError::invalid(
+                        "client",
+                        format!("client {} is connected from {nid}, not {source}", op.client),
+                    ));
                 }
-                drop(clients);
+                // Its handles go with it: a broken or abandoned handle would otherwise keep
+                // its place among the open files and its queued calls for good.
+                for file in self.files.remove_owned(source) {
+                    if self.config.mode == FileSystem::Ufs
+                        && let Err(error) = self.ufs.close(&self.backend, &file).await
+                    {
+                        warn!(%error, handle = file.handle, "flushing a disconnected client's file failed");
+                    }
+                    self.dispatch.close_lane(file.handle);
+                }
                 pb::CallReply::default().encode_to_vec().into()
             }
             opcode::OPEN => self
