@@ -11,7 +11,7 @@
 //! it carrying only a buffer descriptor; the client then talks to the storage servers only to
 //! destroy the objects of a file it unlinks, connecting to them when it first needs to.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
@@ -55,6 +55,38 @@ pub(crate) struct ClientInner {
     io_mode: Mutex<IoMode>,
     next_file: AtomicU64,
     pub(crate) async_counters: Arc<AsyncCounters>,
+    /// Set by [`Client::close`].
+    closed: AtomicBool,
+}
+
+impl ClientInner {
+    /// Bytes acknowledged and not yet committed that this client holds for replay.
+    fn kept_bytes(&self) -> u64 {
+        let direct = self.targets.get().map_or(0, |t| t.kept_bytes());
+        let fyod = self.fyod.as_ref().map_or(0, |f| f.kept_bytes());
+        direct + fyod
+    }
+}
+
+impl Drop for ClientInner {
+    /// A client that ends without [`Client::close`] takes with it the only copy of the writes
+    /// its servers acknowledged but have not committed: if a server crashes before it commits
+    /// them, they are lost (and its readers are told so, with EIO). Say so now, loudly.
+    fn drop(&mut self) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let kept = self.kept_bytes();
+        if kept > 0 {
+            let writes = self.targets.get().map_or(0, |t| t.kept_writes());
+            warn!(
+                client = self.client_id,
+                kept_bytes = kept,
+                kept_writes = writes,
+                "client dropped without close: it held {kept} bytes of acknowledged writes its servers had not committed;                  they are lost if a server crashes before its next commit (Client::close commits them first)"
+            );
+        }
+    }
 }
 
 impl ClientInner {
@@ -117,6 +149,7 @@ impl Client {
                 io_mode: Mutex::new(IoMode::default()),
                 next_file: AtomicU64::new(1),
                 async_counters: Arc::default(),
+                closed: AtomicBool::new(false),
             }),
         })
     }
@@ -415,9 +448,46 @@ impl Client {
     /// Through a fyod in PFS mode these are the write buffers the storage servers may pull
     /// again in replay (pinned until committed).
     pub fn kept_bytes(&self) -> u64 {
-        let direct = self.inner.targets.get().map_or(0, |t| t.kept_bytes());
-        let fyod = self.inner.fyod.as_ref().map_or(0, |f| f.kept_bytes());
-        direct + fyod
+        self.inner.kept_bytes()
+    }
+
+    /// Ends this client's session, as a program must before it exits: every write a server
+    /// acknowledged is **committed** before this returns, and each server (and the fyod)
+    /// forgets the client, so a server that restarts later neither waits for it nor needs
+    /// anything it kept. Close (or `iowait`) files first; calls still queued are refused.
+    ///
+    /// Why: with async journals a reply means "on disk, not yet committed", and until the
+    /// commit the client's memory holds the only copy a restarted server can replay. A client
+    /// that exits without this takes that copy with it; if a server then crashes before its
+    /// next commit, the writes are lost (and readers of those bytes get EIO). Dropping a
+    /// client without `close` logs a warning saying how much it held.
+    ///
+    /// Through a fyod: the fyod lets go of this compute node's handles (flushing UFS
+    /// write-behind), then commits every target. Bounded in time by the RPC layer's resends
+    /// and a storage server's recovery window; on failure the error says what may not be
+    /// durable. Closing twice is the same as once.
+    pub async fn close(&self) -> Result<(), ClientError> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if let Some(fyod) = &self.inner.fyod {
+            let fyod_error = |source| ClientError::Forwarder {
+                path: format!("(close: disconnect from the fyod at {})", fyod.fyod()),
+                source,
+            };
+            fyod.disconnect().await.map_err(fyod_error)?;
+            fyod.commit_targets(&self.inner.target_indices)
+                .await
+                .map_err(|source| ClientError::Forwarder {
+                    path: format!("(close: commit every target through {})", fyod.fyod()),
+                    source,
+                })?;
+        }
+        if let Some(targets) = self.inner.targets.get() {
+            targets.disconnect().await?;
+        }
+        self.inner.closed.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Acknowledged writes the servers lost (this client was evicted from a recovery), as

@@ -8,7 +8,9 @@ use iopath_mds::MdsError;
 
 use crate::layout::LayoutError;
 
-/// Everything a client call can fail with.
+/// Everything a client call can fail with. A variant that wraps another error names only its
+/// own context in its message; the wrapped error is its [`std::error::Error::source`], so a
+/// chain printed whole (`{:#}` with anyhow) says each part once.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Stripe values or an extent the layout cannot take (checked before any round trip).
@@ -54,7 +56,7 @@ pub enum ClientError {
         why: String,
     },
     /// Any other failure of a metadata call (limits, a failed log, an unreachable service).
-    #[error("metadata service, {path}: {source}")]
+    #[error("metadata service, {path}")]
     Metadata {
         /// The path as asked.
         path: String,
@@ -64,7 +66,7 @@ pub enum ClientError {
     },
     /// A call through the fyod failed (the fyod's own sentence, or the storage's it passes
     /// on).
-    #[error("through the fyod, {path}: {source}")]
+    #[error("through the fyod, {path}")]
     Forwarder {
         /// The file's path.
         path: String,
@@ -74,7 +76,7 @@ pub enum ClientError {
     },
     /// A storage-server call for one object failed (after the OST client's own reconnect and
     /// replay attempts).
-    #[error("{op} of object {object} on OST{target:04}: {source}")]
+    #[error("{op} of object {object} on OST{target:04}")]
     Storage {
         /// Which call ("write", "read", "create", ...).
         op: &'static str,
@@ -97,8 +99,18 @@ pub enum ClientError {
         /// How many writes.
         count: usize,
     },
+    /// Ending the session with a storage server failed: writes it acknowledged may not be
+    /// committed (after a restart of the server, they may be lost).
+    #[error("disconnect from the OSS at {server}: acknowledged writes may not be committed")]
+    Disconnect {
+        /// The server's NID, as text.
+        server: String,
+        /// What the fabric or the server said.
+        #[source]
+        source: FabricError,
+    },
     /// Connecting to a storage server failed.
-    #[error("connect to the OSS at {nid}: {source}")]
+    #[error("connect to the OSS at {nid}")]
     Connect {
         /// The server's NID, as text.
         nid: String,

@@ -256,10 +256,27 @@ async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::
 async fn get(client: &Client, remote: &str, local: &std::path::Path) -> anyhow::Result<u64> {
     let file = client.open(remote).await?;
     let length = file.size().await?;
-    let chunk = chunk_bytes(file.layout());
-    let mut sink = tokio::fs::File::create(local)
+    let sink = tokio::fs::File::create(local)
         .await
         .with_context(|| format!("create {}", local.display()))?;
+    match copy_out(&file, remote, length, sink).await {
+        Ok(copied) => Ok(copied),
+        Err(error) => {
+            // No partial copy is left behind to be taken for the file.
+            let _ = tokio::fs::remove_file(local).await;
+            Err(error.context(format!("the partial copy {} was removed", local.display())))
+        }
+    }
+}
+
+/// Copies the `length` bytes of `file` into `sink`, made durable.
+async fn copy_out(
+    file: &crate::File,
+    remote: &str,
+    length: u64,
+    mut sink: tokio::fs::File,
+) -> anyhow::Result<u64> {
+    let chunk = chunk_bytes(file.layout());
     let mut offset = 0u64;
     // Bounded by the size glimpsed at the start; a shorter read means the file shrank.
     while offset < length {

@@ -13,16 +13,16 @@
 //! resending what was in flight; this layer sees only the final outcome.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
-use iopath_storage_server::service::{LostWrite, OstClient};
+use iopath_storage_server::service::{LostWrite, OstClient, ping};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::config::{PING_INTERVAL_MS, RPCS_IN_FLIGHT_PER_TARGET_MAX};
 use crate::error::ClientError;
@@ -93,9 +93,18 @@ impl Targets {
             links.insert(index, TargetLink { oss, local, rpcs });
         }
         let servers: Vec<Arc<OstClient>> = by_server.into_values().collect();
-        let lost = Arc::default();
+        let lost: Arc<Mutex<Vec<LostWrites>>> = Arc::default();
         for server in &servers {
-            tokio::spawn(ping(Arc::downgrade(server), Arc::clone(&lost)));
+            let lost = Arc::clone(&lost);
+            tokio::spawn(ping(
+                Arc::downgrade(server),
+                Duration::from_millis(PING_INTERVAL_MS),
+                move |server, writes| {
+                    lost.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(LostWrites { server, writes });
+                },
+            ));
         }
         Ok(Targets {
             links,
@@ -140,6 +149,40 @@ impl Targets {
     /// Bytes every connection holds for replay: acknowledged writes not yet committed.
     pub fn kept_bytes(&self) -> u64 {
         self.servers.iter().map(|s| s.kept_bytes()).sum()
+    }
+
+    /// Acknowledged writes not yet committed, over every connection.
+    pub fn kept_writes(&self) -> usize {
+        self.servers.iter().map(|s| s.kept_writes()).sum()
+    }
+
+    /// Ends the session with every server, all at once: each commits its targets, so every
+    /// write it acknowledged to this client is committed, and forgets the client (it is not
+    /// waited for at the server's next restart). A server that restarted in between gets the
+    /// kept writes replayed first. Fails if any server could not be reached, or lost writes:
+    /// then they may not be durable, and the caller must say so.
+    pub async fn disconnect(&self) -> Result<(), ClientError> {
+        let mut set = JoinSet::new();
+        for server in &self.servers {
+            let server = Arc::clone(server);
+            set.spawn(async move {
+                server
+                    .disconnect()
+                    .await
+                    .map_err(|source| ClientError::Disconnect {
+                        server: server.server().to_string(),
+                        source,
+                    })
+            });
+        }
+        first_failure(&mut set, "disconnect").await?;
+        if let Some(lost) = self.lost_writes().first() {
+            return Err(ClientError::WritesLost {
+                server: lost.server.to_string(),
+                count: lost.writes.len(),
+            });
+        }
+        Ok(())
     }
 
     /// The link of every object of `layout`, in stripe order: resolved before anything is
@@ -346,38 +389,6 @@ impl Targets {
             });
         }
         first_failure(&mut set, what).await
-    }
-}
-
-/// Lustre's pinger for one server connection: every [`PING_INTERVAL_MS`], a reconnect. If the
-/// server restarted, the kept writes are replayed right away (and the server told this client
-/// is done), whether or not the application is using the server. Ends with the connection.
-async fn ping(server: Weak<OstClient>, lost: Arc<Mutex<Vec<LostWrites>>>) {
-    let interval = Duration::from_millis(PING_INTERVAL_MS);
-    // Bounded by the connection's life: the loop ends when the client is dropped.
-    loop {
-        tokio::time::sleep(interval).await;
-        let Some(server) = server.upgrade() else {
-            return;
-        };
-        match server.reconnect_and_replay().await {
-            Ok(report) if !report.lost.is_empty() => {
-                warn!(server = %server.server(), lost = report.lost.len(), "evicted: acknowledged writes were lost");
-                lost.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(LostWrites {
-                        server: server.server(),
-                        writes: report.lost,
-                    });
-            }
-            Ok(report) => {
-                if report.restarted {
-                    debug!(server = %server.server(), replayed = report.replayed, "server restarted: replayed");
-                }
-            }
-            // Down or restarting: the next ping (or call) tries again.
-            Err(error) => debug!(server = %server.server(), %error, "ping failed"),
-        }
     }
 }
 

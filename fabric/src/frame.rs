@@ -135,6 +135,8 @@ pub mod status {
         pub const EUSERS: u32 = 87;
         /// Operation not supported (no such opcode or service).
         pub const EOPNOTSUPP: u32 = 95;
+        /// Not connected: the client has disconnected from this server.
+        pub const ENOTCONN: u32 = 107;
         /// The target has shut down.
         pub const ESHUTDOWN: u32 = 108;
         /// Timed out.

@@ -201,6 +201,23 @@ impl FyodClient {
         Ok(())
     }
 
+    /// Asks the fyod to commit `targets` (each once, all at once), whether or not this client
+    /// has pinned memory for them: afterwards every write the fyod acknowledged to it is
+    /// committed, in UFS mode too. Pinned regions the commit covers are released.
+    pub async fn commit_targets(&self, targets: &[u32]) -> Result<()> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        let body = pb::CommitRequest {
+            targets: targets.to_vec(),
+        }
+        .encode_to_vec()
+        .into();
+        let reply = self.call(opcode::COMMIT, body).await?;
+        self.note(&decode_call_reply(&reply)?.committed);
+        Ok(())
+    }
+
     /// Tells the fyod this compute node is done (it stops counting towards the fyod's
     /// maximum).
     pub async fn disconnect(&self) -> Result<()> {

@@ -119,8 +119,24 @@ async fn a_piece_whose_compute_node_let_go_is_reported_lost() {
     let error = file.read_at(0, 4 * MIB).await.unwrap_err().to_string();
     println!("{error}");
     assert!(error.contains("lost"), "the loss is reported: {error}");
-    // Reported once: the fyod has let the lost writes go, and the file is served again.
-    let again = file.read_at(0, 4 * MIB).await.unwrap();
-    assert_eq!(again.len() as u64, 4 * MIB);
+    // Not once: the storage server marked the bytes no replay brought back, so every reader,
+    // now and later, is told, until the file is written again.
+    let again = file.read_at(0, 4 * MIB).await.unwrap_err().to_string();
+    assert!(again.contains("lost"), "still reported: {again}");
+    let other = stack.client(0, 3).await;
+    let other_file = other.open("/gone", OpenOptions::default()).await.unwrap();
+    let error = other_file
+        .read_at(0, 4 * MIB)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("lost"),
+        "another reader is told too: {error}"
+    );
+    // Written again, the file is served again.
+    file.write_at(0, pattern(6, 4 * MIB)).await.unwrap();
+    let back = file.read_at(0, 4 * MIB).await.unwrap();
+    assert!(back == pattern(6, 4 * MIB), "the rewrite reads back");
     drop(writer_node);
 }

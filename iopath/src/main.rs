@@ -264,12 +264,16 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<()> {
+    use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("IOPATH_LOG")
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a log written to a file or a pipe is read
+        // by grep and editors, where escape codes are noise.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match cli.command {
         Command::Selftest(args) => run_selftest(args).await,
@@ -411,6 +415,13 @@ async fn run_lfs(
         .await
         .with_context(|| format!("connect to the stack at {mds}"))?;
     let result = iopath_client::lfs::run(&client, command).await;
+    // Before exiting, every write the servers acknowledged is committed and the servers
+    // forget this client: its memory is the only copy they could replay, and it is about to
+    // go. Done whether or not the command succeeded, for what it wrote before failing.
+    let closed = client
+        .close()
+        .await
+        .context("commit what was written and disconnect");
     node.shutdown();
-    result
+    result.and(closed)
 }

@@ -227,11 +227,24 @@ async fn a_client_that_does_not_return_is_evicted_and_only_its_uncommitted_write
             .unwrap();
         assert!(back == block(seed, 10, index), "A's block {index} lost");
     }
-    // B's uncommitted writes are gone, and nothing else: its object exists, empty.
-    assert_eq!(
-        a.getattr(0, 20).await.unwrap(),
-        0,
-        "the evicted client's uncommitted writes are gone"
+    // B's uncommitted writes are gone, and nothing else — and a reader is told, never served
+    // the shorter object or a hole as if nothing happened: the size and every read that
+    // touches the lost bytes fail with EIO naming them.
+    let lost = |error: iopath_fabric::FabricError| match error {
+        iopath_fabric::FabricError::Remote {
+            code: 5, message, ..
+        } => message,
+        other => panic!("expected EIO naming the lost bytes, got {other}"),
+    };
+    let size = lost(a.getattr(0, 20).await.unwrap_err());
+    assert!(
+        size.contains("lost 262144 acknowledged bytes at [0, 262144)"),
+        "{size}"
+    );
+    let read = lost(a.read(0, 20, BLOCK as u64, BLOCK as u64).await.unwrap_err());
+    assert!(
+        read.contains(&format!("[{BLOCK}, {})", 2 * BLOCK)),
+        "{read}"
     );
     // B returns late: told its kept writes were lost.
     let report = b.reconnect_and_replay().await.unwrap();
@@ -241,6 +254,27 @@ async fn a_client_that_does_not_return_is_evicted_and_only_its_uncommitted_write
         log.contains("evict"),
         "the server says it evicted the client:\n{log}"
     );
+    assert!(
+        log.contains("no client replayed them"),
+        "the server says what was lost:\n{log}"
+    );
+
+    // The mark is durable: after another start, still refused; a rewrite clears it.
+    let (server, _) = start_oss(dir.path(), &nid.to_string(), "async", 1500, 600_000);
+    let a = OstClient::connect(client_node().await, nid, 1)
+        .await
+        .unwrap();
+    lost(a.getattr(0, 20).await.unwrap_err());
+    for index in 0..4 {
+        a.write(0, 20, index * BLOCK as u64, block(seed, 21, index))
+            .await
+            .unwrap();
+    }
+    assert_eq!(a.getattr(0, 20).await.unwrap(), 4 * BLOCK as u64);
+    let back = a.read(0, 20, 0, BLOCK as u64).await.unwrap();
+    assert!(back == block(seed, 21, 0), "the rewrite reads back");
+    a.disconnect().await.unwrap();
+    stop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

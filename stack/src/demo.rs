@@ -318,8 +318,13 @@ async fn exercise(
             p.mib_s()
         );
     }
-    for client in clients {
-        drop(client);
+    // The clients end as a program does: what their servers acknowledged is committed, and
+    // the servers forget them.
+    for client in &clients {
+        client
+            .close()
+            .await
+            .map_err(|e| StackError::io("commit the clients' writes and disconnect", e))?;
     }
     Ok(DemoReport {
         stack: stack.name.clone(),

@@ -138,6 +138,23 @@ pub enum StorageError {
         /// Size found on disk.
         file_bytes: u64,
     },
+    /// A read or a size touched bytes that were acknowledged to a client and then dropped when
+    /// the server restarted: no client replayed them (the one that held them was evicted, or
+    /// came back without them). The object is marked until they are written again, the object
+    /// is cut before them, or it is destroyed.
+    #[error(
+        "OST{target}: object {object} lost {bytes} acknowledged bytes at {ranges} when the server restarted: no client replayed them (the one that held them was evicted or came back without them); rewrite or remove the file"
+    )]
+    DataLost {
+        /// Target index.
+        target: u32,
+        /// The object.
+        object: ObjectId,
+        /// Bytes lost in the ranges below.
+        bytes: u64,
+        /// The lost ranges the request touched, as `[start, end)` byte offsets in the object.
+        ranges: String,
+    },
     /// A directory does not look like an OST (objects without a checkpoint, a journal of another
     /// target, ...).
     #[error("{path} is not a usable OST directory: {reason}")]

@@ -49,10 +49,14 @@ pub(crate) enum Direction {
 #[derive(Debug)]
 struct Server {
     /// Under the fyod's id: metadata-like calls and UFS I/O, kept by bytes.
-    ost: OstClient,
+    ost: Arc<OstClient>,
     /// Under the fyod's id with [`LINK_ID_BIT`] set: PFS I/O, kept by descriptor.
-    link: OstClient,
+    link: Arc<OstClient>,
 }
+
+/// How often the fyod pings each storage server connection (Lustre's pinger), so an idle
+/// fyod still replays promptly after a server restart instead of being evicted.
+const PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The fyod's backends.
 #[derive(Debug)]
@@ -110,6 +114,18 @@ impl Backend {
                     self.fyod_id ^ LINK_ID_BIT,
                 )
                 .await?;
+                let (ost, link) = (Arc::new(ost), Arc::new(link));
+                for connection in [&ost, &link] {
+                    tokio::spawn(iopath_storage_server::service::ping(
+                        Arc::downgrade(connection),
+                        PING_INTERVAL,
+                        // The server marks what it lost, so its readers are told; the fyod's
+                        // own callers learn of it at their next call to that server.
+                        |server, writes| {
+                            tracing::warn!(%server, lost = writes.len(), "the fyod's acknowledged writes were lost in replay");
+                        },
+                    ));
+                }
                 Ok::<_, crate::error::ForwarderError>(Arc::new(Server { ost, link }))
             })
             .await?;
@@ -140,6 +156,33 @@ impl Backend {
             .values()
             .filter_map(|cell| cell.get().map(|s| s.link.replayed()))
             .sum()
+    }
+
+    /// Ends the fyod's sessions with every storage server it reached: each commits its
+    /// targets and forgets the fyod (see [`OstClient::disconnect`]). The first failure, after
+    /// all were tried.
+    pub(crate) async fn disconnect(&self) -> std::result::Result<(), FabricError> {
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .lock()
+            .expect("servers lock poisoned")
+            .values()
+            .filter_map(|cell| cell.get().cloned())
+            .collect();
+        let mut set = JoinSet::new();
+        for server in servers {
+            for connection in [Arc::clone(&server.ost), Arc::clone(&server.link)] {
+                set.spawn(async move { connection.disconnect().await });
+            }
+        }
+        let mut first = Ok(());
+        while let Some(joined) = set.join_next().await {
+            let outcome = joined.unwrap_or_else(|e| Err(FabricError::Io(e.to_string())));
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
     }
 
     /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies; the link's

@@ -181,6 +181,13 @@ impl FyodService {
         Ok(service)
     }
 
+    /// Stops cleanly, before its node stops: every storage server it wrote to commits what it
+    /// acknowledged to the fyod, and forgets the fyod, so a later restart of a server neither
+    /// waits for it nor counts on what it kept.
+    pub async fn shutdown(&self) -> Result<()> {
+        self.backend.disconnect().await.map_err(Into::into)
+    }
+
     /// The fyod's NID.
     pub fn nid(&self) -> Nid {
         self.node.nid()

@@ -147,9 +147,24 @@ impl RunningNode {
         }
     }
 
-    /// Stops it: the fabric node first (no new requests), then its role — a storage server
-    /// commits every target and leaves the marker that says no recovery is needed.
+    /// Stops it: a fyod first ends its sessions with the storage servers (they commit what
+    /// they acknowledged to it, and forget it) while its node can still reach them; then the
+    /// fabric node (no new requests); then the role — a storage server commits every target
+    /// and leaves the marker that says no recovery is needed.
     pub async fn stop(self) -> Result<(), StackError> {
+        if let Served::Fyod(f) = &self.served {
+            match tokio::time::timeout(FYOD_DISCONNECT_MAX, f.service().shutdown()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(node = %self.name, %error, "the fyod could not end its storage sessions: a later server restart will wait for it")
+                }
+                Err(_) => tracing::warn!(
+                    node = %self.name,
+                    "the fyod's storage servers did not answer within {} s: a later server restart will wait for it",
+                    FYOD_DISCONNECT_MAX.as_secs()
+                ),
+            }
+        }
         self.node.shutdown();
         let failed = |why: String| StackError::Start {
             node: self.name.clone(),
@@ -167,6 +182,9 @@ impl RunningNode {
         Ok(())
     }
 }
+
+/// The longest a stopping fyod waits for its storage servers to commit and forget it.
+const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Starts what `node` serves.
 async fn start_role(

@@ -96,6 +96,12 @@ impl OstConfig {
         self.dir.join("checkpoint")
     }
 
+    /// Where the bytes recovery cut and no replay wrote again are recorded
+    /// ([`crate::recovery::LostRanges`]).
+    pub fn lost_path(&self) -> PathBuf {
+        self.dir.join("lost")
+    }
+
     /// The object directory.
     pub fn objects_dir(&self) -> PathBuf {
         self.dir.join("O")

@@ -12,10 +12,14 @@
 //!    last commit record's transno.
 //! 4. Make the object files agree with the table. A file longer than its committed size holds
 //!    acknowledged-but-uncommitted appends: it is cut back, and the clients that wrote them
-//!    replay them. A file with no committed object (a create that never committed, or a
-//!    destroy that committed before its unlink) is removed. A file shorter than its committed
-//!    size means committed data is missing: refuse to start. Overwrites inside the committed
-//!    size that never committed may remain, as with ldiskfs in ordered mode.
+//!    replay them. The data extents cut are first recorded durably as *pending* in the
+//!    target's `lost` file ([`LostRanges`]): if no replay writes them again and the recovery
+//!    window may have dropped acknowledged writes, they become lost, and reads of them are
+//!    refused instead of served as a hole. A file with no committed object (a create that
+//!    never committed, or a destroy that committed before its unlink) is removed. A file
+//!    shorter than its committed size means committed data is missing: refuse to start.
+//!    Overwrites inside the committed size that never committed may remain, as with ldiskfs
+//!    in ordered mode (their data was on disk before they were acknowledged).
 
 use super::config::OstConfig;
 use crate::error::{Result, StorageError};
@@ -25,9 +29,11 @@ use crate::journal::record::{HEADER_LEN, JournalHeader};
 use crate::journal::runtime::write_checkpoint;
 use crate::journal::scan::{Discarded, scan};
 use crate::journal::table::ObjectTable;
+use crate::recovery::{ByteRange, LostRanges};
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 
 /// The largest journal recovery will read into memory.
@@ -89,6 +95,8 @@ pub struct TrimmedObject {
     pub file_bytes: u64,
     /// Committed size it was cut to.
     pub committed_bytes: u64,
+    /// Bytes of data (not holes) in the cut: pending until a replay writes them again.
+    pub data_bytes: u64,
 }
 
 /// A recovered target, ready to serve.
@@ -97,6 +105,84 @@ pub(crate) struct Recovered {
     pub(crate) report: RecoveryReport,
     pub(crate) table: ObjectTable,
     pub(crate) journal_len: u64,
+    /// Ranges cut and not yet written again, and ranges lost before.
+    pub(crate) lost: LostRanges,
+}
+
+/// The most data extents looked up in one cut tail; past it the rest of the tail counts as
+/// data (which can only make more bytes pending, never fewer).
+const CUT_EXTENTS_MAX: usize = 1024;
+
+/// The data extents of `file` in `[from, to)`, skipping holes (`SEEK_DATA`/`SEEK_HOLE`); the
+/// whole range where the file system cannot tell.
+fn data_extents(file: &File, from: u64, to: u64) -> std::io::Result<Vec<ByteRange>> {
+    let fd = file.as_raw_fd();
+    let seek = |offset: u64, whence: i32| -> std::io::Result<Option<u64>> {
+        let offset = i64::try_from(offset).map_err(std::io::Error::other)?;
+        // SAFETY: lseek on a descriptor this function borrows for its whole run; it moves only
+        // the file offset, which nothing else here uses.
+        let at = unsafe { libc::lseek(fd, offset, whence) };
+        if at >= 0 {
+            return Ok(Some(at as u64));
+        }
+        let error = std::io::Error::last_os_error();
+        // ENXIO: no data at or after `offset`.
+        match error.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            _ => Err(error),
+        }
+    };
+    let mut extents = Vec::new();
+    let mut at = from;
+    while at < to {
+        if extents.len() >= CUT_EXTENTS_MAX {
+            extents.push(ByteRange::new(at, to));
+            break;
+        }
+        let data = match seek(at, libc::SEEK_DATA) {
+            Ok(Some(data)) => data,
+            Ok(None) => break,
+            // A file system without SEEK_DATA: count it all as data.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                return Ok(vec![ByteRange::new(from, to)]);
+            }
+            Err(e) => return Err(e),
+        };
+        if data >= to {
+            break;
+        }
+        let hole = seek(data, libc::SEEK_HOLE)?.unwrap_or(to).min(to);
+        extents.push(ByteRange::new(data, hole));
+        at = hole.max(data + 1);
+    }
+    Ok(extents)
+}
+
+/// The target's lost ranges as its `lost` file last recorded them (none if there is none).
+fn read_lost(config: &OstConfig) -> Result<LostRanges> {
+    let path = config.lost_path();
+    match fs::read_to_string(&path) {
+        Ok(text) => LostRanges::decode(&text).map_err(|reason| StorageError::NotATarget {
+            path,
+            reason: format!("the record of lost ranges is damaged: {reason}"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LostRanges::new()),
+        Err(source) => Err(StorageError::io("read", &path, source)),
+    }
+}
+
+/// Records `lost` in the target's `lost` file, atomically and durably (temp file, fsync,
+/// rename, directory fsync); removes the file when nothing is pending or lost.
+pub(crate) fn write_lost(config: &OstConfig, lost: &LostRanges) -> Result<()> {
+    let path = config.lost_path();
+    if lost.is_empty() {
+        return match fs::remove_file(&path) {
+            Ok(()) => sync_dir(&config.dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StorageError::io("remove", &path, source)),
+        };
+    }
+    write_checkpoint(&path, lost.encode().as_bytes()).map_err(io("write", &path))
 }
 
 fn io<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StorageError + 'a {
@@ -208,7 +294,11 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
     }
     let last_committed = checkpoint.last_committed.max(report.last_committed);
 
-    // Step 4: object files against the table.
+    // Step 4: object files against the table. What is to be cut is found first, and its
+    // data extents recorded as pending before anything is cut: a crash in the middle leaves
+    // the record, never a cut nobody knows of.
+    let mut lost = read_lost(config)?;
+    let mut cuts: Vec<(File, TrimmedObject)> = Vec::new();
     let mut trimmed = Vec::new();
     let mut removed = Vec::new();
     let mut foreign_files = Vec::new();
@@ -240,19 +330,25 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
             });
         }
         if file_bytes > committed_bytes {
-            tracing::info!(%object, file_bytes, committed_bytes, "cutting uncommitted bytes; clients replay them");
             let file = OpenOptions::new()
                 .write(true)
                 .open(&path)
                 .map_err(io("open object", &path))?;
-            file.set_len(committed_bytes)
-                .map_err(io("truncate object", &path))?;
-            file.sync_data().map_err(io("fdatasync object", &path))?;
-            trimmed.push(TrimmedObject {
-                object,
-                file_bytes,
-                committed_bytes,
-            });
+            let extents = data_extents(&file, committed_bytes, file_bytes)
+                .map_err(io("find the data of object", &path))?;
+            for &extent in &extents {
+                lost.cut(object, extent);
+            }
+            let data_bytes = extents.iter().map(ByteRange::len).sum();
+            cuts.push((
+                file,
+                TrimmedObject {
+                    object,
+                    file_bytes,
+                    committed_bytes,
+                    data_bytes,
+                },
+            ));
         }
     }
     if seen != table.len() {
@@ -268,6 +364,23 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
     }
     if !removed.is_empty() {
         sync_dir(&objects_dir)?;
+    }
+    // Ranges of objects that no longer exist mean nothing.
+    for object in lost.objects() {
+        if table.size(object).is_none() {
+            lost.destroyed(object);
+        }
+    }
+    if !cuts.is_empty() || config.lost_path().exists() {
+        write_lost(config, &lost)?;
+    }
+    for (file, cut) in cuts {
+        let path = objects_dir.join(cut.object.file_name());
+        tracing::info!(object = %cut.object, cut.file_bytes, cut.committed_bytes, cut.data_bytes, "cutting uncommitted bytes; clients replay them");
+        file.set_len(cut.committed_bytes)
+            .map_err(io("truncate object", &path))?;
+        file.sync_data().map_err(io("fdatasync object", &path))?;
+        trimmed.push(cut);
     }
 
     let report = RecoveryReport {
@@ -292,6 +405,7 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
         report,
         table,
         journal_len,
+        lost,
     })
 }
 
@@ -349,5 +463,6 @@ fn format(config: &OstConfig) -> Result<Recovered> {
         },
         table: ObjectTable::new(),
         journal_len: HEADER_LEN as u64,
+        lost: LostRanges::new(),
     })
 }

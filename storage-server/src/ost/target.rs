@@ -13,7 +13,7 @@
 
 use super::config::OstConfig;
 use super::reply::{ObjectAttr, OpReply, OstStats};
-use super::startup::{RecoveryReport, recover};
+use super::startup::{RecoveryReport, recover, write_lost};
 use super::stop::StopFlag;
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
 use crate::error::{Result, StorageError};
@@ -21,6 +21,7 @@ use crate::ids::{ObjectId, Transno};
 use crate::journal::policy::{CommitMode, Intent, PolicyConfig};
 use crate::journal::record::Operation;
 use crate::journal::runtime::{Journal, JournalSetup, Stamp};
+use crate::recovery::lost::{ByteRange, LostData, LostRanges, WindowOutcome};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -105,6 +106,11 @@ pub struct Ost {
     uncommitted: Arc<Semaphore>,
     stop: Arc<StopFlag>,
     recovery: RecoveryReport,
+    /// Bytes recovery cut (pending a replay) and bytes lost: reads and sizes that touch lost
+    /// bytes are refused ([`crate::recovery::lost`]).
+    lost: Mutex<LostRanges>,
+    /// Held while the `lost` file is rewritten, so rewrites never interleave.
+    lost_file: tokio::sync::Mutex<()>,
 }
 
 impl Ost {
@@ -181,6 +187,8 @@ impl Ost {
             dir_sync: DirSync::default(),
             stop,
             recovery: recovered.report,
+            lost: Mutex::new(recovered.lost),
+            lost_file: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -197,6 +205,74 @@ impl Ost {
     /// What startup found and did.
     pub fn recovery(&self) -> &RecoveryReport {
         &self.recovery
+    }
+
+    /// Bytes cut at startup that wait for a replay, and bytes lost (a copy).
+    pub fn lost_ranges(&self) -> LostRanges {
+        self.lock_lost().clone()
+    }
+
+    /// The client-replay window closed. If it may have dropped acknowledged writes, every
+    /// range startup cut that no replay wrote again is lost from now on: reads and sizes that
+    /// touch it are refused. Otherwise those ranges were never acknowledged and are forgotten.
+    /// The change is made at once (before any new request is served) and recorded durably
+    /// after.
+    pub async fn recovery_closed(&self, writes_may_be_lost: bool) -> Result<WindowOutcome> {
+        let outcome = self.lock_lost().window_closed(writes_may_be_lost);
+        self.persist_lost().await?;
+        Ok(outcome)
+    }
+
+    /// [`Ost::recovery_closed`]'s first half: the in-memory change alone, for a caller that
+    /// must make it under its own lock; [`Ost::persist_lost`] records it.
+    pub fn close_recovery_now(&self, writes_may_be_lost: bool) -> WindowOutcome {
+        self.lock_lost().window_closed(writes_may_be_lost)
+    }
+
+    /// Records the lost ranges in the target's `lost` file (atomic replace, durable).
+    pub async fn persist_lost(&self) -> Result<()> {
+        let _one_at_a_time = self.lost_file.lock().await;
+        // Taken under the file lock: the last rewrite carries the latest state.
+        let snapshot = self.lost_ranges();
+        let config = self.config.clone();
+        tokio::task::spawn_blocking(move || write_lost(&config, &snapshot))
+            .await
+            .map_err(|e| {
+                StorageError::io(
+                    "record lost ranges",
+                    &self.config.dir,
+                    std::io::Error::other(e),
+                )
+            })?
+    }
+
+    fn lock_lost(&self) -> std::sync::MutexGuard<'_, LostRanges> {
+        self.lost.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Notes that `range` of `object` holds new bytes; records the lost ranges again if that
+    /// cleared some.
+    async fn note_written(&self, object: ObjectId, range: ByteRange) -> Result<()> {
+        let cleared = self.lock_lost().written(object, range);
+        if cleared {
+            tracing::info!(target_index = self.config.index, %object, %range, "lost bytes written again");
+            self.persist_lost().await?;
+        }
+        Ok(())
+    }
+
+    fn data_lost(&self, lost: LostData) -> StorageError {
+        StorageError::DataLost {
+            target: self.config.index,
+            object: lost.object,
+            bytes: lost.bytes(),
+            ranges: lost
+                .ranges
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     }
 
     /// Highest committed transno.
@@ -437,6 +513,10 @@ impl Ost {
                 .await
                 .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))?;
         }
+        // The range now holds this write's bytes: if recovery had cut or lost it, it is
+        // neither any more (recorded before the reply, so a restart still knows).
+        self.note_written(object, ByteRange::new(offset, end))
+            .await?;
         let size_after = state.grow_to(end);
         let intent = Intent {
             operation: Operation::Write,
@@ -475,6 +555,11 @@ impl Ost {
         if state.destroyed.load(Ordering::Acquire) {
             return Err(self.no_such(object));
         }
+        // Bytes acknowledged and then dropped at recovery are never served as a hole.
+        let asked = ByteRange::new(offset_bytes, offset_bytes.saturating_add(length_bytes));
+        if let Some(lost) = self.lock_lost().lost_in(object, asked) {
+            return Err(self.data_lost(lost));
+        }
         let available = state.size().saturating_sub(offset_bytes).min(length_bytes);
         let bytes = if available == 0 {
             Bytes::new()
@@ -496,6 +581,10 @@ impl Ost {
     pub async fn getattr(&self, object: ObjectId) -> Result<OpReply<ObjectAttr>> {
         self.stop.check(self.config.index)?;
         let state = self.lookup(object)?;
+        // A size that lost bytes made shorter is not the size anyone was told.
+        if let Some(lost) = self.lock_lost().lost_of(object) {
+            return Err(self.data_lost(lost));
+        }
         Ok(OpReply {
             value: ObjectAttr {
                 size_bytes: state.size(),
@@ -535,6 +624,9 @@ impl Ost {
             self.journal.submit(intent, None, None, None).await?
         };
         state.set_size(size_bytes);
+        if self.lock_lost().punched(object, size_bytes) {
+            self.persist_lost().await?;
+        }
         Ok(self.reply((), stamp))
     }
 
@@ -582,6 +674,9 @@ impl Ost {
         .and_then(|r| r);
         if let Err(error) = unlinked {
             tracing::warn!(%object, %error, "destroy committed but unlink failed; recovery will remove the file");
+        }
+        if self.lock_lost().destroyed(object) {
+            self.persist_lost().await?;
         }
         Ok(self.reply((), stamp))
     }

@@ -13,6 +13,11 @@
 //! - New (non-replay) requests wait until the window closes.
 //! - When the window's time runs out, clients that have not finished are evicted: their queued
 //!   replays are dropped and their uncommitted writes are gone, and the server says so.
+//! - The window remembers whether it **may have dropped acknowledged writes**: it evicted a
+//!   client, a known client came back with no memory of what it had been told was written
+//!   ([`ReplayWindow::client_forgot`]), or a replay was refused or could not run. When it
+//!   closes it says so ([`WindowEvent::Closed`]), and the target marks what no replay wrote
+//!   again as lost ([`super::lost`]).
 //!
 //! Pure: no sockets, no clocks. The RPC side feeds it events with the time in milliseconds and
 //! executes what [`ReplayWindow::next_ready`] hands out. The payload `P` is whatever the RPC
@@ -83,6 +88,9 @@ pub enum WindowEvent {
         replayed: u64,
         /// Clients evicted.
         evicted: usize,
+        /// Whether acknowledged writes may have been dropped (see
+        /// [`ReplayWindow::writes_may_be_lost`]).
+        writes_may_be_lost: bool,
     },
 }
 
@@ -111,6 +119,10 @@ pub struct ReplayWindow<P> {
     replayed: u64,
     /// Highest transno handed out for execution.
     last_handed_out: Transno,
+    /// Known clients that came back without the writes they had kept.
+    forgotten: Vec<ClientId>,
+    /// Replays of known clients refused, or that could not be executed.
+    replays_lost: u64,
     closed: bool,
 }
 
@@ -136,6 +148,8 @@ impl<P> ReplayWindow<P> {
             seen: HashMap::new(),
             replayed: 0,
             last_handed_out: last_committed,
+            forgotten: Vec::new(),
+            replays_lost: 0,
             closed: false,
         };
         // No client to wait for: nothing to replay.
@@ -164,8 +178,46 @@ impl<P> ReplayWindow<P> {
         &self.evicted
     }
 
+    /// Whether acknowledged writes may have been dropped: a client was evicted, a known
+    /// client came back without the writes it kept, or a replay was refused or could not run.
+    /// If not, every acknowledged-but-uncommitted write was replayed.
+    pub fn writes_may_be_lost(&self) -> bool {
+        !self.evicted.is_empty() || !self.forgotten.is_empty() || self.replays_lost > 0
+    }
+
+    /// A known client connected again as a new incarnation that holds nothing from before (a
+    /// process restarted under the same id): whatever it had been told was written and not
+    /// committed is gone. It has nothing to replay, so it is done.
+    pub fn client_forgot(&mut self, client: ClientId) {
+        if let Some(state) = self.clients.get_mut(&client) {
+            state.reconnected = true;
+            state.done = true;
+            if !self.forgotten.contains(&client) {
+                self.forgotten.push(client);
+            }
+        }
+    }
+
+    /// A replay of a known client could not be executed (its bytes could not be pulled again:
+    /// their owner let go of them): that acknowledged write is lost.
+    pub fn replay_lost(&mut self, client: ClientId) {
+        if self.clients.contains_key(&client) || self.evicted.contains(&client) {
+            self.replays_lost += 1;
+        }
+    }
+
     /// A replayed request arrives.
     pub fn replay(&mut self, request: ReplayRequest<P>) -> ReplayDecision {
+        let client = request.client;
+        let decision = self.admit(request);
+        if matches!(decision, ReplayDecision::Refused(_)) && !self.closed {
+            // A write its client was told had happened, and it will not be executed.
+            self.replay_lost(client);
+        }
+        decision
+    }
+
+    fn admit(&mut self, request: ReplayRequest<P>) -> ReplayDecision {
         if self.closed {
             return ReplayDecision::Refused("recovery window is closed".to_string());
         }
@@ -293,6 +345,7 @@ impl<P> ReplayWindow<P> {
             events.push(WindowEvent::Closed {
                 replayed: self.replayed,
                 evicted: self.evicted.len(),
+                writes_may_be_lost: self.writes_may_be_lost(),
             });
         }
         events
@@ -341,7 +394,8 @@ mod tests {
             window.tick(5),
             vec![WindowEvent::Closed {
                 replayed: 4,
-                evicted: 0
+                evicted: 0,
+                writes_may_be_lost: false,
             }]
         );
         assert!(window.is_closed());
@@ -452,7 +506,8 @@ mod tests {
             events[1],
             WindowEvent::Closed {
                 replayed: 3,
-                evicted: 2
+                evicted: 2,
+                writes_may_be_lost: true,
             }
         );
         assert_eq!(window.evicted(), [C, B]);
@@ -480,8 +535,57 @@ mod tests {
             window.tick(1001),
             [WindowEvent::Closed {
                 replayed: 2,
-                evicted: 1
+                evicted: 1,
+                writes_may_be_lost: true,
             }]
+        );
+    }
+
+    #[test]
+    fn a_client_back_without_its_writes_is_done_but_its_writes_may_be_lost() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        window.replay(request(A, 1, 11));
+        window.client_done(A);
+        // B restarted under the same id: it has nothing to replay, and whatever it was told
+        // was written above 10 is gone.
+        window.client_forgot(B);
+        assert_eq!(drain(&mut window), [11], "nothing waits on B any more");
+        assert!(window.writes_may_be_lost());
+        assert_eq!(
+            window.tick(1),
+            [WindowEvent::Closed {
+                replayed: 1,
+                evicted: 0,
+                writes_may_be_lost: true,
+            }]
+        );
+        // A client the window never knew forgets nothing that was promised here.
+        let mut window: ReplayWindow<&str> = ReplayWindow::new(Transno(10), [A], 0, 1000);
+        window.client_forgot(C);
+        assert!(!window.writes_may_be_lost());
+    }
+
+    #[test]
+    fn a_refused_or_failed_replay_of_a_known_client_means_writes_may_be_lost() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        window.replay(request(A, 1, 12));
+        assert!(!window.writes_may_be_lost());
+        assert!(matches!(
+            window.replay(request(A, 2, 11)),
+            ReplayDecision::Refused(_)
+        ));
+        assert!(
+            window.writes_may_be_lost(),
+            "a refused replay is a lost write"
+        );
+
+        let mut window: ReplayWindow<&str> = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        window.replay_lost(C);
+        assert!(!window.writes_may_be_lost(), "not a client of this window");
+        window.replay_lost(B);
+        assert!(
+            window.writes_may_be_lost(),
+            "B's bytes could not be pulled again"
         );
     }
 

@@ -35,6 +35,11 @@ use super::{OST_PORTAL, is_connection_error, opcode};
 /// How often, and how long, a client tries to reach a restarting server before giving up.
 const RECONNECT_ATTEMPTS: u32 = 100;
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// The longest a call waits for a server in recovery, whatever the server says its window
+/// is: a bound of our own on what a peer tells us.
+const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(600);
+/// Added to the time the server says its recovery can last, for the messages in between.
+const RECOVERY_WAIT_SLACK: Duration = Duration::from_secs(2);
 
 /// The stamp every state-changing reply carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +110,10 @@ struct Kept {
 #[derive(Debug, Default)]
 struct State {
     boot_id: u64,
+    /// While the server recovers: when its window closes at the latest, as it last said.
+    recovery_until: Option<tokio::time::Instant>,
+    /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
+    disconnected: bool,
     /// By target (the server's own index): its highest committed transno.
     last_committed: HashMap<u32, u64>,
     /// By (target, transno): the replay order.
@@ -178,8 +187,10 @@ impl OstClient {
             }
         }
         if reply.recovering {
-            // A fresh client has nothing to replay; tell the server not to wait for it.
-            me.replay_done().await?;
+            // A fresh client has nothing to replay; tell the server not to wait for it. If the
+            // server knew this id from before its restart, this is a new incarnation that has
+            // forgotten what it was told was written: the server must count that as lost.
+            me.replay_done(true).await?;
         }
         Ok(me)
     }
@@ -212,6 +223,7 @@ impl OstClient {
     }
 
     async fn connect_once(&self) -> Result<pb::ConnectReply, FabricError> {
+        self.check_connected()?;
         let body = pb::ConnectRequest {
             client: self.client,
         }
@@ -221,14 +233,57 @@ impl OstClient {
             .node
             .call(self.server, OST_PORTAL, opcode::CONNECT, body)
             .await?;
-        pb::ConnectReply::decode(reply.as_ref()).map_err(|_| FabricError::MalformedFrame {
-            why: "undecodable CONNECT reply",
-        })
+        let reply =
+            pb::ConnectReply::decode(reply.as_ref()).map_err(|_| FabricError::MalformedFrame {
+                why: "undecodable CONNECT reply",
+            })?;
+        // How long a call may wait for the recovery, as the server says, within our own bound.
+        let hard_remaining = Duration::from_millis(reply.recovery_hard_remaining_ms)
+            .min(RECOVERY_WAIT_MAX)
+            + RECOVERY_WAIT_SLACK;
+        self.state
+            .lock()
+            .expect("client state lock poisoned")
+            .recovery_until = reply
+            .recovering
+            .then(|| tokio::time::Instant::now() + hard_remaining);
+        Ok(reply)
     }
 
-    async fn replay_done(&self) -> Result<(), FabricError> {
+    /// Refuses calls after [`OstClient::disconnect`]: the server has forgotten this client.
+    fn check_connected(&self) -> Result<(), FabricError> {
+        if self
+            .state
+            .lock()
+            .expect("client state lock poisoned")
+            .disconnected
+        {
+            return Err(FabricError::Remote {
+                peer: self.server,
+                code: errno::ENOTCONN,
+                message: format!(
+                    "client {} has disconnected from {}",
+                    self.client, self.server
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether [`OstClient::disconnect`] has run.
+    pub fn is_disconnected(&self) -> bool {
+        self.state
+            .lock()
+            .expect("client state lock poisoned")
+            .disconnected
+    }
+
+    /// Tells the server this client has replayed all it kept (`fresh`: it is new, or a new
+    /// incarnation that kept nothing).
+    async fn replay_done(&self, fresh: bool) -> Result<(), FabricError> {
         let body = pb::ReplayDoneRequest {
             client: self.client,
+            fresh,
         }
         .encode_to_vec()
         .into();
@@ -247,8 +302,14 @@ impl OstClient {
     /// Sends one request; if the server is gone or restarting, reconnects, replays, and sends
     /// it again, for a bounded time. Acknowledged writes the server lost (this client was
     /// evicted, or a descriptor's owner dropped its memory) are an error here, never silence.
+    ///
+    /// A server in its recovery window answers `EINPROGRESS` until every client it knew has
+    /// replayed or been evicted: the call waits as long as the server says the window can
+    /// last (its hard deadline, bounded by [`RECOVERY_WAIT_MAX`]), and says once that it waits.
     async fn call(&self, op: u32, body: Bytes) -> Result<pb::OpReply, FabricError> {
+        self.check_connected()?;
         let mut attempts = 0;
+        let mut waiting_since: Option<tokio::time::Instant> = None;
         loop {
             let error = match self
                 .node
@@ -273,12 +334,36 @@ impl OstClient {
             };
             let recovering =
                 matches!(&error, FabricError::Remote { code, .. } if *code == errno::EINPROGRESS);
-            if !(recovering || is_connection_error(&error)) || attempts >= RECONNECT_ATTEMPTS {
-                return Err(error);
-            }
-            attempts += 1;
-            if !recovering {
+            if recovering {
+                let now = tokio::time::Instant::now();
+                let since = *waiting_since.get_or_insert(now);
+                let until = self
+                    .state
+                    .lock()
+                    .expect("client state lock poisoned")
+                    .recovery_until;
+                let gave_up = now.duration_since(since) >= RECOVERY_WAIT_MAX
+                    || until.is_some_and(|until| now >= until);
+                if gave_up {
+                    return Err(FabricError::Remote {
+                        peer: self.server,
+                        code: errno::EINPROGRESS,
+                        message: format!(
+                            "{} is still recovering after {:.0} s, longer than its recovery window can last",
+                            self.server,
+                            now.duration_since(since).as_secs_f64()
+                        ),
+                    });
+                }
+                if now == since {
+                    let left = until.map_or(0, |u| u.saturating_duration_since(now).as_secs());
+                    warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
+                }
+            } else if is_connection_error(&error) && attempts < RECONNECT_ATTEMPTS {
+                attempts += 1;
                 tokio::time::sleep(RECONNECT_PAUSE).await;
+            } else {
+                return Err(error);
             }
             match self.recover().await {
                 Ok(()) => {}
@@ -563,6 +648,28 @@ impl OstClient {
         self.call_noted(target, opcode::SYNC, body).await
     }
 
+    /// Ends this client's session with the server: the server commits every target, so every
+    /// write it acknowledged to this client is committed, and forgets the client, so a later
+    /// restart of the server does not wait for it. Afterwards nothing is kept for replay, and
+    /// calls (and the pinger's reconnects) are refused.
+    ///
+    /// If the server restarted in between, the kept writes are replayed first (the call waits
+    /// for the recovery); writes the server lost are an error (`ESTALE`), never silence.
+    pub async fn disconnect(&self) -> Result<(), FabricError> {
+        let body = pb::DisconnectRequest {
+            client: self.client,
+        }
+        .encode_to_vec()
+        .into();
+        self.call(opcode::DISCONNECT, body).await?;
+        let mut state = self.state.lock().expect("client state lock poisoned");
+        // Every target committed before the reply: nothing kept is needed any more.
+        state.kept.clear();
+        state.disconnected = true;
+        self.kept_bytes.store(0, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Reconnects; if the server restarted, replays every kept write in transno order and
     /// says it is done. Kept writes the server will not take back are reported as lost.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
@@ -606,11 +713,47 @@ impl OstClient {
             }
         }
         if reply.recovering {
-            self.replay_done().await?;
+            self.replay_done(false).await?;
         }
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(report)
+    }
+}
+
+/// Lustre's pinger for one server connection: every `interval`, a reconnect. If the server
+/// restarted, the kept writes are replayed right away (and the server told this client is
+/// done), whether or not anyone is using the connection — an idle client is not evicted for
+/// being idle. Writes the server would not take back go to `lost`. Ends when the connection
+/// is dropped or disconnected.
+pub async fn ping(
+    connection: std::sync::Weak<OstClient>,
+    interval: Duration,
+    lost: impl Fn(Nid, Vec<LostWrite>) + Send + 'static,
+) {
+    // Bounded by the connection's life: the loop ends when it is dropped or disconnected.
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(server) = connection.upgrade() else {
+            return;
+        };
+        if server.is_disconnected() {
+            // The server has forgotten this client: a reconnect would register it again.
+            return;
+        }
+        match server.reconnect_and_replay().await {
+            Ok(report) if !report.lost.is_empty() => {
+                warn!(server = %server.server(), lost = report.lost.len(), "evicted: acknowledged writes were lost");
+                lost(server.server(), report.lost);
+            }
+            Ok(report) => {
+                if report.restarted {
+                    info!(server = %server.server(), replayed = report.replayed, "server restarted: replayed");
+                }
+            }
+            // Down or restarting: the next ping (or call) tries again.
+            Err(error) => tracing::debug!(server = %server.server(), %error, "ping failed"),
+        }
     }
 }
 

@@ -37,7 +37,7 @@ use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery};
 
-pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport};
+pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, ping};
 
 /// The portal OSS requests go to.
 pub const OST_PORTAL: u32 = 46;
@@ -62,6 +62,8 @@ pub mod opcode {
     pub const SYNC: u32 = 8;
     /// A client has replayed everything it kept.
     pub const REPLAY_DONE: u32 = 9;
+    /// A client is done: commit every target, forget the client.
+    pub const DISCONNECT: u32 = 10;
 }
 
 /// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
@@ -99,7 +101,7 @@ const POOL_PAGE_BYTES: u64 = 4096;
 pub struct OssService {
     oss: Arc<Oss>,
     recovery: Recovery,
-    clients: ClientRegistry,
+    clients: Arc<ClientRegistry>,
     bulk_pool: Semaphore,
     bulk_pool_pages: u64,
     boot_id: u64,
@@ -113,13 +115,13 @@ impl OssService {
         oss: Arc<Oss>,
         config: ServiceConfig,
     ) -> Result<Arc<OssService>, StorageError> {
-        let clients = ClientRegistry::open(&config.state_dir, config.clients_max)?;
+        let clients = Arc::new(ClientRegistry::open(&config.state_dir, config.clients_max)?);
         let clean = recovery::take_clean_marker(&config.state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
         if !known.is_empty() {
             info!(clients = known.len(), window = ?config.recovery_window, "unclean restart: opening the recovery window");
         }
-        let recovery = Recovery::start(&oss, known, config.recovery_window);
+        let recovery = Recovery::start(&oss, known, config.recovery_window, Arc::clone(&clients));
         let pages = config.bulk_pool_bytes.div_ceil(POOL_PAGE_BYTES).max(1);
         let service = Arc::new(OssService {
             oss,
@@ -197,17 +199,26 @@ impl OssService {
                     targets,
                     boot_id: self.boot_id,
                     recovery_remaining_ms: self.recovery.remaining_ms(),
+                    recovery_hard_remaining_ms: self.recovery.hard_remaining_ms(),
                 }
                 .encode_to_vec()
                 .into());
             }
             opcode::REPLAY_DONE => {
                 let done = decode::<pb::ReplayDoneRequest>(body)?;
-                self.recovery.client_done(done.client);
+                if done.fresh {
+                    self.recovery.client_forgot(done.client);
+                } else {
+                    self.recovery.client_done(done.client);
+                }
                 pb::OpReply {
                     boot_id: self.boot_id,
                     ..pb::OpReply::default()
                 }
+            }
+            opcode::DISCONNECT => {
+                let done = decode::<pb::DisconnectRequest>(body)?;
+                self.disconnect(done.client).await?
             }
             opcode::CREATE => {
                 let op = decode::<pb::ObjectRequest>(body)?;
@@ -315,7 +326,17 @@ impl OssService {
         // byte ends here, never in the object.
         // The checksum of what arrived comes from the verified chunks' (a forwarder's
         // sub-descriptor carries none of its own): the data is not read a second time.
-        let (data, checksum) = node.bulk_get_checked(&desc).await?;
+        let (data, checksum) = match node.bulk_get_checked(&desc).await {
+            Ok(pulled) => pulled,
+            Err(error) => {
+                if op.replay_transno != 0 {
+                    // An acknowledged write whose bytes are gone (their owner let go): recovery
+                    // must know it dropped something.
+                    self.recovery.replay_lost(op.target, op.client);
+                }
+                return Err(error.into());
+            }
+        };
         let object = ObjectId(op.object);
         let reply = if op.replay_transno != 0 {
             self.recovery
@@ -338,6 +359,35 @@ impl OssService {
         Ok(pb::OpReply {
             checksum,
             ..self.stamp(&reply)
+        })
+    }
+
+    /// A client is done: every target is committed, so nothing it was told is written stays
+    /// uncommitted, and then it is forgotten, durably, so the next restart does not wait for
+    /// it. During recovery it must replay first (it is waited for).
+    async fn disconnect(&self, client: u64) -> Result<pb::OpReply, ServiceError> {
+        if self.recovery.any_recovering() {
+            return Err(ServiceError::new(
+                errno::EINPROGRESS,
+                "the server is recovering: reconnect, replay, then disconnect",
+            ));
+        }
+        // Every target at once; each commit is shared with whatever else is pending there.
+        let mut syncs = tokio::task::JoinSet::new();
+        for ost in self.oss.targets() {
+            let ost = Arc::clone(ost);
+            syncs.spawn(async move { ost.sync().await.map(drop) });
+        }
+        while let Some(synced) = syncs.join_next().await {
+            synced
+                .map_err(|e| ServiceError::new(errno::EIO, format!("commit task failed: {e}")))?
+                .map_err(storage_error)?;
+        }
+        self.clients.remove(&[client]).map_err(storage_error)?;
+        info!(client, "client disconnected: its writes are committed");
+        Ok(pb::OpReply {
+            boot_id: self.boot_id,
+            ..pb::OpReply::default()
         })
     }
 
@@ -393,6 +443,8 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::NoSuchTarget { .. } => errno::ENODEV,
         StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
+        // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.
+        StorageError::DataLost { .. } => errno::EIO,
         _ => errno::EIO,
     };
     ServiceError::new(code, error.to_string())

@@ -17,6 +17,7 @@ use tracing::{info, warn};
 use crate::error::StorageError;
 use crate::ids::{ObjectId, Transno};
 use crate::ost::{OpReply, Oss, Ost};
+use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
 use iopath_fabric::frame::status::errno::ESTALE;
@@ -35,6 +36,7 @@ pub struct PendingReplay {
 
 #[derive(Debug)]
 struct TargetRecovery {
+    ost: Arc<Ost>,
     window: Mutex<Option<ReplayWindow<PendingReplay>>>,
     wake: Notify,
 }
@@ -49,8 +51,14 @@ pub struct Recovery {
 
 impl Recovery {
     /// Opens a window on every target for `known` clients (none: no recovery) and starts the
-    /// drivers and the tick.
-    pub fn start(oss: &Arc<Oss>, known: Vec<u64>, window: Duration) -> Recovery {
+    /// drivers and the tick. When every window has closed, the clients they evicted are taken
+    /// off `registry`: they are not waited for again at the next restart.
+    pub fn start(
+        oss: &Arc<Oss>,
+        known: Vec<u64>,
+        window: Duration,
+        registry: Arc<ClientRegistry>,
+    ) -> Recovery {
         let window_ms = window.as_millis() as u64;
         let mut targets = Vec::new();
         for ost in oss.targets() {
@@ -62,7 +70,17 @@ impl Recovery {
                     window_ms,
                 )
             });
+            if state.is_none() {
+                // No window, so nobody will replay what startup cut: with no client to ask,
+                // the cut may hold acknowledged writes (a window that never closed before a
+                // clean stop), and is lost.
+                let outcome = ost.close_recovery_now(true);
+                report_closed(ost, &outcome);
+                let ost = Arc::clone(ost);
+                tokio::spawn(async move { persist(&ost).await });
+            }
             let recovery = Arc::new(TargetRecovery {
+                ost: Arc::clone(ost),
                 window: Mutex::new(state),
                 wake: Notify::new(),
             });
@@ -80,6 +98,9 @@ impl Recovery {
             let ticked: Vec<_> = recovery.targets.clone();
             let started = recovery.started;
             tokio::spawn(async move {
+                let mut evicted = Vec::new();
+                // Bounded: every window closes by its hard deadline (two windows), and the
+                // loop ends when none is open.
                 loop {
                     tokio::time::sleep(TICK).await;
                     let now_ms = started.elapsed().as_millis() as u64;
@@ -91,14 +112,32 @@ impl Recovery {
                         };
                         for event in window.tick(now_ms) {
                             match event {
-                                WindowEvent::Evicted { message, .. } => {
-                                    warn!(target = index, "{message}")
+                                WindowEvent::Evicted {
+                                    client, message, ..
+                                } => {
+                                    warn!(target = index, "{message}");
+                                    if !evicted.contains(&client.0) {
+                                        evicted.push(client.0);
+                                    }
                                 }
-                                WindowEvent::Closed { replayed, evicted } => {
+                                WindowEvent::Closed {
+                                    replayed,
+                                    evicted,
+                                    writes_may_be_lost,
+                                } => {
                                     info!(
                                         target = index,
-                                        replayed, evicted, "recovery over: serving new requests"
-                                    )
+                                        replayed,
+                                        evicted,
+                                        writes_may_be_lost,
+                                        "recovery over: serving new requests"
+                                    );
+                                    // Under the window's lock, before any new request can
+                                    // be served: a read from here on sees what was lost.
+                                    let outcome = target.ost.close_recovery_now(writes_may_be_lost);
+                                    report_closed(&target.ost, &outcome);
+                                    let ost = Arc::clone(&target.ost);
+                                    tokio::spawn(async move { persist(&ost).await });
                                 }
                             }
                         }
@@ -110,8 +149,13 @@ impl Recovery {
                         target.wake.notify_one();
                     }
                     if open == 0 {
-                        return;
+                        break;
                     }
+                }
+                if !evicted.is_empty()
+                    && let Err(error) = registry.remove(&evicted)
+                {
+                    warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
                 }
             });
         }
@@ -143,7 +187,8 @@ impl Recovery {
             .any(|(index, _)| self.recovering(*index))
     }
 
-    /// Time left before the windows close at the latest.
+    /// Time left before the windows' deadline, when clients that never came back are
+    /// evicted.
     pub fn remaining_ms(&self) -> u64 {
         if !self.any_recovering() {
             return 0;
@@ -153,11 +198,42 @@ impl Recovery {
             .as_millis() as u64
     }
 
+    /// Time left before the windows close at the very latest: clients that came back and are
+    /// still replaying get a second window after the deadline.
+    pub fn hard_remaining_ms(&self) -> u64 {
+        if !self.any_recovering() {
+            return 0;
+        }
+        (2 * self.window)
+            .saturating_sub(self.started.elapsed())
+            .as_millis() as u64
+    }
+
     /// `client` has replayed everything it kept, on every target.
     pub fn client_done(&self, client: u64) {
+        self.each_window(|window| window.client_done(ClientId(client)));
+    }
+
+    /// `client` came back as a new incarnation with nothing kept: whatever it had been told
+    /// was written and not committed is gone (see [`ReplayWindow::client_forgot`]).
+    pub fn client_forgot(&self, client: u64) {
+        self.each_window(|window| window.client_forgot(ClientId(client)));
+    }
+
+    /// A replay of `client` to target `index` could not be executed (its bytes could not be
+    /// pulled again): an acknowledged write is lost.
+    pub fn replay_lost(&self, index: u32, client: u64) {
+        if let Some(target) = self.target(index)
+            && let Some(window) = target.window.lock().expect("window lock poisoned").as_mut()
+        {
+            window.replay_lost(ClientId(client));
+        }
+    }
+
+    fn each_window(&self, mut f: impl FnMut(&mut ReplayWindow<PendingReplay>)) {
         for (_, target) in &self.targets {
             if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
-                window.client_done(ClientId(client));
+                f(window);
             }
             target.wake.notify_one();
         }
@@ -258,6 +334,38 @@ async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
     }
 }
 
+/// Says what closing a target's window did to the bytes startup had cut.
+fn report_closed(ost: &Ost, outcome: &WindowOutcome) {
+    if !outcome.lost.is_empty() {
+        let bytes: u64 = outcome.lost.iter().map(|(_, r)| r.len()).sum();
+        let objects: Vec<String> = outcome
+            .lost
+            .iter()
+            .map(|(object, range)| format!("{object} {range}"))
+            .collect();
+        warn!(
+            target = ost.index(),
+            bytes,
+            "acknowledged writes were dropped and no client replayed them: {}; reads and sizes of those objects now fail with EIO until they are written again",
+            objects.join(", ")
+        );
+    } else if outcome.forgotten_bytes > 0 {
+        info!(
+            target = ost.index(),
+            bytes = outcome.forgotten_bytes,
+            "every client replayed what it kept; the rest of the cut was never acknowledged"
+        );
+    }
+}
+
+/// Records a target's lost ranges after its window closed; a failure is logged (the record
+/// on disk still says pending, which the next restart treats the same way).
+async fn persist(ost: &Ost) {
+    if let Err(error) = ost.persist_lost().await {
+        warn!(target = ost.index(), %error, "could not record the lost ranges");
+    }
+}
+
 /// The clients a server has served, kept on disk so that after a crash it knows whom to wait
 /// for. A client is written (and made durable) before its first connect is answered.
 #[derive(Debug)]
@@ -331,6 +439,33 @@ impl ClientRegistry {
         // Durable before the client hears it is connected.
         file.sync_data().map_err(io("fsync"))?;
         known.push(client);
+        Ok(())
+    }
+}
+
+impl ClientRegistry {
+    /// Takes `clients` off the list, durably (the list is rewritten: temp file, fsync, rename,
+    /// directory fsync): a client that disconnected, or was evicted, is not waited for at the
+    /// next restart.
+    pub fn remove(&self, clients: &[u64]) -> Result<(), StorageError> {
+        let mut known = self.known.lock().expect("client list lock poisoned");
+        if !known.iter().any(|c| clients.contains(c)) {
+            return Ok(());
+        }
+        let kept: Vec<u64> = known
+            .iter()
+            .copied()
+            .filter(|c| !clients.contains(c))
+            .collect();
+        let text: String = kept.iter().map(|c| format!("{c}\n")).collect();
+        crate::journal::runtime::write_checkpoint(&self.path, text.as_bytes()).map_err(
+            |source| StorageError::Io {
+                op: "rewrite",
+                path: self.path.clone(),
+                source,
+            },
+        )?;
+        *known = kept;
         Ok(())
     }
 }
