@@ -8,9 +8,10 @@ use iopath_mds::MdsError;
 
 use crate::layout::LayoutError;
 
-/// Everything a client call can fail with. A variant that wraps another error names only its
-/// own context in its message; the wrapped error is its [`std::error::Error::source`], so a
-/// chain printed whole (`{:#}` with anyhow) says each part once.
+/// Everything a client call can fail with. A variant that wraps another error says it in its
+/// own message (callers often keep only the message) and also offers it as its
+/// [`std::error::Error::source`]; the `iopath` binary prints a chain without repeating a cause
+/// a message already says.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Stripe values or an extent the layout cannot take (checked before any round trip).
@@ -56,7 +57,7 @@ pub enum ClientError {
         why: String,
     },
     /// Any other failure of a metadata call (limits, a failed log, an unreachable service).
-    #[error("metadata service, {path}")]
+    #[error("metadata service, {path}: {source}")]
     Metadata {
         /// The path as asked.
         path: String,
@@ -66,7 +67,7 @@ pub enum ClientError {
     },
     /// A call through the fyod failed (the fyod's own sentence, or the storage's it passes
     /// on).
-    #[error("through the fyod, {path}")]
+    #[error("through the fyod, {path}: {source}")]
     Forwarder {
         /// The file's path.
         path: String,
@@ -76,7 +77,7 @@ pub enum ClientError {
     },
     /// A storage-server call for one object failed (after the OST client's own reconnect and
     /// replay attempts).
-    #[error("{op} of object {object} on OST{target:04}")]
+    #[error("{op} of object {object} on OST{target:04}: {source}")]
     Storage {
         /// Which call ("write", "read", "create", ...).
         op: &'static str,
@@ -101,7 +102,9 @@ pub enum ClientError {
     },
     /// Ending the session with a storage server failed: writes it acknowledged may not be
     /// committed (after a restart of the server, they may be lost).
-    #[error("disconnect from the OSS at {server}: acknowledged writes may not be committed")]
+    #[error(
+        "disconnect from the OSS at {server}: acknowledged writes may not be committed: {source}"
+    )]
     Disconnect {
         /// The server's NID, as text.
         server: String,
@@ -110,7 +113,7 @@ pub enum ClientError {
         source: FabricError,
     },
     /// Connecting to a storage server failed.
-    #[error("connect to the OSS at {nid}")]
+    #[error("connect to the OSS at {nid}: {source}")]
     Connect {
         /// The server's NID, as text.
         nid: String,

@@ -29,7 +29,9 @@
 //! each one the OST client registers the bytes as a bulk region and sends an RPC that carries
 //! only the buffer descriptor; the storage server pulls the bytes, writes them, and replies
 //! with the write's transno and its `last_committed`. Until `last_committed` covers the write
-//! the client keeps its bytes ([`Client::kept_bytes`]) to replay after a server restart.
+//! the client keeps its bytes ([`Client::kept_bytes`]) to replay after a server restart — so a
+//! program ends with [`Client::close`], which has the servers commit everything and forget
+//! the client, rather than exiting with the only replayable copy.
 
 pub mod aio;
 pub mod client;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::{MIB, Pattern, check, seed, stripe};
 use iopath_client::testing::{TestStack, TestStackConfig};
+use iopath_client::{Client, ClientConfig};
 use iopath_fabric::Limits;
 
 const CLIENTS: usize = 4;
@@ -171,4 +172,111 @@ async fn a_loss_after_eviction_is_reported_by_the_file_it_hit_and_no_other() {
         .await
         .unwrap();
     later.fsync().await.unwrap();
+}
+
+/// A client that closes has committed everything it wrote and is forgotten by the servers: a
+/// server that crashes right after has nothing of it to wait for, opens no recovery window
+/// for it, and serves every byte to a reader at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_client_has_committed_everything_and_is_not_waited_for() {
+    let stack = TestStack::start(TestStackConfig {
+        sync_journal: false,
+        commit_interval_ms: 3_600_000,
+        recovery_window: Duration::from_secs(20),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let pattern = Pattern::new(seed());
+    let writer = stack.client().await.unwrap();
+    let file = writer.create("/closed", stripe(MIB, -1, -1)).await.unwrap();
+    file.write_at(0, pattern.bytes(0, 4 * MIB)).await.unwrap();
+    assert!(writer.kept_bytes() > 0, "acknowledged, uncommitted: kept");
+    file.close().await.unwrap();
+    writer.close().await.unwrap();
+    assert_eq!(writer.kept_bytes(), 0, "close committed every write");
+    writer.close().await.unwrap(); // twice is once
+
+    stack.restart_oss(0).await.unwrap();
+    let service = stack.oss_service(0).unwrap();
+    for target in service.oss().targets() {
+        assert!(
+            !service.recovering(target.index()),
+            "nobody to wait for: the only client disconnected"
+        );
+        assert!(target.lost_ranges().is_empty());
+    }
+    let reader = stack.client().await.unwrap();
+    let back = reader.open("/closed").await.unwrap();
+    check(
+        "/closed after the crash",
+        &back.read_at(0, 4 * MIB).await.unwrap(),
+        &pattern.bytes(0, 4 * MIB),
+    );
+    reader.close().await.unwrap();
+}
+
+/// A writer whose process restarts under the same client id has forgotten what it was told
+/// was written. The restarted server does not wait out its window for replays that cannot
+/// come, and counts those writes as lost: a reader is refused the bytes, with EIO naming
+/// them, instead of being served a hole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_back_under_its_id_with_nothing_kept_has_lost_its_writes_and_readers_are_told() {
+    let stack = TestStack::start(TestStackConfig {
+        sync_journal: false,
+        commit_interval_ms: 3_600_000,
+        recovery_window: Duration::from_secs(20),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let pattern = Pattern::new(seed());
+    let (node, id) = stack.client_node().await.unwrap();
+    let writer = Client::connect(ClientConfig::new(node, stack.mds_nid(), id))
+        .await
+        .unwrap();
+    let file = writer
+        .create("/forgotten", stripe(MIB, 1, 0))
+        .await
+        .unwrap();
+    file.write_at(0, pattern.bytes(0, MIB)).await.unwrap();
+    assert!(writer.kept_bytes() > 0);
+    // The writer's process dies without closing.
+    drop(file);
+    drop(writer);
+
+    stack.restart_oss(0).await.unwrap();
+    let service = stack.oss_service(0).unwrap();
+    assert!(
+        service.recovering(0),
+        "the restarted server waits for its client"
+    );
+    // Back under the same id, with nothing kept.
+    let (node, _) = stack.client_node().await.unwrap();
+    let again = Client::connect(ClientConfig::new(node, stack.mds_nid(), id))
+        .await
+        .unwrap();
+    // Bounded wait for the window to close: far less than its 20 s, since the one client it
+    // waited for has answered.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while service.recovering(0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the window waited for replays that cannot come"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let lost = service.oss().targets()[0].lost_ranges();
+    assert_eq!(lost.lost_bytes(), MIB, "the forgotten write is marked lost");
+    let reader = again.open("/forgotten").await.unwrap();
+    let error = reader.read_at(0, MIB).await.unwrap_err();
+    let chain = format!("{:?}", error);
+    assert!(
+        chain.contains("lost 1048576 acknowledged bytes at [0, 1048576)")
+            && chain.contains("code: 5"),
+        "the reader is told, with EIO: {chain}"
+    );
+    let size = reader.size().await.unwrap_err();
+    assert!(format!("{size:?}").contains("lost"), "{size:?}");
+    again.close().await.unwrap();
 }

@@ -257,10 +257,27 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             // The chain of causes, one line: what failed and why, without a backtrace.
-            eprintln!("iopath: error: {error:#}");
+            eprintln!("iopath: error: {}", one_line(&error));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line, each said once: many of the libraries' messages
+/// already end with their cause's own text, which the chain would otherwise repeat.
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 async fn run(cli: Cli) -> Result<()> {

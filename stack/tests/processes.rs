@@ -63,6 +63,10 @@ fn main() -> ExitCode {
         Trial::test("suite::sixty_four_nodes_through_four_fyods", || {
             block_on(suite::sixty_four_nodes_through_four_fyods())
         }),
+        Trial::test(
+            "suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them",
+            || block_on(suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them()),
+        ),
         Trial::test("suite::a_storage_server_killed_mid_run", || {
             block_on(suite::a_storage_server_killed_mid_run())
         }),

@@ -462,6 +462,19 @@ pub async fn remove(job: &Arc<Job>) -> Result<f64, StackError> {
     Ok(started.elapsed().as_secs_f64())
 }
 
+/// The tasks end, as IOR's processes do when it exits: each client commits what its servers
+/// acknowledged and disconnects (see [`Client::close`]), so nothing the run wrote lives only
+/// in this process's memory when it goes.
+pub async fn end(job: &Job) -> Result<(), StackError> {
+    for client in &job.clients {
+        client
+            .close()
+            .await
+            .map_err(|e| StackError::io("commit the tasks' writes and disconnect", e))?;
+    }
+    Ok(())
+}
+
 /// Makes the test file's parent directories, as `mkdir -p` would.
 pub async fn make_parents(client: &Client, test_file: &str) -> Result<(), StackError> {
     let mut path = String::new();

@@ -249,12 +249,7 @@ async fn on_stack(
     }
     // The tasks end as a program does: each client commits what its servers acknowledged and
     // disconnects, so nothing written lives only in this process's memory when it exits.
-    for client in &job.clients {
-        client
-            .close()
-            .await
-            .map_err(|e| StackError::io("commit the tasks' writes and disconnect", e))?;
-    }
+    phase::end(&job).await?;
     let commits_after: u64 = crate::journal::targets(running)
         .await?
         .iter()

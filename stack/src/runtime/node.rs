@@ -238,7 +238,10 @@ async fn start_role(
             let service = OssService::start(
                 node,
                 Arc::clone(&targets),
-                ServiceConfig::new(storage.to_path_buf()),
+                ServiceConfig {
+                    recovery_window: std::time::Duration::from_millis(oss.recovery_window_ms),
+                    ..ServiceConfig::new(storage.to_path_buf())
+                },
             )
             .await
             .map_err(|e| format!("serve the targets: {e}"))?;

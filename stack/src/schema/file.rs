@@ -180,6 +180,10 @@ pub struct NodeEntry {
     /// OSS: the async group-commit interval, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_interval_ms: Option<u64>,
+    /// OSS: how long, after an unclean restart, the clients it knew have to reconnect and
+    /// replay before they are evicted, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_window_ms: Option<u64>,
     /// Fyod: `pfs` or `ufs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fyod_mode: Option<FyodModeName>,

@@ -28,6 +28,11 @@ pub const TORUS_SIDE_MAX: u32 = 64;
 pub const COMMIT_INTERVAL_DEFAULT_MS: u64 = 1000;
 /// Longest async group-commit interval a stack may ask for.
 pub const COMMIT_INTERVAL_MAX_MS: u64 = 60_000;
+/// An OSS's recovery window when the stack file names none (Lustre's default is longer; 30 s
+/// is enough for clients on one machine or one cluster to reconnect and replay).
+pub const RECOVERY_WINDOW_DEFAULT_MS: u64 = 30_000;
+/// The longest recovery window a stack file may ask for.
+pub const RECOVERY_WINDOW_MAX_MS: u64 = 600_000;
 
 /// A checked stack.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +139,8 @@ pub struct OssSpec {
     pub sync_journal: bool,
     /// Async group-commit interval.
     pub commit_interval_ms: u64,
+    /// After an unclean restart, how long known clients have to replay before eviction.
+    pub recovery_window_ms: u64,
 }
 
 /// How a fyod writes.
@@ -414,6 +421,7 @@ impl Stack {
                     targets: None,
                     journal: None,
                     commit_interval_ms: None,
+                    recovery_window_ms: None,
                     fyod_mode: None,
                     forwarder: None,
                 };
@@ -426,6 +434,7 @@ impl Stack {
                             JournalName::Async
                         });
                         entry.commit_interval_ms = Some(spec.commit_interval_ms);
+                        entry.recovery_window_ms = Some(spec.recovery_window_ms);
                     }
                     Role::Fyod(spec) => {
                         entry.fyod_mode = Some(match spec.mode {
@@ -783,6 +792,9 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
         if entry.commit_interval_ms.is_some() {
             return Err(only("commit_interval_ms", "oss"));
         }
+        if entry.recovery_window_ms.is_some() {
+            return Err(only("recovery_window_ms", "oss"));
+        }
     }
     if entry.role != RoleName::Fyod && entry.fyod_mode.is_some() {
         return Err(only("fyod_mode", "fyod"));
@@ -817,10 +829,20 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
                     format!("{commit_interval_ms}: use 1 to {COMMIT_INTERVAL_MAX_MS} ms"),
                 ));
             }
+            let recovery_window_ms = entry
+                .recovery_window_ms
+                .unwrap_or(RECOVERY_WINDOW_DEFAULT_MS);
+            if !(1..=RECOVERY_WINDOW_MAX_MS).contains(&recovery_window_ms) {
+                return Err((
+                    "recovery_window_ms".into(),
+                    format!("{recovery_window_ms}: use 1 to {RECOVERY_WINDOW_MAX_MS} ms"),
+                ));
+            }
             Role::Oss(OssSpec {
                 targets,
                 sync_journal: entry.journal.unwrap_or_default() == JournalName::Sync,
                 commit_interval_ms,
+                recovery_window_ms,
             })
         }
     })

@@ -330,7 +330,6 @@ impl<P> ReplayWindow<P> {
                     "evicting {client}: {why} within {within_ms} ms; its uncommitted writes (transno above {}) are dropped ({discarded_replays} queued replays discarded)",
                     self.last_committed
                 );
-                tracing::warn!("{message}");
                 self.evicted.push(client);
                 events.push(WindowEvent::Evicted {
                     client,

@@ -6,7 +6,10 @@
 //! commit in sync mode, once the data is on disk in async mode. A read **pushes** into the
 //! client's descriptor. After an unclean restart each target opens a recovery window
 //! ([`recovery`]) in which known clients replay their uncommitted writes, in transno order,
-//! before new requests are served.
+//! before new requests are served; what no client replays, when the window may have dropped
+//! acknowledged writes, is marked lost on the target and refused to readers
+//! ([`crate::recovery::lost`]). A client that is done sends DISCONNECT: every target commits and
+//! the client is forgotten, so no restart waits for it.
 //!
 //! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
 //! - [`client`]: [`OstClient`], which keeps uncommitted writes — their bytes, or a descriptor

@@ -1,6 +1,8 @@
 //! The OSS's parameters on the admin tree, named as Lustre's: `obdfilter.OST0000.sync_journal`
 //! (writable: 1 for sync commits, 0 for async), `last_committed`, `commits` (journal commits
-//! so far), `stats`.
+//! so far), `stats`, and `lost`: the bytes acknowledged to clients that a restart dropped and
+//! no client replayed, one line per object and range (`object START END`), which reads of
+//! them are refused until they are written again.
 
 use std::sync::Arc;
 
@@ -49,6 +51,15 @@ pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
                     .unwrap_or_default()
             }),
         )?;
+        let lost = weak.clone();
+        tree.register(
+            &name("lost"),
+            Param::read_only(move || {
+                lost.upgrade()
+                    .map(|o| lost_text(&o.targets()[position].lost_ranges()))
+                    .unwrap_or_default()
+            }),
+        )?;
         let stats = weak;
         tree.register(
             &name("stats"),
@@ -61,4 +72,21 @@ pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
         )?;
     }
     Ok(())
+}
+
+/// `lost`'s text: a header with the totals, then a line per lost range.
+fn lost_text(lost: &crate::recovery::LostRanges) -> String {
+    let mut text = format!(
+        "lost_bytes: {}\nlost_objects: {}\n",
+        lost.lost_bytes(),
+        lost.lost_objects()
+    );
+    for object in lost.objects() {
+        if let Some(data) = lost.lost_of(object) {
+            for range in data.ranges {
+                text.push_str(&format!("{object} {} {}\n", range.start, range.end));
+            }
+        }
+    }
+    text
 }
