@@ -139,7 +139,18 @@ impl From<std::io::Error> for FabricError {
     }
 }
 
+/// How a node answers a request for a portal no service is registered on (`EOPNOTSUPP`).
+pub(crate) const NO_SERVICE: &str = "no service on portal";
+
 impl FabricError {
+    /// True when the peer answered that no service listens on the portal asked for: the peer
+    /// is up but its service is not (yet, or any more) — a server starting or stopping, which
+    /// a client may wait out as it waits out a refused connection.
+    pub fn is_no_service(&self) -> bool {
+        matches!(self, FabricError::Remote { code, message, .. }
+            if *code == crate::frame::status::errno::EOPNOTSUPP && message.contains(NO_SERVICE))
+    }
+
     /// The errno an RPC reply carries for this error.
     pub fn errno(&self) -> u32 {
         use crate::frame::status::errno::*;

@@ -527,7 +527,7 @@ impl NodeInner {
             .get(&header.portal)
             .cloned();
         let Some(service) = service else {
-            let error = format!("no service on portal {}", header.portal);
+            let error = format!("{} {}", crate::error::NO_SERVICE, header.portal);
             self.reply_error(header, status::errno::EOPNOTSUPP, &error);
             return;
         };

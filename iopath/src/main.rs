@@ -431,14 +431,21 @@ async fn run_lfs(
     let client = iopath_client::Client::connect(config)
         .await
         .with_context(|| format!("connect to the stack at {mds}"))?;
-    let result = iopath_client::lfs::run(&client, command).await;
+    let mut out = Vec::new();
+    let result = iopath_client::lfs::run_to(&client, command, &mut out).await;
     // Before exiting, every write the servers acknowledged is committed and the servers
     // forget this client: its memory is the only copy they could replay, and it is about to
-    // go. Done whether or not the command succeeded, for what it wrote before failing.
+    // go. Done whether or not the command succeeded, for what it wrote before failing; and
+    // nothing is reported done ("N bytes copied") before it is.
     let closed = client
         .close()
         .await
-        .context("commit what was written and disconnect");
+        .context("commit what was written and disconnect: it may not survive a server crash");
     node.shutdown();
+    if result.is_err() || closed.is_ok() {
+        std::io::stdout()
+            .write_all(&out)
+            .context("write to standard output")?;
+    }
     result.and(closed)
 }

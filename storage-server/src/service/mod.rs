@@ -478,4 +478,6 @@ pub fn is_connection_error(error: &FabricError) -> bool {
             | FabricError::NoRoute { .. }
             | FabricError::ShuttingDown
     ) || matches!(error, FabricError::Remote { code, .. } if *code == errno::ESHUTDOWN)
+        // A restarting server's node answers before its OST service is registered.
+        || error.is_no_service()
 }
