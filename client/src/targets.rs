@@ -34,8 +34,6 @@ use crate::plan::{self, ObjectIo, Packing};
 struct TargetLink {
     /// The connection to the server holding it.
     oss: Arc<OstClient>,
-    /// Its index on that server (the layout names targets by their global OST index).
-    local: u32,
     /// Its RPC slots.
     rpcs: Arc<Semaphore>,
 }
@@ -60,12 +58,9 @@ pub struct Targets {
 }
 
 impl Targets {
-    /// Connects to each distinct server of `targets` (global OST index, server NID) as
-    /// `client_id`.
-    ///
-    /// A server numbers its own targets from 0; the file system numbers all targets across
-    /// servers. The convention joining the two (the stack files number targets this way):
-    /// a server's targets, taken in increasing global index, are its local targets 0, 1, ...
+    /// Connects to each distinct server of `targets` (OST index, server NID) as
+    /// `client_id`. A target has one index in the whole file system, the one layouts name and
+    /// its server answers to.
     pub async fn connect(
         node: &Node,
         client_id: u64,
@@ -73,8 +68,7 @@ impl Targets {
     ) -> Result<Targets, ClientError> {
         let mut by_server: BTreeMap<Nid, Arc<OstClient>> = BTreeMap::new();
         let mut links = BTreeMap::new();
-        let locals = local_indices(targets)?;
-        for (&(index, nid), local) in targets.iter().zip(locals) {
+        for &(index, nid) in targets {
             let oss = match by_server.get(&nid) {
                 Some(oss) => Arc::clone(oss),
                 None => {
@@ -90,7 +84,12 @@ impl Targets {
                 }
             };
             let rpcs = Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX));
-            links.insert(index, TargetLink { oss, local, rpcs });
+            if links.insert(index, TargetLink { oss, rpcs }).is_some() {
+                return Err(ClientError::Malformed {
+                    what: "target list",
+                    why: format!("OST{index:04} is listed twice"),
+                });
+            }
         }
         let servers: Vec<Arc<OstClient>> = by_server.into_values().collect();
         let lost: Arc<Mutex<Vec<LostWrites>>> = Arc::default();
@@ -134,7 +133,7 @@ impl Targets {
                 .iter()
                 .filter(|l| l.server == server)
                 .flat_map(|l| &l.writes)
-                .filter(|w| w.target == link.local && w.object == object.object_id)
+                .filter(|w| w.target == object.target && w.object == object.object_id)
                 .count();
             if count > 0 {
                 return Err(ClientError::WritesLost {
@@ -202,16 +201,16 @@ impl Targets {
 
     /// Creates every object of `layout` on its target, in parallel.
     pub async fn create_objects(&self, layout: &Layout) -> Result<(), ClientError> {
-        self.each_object(layout, "create", |oss, local, o| async move {
-            oss.create(local, o.object_id).await.map(drop)
+        self.each_object(layout, "create", |oss, o| async move {
+            oss.create(o.target, o.object_id).await.map(drop)
         })
         .await
     }
 
     /// Destroys every object of `layout`, in parallel; an object already gone is fine.
     pub async fn destroy_objects(&self, layout: &Layout) -> Result<(), ClientError> {
-        self.each_object(layout, "destroy", |oss, local, o| async move {
-            match oss.destroy(local, o.object_id).await {
+        self.each_object(layout, "destroy", |oss, o| async move {
+            match oss.destroy(o.target, o.object_id).await {
                 Err(FabricError::Remote { code, .. }) if code == errno::ENOENT => Ok(()),
                 other => other.map(drop),
             }
@@ -226,7 +225,7 @@ impl Targets {
         let mut set = JoinSet::new();
         for (index, (object, link)) in layout.objects().iter().copied().zip(links).enumerate() {
             set.spawn(async move {
-                let size = link.oss.getattr(link.local, object.object_id).await;
+                let size = link.oss.getattr(object.target, object.object_id).await;
                 (index, object, size)
             });
         }
@@ -252,8 +251,8 @@ impl Targets {
     /// Commits the journal of every target the layout uses: afterwards none of this file's
     /// writes needs to be kept for replay.
     pub async fn sync(&self, layout: &Layout) -> Result<(), ClientError> {
-        self.each_object(layout, "sync", |oss, local, _| async move {
-            oss.sync(local).await.map(drop)
+        self.each_object(layout, "sync", |oss, o| async move {
+            oss.sync(o.target).await.map(drop)
         })
         .await
     }
@@ -286,7 +285,12 @@ impl Targets {
                 // A closed semaphore is impossible: it lives as long as the link.
                 let _slot = link.rpcs.acquire().await;
                 link.oss
-                    .write(link.local, object.object_id, io.object_offset_bytes, bytes)
+                    .write(
+                        object.target,
+                        object.object_id,
+                        io.object_offset_bytes,
+                        bytes,
+                    )
                     .await
                     .map(drop)
                     .map_err(|source| storage("write", object, source))
@@ -320,7 +324,7 @@ impl Targets {
                 let read = link
                     .oss
                     .read(
-                        link.local,
+                        object.target,
                         object.object_id,
                         io.object_offset_bytes,
                         io.length_bytes,
@@ -376,13 +380,13 @@ impl Targets {
         op: F,
     ) -> Result<(), ClientError>
     where
-        F: Fn(Arc<OstClient>, u32, ObjectRef) -> Fut,
+        F: Fn(Arc<OstClient>, ObjectRef) -> Fut,
         Fut: Future<Output = Result<(), FabricError>> + Send + 'static,
     {
         let links = self.links_of(layout)?;
         let mut set = JoinSet::new();
         for (object, link) in layout.objects().iter().copied().zip(links) {
-            let call = op(Arc::clone(&link.oss), link.local, object);
+            let call = op(Arc::clone(&link.oss), object);
             set.spawn(async move {
                 let _slot = link.rpcs.acquire().await;
                 call.await.map_err(|source| storage(what, object, source))
@@ -390,27 +394,6 @@ impl Targets {
         }
         first_failure(&mut set, what).await
     }
-}
-
-/// Each target's index on its own server: its rank among that server's targets by global
-/// index (see [`Targets::connect`]). Refuses a global index listed twice.
-fn local_indices(targets: &[(u32, Nid)]) -> Result<Vec<u32>, ClientError> {
-    let mut locals = Vec::with_capacity(targets.len());
-    for (position, &(index, nid)) in targets.iter().enumerate() {
-        if targets[..position].iter().any(|&(other, _)| other == index) {
-            return Err(ClientError::Malformed {
-                what: "target list",
-                why: format!("OST index {index} is listed twice"),
-            });
-        }
-        let below = targets
-            .iter()
-            .filter(|&&(other, server)| server == nid && other < index)
-            .count();
-        // At most the number of targets, which the metadata service bounds.
-        locals.push(below as u32);
-    }
-    Ok(locals)
 }
 
 /// The bytes of one packet: a slice of the caller's buffer when it is one segment (no copy:
@@ -467,29 +450,5 @@ fn task_failed(what: &'static str, join: tokio::task::JoinError) -> ClientError 
     ClientError::TaskStopped {
         what,
         why: join.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn local_indices_rank_each_servers_targets() {
-        let a = Nid::mem(10, 0);
-        let b = Nid::mem(11, 0);
-        // Interleaved, as stack files number them: OST0 on a, OST1 on b, OST2 on a, ...
-        let interleaved = [(0, a), (1, b), (2, a), (3, b)];
-        assert_eq!(
-            local_indices(&interleaved).expect("valid"),
-            vec![0, 0, 1, 1]
-        );
-        // Consecutive, in any listed order.
-        let consecutive = [(3, b), (0, a), (2, b), (1, a)];
-        assert_eq!(
-            local_indices(&consecutive).expect("valid"),
-            vec![1, 0, 0, 1]
-        );
-        assert!(local_indices(&[(0, a), (0, b)]).is_err());
     }
 }

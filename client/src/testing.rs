@@ -24,7 +24,7 @@ use iopath_fabric::{Interface, Limits, MemNetwork, Nid, Node, NodeConfig};
 use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
 use iopath_mds::{MdsConfig, MdsService, MdsTarget};
 use iopath_storage_server::engine::EngineConfig;
-use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OssService, ServiceConfig};
 
 use crate::client::Client;
@@ -116,7 +116,7 @@ impl TestStack {
         for i in 0..config.oss_count {
             let nid = Nid::mem(FIRST_OSS_NODE + i, 0);
             let root = dir.path().join(format!("oss{i}"));
-            let running = start_oss(&network, &config, nid, &root).await?;
+            let running = start_oss(&network, &config, i, nid, &root).await?;
             oss.push(OssNode {
                 nid,
                 root,
@@ -247,9 +247,7 @@ impl TestStack {
             .running
             .take()
             .ok_or_else(|| setup("crash", format!("server {index} is not running")))?;
-        for target in service.oss().targets() {
-            target.crash();
-        }
+        service.crash();
         node.shutdown();
         Ok(())
     }
@@ -267,7 +265,7 @@ impl TestStack {
             }
             (server.nid, server.root.clone())
         };
-        let running = start_oss(&self.network, &self.config, nid, &root).await?;
+        let running = start_oss(&self.network, &self.config, index as u32, nid, &root).await?;
         self.servers()[index].running = Some(running);
         Ok(())
     }
@@ -283,33 +281,36 @@ impl TestStack {
     }
 }
 
+/// Serves server `server`'s targets: in turn with the other servers, as stacks deal them
+/// (`OST0000` on server 0, `OST0001` on server 1, ...).
 async fn start_oss(
     network: &Arc<MemNetwork>,
     config: &TestStackConfig,
+    server: u32,
     nid: Nid,
     root: &Path,
 ) -> Result<(Node, Arc<OssService>), ClientError> {
     let mut template = OstConfig::new(0, root);
     template.sync_journal = config.sync_journal;
     template.commit_interval_ms = config.commit_interval_ms;
-    let oss = Oss::open(OssConfig {
+    let targets = OssConfig {
         root: root.to_path_buf(),
-        targets: config.targets_per_oss,
+        targets: (0..config.targets_per_oss)
+            .map(|local| local * config.oss_count + server)
+            .collect(),
         template,
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
-    })
-    .await
-    .map_err(|e| setup("open the storage server", e))?;
+    };
     let node = mem_node(network, nid, &config.limits).await?;
     let service_config = ServiceConfig {
         recovery_window: config.recovery_window,
-        ..ServiceConfig::new(root.to_path_buf())
+        ..ServiceConfig::default()
     };
-    let service = OssService::start(&node, Arc::new(oss), service_config)
+    let service = OssService::open(&node, targets, service_config)
         .await
-        .map_err(|e| setup("start the OSS service", e))?;
+        .map_err(|e| setup("start the storage server", e))?;
     Ok((node, service))
 }
 

@@ -13,17 +13,16 @@ use iopath_client::{Layout, StripeInfo, StripeRequest};
 use iopath_fabric::FabricError;
 use iopath_storage_server::service::OstClient;
 
-/// Asks the servers directly whether each object of `layout` exists, by getattr; targets are
-/// numbered as the test stack numbers them (OST n is server n % 2, local target n / 2).
+/// Asks the servers directly whether each object of `layout` exists, by getattr; the test
+/// stack deals targets to servers in turn (OST n is on server n % 2, under its index n).
 async fn objects_exist(stack: &TestStack, layout: &Layout) -> Vec<bool> {
     let (node, id) = stack.client_node().await.unwrap();
     let servers = stack.oss_nids();
     let mut out = Vec::new();
     for object in layout.objects() {
         let server = servers[object.target as usize % servers.len()];
-        let local = object.target / servers.len() as u32;
         let oss = OstClient::connect(node.clone(), server, id).await.unwrap();
-        match oss.getattr(local, object.object_id).await {
+        match oss.getattr(object.target, object.object_id).await {
             Ok(_) => out.push(true),
             Err(FabricError::Remote { code: 2, .. }) => out.push(false),
             Err(other) => panic!("getattr: {other}"),

@@ -21,7 +21,7 @@ use iopath_forwarder::{
 };
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
 use iopath_storage_server::engine::EngineConfig;
-use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OssService, ServiceConfig};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -47,17 +47,16 @@ async fn run(mode: FileSystem, call: CallKind, clients: u32, bytes: u64) -> Resu
     let mut servers = Vec::new();
     for i in 0..2u32 {
         let root = dir.path().join(format!("oss{i}"));
-        let oss = Oss::open(OssConfig {
+        let server = node(&network, 10 + i).await?;
+        let storage = OssConfig {
             root: root.clone(),
-            targets: 2,
+            targets: vec![i * 2, i * 2 + 1],
             template: OstConfig::new(0, &root),
             engine: EngineConfig::default(),
             disk_model: None,
             external_journal_dir: None,
-        })
-        .await?;
-        let server = node(&network, 10 + i).await?;
-        OssService::start(&server, Arc::new(oss), ServiceConfig::new(root)).await?;
+        };
+        OssService::open(&server, storage, ServiceConfig::default()).await?;
         for t in 0..2 {
             targets.push(MdsTarget {
                 index: i * 2 + t,

@@ -29,12 +29,15 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
     let mut out = Vec::new();
     match running {
         RunningStack::Embedded(embedded) => {
-            for (global, &(oss, local)) in targets.iter().enumerate() {
+            for (global, &(oss, _)) in targets.iter().enumerate() {
                 let node = &embedded.nodes()[oss];
                 let Some(server) = node.oss() else {
                     continue;
                 };
-                let stats = server.targets()[local as usize].stats();
+                let stats = server
+                    .target(global as u32)
+                    .map_err(|e| StackError::io(format!("find {}", ost_name(global)), e))?
+                    .stats();
                 out.push(TargetJournal {
                     target: ost_name(global),
                     oss: node.name.clone(),
@@ -54,11 +57,11 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                     .map_err(|e| {
                         StackError::io(format!("ask {} for its journals", child.name), e)
                     })?;
-                for (global, &(oss, local)) in targets.iter().enumerate() {
+                for (global, &(oss, _)) in targets.iter().enumerate() {
                     if oss != child.index {
                         continue;
                     }
-                    let param = |leaf: &str| format!("obdfilter.OST{local:04}.{leaf}");
+                    let param = |leaf: &str| format!("obdfilter.{}.{leaf}", ost_name(global));
                     let get = |name: String| {
                         let admin = &admin;
                         async move {

@@ -312,7 +312,7 @@ async fn an_fsync_failure_on_an_unaligned_write_stops_the_target() {
     assert!(
         error
             .to_string()
-            .starts_with("OST0 stopped: fdatasync object 0x1"),
+            .starts_with("OST0000 stopped: fdatasync object 0x1"),
         "{error}"
     );
     assert!(matches!(
@@ -438,7 +438,7 @@ async fn recovery_removes_uncommitted_files_keeps_foreign_ones_and_refuses_missi
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "OST0: object 0x1 is 100 bytes on disk but 4096 bytes were committed; refusing to start"
+        "OST0000: object 0x1 is 100 bytes on disk but 4096 bytes were committed; refusing to start"
     );
 }
 
@@ -549,7 +549,7 @@ async fn an_external_journal_belongs_to_its_target() {
     assert!(
         error
             .to_string()
-            .contains("journal belongs to OST1, not OST0"),
+            .contains("journal belongs to OST0001, not OST0000"),
         "{error}"
     );
 }

@@ -90,57 +90,57 @@ async fn bad_input_gets_a_clear_error_and_leaves_data_intact() {
     let cases: Vec<(StorageError, &str)> = vec![
         (
             ost.write(ObjectId(2), 0, data.clone()).await.unwrap_err(),
-            "OST0: no such object 0x2",
+            "OST0000: no such object 0x2",
         ),
         (
             ost.read(ObjectId(2), 0, 10).await.unwrap_err(),
-            "OST0: no such object 0x2",
+            "OST0000: no such object 0x2",
         ),
         (
             ost.getattr(ObjectId(2)).await.unwrap_err(),
-            "OST0: no such object 0x2",
+            "OST0000: no such object 0x2",
         ),
         (
             ost.punch(ObjectId(2), 0).await.unwrap_err(),
-            "OST0: no such object 0x2",
+            "OST0000: no such object 0x2",
         ),
         (
             ost.destroy(ObjectId(2)).await.unwrap_err(),
-            "OST0: no such object 0x2",
+            "OST0000: no such object 0x2",
         ),
         (
             ost.create(ObjectId(1)).await.unwrap_err(),
-            "OST0: object 0x1 already exists",
+            "OST0000: object 0x1 already exists",
         ),
         (
             ost.write(ObjectId(1), max - 100, data.clone())
                 .await
                 .unwrap_err(),
-            "OST0: object 0x1 would end at 1052572 bytes, past the maximum object size of 1048576 bytes",
+            "OST0000: object 0x1 would end at 1052572 bytes, past the maximum object size of 1048576 bytes",
         ),
         (
             ost.write(ObjectId(1), u64::MAX - 10, data.clone())
                 .await
                 .unwrap_err(),
-            "OST0: object 0x1 would end at 18446744073709551615 bytes, past the maximum object size of 1048576 bytes",
+            "OST0000: object 0x1 would end at 18446744073709551615 bytes, past the maximum object size of 1048576 bytes",
         ),
         (
             ost.punch(ObjectId(1), max + 1).await.unwrap_err(),
-            "OST0: object 0x1 would end at 1048577 bytes, past the maximum object size of 1048576 bytes",
+            "OST0000: object 0x1 would end at 1048577 bytes, past the maximum object size of 1048576 bytes",
         ),
         (
             ost.write(ObjectId(1), 0, Bytes::new()).await.unwrap_err(),
-            "OST0: empty write to object 0x1",
+            "OST0000: empty write to object 0x1",
         ),
         (
             ost.write(ObjectId(1), 0, Bytes::from(vec![0u8; (256 << 10) + 1]))
                 .await
                 .unwrap_err(),
-            "OST0: request of 262145 bytes exceeds the limit of 262144 bytes",
+            "OST0000: request of 262145 bytes exceeds the limit of 262144 bytes",
         ),
         (
             ost.read(ObjectId(1), 0, 1 << 30).await.unwrap_err(),
-            "OST0: request of 1073741824 bytes exceeds the limit of 262144 bytes",
+            "OST0000: request of 1073741824 bytes exceeds the limit of 262144 bytes",
         ),
     ];
     for (error, message) in cases {
@@ -150,7 +150,7 @@ async fn bad_input_gets_a_clear_error_and_leaves_data_intact() {
         ost.create(ObjectId(id)).await.unwrap();
     }
     let full = ost.create(ObjectId(100)).await.unwrap_err();
-    assert_eq!(full.to_string(), "OST0: object table full (16 objects)");
+    assert_eq!(full.to_string(), "OST0000: object table full (16 objects)");
 
     // Nothing above touched the stored bytes or the target.
     assert_eq!(ost.read(ObjectId(1), 0, 4096).await.unwrap().value, data);
@@ -280,7 +280,7 @@ async fn a_server_hosts_several_targets_by_index() {
     let dir = tempfile::tempdir().unwrap();
     let oss = Oss::open(OssConfig {
         root: dir.path().to_path_buf(),
-        targets: 3,
+        targets: OssConfig::indices(3),
         template: config(dir.path(), false),
         engine: Default::default(),
         disk_model: None,
@@ -292,7 +292,7 @@ async fn a_server_hosts_several_targets_by_index() {
     std::fs::create_dir(dir.path().join("journals")).unwrap();
     let oss = Oss::open(OssConfig {
         root: dir.path().to_path_buf(),
-        targets: 3,
+        targets: OssConfig::indices(3),
         template: config(dir.path(), false),
         engine: Default::default(),
         disk_model: None,
@@ -332,4 +332,40 @@ async fn a_server_hosts_several_targets_by_index() {
         oss.target(0).unwrap().create(ObjectId(9)).await,
         Err(StorageError::TargetStopped { .. })
     ));
+}
+
+/// A server hosts the targets the file system numbers for it, under their file-system
+/// indices (one name everywhere, as Lustre's `OST0003`): not 0, 1, ... of its own.
+#[tokio::test]
+async fn a_server_answers_to_its_targets_file_system_indices() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |targets: Vec<u32>| {
+        Oss::open(OssConfig {
+            root: dir.path().to_path_buf(),
+            targets,
+            template: config(dir.path(), false),
+            engine: Default::default(),
+            disk_model: None,
+            external_journal_dir: None,
+        })
+    };
+    assert!(open(vec![]).await.is_err(), "a server hosts a target");
+    assert!(open(vec![3, 3]).await.is_err(), "each index once");
+    let oss = open(vec![3, 1]).await.unwrap();
+    assert_eq!(oss.indices(), [1, 3]);
+    assert!(dir.path().join("ost1").is_dir() && dir.path().join("ost3").is_dir());
+    oss.target(3).unwrap().create(ObjectId(9)).await.unwrap();
+    let error = oss.target(0).unwrap_err().to_string();
+    assert_eq!(error, "no OST with index 0 on this server (2 targets)");
+    let error = oss
+        .target(1)
+        .unwrap()
+        .getattr(ObjectId(9))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error, "OST0001: no such object 0x9",
+        "named by its one index"
+    );
 }

@@ -3,13 +3,11 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_storage_server::engine::EngineConfig;
-use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OST_PORTAL, OssService, OstClient, ServiceConfig, opcode};
 
 struct Setup {
@@ -29,13 +27,12 @@ async fn setup(sync_journal: bool) -> Setup {
     template.uncommitted_records_max = 4000;
     let config = OssConfig {
         root: dir.path().to_path_buf(),
-        targets: 2,
+        targets: OssConfig::indices(2),
         template,
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
     };
-    let oss = Arc::new(Oss::open(config).await.unwrap());
     let network = MemNetwork::new();
     let start = |n| {
         let network = network.clone();
@@ -53,13 +50,9 @@ async fn setup(sync_journal: bool) -> Setup {
         }
     };
     let server_node = start(1).await;
-    OssService::start(
-        &server_node,
-        oss,
-        ServiceConfig::new(dir.path().to_path_buf()),
-    )
-    .await
-    .unwrap();
+    OssService::open(&server_node, config, ServiceConfig::default())
+        .await
+        .unwrap();
     let client_node = start(2).await;
     let client = OstClient::connect(client_node.clone(), server_node.nid(), 77)
         .await
@@ -233,13 +226,12 @@ async fn the_client_list_peers_grow_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let config = OssConfig {
         root: dir.path().to_path_buf(),
-        targets: 1,
+        targets: OssConfig::indices(1),
         template: OstConfig::new(0, dir.path()),
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
     };
-    let oss = Arc::new(Oss::open(config).await.unwrap());
     let network = MemNetwork::new();
     let node = |n| {
         let network = network.clone();
@@ -259,9 +251,9 @@ async fn the_client_list_peers_grow_is_bounded() {
     let server = node(1).await;
     let service_config = ServiceConfig {
         clients_max: 2,
-        ..ServiceConfig::new(dir.path().to_path_buf())
+        ..ServiceConfig::default()
     };
-    OssService::start(&server, oss, service_config)
+    OssService::open(&server, config, service_config)
         .await
         .unwrap();
     let client_node = node(2).await;

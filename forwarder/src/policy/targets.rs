@@ -1,10 +1,7 @@
-//! File-system target indexes (as layouts name them) → the storage server holding each and
-//! the target's index *on that server*.
+//! File-system target indexes (as layouts name them) → the storage server holding each.
 //!
-//! The metadata service lists targets as (index, OSS NID) pairs; an OSS numbers its own
-//! targets 0, 1, ... The rule iopath uses: an OSS's targets, taken in increasing file-system
-//! index, are its local targets 0, 1, ... (an OSS with file-system targets 2 and 5 serves
-//! them as its targets 0 and 1).
+//! The metadata service lists targets as (index, OSS NID) pairs. A target has one index in
+//! the whole file system: the one layouts name, its server answers to, and `lctl` shows.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +15,8 @@ use crate::error::{ForwarderError, Result};
 pub struct StorageTarget {
     /// The storage server.
     pub server: Nid,
-    /// The target's index on that server.
-    pub local_index: u32,
+    /// The target's index (in the whole file system).
+    pub index: u32,
 }
 
 /// The map, built once from the metadata service's target list.
@@ -31,17 +28,12 @@ pub struct TargetMap {
 impl TargetMap {
     /// Builds the map; refuses a list naming one index twice.
     pub fn new(list: &[MdsTarget]) -> Result<TargetMap> {
-        let mut sorted: Vec<MdsTarget> = list.to_vec();
-        sorted.sort_by_key(|t| t.index);
         let mut targets = BTreeMap::new();
-        let mut per_server: BTreeMap<Nid, u32> = BTreeMap::new();
-        for target in sorted {
-            let local = per_server.entry(target.nid).or_insert(0);
+        for target in list {
             let entry = StorageTarget {
                 server: target.nid,
-                local_index: *local,
+                index: target.index,
             };
-            *local += 1;
             if targets.insert(target.index, entry).is_some() {
                 return Err(ForwarderError::invalid(
                     "target list",
@@ -77,16 +69,13 @@ mod tests {
     }
 
     #[test]
-    fn local_indexes_follow_file_system_order_per_server() {
+    fn each_target_is_found_on_its_server_under_its_one_index() {
         let map = TargetMap::new(&[t(3, 11), t(0, 10), t(2, 10), t(1, 11)]).unwrap();
-        let local = |i| {
-            let s = map.get(i).unwrap();
-            (s.server, s.local_index)
-        };
-        assert_eq!(local(0), (Nid::mem(10, 0), 0));
-        assert_eq!(local(2), (Nid::mem(10, 0), 1));
-        assert_eq!(local(1), (Nid::mem(11, 0), 0));
-        assert_eq!(local(3), (Nid::mem(11, 0), 1));
+        let server = |i| map.get(i).unwrap().server;
+        assert_eq!(server(0), Nid::mem(10, 0));
+        assert_eq!(server(2), Nid::mem(10, 0));
+        assert_eq!(server(1), Nid::mem(11, 0));
+        assert_eq!(map.get(3).unwrap().index, 3);
         assert_eq!(map.indexes(), [0, 1, 2, 3]);
         assert!(map.get(4).is_err());
     }

@@ -269,7 +269,7 @@ impl Backend {
                 objects.iter().copied(),
                 |o| o.target,
                 |server, location, o| async move {
-                    server.ost.create(location.local_index, o.object_id).await
+                    server.ost.create(location.index, o.object_id).await
                 },
             )
             .await?;
@@ -294,7 +294,7 @@ impl Backend {
     ) -> Result<DescriptorReply> {
         let (location, server) = self.locate(object.target).await?;
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
-        let (target, id) = (location.local_index, object.object_id);
+        let (target, id) = (location.index, object.object_id);
         let reply = match direction {
             Direction::Write => {
                 server
@@ -324,7 +324,7 @@ impl Backend {
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
         let stamp = server
             .ost
-            .write(location.local_index, object.object_id, offset, data)
+            .write(location.index, object.object_id, offset, data)
             .await?;
         self.note_committed(object.target, stamp.last_committed);
         Ok(())
@@ -341,7 +341,7 @@ impl Backend {
         self.ost_requests.fetch_add(1, Ordering::Relaxed);
         Ok(server
             .ost
-            .read(location.local_index, object.object_id, offset, length)
+            .read(location.index, object.object_id, offset, length)
             .await?)
     }
 
@@ -352,7 +352,7 @@ impl Backend {
                 objects.iter().copied(),
                 |o| o.target,
                 |server, location, o| async move {
-                    server.ost.getattr(location.local_index, o.object_id).await
+                    server.ost.getattr(location.index, o.object_id).await
                 },
             )
             .await?;
@@ -372,11 +372,11 @@ impl Backend {
                 distinct,
                 |t| *t,
                 |server, location, _| async move {
-                    let stamp = server.ost.sync(location.local_index).await?;
+                    let stamp = server.ost.sync(location.index).await?;
                     // The link's kept descriptors up to here are durable too.
                     server
                         .link
-                        .note_committed(location.local_index, stamp.last_committed);
+                        .note_committed(location.index, stamp.last_committed);
                     Ok(stamp)
                 },
             )

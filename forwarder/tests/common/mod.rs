@@ -18,7 +18,7 @@ use iopath_fabric::{Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_forwarder::{FileSystem, FyodClient, FyodConfig, FyodLimits, FyodService};
 use iopath_mds::{MdsConfig, MdsService, MdsTarget};
 use iopath_storage_server::engine::EngineConfig;
-use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
+use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OssService, ServiceConfig};
 
 pub const KIB: u64 = 1024;
@@ -93,7 +93,9 @@ pub async fn node(network: &Arc<MemNetwork>, n: u32, fault: Option<Arc<dyn Fault
     .unwrap()
 }
 
-fn oss_config(options: &Options, root: PathBuf) -> OssConfig {
+/// Server `server`'s targets: `targets_per_oss` consecutive indices, as the metadata
+/// service's list below names them.
+fn oss_config(options: &Options, server: u32, root: PathBuf) -> OssConfig {
     let mut template = OstConfig::new(0, &root);
     template.sync_journal = options.sync_journal;
     template.commit_interval_ms = options.commit_interval_ms;
@@ -102,7 +104,9 @@ fn oss_config(options: &Options, root: PathBuf) -> OssConfig {
     template.object_size_max_bytes = 1 << 34;
     OssConfig {
         root,
-        targets: options.targets_per_oss,
+        targets: (0..options.targets_per_oss)
+            .map(|t| server * options.targets_per_oss + t)
+            .collect(),
         template,
         engine: EngineConfig::default(),
         disk_model: None,
@@ -117,11 +121,14 @@ async fn start_oss(
     root: PathBuf,
 ) -> OssServer {
     let nid = Nid::mem(10 + index, 0);
-    let oss = Arc::new(Oss::open(oss_config(options, root.clone())).await.unwrap());
     let node = node(network, 10 + index, options.oss_fault.clone()).await;
-    let mut config = ServiceConfig::new(root.clone());
-    config.recovery_window = options.recovery_window;
-    let service = OssService::start(&node, oss, config).await.unwrap();
+    let config = ServiceConfig {
+        recovery_window: options.recovery_window,
+        ..ServiceConfig::default()
+    };
+    let service = OssService::open(&node, oss_config(options, index, root.clone()), config)
+        .await
+        .unwrap();
     OssServer {
         nid,
         root,
@@ -200,9 +207,7 @@ impl Stack {
     /// same storage: an unclean restart, so it opens a recovery window for its clients.
     pub async fn crash_and_restart_oss(&mut self, index: usize) {
         let old = self.oss.remove(index);
-        for target in old.service.oss().targets() {
-            target.crash();
-        }
+        old.service.crash();
         old.node.shutdown();
         let OssServer {
             nid,
@@ -232,14 +237,12 @@ impl Stack {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let node = restarted.expect("the old OSS node went away");
-        let oss = Arc::new(
-            Oss::open(oss_config(&self.options, root.clone()))
-                .await
-                .unwrap(),
-        );
-        let mut config = ServiceConfig::new(root.clone());
-        config.recovery_window = self.options.recovery_window;
-        let service = OssService::start(&node, oss, config).await.unwrap();
+        let config = ServiceConfig {
+            recovery_window: self.options.recovery_window,
+            ..ServiceConfig::default()
+        };
+        let targets = oss_config(&self.options, index as u32, root.clone());
+        let service = OssService::open(&node, targets, config).await.unwrap();
         self.oss.insert(
             index,
             OssServer {

@@ -2,7 +2,7 @@
 //! code whether the whole stack shares the process (embedded) or this node has a process of
 //! its own (`iopath node`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
@@ -25,11 +25,8 @@ enum Served {
     Nothing,
     /// The metadata service.
     Mds(Arc<MdsService>),
-    /// A storage server, and where its state lives.
-    Oss {
-        service: Arc<OssService>,
-        root: PathBuf,
-    },
+    /// A storage server.
+    Oss { service: Arc<OssService> },
     /// A fyod.
     Fyod(FyodRunning),
 }
@@ -126,7 +123,7 @@ impl RunningNode {
     /// The storage server's targets, if this is an OSS.
     pub fn oss(&self) -> Option<&Arc<Oss>> {
         match &self.served {
-            Served::Oss { service, .. } => Some(service.oss()),
+            Served::Oss { service } => Some(service.oss()),
             _ => None,
         }
     }
@@ -172,8 +169,8 @@ impl RunningNode {
             why,
         };
         match self.served {
-            Served::Oss { service, root } => service
-                .shutdown(&root)
+            Served::Oss { service } => service
+                .shutdown()
                 .await
                 .map_err(|e| failed(format!("stop cleanly: {e}")))?,
             Served::Fyod(f) => f.stop().await,
@@ -224,33 +221,28 @@ async fn start_role(
             let mut template = OstConfig::new(0, storage);
             template.sync_journal = oss.sync_journal;
             template.commit_interval_ms = oss.commit_interval_ms;
-            let targets = Oss::open(OssConfig {
+            let targets = OssConfig {
                 root: storage.to_path_buf(),
-                targets: oss.targets,
+                targets: stack.target_indices(index),
                 template,
                 engine: EngineConfig::default(),
                 disk_model: None,
                 external_journal_dir: None,
-            })
-            .await
-            .map_err(|e| format!("open the targets in {}: {e}", storage.display()))?;
-            let targets = Arc::new(targets);
-            let service = OssService::start(
+            };
+            let service = OssService::open(
                 node,
-                Arc::clone(&targets),
+                targets,
                 ServiceConfig {
                     recovery_window: std::time::Duration::from_millis(oss.recovery_window_ms),
-                    ..ServiceConfig::new(storage.to_path_buf())
+                    ..ServiceConfig::default()
                 },
             )
             .await
-            .map_err(|e| format!("serve the targets: {e}"))?;
+            .map_err(|e| format!("serve the targets in {}: {e}", storage.display()))?;
+            let targets = Arc::clone(service.oss());
             iopath_storage_server::service::params::register(&targets, tree)
                 .map_err(|e| format!("register its parameters: {e}"))?;
-            Ok(Served::Oss {
-                service,
-                root: storage.to_path_buf(),
-            })
+            Ok(Served::Oss { service })
         }
         Role::Fyod(spec) => Ok(Served::Fyod(
             fyod::start(stack, index, node, tree, spec, storage).await?,

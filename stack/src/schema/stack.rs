@@ -376,6 +376,17 @@ impl Stack {
         out
     }
 
+    /// The file-system indices of the targets OSS node `oss` serves (its `OSTnnnn` names),
+    /// in increasing order: see [`Stack::targets`].
+    pub fn target_indices(&self, oss: usize) -> Vec<u32> {
+        self.targets()
+            .iter()
+            .enumerate()
+            .filter(|(_, (node, _))| *node == oss)
+            .map(|(index, _)| index as u32)
+            .collect()
+    }
+
     /// The same stack with every numbered address replaced by `host:port` from `port` (one
     /// call per interface, in node order): the stack a process per node runs on loopback TCP.
     pub fn with_sockets(

@@ -11,10 +11,12 @@ use std::sync::Arc;
 /// How to lay out and run a server's targets.
 #[derive(Debug, Clone)]
 pub struct OssConfig {
-    /// Targets live in `root/ost<index>`.
+    /// Targets live in `root/ost<index>`; the server's client list and clean-shutdown marker
+    /// in `root` itself.
     pub root: PathBuf,
-    /// Number of targets.
-    pub targets: u32,
+    /// The file-system indices of the targets this server hosts (a stack deals them out to
+    /// its servers in turn: `OST0000` on the first, `OST0001` on the second, ...).
+    pub targets: Vec<u32>,
     /// Settings every target starts from (`index` and `dir` are filled in per target).
     pub template: OstConfig,
     /// The real engine, shared by all targets.
@@ -25,9 +27,17 @@ pub struct OssConfig {
     pub external_journal_dir: Option<PathBuf>,
 }
 
-/// An object storage server: N targets, addressed by index.
+impl OssConfig {
+    /// The indices `0..count`: a server that is the file system's only one.
+    pub fn indices(count: u32) -> Vec<u32> {
+        (0..count).collect()
+    }
+}
+
+/// An object storage server: its targets, addressed by their file-system index.
 #[derive(Debug)]
 pub struct Oss {
+    /// In increasing index order.
     targets: Vec<Arc<Ost>>,
 }
 
@@ -35,9 +45,12 @@ impl Oss {
     /// Opens (formats or recovers) every target. Fails if any target fails: a server does
     /// not come up with part of its storage silently missing.
     pub async fn open(config: OssConfig) -> Result<Oss> {
+        check_indices(&config.targets)?;
         let engine = open_engine(&config.engine);
-        let mut targets = Vec::with_capacity(config.targets as usize);
-        for index in 0..config.targets {
+        let mut targets = Vec::with_capacity(config.targets.len());
+        let mut indices = config.targets.clone();
+        indices.sort_unstable();
+        for index in indices {
             let mut target = config.template.clone();
             target.index = index;
             target.dir = config.root.join(format!("ost{index}"));
@@ -54,29 +67,31 @@ impl Oss {
         Ok(Oss { targets })
     }
 
-    /// Hosts already opened targets (their indexes must be 0..n in order).
-    pub fn from_targets(targets: Vec<Arc<Ost>>) -> Result<Oss> {
-        for (position, target) in targets.iter().enumerate() {
-            if target.index() as usize != position {
-                return Err(StorageError::InvalidConfig {
-                    reason: format!("target at position {position} has index {}", target.index()),
-                });
-            }
-        }
+    /// Hosts already opened targets (each index once).
+    pub fn from_targets(mut targets: Vec<Arc<Ost>>) -> Result<Oss> {
+        let indices: Vec<u32> = targets.iter().map(|t| t.index()).collect();
+        check_indices(&indices)?;
+        targets.sort_by_key(|t| t.index());
         Ok(Oss { targets })
     }
 
-    /// The target with this index.
+    /// The target with this file-system index.
     pub fn target(&self, index: u32) -> Result<&Arc<Ost>> {
         self.targets
-            .get(index as usize)
-            .ok_or(StorageError::NoSuchTarget {
+            .binary_search_by_key(&index, |t| t.index())
+            .map(|position| &self.targets[position])
+            .map_err(|_| StorageError::NoSuchTarget {
                 index,
                 count: self.targets.len(),
             })
     }
 
-    /// All targets, by index.
+    /// The file-system indices of the targets, in increasing order.
+    pub fn indices(&self) -> Vec<u32> {
+        self.targets.iter().map(|t| t.index()).collect()
+    }
+
+    /// All targets, in increasing index order.
     pub fn targets(&self) -> &[Arc<Ost>] {
         &self.targets
     }
@@ -98,4 +113,21 @@ impl Oss {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// A server hosts at least one target, each index once.
+fn check_indices(indices: &[u32]) -> Result<()> {
+    if indices.is_empty() {
+        return Err(StorageError::InvalidConfig {
+            reason: "a server hosts at least one target".into(),
+        });
+    }
+    for (position, index) in indices.iter().enumerate() {
+        if indices[..position].contains(index) {
+            return Err(StorageError::InvalidConfig {
+                reason: format!("target index {index} is given twice"),
+            });
+        }
+    }
+    Ok(())
 }

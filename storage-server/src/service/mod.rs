@@ -72,8 +72,6 @@ pub mod opcode {
 /// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
 #[derive(Debug, Clone)]
 pub struct ServiceConfig {
-    /// Where the client list and the clean-shutdown marker live (the OSS root).
-    pub state_dir: PathBuf,
     /// How long known clients have to reconnect and replay after an unclean restart.
     pub recovery_window: Duration,
     /// Bytes of bulk the server holds at once for writes being pulled, whatever the number of
@@ -83,12 +81,10 @@ pub struct ServiceConfig {
     pub clients_max: usize,
 }
 
-impl ServiceConfig {
-    /// Defaults for a server rooted at `state_dir`: a 30 s recovery window, a 256 MiB bulk
-    /// pool and 4096 clients.
-    pub fn new(state_dir: PathBuf) -> ServiceConfig {
+impl Default for ServiceConfig {
+    /// A 30 s recovery window, a 256 MiB bulk pool and 4096 clients.
+    fn default() -> ServiceConfig {
         ServiceConfig {
-            state_dir,
             recovery_window: Duration::from_secs(30),
             bulk_pool_bytes: 256 << 20,
             clients_max: 4096,
@@ -103,6 +99,8 @@ const POOL_PAGE_BYTES: u64 = 4096;
 #[derive(Debug)]
 pub struct OssService {
     oss: Arc<Oss>,
+    /// Where the client list and the clean-shutdown marker live: the targets' root.
+    state_dir: PathBuf,
     recovery: Recovery,
     clients: Arc<ClientRegistry>,
     bulk_pool: Semaphore,
@@ -111,15 +109,19 @@ pub struct OssService {
 }
 
 impl OssService {
-    /// Serves `oss` on `node`'s [`OST_PORTAL`]. After an unclean stop (no clean-shutdown
-    /// marker) each target opens a recovery window for the clients it knew.
-    pub async fn start(
+    /// Opens (formats or recovers) the targets `targets` describes and serves them on
+    /// `node`'s [`OST_PORTAL`]: the one way an OSS comes up — `iopath oss`, a stack's OSS node
+    /// and every test stack use it. After an unclean stop (no clean-shutdown marker) each
+    /// target opens a recovery window for the clients it knew.
+    pub async fn open(
         node: &Node,
-        oss: Arc<Oss>,
+        targets: crate::ost::OssConfig,
         config: ServiceConfig,
     ) -> Result<Arc<OssService>, StorageError> {
-        let clients = Arc::new(ClientRegistry::open(&config.state_dir, config.clients_max)?);
-        let clean = recovery::take_clean_marker(&config.state_dir)?;
+        let state_dir = targets.root.clone();
+        let oss = Arc::new(Oss::open(targets).await?);
+        let clients = Arc::new(ClientRegistry::open(&state_dir, config.clients_max)?);
+        let clean = recovery::take_clean_marker(&state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
         if !known.is_empty() {
             info!(clients = known.len(), window = ?config.recovery_window, "unclean restart: opening the recovery window");
@@ -128,6 +130,7 @@ impl OssService {
         let pages = config.bulk_pool_bytes.div_ceil(POOL_PAGE_BYTES).max(1);
         let service = Arc::new(OssService {
             oss,
+            state_dir,
             recovery,
             clients,
             bulk_pool: Semaphore::new(pages as usize),
@@ -148,9 +151,17 @@ impl OssService {
 
     /// Stops cleanly: commits every target and leaves the marker that says no recovery is
     /// needed at the next start.
-    pub async fn shutdown(&self, state_dir: &std::path::Path) -> Result<(), StorageError> {
+    pub async fn shutdown(&self) -> Result<(), StorageError> {
         self.oss.shutdown().await?;
-        recovery::write_clean_marker(state_dir)
+        recovery::write_clean_marker(&self.state_dir)
+    }
+
+    /// Stops at once without committing anything more: to the disks this looks like a crash
+    /// (tests of recovery and replay; a real crash is SIGKILL).
+    pub fn crash(&self) {
+        for target in self.oss.targets() {
+            target.crash();
+        }
     }
 
     /// Whether target `index` is still in recovery.

@@ -11,7 +11,7 @@ use tracing::info;
 use super::{OssService, ServiceConfig};
 use crate::engine::EngineConfig;
 use crate::error::StorageError;
-use crate::ost::{Oss, OssConfig, OstConfig};
+use crate::ost::{OssConfig, OstConfig};
 
 /// How to run one OSS process.
 #[derive(Debug, Clone)]
@@ -77,24 +77,14 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
     template.sync_journal = role.sync_journal;
     template.commit_interval_ms = role.commit_interval_ms;
     template.object_size_max_bytes = role.object_size_max_bytes;
-    let config = OssConfig {
+    let targets = OssConfig {
         root: role.dir.clone(),
-        targets: role.targets,
+        targets: OssConfig::indices(role.targets),
         template,
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
     };
-    let oss = Arc::new(Oss::open(config).await.map_err(storage)?);
-    for target in oss.targets() {
-        let report = target.recovery();
-        info!(
-            target = target.index(),
-            last_committed = target.last_committed().0,
-            ?report,
-            "target opened"
-        );
-    }
     let interface = match role.nid.socket_addr() {
         Some(_) => Interface::Tcp { nid: role.nid },
         None => {
@@ -118,11 +108,21 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
     })?;
     let service_config = ServiceConfig {
         recovery_window: role.recovery_window,
-        ..ServiceConfig::new(role.dir.clone())
+        ..ServiceConfig::default()
     };
-    let service = OssService::start(&node, Arc::clone(&oss), service_config)
+    let service = OssService::open(&node, targets, service_config)
         .await
         .map_err(storage)?;
+    let oss = Arc::clone(service.oss());
+    for target in oss.targets() {
+        let report = target.recovery();
+        info!(
+            target = target.index(),
+            last_committed = target.last_committed().0,
+            ?report,
+            "target opened"
+        );
+    }
     let tree = ParamTree::new();
     iopath_fabric::params::register(&node, &tree, "")?;
     super::params::register(&oss, &tree)?;
@@ -130,6 +130,6 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
     let reason = iopath_admin::process::serve_until_stopped(role.admin, tree, info).await?;
     info!(nid = %node.nid(), "OSS stopping: {reason}");
     node.shutdown();
-    service.shutdown(&role.dir).await.map_err(storage)?;
+    service.shutdown().await.map_err(storage)?;
     Ok(())
 }
