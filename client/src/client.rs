@@ -24,7 +24,7 @@ use crate::aio::{AsyncCounters, AsyncStats};
 use crate::config::{CREATE_MODE, ClientConfig, MKDIR_MODE, STREAM_BUFFER_MAX_BYTES};
 use crate::error::ClientError;
 use crate::file::{DataPath, File};
-use crate::layout::{Layout, LayoutError, STRIPE_OFFSET_ANY, StripeRequest};
+use crate::layout::{Layout, StripeRequest};
 use crate::stat::{self, FileStat, StripeInfo};
 use crate::stream::BufferedStream;
 use crate::targets::Targets;
@@ -241,7 +241,7 @@ impl Client {
             // file that was already there is refused here, as a direct create refuses it.
             let options = OpenOptions {
                 create: true,
-                stripe: Some(stat::stripe_to_mds(&stripe)),
+                stripe: Some(stripe),
                 ..self.fyod_options()
             };
             let file = fyod
@@ -261,11 +261,11 @@ impl Client {
             let attributes = self
                 .inner
                 .mds
-                .create(path, CREATE_MODE, stat::stripe_to_mds(&stripe))
+                .create(path, CREATE_MODE, stripe)
                 .await
                 .map_err(|e| ClientError::from_mds(path, e))?;
             let layout = match &attributes.layout {
-                Some(layout) => stat::layout_from_mds(layout)?,
+                Some(layout) => layout.clone(),
                 None => {
                     return Err(ClientError::Malformed {
                         what: "create reply",
@@ -308,7 +308,7 @@ impl Client {
             .map_err(|e| ClientError::from_mds(path, e))?;
         match &attributes.layout {
             Some(layout) => {
-                let layout = stat::layout_from_mds(layout)?;
+                let layout = layout.clone();
                 let targets = Arc::clone(self.inner.targets().await?);
                 self.file(path, layout, DataPath::Direct(targets))
             }
@@ -367,11 +367,7 @@ impl Client {
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
         // The name is gone: from here a failure leaves only unreachable objects behind.
-        self.inner
-            .targets()
-            .await?
-            .destroy_objects(&stat::layout_from_mds(&layout)?)
-            .await
+        self.inner.targets().await?.destroy_objects(&layout).await
     }
 
     /// Renames `from` to `to`; a file `to` replaces loses its objects.
@@ -383,13 +379,7 @@ impl Client {
             .await
             .map_err(|e| ClientError::from_mds(from, e))?;
         match replaced {
-            Some(layout) => {
-                self.inner
-                    .targets()
-                    .await?
-                    .destroy_objects(&stat::layout_from_mds(&layout)?)
-                    .await
-            }
+            Some(layout) => self.inner.targets().await?.destroy_objects(&layout).await,
             None => Ok(()),
         }
     }
@@ -403,7 +393,7 @@ impl Client {
             Ok(attributes) if attributes.file_type == FileType::Directory => self
                 .inner
                 .mds
-                .setstripe(path, Some(stat::stripe_to_mds(&stripe)))
+                .setstripe(path, Some(stripe))
                 .await
                 .map_err(|e| ClientError::from_mds(path, e)),
             Ok(_) => Err(ClientError::Exists { path: path.into() }),
@@ -432,12 +422,12 @@ impl Client {
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
         Ok(match info {
-            MdsStripeInfo::File(layout) => StripeInfo::File(stat::layout_from_mds(&layout)?),
+            MdsStripeInfo::File(layout) => StripeInfo::File(layout),
             MdsStripeInfo::Directory {
                 default_stripe,
                 set_here,
             } => StripeInfo::Directory {
-                default_stripe: stat::stripe_from_mds(&default_stripe),
+                default_stripe,
                 set_here,
             },
         })
@@ -526,7 +516,7 @@ impl Client {
     }
 
     fn fyod_file(&self, path: &str, file: iopath_forwarder::FyodFile) -> Result<File, ClientError> {
-        let layout = stat::layout_from_mds(file.layout())?;
+        let layout = file.layout().clone();
         self.file(path, layout, DataPath::Fyod(file))
     }
 
@@ -546,21 +536,7 @@ impl Client {
     /// Checks stripe values against this file system's targets before asking the metadata
     /// service (which checks them again: it decides).
     fn check_stripe(&self, stripe: &StripeRequest) -> Result<(), ClientError> {
-        let indices = &self.inner.target_indices;
-        // The offset is a target index, not a position: check it against the list itself.
-        StripeRequest {
-            stripe_offset: STRIPE_OFFSET_ANY,
-            ..*stripe
-        }
-        .resolve(indices.len() as u32)?;
-        let offset = stripe.stripe_offset;
-        if offset != STRIPE_OFFSET_ANY && !indices.iter().any(|&i| i64::from(i) == offset) {
-            return Err(LayoutError::StripeOffsetOutOfRange {
-                stripe_offset: offset,
-                targets_count: indices.len() as u32,
-            }
-            .into());
-        }
+        stripe.resolve(&self.inner.target_indices)?;
         Ok(())
     }
 }

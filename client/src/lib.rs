@@ -6,11 +6,10 @@
 //!
 //! Bottom-up, from the pure cores to the calls an application makes:
 //!
-//! - [`layout`]: the stripe layout as a pure core — mapping file extents to per-object
-//!   extents and back, a file's size from its objects' sizes (Lustre's glimpse), and the
-//!   checks `setstripe` values get.
-//! - [`plan`]: the pure core that turns one read or write into object RPCs of at most 4 MiB
-//!   (PFS packets), and puts what reads return back in order.
+//! - [`layout`]: the stripe layout's pure core (`iopath_layout`, shared with the metadata
+//!   service and the fyod) — file extents to per-object extents and back, a file's size from
+//!   its objects' sizes (Lustre's glimpse), the checks `setstripe` values get, and the packet
+//!   planner that turns one read or write into object RPCs of at most 4 MiB.
 //! - [`targets`]: connections to the storage servers and the direct-attached data path: each
 //!   packet one OST RPC carrying a buffer descriptor, every object in parallel, bounded RPCs
 //!   in flight per target; replay of uncommitted writes is the OST client's.
@@ -38,10 +37,9 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod file;
-/// The stripe layout, shared with the MDS and the fyod (it lives in `iopath_mds::layout`).
-pub use iopath_mds::layout;
+/// The stripe layout, shared with the MDS and the fyod (`iopath_layout`).
+pub use iopath_layout as layout;
 pub mod lfs;
-pub mod plan;
 pub mod stat;
 pub mod stream;
 pub mod targets;

@@ -1,9 +1,9 @@
 //! What `stat` and `getstripe` report: [`FileStat`] and [`StripeInfo`].
 
-use iopath_mds::{Attributes, FileLayout, FileType};
+use iopath_mds::{Attributes, FileType};
 
 use crate::error::ClientError;
-use crate::layout::{Layout, ObjectRef, StripeRequest};
+use crate::layout::{Layout, StripeRequest};
 
 /// What [`crate::Client::stat`] reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,40 +39,6 @@ pub enum StripeInfo {
     },
 }
 
-/// The client's layout from the metadata service's (re-checked: it came off the wire).
-pub(crate) fn layout_from_mds(file: &FileLayout) -> Result<Layout, ClientError> {
-    let objects = file
-        .objects
-        .iter()
-        .map(|o| ObjectRef {
-            target: o.target,
-            object_id: o.object_id,
-        })
-        .collect();
-    Layout::new(file.stripe_size_bytes, objects).map_err(|e| ClientError::Malformed {
-        what: "layout from the metadata service",
-        why: e.to_string(),
-    })
-}
-
-/// The metadata service's stripe request from the client's.
-pub(crate) fn stripe_to_mds(stripe: &StripeRequest) -> iopath_mds::StripeRequest {
-    iopath_mds::StripeRequest {
-        stripe_size_bytes: stripe.stripe_size_bytes,
-        stripe_count: stripe.stripe_count,
-        stripe_offset: stripe.stripe_offset,
-    }
-}
-
-/// The client's stripe request from the metadata service's.
-pub(crate) fn stripe_from_mds(stripe: &iopath_mds::StripeRequest) -> StripeRequest {
-    StripeRequest {
-        stripe_size_bytes: stripe.stripe_size_bytes,
-        stripe_count: stripe.stripe_count,
-        stripe_offset: stripe.stripe_offset,
-    }
-}
-
 /// A stat without a size yet (the caller glimpses a file's).
 pub(crate) fn stat_from_attributes(
     path: &str,
@@ -80,7 +46,7 @@ pub(crate) fn stat_from_attributes(
 ) -> Result<FileStat, ClientError> {
     let is_dir = attributes.file_type == FileType::Directory;
     let layout = match (&attributes.layout, is_dir) {
-        (Some(layout), false) => Some(layout_from_mds(layout)?),
+        (Some(layout), false) => Some(layout.clone()),
         (None, true) => None,
         (layout, _) => {
             return Err(ClientError::Malformed {

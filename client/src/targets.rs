@@ -1,7 +1,7 @@
 //! [`Targets`]: the client's connections to the storage servers, one [`OstClient`] per OSS
 //! shared by that server's targets, and the direct-attached data path over them.
 //!
-//! A request is planned into packets ([`crate::plan`]); each packet is one OST RPC carrying a
+//! A request is planned into packets (`iopath_layout::plan`); each packet is one OST RPC carrying a
 //! buffer descriptor (the [`OstClient`] registers the bytes and the server pulls them). The
 //! packets of one request go out at once, to every object in parallel, each waiting for one
 //! of its target's [`RPCS_IN_FLIGHT_PER_TARGET_MAX`] slots: a large request fans out over
@@ -26,8 +26,8 @@ use tracing::debug;
 
 use crate::config::{PING_INTERVAL_MS, RPCS_IN_FLIGHT_PER_TARGET_MAX};
 use crate::error::ClientError;
+use crate::layout::plan::{self, ObjectIo, Packing};
 use crate::layout::{Layout, ObjectRef};
-use crate::plan::{self, ObjectIo, Packing};
 
 /// One target as the client reaches it.
 #[derive(Debug, Clone)]

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Nid, Node, SourceRegion};
 use iopath_mds::wire::{layout_from_wire, stripe_to_wire};
-use iopath_mds::{FileLayout, StripeRequest};
+use iopath_mds::{Layout, StripeRequest};
 use iopath_proto::fyod as pb;
 use prost::Message as _;
 
@@ -257,7 +257,7 @@ struct FileInner {
     handle: u64,
     ino: u64,
     created: bool,
-    layout: FileLayout,
+    layout: Layout,
     call_default: CallKind,
     next_seq: AtomicU64,
     /// Why the handle is unusable, once a call failed in transit.
@@ -291,7 +291,7 @@ impl FyodFile {
     }
 
     /// The file's layout.
-    pub fn layout(&self) -> &FileLayout {
+    pub fn layout(&self) -> &Layout {
         &self.inner.layout
     }
 

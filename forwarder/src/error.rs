@@ -24,7 +24,7 @@ pub enum ForwarderError {
     Mds(#[from] MdsError),
     /// A layout or an extent the stripe arithmetic refuses.
     #[error("layout: {0}")]
-    Layout(#[from] crate::layout::LayoutError),
+    Layout(#[from] iopath_layout::LayoutError),
     /// A handle this fyod did not give this client, or one already closed.
     #[error("no open file with handle {handle} for {client}")]
     NoSuchHandle {

@@ -27,22 +27,20 @@
 //!   [`policy::ufs`] (128 KiB chunks), [`policy::cache`] (the UFS write-behind/read cache),
 //!   [`policy::scheduler`] (sync calls one at a time, async calls one worker per open file),
 //!   [`policy::token`] (the MUNIX token table), [`policy::pins`] (client memory pinned until
-//!   commit) and [`policy::targets`] (file-system target index → storage server).
+//!   commit).
 //! - [`modes`]: the file system (PFS/UFS), I/O mode (MUNIX/MASYNC) and call kind (sync/async).
 //! - [`service`]: [`FyodService`] on the fabric — its backends (metadata service, storage
 //!   connections with replay), the dispatcher, the PFS and UFS paths, MUNIX tokens, counters.
 //! - [`client`]: [`FyodClient`] and [`FyodFile`], what the client library calls.
 //! - [`limits`]: every maximum in one place; [`error`]: [`ForwarderError`].
 //!
-//! The stripe arithmetic is `iopath_mds::layout`, the one the MDS and the client library use
-//! too (the client depends on this crate for [`FyodClient`], so the layout lives below both).
+//! The stripe arithmetic, the packet planner and the target list are `iopath_layout`'s, the
+//! pure core the metadata service and the client library use too.
 
 pub mod client;
 pub mod error;
 pub mod limits;
 pub mod modes;
-/// The stripe layout (`iopath_mds::layout`): where each byte of a file lives.
-pub(crate) use iopath_mds::layout;
 pub mod policy;
 pub mod service;
 

@@ -8,11 +8,6 @@ use std::time::Duration;
 /// chunks" (§3.3.1). Also the UFS cache's block.
 pub const UFS_CHUNK_BYTES: u64 = 128 * 1024;
 
-/// The most bytes a PFS fyod asks one storage server to move in one request: the operating
-/// system broke large requests "into packets of no more than 4MB per stripe file at a time"
-/// (§2.4). A stripe unit larger than this goes as several requests.
-pub const PFS_PIECE_MAX_BYTES: u64 = 4 << 20;
-
 /// Compute nodes per fyod unless configured otherwise: "by default, the yod allocates one
 /// fyod for each 256 compute nodes" (§2.2).
 pub const CLIENTS_PER_FYOD_DEFAULT: u32 = 256;

@@ -307,7 +307,7 @@ async fn a_ufs_fyod_refuses_striped_files() {
     assert_eq!(refused.errno(), EINVAL, "{refused}");
     // The default (inherit) makes a one-target file.
     let file = client.open("/narrow", create()).await.unwrap();
-    assert_eq!(file.layout().objects.len(), 1);
+    assert_eq!(file.layout().objects().len(), 1);
 }
 
 /// COMMIT names targets; a peer's list is taken at its word only once per target, and an

@@ -89,7 +89,7 @@ async fn race(io_mode: IoMode) -> (Vec<(u16, u16)>, u64) {
         .await
         .unwrap();
     assert_eq!(
-        file_a.layout().objects[1].target,
+        file_a.layout().objects()[1].target,
         1,
         "stripe 1 lives on OSS 1"
     );

@@ -132,8 +132,24 @@ impl Stack {
     }
 
     /// Starts node `name` again on its own addresses and disk, as an operator would; returns
-    /// its admin address.
+    /// its admin address. Another test's stack, started meanwhile, may have picked the freed
+    /// port for a node of its own: then the start is tried again, for a bounded time, until
+    /// that stack is done with it.
     fn restart(&mut self, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.start_node(name) {
+                Ok(admin) => return admin,
+                Err(why) if why.contains("Address already in use") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                Err(why) => panic!("{name} did not start again: {why}"),
+            }
+        }
+    }
+
+    /// One try at starting node `name`: its admin address, or what it said when it failed.
+    fn start_node(&mut self, name: &str) -> Result<String, String> {
         let storage = self.storage();
         let mut child = iopath()
             .args(["node", "--stack"])
@@ -146,9 +162,12 @@ impl Stack {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let admin = wait_ready(child.stdout.take().unwrap());
+        let Some(admin) = wait_ready(child.stdout.take().unwrap()) else {
+            let output = child.wait_with_output().unwrap();
+            return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+        };
         self.restarted.push(child);
-        admin
+        Ok(admin)
     }
 
     fn lfs(&self, args: &[&str]) -> Output {
@@ -173,12 +192,13 @@ impl Stack {
     }
 }
 
-/// Waits for the node's `READY NID ADMIN` line; returns the admin address.
-fn wait_ready(stdout: ChildStdout) -> String {
+/// Waits for the node's `READY NID ADMIN` line; returns the admin address, or `None` if the
+/// node ended without one.
+fn wait_ready(stdout: ChildStdout) -> Option<String> {
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    assert!(line.starts_with("READY "), "the node said {line:?}");
-    line.split_whitespace().nth(2).unwrap().to_owned()
+    line.starts_with("READY ")
+        .then(|| line.split_whitespace().nth(2).unwrap().to_owned())
 }
 
 /// The pid of the `iopath node` process serving `name` under `storage`, if it runs.

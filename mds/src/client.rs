@@ -12,8 +12,8 @@ use crate::error::{MdsError, Result};
 use crate::limits::READDIR_PAGE_ENTRIES_MAX;
 use crate::namespace::inode::{Attributes, DirEntry, DirPage, StripeInfo};
 use crate::service::{MDS_PORTAL, MdsTarget, opcode};
-use crate::stripe::{FileLayout, StripeRequest};
 use crate::wire;
+use iopath_layout::{Layout, StripeRequest};
 
 /// Most pages [`MdsClient::readdir`] reads before giving up (4 Mi entries at 1024 a page).
 pub const READDIR_PAGES_MAX: u32 = 4096;
@@ -143,7 +143,7 @@ impl MdsClient {
     }
 
     /// Removes file `path`; returns its layout so the caller can destroy its objects.
-    pub async fn unlink(&self, path: &str) -> Result<FileLayout> {
+    pub async fn unlink(&self, path: &str) -> Result<Layout> {
         let reply: pb::UnlinkReply = self.call(opcode::UNLINK, &path_request(path)).await?;
         let layout = reply.layout.as_ref().ok_or_else(|| MdsError::Malformed {
             what: "unlink reply",
@@ -159,7 +159,7 @@ impl MdsClient {
     }
 
     /// Renames `source` to `target`; returns the layout of a file it replaced, if any.
-    pub async fn rename(&self, source: &str, target: &str) -> Result<Option<FileLayout>> {
+    pub async fn rename(&self, source: &str, target: &str) -> Result<Option<Layout>> {
         let request = pb::RenameRequest {
             source: source.to_owned(),
             target: target.to_owned(),

@@ -144,6 +144,15 @@ pub enum MdsError {
     Fabric(#[from] FabricError),
 }
 
+impl From<iopath_layout::LayoutError> for MdsError {
+    /// Stripe values or a layout the rules refuse: an invalid argument, in `lfs`'s words.
+    fn from(error: iopath_layout::LayoutError) -> MdsError {
+        MdsError::InvalidStripe {
+            why: error.to_string(),
+        }
+    }
+}
+
 impl MdsError {
     /// The errno a reply carries for this error.
     pub fn errno(&self) -> u32 {

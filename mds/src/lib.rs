@@ -6,9 +6,9 @@
 //! Bottom-up, from the pure core to the wire:
 //!
 //! - [`path`]: absolute paths, parsed once and bounded ([`limits`] names every maximum).
-//! - [`layout`]: the stripe layout as a pure core — file extents to per-object extents and
-//!   back, the glimpsed file size, setstripe validation; shared with the client and the fyod.
-//! - [`stripe`]: stripe requests, file layouts, and the rules that turn one into the other.
+//! - Layouts and stripe requests are `iopath_layout`'s, the pure core the client and the fyod
+//!   share (re-exported as [`layout`]): the service resolves a request against its targets
+//!   there and places the objects round-robin in [`namespace`].
 //! - [`namespace`]: the pure core — inodes, operations planned into mutations, mutations
 //!   applied, invariants. No files, sockets or clocks.
 //! - [`store`]: durability — an append-only CRC32-checked operation log, fsync'd before every
@@ -25,17 +25,18 @@
 
 pub mod client;
 pub mod error;
-pub mod layout;
 pub mod limits;
 pub mod namespace;
 pub mod path;
 pub mod service;
 pub mod store;
-pub mod stripe;
 pub mod wire;
 
 pub use client::MdsClient;
 pub use error::{MdsError, Result};
+/// The stripe layout core (`iopath_layout`).
+pub use iopath_layout as layout;
+pub use iopath_layout::{Layout, ObjectRef, StripeRequest};
 pub use limits::MdsLimits;
 pub use namespace::inode::{Attributes, DirEntry, DirPage, FileType, Ino, StripeInfo};
 pub use namespace::op::{Op, Outcome};
@@ -43,4 +44,3 @@ pub use namespace::{Namespace, NamespaceConfig};
 pub use path::MdsPath;
 pub use service::{MDS_PORTAL, MdsConfig, MdsService, MdsTarget};
 pub use store::MdsStore;
-pub use stripe::{FileLayout, ObjectRef, StripeRequest};

@@ -20,8 +20,8 @@ use crate::namespace::inode::StripeInfo;
 use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
 use crate::store::MdsStore;
-use crate::stripe::StripeRequest;
 use crate::wire;
+use iopath_layout::StripeRequest;
 
 /// The portal the metadata service listens on (Lustre's MDS_REQUEST_PORTAL is 12; iopath's
 /// service portals start at 16, so 12 + 32).

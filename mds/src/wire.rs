@@ -6,7 +6,7 @@ use iopath_proto::mds as pb;
 
 use crate::error::{MdsError, Result};
 use crate::namespace::inode::{Attributes, DirEntry, FileType};
-use crate::stripe::{FileLayout, ObjectRef, StripeRequest};
+use iopath_layout::{Layout, ObjectRef, StripeRequest};
 
 /// Stripe values onto the wire.
 pub fn stripe_to_wire(stripe: &StripeRequest) -> pb::StripeRequest {
@@ -27,13 +27,13 @@ pub fn stripe_from_wire(stripe: &pb::StripeRequest) -> StripeRequest {
 }
 
 /// A layout onto the wire, stating its count and offset as `lfs getstripe` shows them.
-pub fn layout_to_wire(layout: &FileLayout) -> pb::Layout {
+pub fn layout_to_wire(layout: &Layout) -> pb::Layout {
     pb::Layout {
-        stripe_size_bytes: layout.stripe_size_bytes,
+        stripe_size_bytes: layout.stripe_size_bytes(),
         stripe_count: layout.stripe_count(),
         stripe_offset: layout.stripe_offset(),
         objects: layout
-            .objects
+            .objects()
             .iter()
             .map(|o| pb::ObjectRef {
                 target: o.target,
@@ -45,34 +45,25 @@ pub fn layout_to_wire(layout: &FileLayout) -> pb::Layout {
 
 /// A layout off the wire: its stated count and offset must agree with its objects, and it
 /// must be a layout the service could have made.
-pub fn layout_from_wire(layout: &pb::Layout) -> Result<FileLayout> {
-    let malformed = |why: String| MdsError::Malformed {
+pub fn layout_from_wire(layout: &pb::Layout) -> Result<Layout> {
+    let objects = layout
+        .objects
+        .iter()
+        .map(|o| ObjectRef {
+            target: o.target,
+            object_id: o.object_id,
+        })
+        .collect();
+    Layout::from_parts(
+        layout.stripe_size_bytes,
+        layout.stripe_count,
+        layout.stripe_offset,
+        objects,
+    )
+    .map_err(|e| MdsError::Malformed {
         what: "layout",
-        why,
-    };
-    let typed = FileLayout {
-        stripe_size_bytes: layout.stripe_size_bytes,
-        objects: layout
-            .objects
-            .iter()
-            .map(|o| ObjectRef {
-                target: o.target,
-                object_id: o.object_id,
-            })
-            .collect(),
-    };
-    typed.check().map_err(malformed)?;
-    if typed.stripe_count() != layout.stripe_count || typed.stripe_offset() != layout.stripe_offset
-    {
-        return Err(malformed(format!(
-            "states count {} offset {} but lists {} objects starting on target {}",
-            layout.stripe_count,
-            layout.stripe_offset,
-            typed.stripe_count(),
-            typed.stripe_offset()
-        )));
-    }
-    Ok(typed)
+        why: e.to_string(),
+    })
 }
 
 /// A file type onto the wire.

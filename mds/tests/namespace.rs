@@ -12,7 +12,7 @@ use iopath_mds::error::errno::*;
 use iopath_mds::limits::PATH_DEPTH_MAX;
 use iopath_mds::namespace::op::Planned;
 use iopath_mds::{
-    FileLayout, FileType, MdsError, MdsLimits, MdsPath, Namespace, NamespaceConfig, ObjectRef, Op,
+    FileType, Layout, MdsError, MdsLimits, MdsPath, Namespace, NamespaceConfig, ObjectRef, Op,
     Outcome, StripeInfo, StripeRequest,
 };
 
@@ -52,7 +52,7 @@ fn mkdir(ns: &mut Namespace, path: &str) -> Result<Outcome, MdsError> {
     )
 }
 
-fn create(ns: &mut Namespace, path: &str, stripe: StripeRequest) -> Result<FileLayout, MdsError> {
+fn create(ns: &mut Namespace, path: &str, stripe: StripeRequest) -> Result<Layout, MdsError> {
     match run(
         ns,
         Op::Create {
@@ -66,7 +66,7 @@ fn create(ns: &mut Namespace, path: &str, stripe: StripeRequest) -> Result<FileL
     }
 }
 
-fn file(ns: &mut Namespace, path: &str) -> FileLayout {
+fn file(ns: &mut Namespace, path: &str) -> Layout {
     create(ns, path, StripeRequest::INHERIT).unwrap()
 }
 
@@ -87,8 +87,8 @@ fn names(ns: &Namespace, dir: &str) -> Vec<String> {
         .collect()
 }
 
-fn targets_of(layout: &FileLayout) -> Vec<u32> {
-    layout.objects.iter().map(|o| o.target).collect()
+fn targets_of(layout: &Layout) -> Vec<u32> {
+    layout.objects().iter().map(|o| o.target).collect()
 }
 
 #[test]
@@ -410,7 +410,7 @@ fn rename_moves_replaces_and_keeps_layouts() {
 fn round_robin_spreads_single_stripe_files_over_every_target() {
     let mut ns = namespace(&[0, 1, 2, 3]);
     let starts: Vec<u32> = (0..9)
-        .map(|i| file(&mut ns, &format!("/f{i}")).objects[0].target)
+        .map(|i| file(&mut ns, &format!("/f{i}")).objects()[0].target)
         .collect();
     assert_eq!(starts, [0, 1, 2, 3, 0, 1, 2, 3, 0]);
     // Object ids count up per target from 1, never reused.
@@ -420,7 +420,7 @@ fn round_robin_spreads_single_stripe_files_over_every_target() {
                 .unwrap()
                 .layout
                 .unwrap()
-                .objects[0]
+                .objects()[0]
                 .object_id
         })
         .collect();
@@ -433,7 +433,7 @@ fn round_robin_spreads_single_stripe_files_over_every_target() {
     );
     let next = create(&mut ns, "/y", StripeRequest::INHERIT).unwrap();
     assert_eq!(
-        next.objects,
+        next.objects(),
         [ObjectRef {
             target: 1,
             object_id: 3
@@ -442,7 +442,7 @@ fn round_robin_spreads_single_stripe_files_over_every_target() {
     // Target 0's next id is 4: the unlinked file's id 3 is not handed out again.
     let z = create(&mut ns, "/z", stripe(0, 1, 0)).unwrap();
     assert_eq!(
-        z.objects,
+        z.objects(),
         [ObjectRef {
             target: 0,
             object_id: 5
@@ -465,7 +465,7 @@ fn layouts_follow_lustre_defaults_and_requests() {
     for (request, size, expected) in cases {
         let mut ns = namespace(&targets);
         let layout = create(&mut ns, "/f", request).unwrap();
-        assert_eq!(layout.stripe_size_bytes, size, "{request:?}");
+        assert_eq!(layout.stripe_size_bytes(), size, "{request:?}");
         assert_eq!(targets_of(&layout), expected, "{request:?}");
         assert_eq!(layout.stripe_offset(), expected[0]);
         assert_eq!(layout.stripe_count() as usize, expected.len());
@@ -506,10 +506,10 @@ fn setstripe_on_a_directory_is_the_default_for_new_files_and_subdirectories() {
         }
     );
     let f = file(&mut ns, "/d/f");
-    assert_eq!((f.stripe_size_bytes, f.stripe_count()), (4 * MIB, 2));
+    assert_eq!((f.stripe_size_bytes(), f.stripe_count()), (4 * MIB, 2));
     // A request's own fields win; its inherited fields come from the directory.
     let g = create(&mut ns, "/d/g", stripe(0, 3, -1)).unwrap();
-    assert_eq!((g.stripe_size_bytes, g.stripe_count()), (4 * MIB, 3));
+    assert_eq!((g.stripe_size_bytes(), g.stripe_count()), (4 * MIB, 3));
     // New subdirectories start with the parent's default.
     mkdir(&mut ns, "/d/sub").unwrap();
     assert_eq!(
@@ -712,13 +712,15 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
     mkdir(&mut ns, "/d").unwrap();
     file(&mut ns, "/d/f");
     let before = ns.state().clone();
-    let layout = FileLayout {
-        stripe_size_bytes: MIB,
-        objects: vec![ObjectRef {
-            target: 0,
-            object_id: 9,
-        }],
+    let object = ObjectRef {
+        target: 0,
+        object_id: 9,
     };
+    assert!(Layout::new(MIB, vec![object]).is_ok());
+    // A create whose layout is not one (a stripe size of 1000, no objects) cannot even be
+    // made: a `Layout` is checked when built, and when read back off the log.
+    assert!(Layout::new(1000, vec![object]).is_err());
+    assert!(Layout::new(MIB, vec![]).is_err());
     let bad = vec![
         Mutation::Mkdir {
             parent: 99,
@@ -759,30 +761,6 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             mode: 0,
             time_ns: 0,
             default_stripe: None,
-        },
-        Mutation::Create {
-            parent: 1,
-            name: "g".into(),
-            ino: 4,
-            mode: 0,
-            time_ns: 0,
-            round_robin_next: 0,
-            layout: FileLayout {
-                stripe_size_bytes: 1000,
-                objects: layout.objects.clone(),
-            },
-        },
-        Mutation::Create {
-            parent: 1,
-            name: "g".into(),
-            ino: 4,
-            mode: 0,
-            time_ns: 0,
-            round_robin_next: 0,
-            layout: FileLayout {
-                stripe_size_bytes: MIB,
-                objects: vec![],
-            },
         },
         Mutation::Unlink {
             parent: 2,
@@ -854,7 +832,7 @@ impl Rng {
 #[derive(Debug, Clone, PartialEq)]
 enum Node {
     Dir,
-    File(FileLayout),
+    File(Layout),
 }
 
 /// POSIX semantics over a map from path to node, written independently of the core.
@@ -914,7 +892,7 @@ impl Model {
         Ok(())
     }
 
-    fn unlink(&mut self, path: &str) -> Result<FileLayout, u32> {
+    fn unlink(&mut self, path: &str) -> Result<Layout, u32> {
         if path == "/" {
             return Err(EISDIR);
         }
@@ -946,7 +924,7 @@ impl Model {
         }
     }
 
-    fn rename(&mut self, source: &str, target: &str) -> Result<Option<FileLayout>, u32> {
+    fn rename(&mut self, source: &str, target: &str) -> Result<Option<Layout>, u32> {
         if source == "/" {
             return Err(EINVAL);
         }
@@ -1039,71 +1017,69 @@ fn random_walks_agree_with_a_path_map_model() {
             let path = rng.pick(&paths).clone();
             let other = rng.pick(&paths).clone();
             let context = format!("seed {seed} walk {walk} step {step}");
-            let (core, expected): (
-                Result<Option<FileLayout>, u32>,
-                Result<Option<FileLayout>, u32>,
-            ) = match rng.next() % 6 {
-                0 | 1 => {
-                    let result = mkdir(&mut ns, &path).map(|_| None).map_err(|e| e.errno());
-                    (
-                        result,
-                        model.mkdir_or_create(&path, Node::Dir).map(|()| None),
-                    )
-                }
-                2 => {
-                    let request = *rng.pick(&[
-                        StripeRequest::INHERIT,
-                        stripe(0, -1, -1),
-                        stripe(64 << 10, 2, 1),
-                    ]);
-                    let result = create(&mut ns, &path, request).map_err(|e| e.errno());
-                    let expected = match &result {
-                        Ok(layout) => {
-                            for object in &layout.objects {
-                                assert!(
-                                    objects_ever.insert(*object),
-                                    "{context}: object {object:?} reused"
-                                );
+            let (core, expected): (Result<Option<Layout>, u32>, Result<Option<Layout>, u32>) =
+                match rng.next() % 6 {
+                    0 | 1 => {
+                        let result = mkdir(&mut ns, &path).map(|_| None).map_err(|e| e.errno());
+                        (
+                            result,
+                            model.mkdir_or_create(&path, Node::Dir).map(|()| None),
+                        )
+                    }
+                    2 => {
+                        let request = *rng.pick(&[
+                            StripeRequest::INHERIT,
+                            stripe(0, -1, -1),
+                            stripe(64 << 10, 2, 1),
+                        ]);
+                        let result = create(&mut ns, &path, request).map_err(|e| e.errno());
+                        let expected = match &result {
+                            Ok(layout) => {
+                                for object in layout.objects() {
+                                    assert!(
+                                        objects_ever.insert(*object),
+                                        "{context}: object {object:?} reused"
+                                    );
+                                }
+                                model.mkdir_or_create(&path, Node::File(layout.clone()))
                             }
-                            model.mkdir_or_create(&path, Node::File(layout.clone()))
-                        }
-                        // The core refused: the model must refuse too (a placeholder it
-                        // would store makes the tree comparison fail loudly if not).
-                        Err(_) => model.mkdir_or_create(&path, Node::Dir),
-                    };
-                    (result.map(|_| None), expected.map(|()| None))
-                }
-                3 => {
-                    let result = run(&mut ns, Op::Unlink { path: p(&path) })
+                            // The core refused: the model must refuse too (a placeholder it
+                            // would store makes the tree comparison fail loudly if not).
+                            Err(_) => model.mkdir_or_create(&path, Node::Dir),
+                        };
+                        (result.map(|_| None), expected.map(|()| None))
+                    }
+                    3 => {
+                        let result = run(&mut ns, Op::Unlink { path: p(&path) })
+                            .map_err(|e| e.errno())
+                            .map(|o| match o {
+                                Outcome::Unlinked(layout) => Some(layout),
+                                other => panic!("{other:?}"),
+                            });
+                        (result, model.unlink(&path).map(Some))
+                    }
+                    4 => {
+                        let result = run(&mut ns, Op::Rmdir { path: p(&path) })
+                            .map(|_| None)
+                            .map_err(|e| e.errno());
+                        (result, model.rmdir(&path).map(|()| None))
+                    }
+                    _ => {
+                        let result = run(
+                            &mut ns,
+                            Op::Rename {
+                                source: p(&path),
+                                target: p(&other),
+                            },
+                        )
                         .map_err(|e| e.errno())
                         .map(|o| match o {
-                            Outcome::Unlinked(layout) => Some(layout),
+                            Outcome::Renamed { replaced } => replaced,
                             other => panic!("{other:?}"),
                         });
-                    (result, model.unlink(&path).map(Some))
-                }
-                4 => {
-                    let result = run(&mut ns, Op::Rmdir { path: p(&path) })
-                        .map(|_| None)
-                        .map_err(|e| e.errno());
-                    (result, model.rmdir(&path).map(|()| None))
-                }
-                _ => {
-                    let result = run(
-                        &mut ns,
-                        Op::Rename {
-                            source: p(&path),
-                            target: p(&other),
-                        },
-                    )
-                    .map_err(|e| e.errno())
-                    .map(|o| match o {
-                        Outcome::Renamed { replaced } => replaced,
-                        other => panic!("{other:?}"),
-                    });
-                    (result, model.rename(&path, &other))
-                }
-            };
+                        (result, model.rename(&path, &other))
+                    }
+                };
             assert_eq!(core, expected, "{context}: {path} {other}");
             if let Err(errno) = core {
                 errors_seen.insert(errno);

@@ -97,7 +97,10 @@ async fn every_operation_works_through_the_client() {
         .await
         .unwrap();
     let layout = a.layout.clone().unwrap();
-    assert_eq!((layout.stripe_size_bytes, layout.stripe_count()), (MIB, 1));
+    assert_eq!(
+        (layout.stripe_size_bytes(), layout.stripe_count()),
+        (MIB, 1)
+    );
     // -1: every target, starting where asked.
     let wide = c
         .create("/d/wide", 0o644, stripe(4 * MIB, -1, 2))
@@ -106,7 +109,7 @@ async fn every_operation_works_through_the_client() {
         .layout
         .unwrap();
     assert_eq!(
-        wide.objects.iter().map(|o| o.target).collect::<Vec<_>>(),
+        wide.objects().iter().map(|o| o.target).collect::<Vec<_>>(),
         [2, 3, 0, 1]
     );
 
@@ -126,7 +129,7 @@ async fn every_operation_works_through_the_client() {
         .layout
         .unwrap();
     assert_eq!(
-        (inherited.stripe_size_bytes, inherited.stripe_count()),
+        (inherited.stripe_size_bytes(), inherited.stripe_count()),
         (256 << 10, 2)
     );
     assert_eq!(
@@ -453,9 +456,9 @@ async fn a_restarted_service_has_everything_it_acknowledged() {
         .layout
         .unwrap();
     for old in &layouts {
-        for object in &old.layout.as_ref().unwrap().objects {
+        for object in old.layout.as_ref().unwrap().objects() {
             assert!(
-                !next.objects.contains(object),
+                !next.objects().contains(object),
                 "{object:?} handed out twice"
             );
         }

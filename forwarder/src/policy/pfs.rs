@@ -10,15 +10,18 @@
 //! each piece: desc.slice(buffer_offset, length) — no whole checksum, chunks still verified
 //! ```
 //!
-//! The stripe arithmetic is the client library's `Layout::extents`; a stripe unit larger
-//! than [`PFS_PIECE_MAX_BYTES`](crate::limits::PFS_PIECE_MAX_BYTES) is cut again, as the
-//! operating system sent "packets of no more than 4MB per stripe file at a time".
+//! The cutting is the one packet planner the client library uses too
+//! ([`iopath_layout::plan`]), with the packing a sub-descriptor allows
+//! ([`Packing::DESCRIPTOR`]: each packet one run of the buffer, never gathered), cut at
+//! [`PACKET_BYTES_MAX`] as the operating system sent "packets of no more than 4MB per stripe
+//! file at a time".
 
 use iopath_fabric::BufferDescriptor;
-use iopath_mds::{FileLayout, ObjectRef};
+use iopath_layout::{Layout, ObjectRef, Packing};
 
 use crate::error::{ForwarderError, Result};
-use crate::layout::{self, Layout};
+
+pub use iopath_layout::PACKET_BYTES_MAX;
 
 /// One storage request of a PFS call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,89 +40,42 @@ pub struct Piece {
     pub buffer: BufferDescriptor,
 }
 
-/// A file's layout, checked once when the file is opened and kept with the open file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StripeMap {
-    file_layout: FileLayout,
-    layout: Layout,
-}
-
-impl StripeMap {
-    /// Checks a layout from the metadata service: a valid stripe size, 1..=2000 objects on
-    /// distinct targets.
-    pub fn new(file_layout: &FileLayout) -> Result<StripeMap> {
-        let objects = file_layout
-            .objects
-            .iter()
-            .map(|o| layout::ObjectRef {
-                target: o.target,
-                object_id: o.object_id,
-            })
-            .collect();
-        let layout = Layout::new(file_layout.stripe_size_bytes, objects)?;
-        Ok(StripeMap {
-            file_layout: file_layout.clone(),
-            layout,
-        })
+/// The storage requests for a call at file offset `offset_bytes` naming `buffer`, in buffer
+/// order: one per run of the buffer that is contiguous on one object (a stripe unit, or more
+/// when the file has one object), cut at `piece_max_bytes`. Together they name every byte of
+/// `buffer` exactly once. An empty buffer has none.
+pub fn split(
+    layout: &Layout,
+    offset_bytes: u64,
+    buffer: &BufferDescriptor,
+    piece_max_bytes: u64,
+) -> Result<Vec<Piece>> {
+    let packing = Packing {
+        packet_max_bytes: piece_max_bytes,
+        ..Packing::DESCRIPTOR
+    };
+    let mut pieces = Vec::new();
+    for io in iopath_layout::plan(layout, offset_bytes, buffer.length, packing)? {
+        let run = io
+            .single_segment()
+            .expect("descriptor packing never gathers: every packet is one run");
+        let sub = buffer
+            .slice(run.buffer_offset_bytes, run.length_bytes)
+            .ok_or_else(|| {
+                ForwarderError::invalid("buffer", "a piece falls outside the call's buffer")
+            })?;
+        pieces.push(Piece {
+            object_index: io.object_index,
+            object: layout.objects()[io.object_index as usize],
+            object_offset_bytes: io.object_offset_bytes,
+            file_offset_bytes: offset_bytes + run.buffer_offset_bytes,
+            buffer_offset_bytes: run.buffer_offset_bytes,
+            buffer: sub,
+        });
     }
-
-    /// The layout as the metadata service gave it.
-    pub fn file_layout(&self) -> &FileLayout {
-        &self.file_layout
-    }
-
-    /// How many objects the file is striped over.
-    pub fn stripe_count(&self) -> u32 {
-        self.layout.stripe_count()
-    }
-
-    /// The storage requests for a call at file offset `offset_bytes` naming `buffer`, in
-    /// buffer order: one per stripe unit touched, cut again at `piece_max_bytes`. Together
-    /// they name every byte of `buffer` exactly once. An empty buffer has none.
-    pub fn split(
-        &self,
-        offset_bytes: u64,
-        buffer: &BufferDescriptor,
-        piece_max_bytes: u64,
-    ) -> Result<Vec<Piece>> {
-        assert!(piece_max_bytes > 0, "a piece holds at least one byte");
-        let mut pieces = Vec::new();
-        for extent in self.layout.extents(offset_bytes, buffer.length)? {
-            let object = self.file_layout.objects[extent.object_index as usize];
-            let mut done = 0;
-            // Bounded: a stripe unit is at most 4 GiB, a piece at least one byte.
-            while done < extent.length_bytes {
-                let length = (extent.length_bytes - done).min(piece_max_bytes);
-                let buffer_offset_bytes = extent.buffer_offset_bytes + done;
-                let sub = buffer.slice(buffer_offset_bytes, length).ok_or_else(|| {
-                    ForwarderError::invalid("buffer", "a piece falls outside the call's buffer")
-                })?;
-                pieces.push(Piece {
-                    object_index: extent.object_index,
-                    object,
-                    object_offset_bytes: extent.object_offset_bytes + done,
-                    file_offset_bytes: extent.file_offset_bytes + done,
-                    buffer_offset_bytes,
-                    buffer: sub,
-                });
-                done += length;
-            }
-        }
-        Ok(pieces)
-    }
-
-    /// The file's size from its objects' sizes, in stripe order (Lustre's glimpse).
-    pub fn file_size_bytes(&self, object_sizes_bytes: &[u64]) -> Result<u64> {
-        Ok(self.layout.file_size_bytes(object_sizes_bytes)?)
-    }
-}
-
-/// How many bytes a read of `length_bytes` at `offset_bytes` returns from a file of
-/// `file_size_bytes`: all of them inside the file, fewer at its end, none past it.
-pub fn visible_bytes(offset_bytes: u64, length_bytes: u64, file_size_bytes: u64) -> u64 {
-    file_size_bytes
-        .saturating_sub(offset_bytes)
-        .min(length_bytes)
+    // The planner orders by object; the call's checksum combines in buffer order.
+    pieces.sort_by_key(|p| p.buffer_offset_bytes);
+    Ok(pieces)
 }
 
 #[cfg(test)]
@@ -131,7 +87,7 @@ mod tests {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * KIB;
 
-    fn map(stripe_size_bytes: u64, targets: &[u32]) -> StripeMap {
+    fn map(stripe_size_bytes: u64, targets: &[u32]) -> Layout {
         let objects = targets
             .iter()
             .map(|&target| ObjectRef {
@@ -139,11 +95,7 @@ mod tests {
                 object_id: 100 + u64::from(target),
             })
             .collect();
-        StripeMap::new(&FileLayout {
-            stripe_size_bytes,
-            objects,
-        })
-        .unwrap()
+        Layout::new(stripe_size_bytes, objects).unwrap()
     }
 
     fn desc(region_offset: u64, length: u64) -> BufferDescriptor {
@@ -159,9 +111,9 @@ mod tests {
 
     /// Everything a split must satisfy, checked byte-range by byte-range against the layout's
     /// own definition of where each file byte lives.
-    fn check(map: &StripeMap, offset: u64, buffer: &BufferDescriptor, piece_max: u64) {
-        let pieces = map.split(offset, buffer, piece_max).unwrap();
-        let stripe = map.file_layout().stripe_size_bytes;
+    fn check(map: &Layout, offset: u64, buffer: &BufferDescriptor, piece_max: u64) {
+        let pieces = split(map, offset, buffer, piece_max).unwrap();
+        let stripe = map.stripe_size_bytes();
         let count = u64::from(map.stripe_count());
         let mut expected_buffer_offset = 0;
         for piece in &pieces {
@@ -184,22 +136,25 @@ mod tests {
                 if whole { buffer.checksum } else { None },
                 "only the whole keeps the owner's checksum"
             );
-            // Inside one stripe unit, on the object the round-robin rule names.
+            // One run on one object: its first and last bytes are where the round-robin rule
+            // puts them, on the object it names. With several objects that is one stripe
+            // unit; with one, consecutive units may share a piece.
             let unit = piece.file_offset_bytes / stripe;
-            assert_eq!(
-                (piece.file_offset_bytes + length - 1) / stripe,
-                unit,
-                "a piece stays inside one stripe unit"
-            );
+            let last_unit = (piece.file_offset_bytes + length - 1) / stripe;
+            if count > 1 {
+                assert_eq!(last_unit, unit, "a piece stays inside one stripe unit");
+            }
             assert_eq!(u64::from(piece.object_index), unit % count);
-            assert_eq!(
-                piece.object,
-                map.file_layout().objects[piece.object_index as usize]
-            );
+            assert_eq!(piece.object, map.objects()[piece.object_index as usize]);
             let row = unit / count;
             assert_eq!(
                 piece.object_offset_bytes,
                 row * stripe + piece.file_offset_bytes % stripe
+            );
+            assert_eq!(
+                map.locate(piece.file_offset_bytes + length - 1),
+                (piece.object_index, piece.object_offset_bytes + length - 1),
+                "the last byte too is where the layout puts it"
             );
             expected_buffer_offset += length;
         }
@@ -230,17 +185,17 @@ mod tests {
     #[test]
     fn a_buffer_inside_one_stripe_is_one_piece_with_the_owners_checksum() {
         let map = map(MIB, &[0, 1]);
-        let pieces = map.split(10, &desc(0, 1000), MIB).unwrap();
+        let pieces = split(&map, 10, &desc(0, 1000), MIB).unwrap();
         assert_eq!(pieces.len(), 1);
         assert_eq!(pieces[0].buffer, desc(0, 1000));
         assert_eq!(pieces[0].object_offset_bytes, 10);
-        assert!(map.split(0, &desc(0, 0), MIB).unwrap().is_empty());
+        assert!(split(&map, 0, &desc(0, 0), MIB).unwrap().is_empty());
     }
 
     #[test]
     fn the_papers_example_four_pieces_over_two_objects() {
         let map = map(MIB, &[0, 1]);
-        let pieces = map.split(512 * KIB, &desc(0, 3 * MIB), MIB).unwrap();
+        let pieces = split(&map, 512 * KIB, &desc(0, 3 * MIB), MIB).unwrap();
         let summary: Vec<(u32, u64, u64)> = pieces
             .iter()
             .map(|p| (p.object_index, p.object_offset_bytes, p.buffer.length))
@@ -259,52 +214,28 @@ mod tests {
     #[test]
     fn a_stripe_above_the_piece_cap_is_cut_into_packets() {
         let map = map(16 * MIB, &[3]);
-        let pieces = map.split(0, &desc(0, 10 * MIB), 4 * MIB).unwrap();
+        let pieces = split(&map, 0, &desc(0, 10 * MIB), 4 * MIB).unwrap();
         let lengths: Vec<u64> = pieces.iter().map(|p| p.buffer.length).collect();
         assert_eq!(lengths, [4 * MIB, 4 * MIB, 2 * MIB]);
         assert!(pieces.iter().all(|p| p.object.target == 3));
     }
 
     #[test]
-    fn bad_layouts_and_extents_are_refused() {
-        let bad = FileLayout {
-            stripe_size_bytes: 1000,
-            objects: vec![ObjectRef {
-                target: 0,
-                object_id: 1,
-            }],
-        };
-        assert!(matches!(
-            StripeMap::new(&bad),
-            Err(ForwarderError::Layout(_))
-        ));
-        let repeated = FileLayout {
-            stripe_size_bytes: MIB,
-            objects: vec![
-                ObjectRef {
-                    target: 0,
-                    object_id: 1,
-                },
-                ObjectRef {
-                    target: 0,
-                    object_id: 2,
-                },
-            ],
-        };
-        assert!(StripeMap::new(&repeated).is_err());
+    fn an_extent_past_the_largest_offset_is_refused() {
         let map = map(MIB, &[0]);
         assert!(matches!(
-            map.split(u64::MAX - 10, &desc(0, 100), MIB),
+            split(&map, u64::MAX - 10, &desc(0, 100), MIB),
             Err(ForwarderError::Layout(_))
         ));
     }
 
     #[test]
-    fn visible_bytes_stop_at_the_end_of_the_file() {
-        assert_eq!(visible_bytes(0, 100, 1000), 100);
-        assert_eq!(visible_bytes(950, 100, 1000), 50);
-        assert_eq!(visible_bytes(1000, 100, 1000), 0);
-        assert_eq!(visible_bytes(5000, 100, 1000), 0);
-        assert_eq!(visible_bytes(0, 0, 0), 0);
+    fn one_object_goes_in_packets_of_at_most_the_cap() {
+        // A file on one target: its units are back to back on the object and in the buffer,
+        // so they travel in runs of up to the cap, not one request per stripe.
+        let map = map(MIB, &[2]);
+        let pieces = split(&map, 0, &desc(0, 9 * MIB), PACKET_BYTES_MAX).unwrap();
+        let lengths: Vec<u64> = pieces.iter().map(|p| p.buffer.length).collect();
+        assert_eq!(lengths, [4 * MIB, 4 * MIB, MIB]);
     }
 }

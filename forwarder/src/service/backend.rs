@@ -31,7 +31,15 @@ use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
 use crate::error::Result;
-use crate::policy::targets::{StorageTarget, TargetMap};
+use iopath_layout::TargetMap;
+
+/// A target, and the server holding it.
+#[derive(Debug, Clone, Copy)]
+struct StorageTarget {
+    server: Nid,
+    /// Its index (in the whole file system: the one its server answers to).
+    index: u32,
+}
 
 /// Set in the fyod's id to name its descriptor link at a storage server.
 pub(crate) const LINK_ID_BIT: u64 = 1 << 48;
@@ -90,13 +98,17 @@ impl Backend {
         self.targets
             .get_or_try_init(|| async {
                 let list = self.mds.targets().await?;
-                TargetMap::new(&list.targets)
+                TargetMap::new(list.targets.iter().map(|t| (t.index, t.nid)))
+                    .map_err(crate::error::ForwarderError::from)
             })
             .await
     }
 
     async fn locate(&self, target: u32) -> Result<(StorageTarget, Arc<Server>)> {
-        let location = self.targets().await?.get(target)?;
+        let location = StorageTarget {
+            server: self.targets().await?.server(target)?,
+            index: target,
+        };
         let cell = Arc::clone(
             self.servers
                 .lock()
@@ -216,7 +228,7 @@ impl Backend {
             (self.mds.open(path).await?, false)
         };
         if let Some(layout) = &attributes.layout {
-            self.ensure_objects(&layout.objects).await?;
+            self.ensure_objects(layout.objects()).await?;
         }
         Ok((attributes, created))
     }

@@ -5,11 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use iopath_fabric::Nid;
-use iopath_mds::ObjectRef;
+use iopath_layout::{Layout, ObjectRef};
 
 use crate::error::{ForwarderError, Result};
 use crate::modes::{CallKind, IoMode};
-use crate::policy::pfs::StripeMap;
 
 /// One open file: a client's handle at this fyod.
 #[derive(Debug)]
@@ -20,8 +19,8 @@ pub(crate) struct OpenFile {
     pub(crate) owner: Nid,
     /// The file's inode number: its MUNIX token and UFS cache key.
     pub(crate) ino: u64,
-    /// Its layout.
-    pub(crate) stripes: StripeMap,
+    /// Its layout (checked when it came off the wire).
+    pub(crate) layout: Layout,
     /// MUNIX or MASYNC.
     pub(crate) io_mode: IoMode,
     /// How its calls are served when a call does not say.
@@ -31,7 +30,7 @@ pub(crate) struct OpenFile {
 impl OpenFile {
     /// The first object: a UFS file's only one.
     pub(crate) fn first_object(&self) -> ObjectRef {
-        self.stripes.file_layout().objects[0]
+        self.layout.objects()[0]
     }
 }
 

@@ -37,7 +37,6 @@ use tracing::{debug, warn};
 use crate::error::{ForwarderError, Result};
 use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits};
 use crate::modes::{CallKind, FileSystem, IoMode};
-use crate::policy::pfs::StripeMap;
 use backend::{Backend, Direction};
 use dispatch::Dispatch;
 use files::{OpenFile, OpenFiles};
@@ -412,14 +411,13 @@ impl FyodService {
         let layout = attributes.layout.ok_or_else(|| {
             ForwarderError::malformed("open reply", "a regular file without a layout")
         })?;
-        let stripes = StripeMap::new(&layout)?;
-        if self.config.mode == FileSystem::Ufs && stripes.stripe_count() != 1 {
+        if self.config.mode == FileSystem::Ufs && layout.stripe_count() != 1 {
             return Err(ForwarderError::invalid(
                 "file",
                 format!(
                     "{} is striped over {} targets; a UFS fyod serves single-target files",
                     op.path,
-                    stripes.stripe_count()
+                    layout.stripe_count()
                 ),
             ));
         }
@@ -427,7 +425,7 @@ impl FyodService {
             handle: self.files.next_handle(),
             owner: source,
             ino: attributes.ino,
-            stripes,
+            layout,
             io_mode,
             call_default,
         });
@@ -440,7 +438,7 @@ impl FyodService {
         Ok(pb::OpenReply {
             handle: file.handle,
             ino: file.ino,
-            layout: Some(layout_to_wire(&layout)),
+            layout: Some(layout_to_wire(&file.layout)),
             created,
         })
     }

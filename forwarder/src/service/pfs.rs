@@ -33,8 +33,9 @@ use tokio::task::JoinSet;
 use super::backend::{Backend, Direction};
 use super::files::OpenFile;
 use crate::error::{ForwarderError, Result};
-use crate::limits::PFS_PIECE_MAX_BYTES;
-use crate::policy::pfs::{Piece, visible_bytes};
+use iopath_layout::visible_len;
+
+use crate::policy::pfs::{PACKET_BYTES_MAX, Piece, split};
 
 /// Sends every piece, at most `in_flight_max` at once; the replies in piece order.
 async fn each_piece(
@@ -90,7 +91,7 @@ pub(crate) async fn write(
     buffer: BufferDescriptor,
     in_flight_max: usize,
 ) -> Result<pb::CallReply> {
-    let pieces = file.stripes.split(offset, &buffer, PFS_PIECE_MAX_BYTES)?;
+    let pieces = split(&file.layout, offset, &buffer, PACKET_BYTES_MAX)?;
     let replies = each_piece(backend, &pieces, in_flight_max, Direction::Write).await?;
     // What the servers received, combined in buffer order, must be what the client described.
     let kind = buffer.checksum_kind;
@@ -132,7 +133,7 @@ pub(crate) async fn read(
     buffer: BufferDescriptor,
     in_flight_max: usize,
 ) -> Result<pb::CallReply> {
-    let pieces = file.stripes.split(offset, &buffer, PFS_PIECE_MAX_BYTES)?;
+    let pieces = split(&file.layout, offset, &buffer, PACKET_BYTES_MAX)?;
     let replies = each_piece(backend, &pieces, in_flight_max, Direction::Read).await?;
     let whole = pieces
         .iter()
@@ -142,7 +143,7 @@ pub(crate) async fn read(
         buffer.length
     } else {
         // A short piece is a hole or the end of the file: only the size tells which.
-        visible_bytes(offset, buffer.length, size(backend, file).await?)
+        visible_len(offset, buffer.length, size(backend, file).await?)
     };
     // Bytes a server returned are inside the file, whatever a racing truncate says.
     for (piece, reply) in pieces.iter().zip(&replies) {
@@ -169,15 +170,13 @@ pub(crate) async fn read(
 
 /// The file's size, glimpsed from its objects' sizes (asked of all at once).
 pub(crate) async fn size(backend: &Backend, file: &OpenFile) -> Result<u64> {
-    let sizes = backend
-        .object_sizes(&file.stripes.file_layout().objects)
-        .await?;
-    file.stripes.file_size_bytes(&sizes)
+    let sizes = backend.object_sizes(file.layout.objects()).await?;
+    Ok(file.layout.file_size_bytes(&sizes)?)
 }
 
 /// Commits every target the file has an object on, all at once.
 pub(crate) async fn fsync(backend: &Backend, file: &OpenFile) -> Result<()> {
-    let targets = file.stripes.file_layout().objects.iter().map(|o| o.target);
+    let targets = file.layout.objects().iter().map(|o| o.target);
     backend.sync_targets(targets).await
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stripe::{FileLayout, StripeRequest};
+use iopath_layout::{Layout, StripeRequest};
 
 /// An inode number. Never reused: a new inode always gets the next one.
 pub type Ino = u64;
@@ -47,7 +47,7 @@ pub enum InodeKind {
     /// A regular file. Its size is not kept: it lives on the objects.
     File {
         /// Its layout, fixed at creation.
-        layout: FileLayout,
+        layout: Layout,
     },
 }
 
@@ -106,7 +106,7 @@ pub struct Attributes {
     /// Modification time, ns since the epoch.
     pub mtime_ns: u64,
     /// A file's layout.
-    pub layout: Option<FileLayout>,
+    pub layout: Option<Layout>,
     /// A directory's own default layout, if set.
     pub default_stripe: Option<StripeRequest>,
     /// A directory's number of entries.
@@ -137,7 +137,7 @@ pub struct DirPage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StripeInfo {
     /// A file's layout.
-    File(FileLayout),
+    File(Layout),
     /// A directory's effective default for new files.
     Directory {
         /// The default, every inherited field filled in (count may be -1, offset -1).

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{MdsError, Result};
 use crate::limits::{MdsLimits, READDIR_PAGE_ENTRIES_MAX, TARGETS_MAX};
 use crate::path::MdsPath;
-use crate::stripe::StripeRequest;
 use inode::{Attributes, DirEntry, DirPage, Ino, Inode, InodeKind, ROOT_INO, StripeInfo};
+use iopath_layout::StripeRequest;
 
 /// What the namespace is configured with (not persisted: it comes from the stack file at
 /// every start).
@@ -72,8 +72,7 @@ impl NamespaceConfig {
             ));
         }
         if !self.targets.is_empty() {
-            default.check_count(&self.targets)?;
-            default.check_offset(&self.targets)?;
+            default.check_against(&self.targets)?;
         }
         let limits = &self.limits;
         if limits.inodes_max < 1 || limits.entries_per_directory_max < 1 {
@@ -93,7 +92,7 @@ pub struct NamespaceState {
     pub inodes: BTreeMap<Ino, Inode>,
     /// The number the next inode gets.
     pub next_ino: Ino,
-    /// The id the next object on each target gets (absent: [`crate::stripe::FIRST_OBJECT_ID`]).
+    /// The id the next object on each target gets (absent: [`iopath_layout::FIRST_OBJECT_ID`]).
     pub next_object_ids: BTreeMap<u32, u64>,
     /// Round-robin placement's cursor: the next file without a starting target starts at
     /// position `round_robin_next mod targets`.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::inode::{Attributes, Ino};
 use crate::path::MdsPath;
-use crate::stripe::{FileLayout, StripeRequest};
+use iopath_layout::{Layout, StripeRequest};
 
 /// A change to the namespace, as asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub enum Mutation {
         /// When.
         time_ns: u64,
         /// The layout, objects allocated.
-        layout: FileLayout,
+        layout: Layout,
         /// The round-robin cursor after this file.
         round_robin_next: u64,
     },
@@ -158,13 +158,13 @@ pub enum Outcome {
     /// A directory or file was made; its attributes (a file's carry its layout).
     Created(Attributes),
     /// A file was removed; its layout, for destroying its objects.
-    Unlinked(FileLayout),
+    Unlinked(Layout),
     /// A directory was removed.
     Removed,
     /// A rename happened; the layout of a file it replaced, if any.
     Renamed {
         /// The replaced file's layout.
-        replaced: Option<FileLayout>,
+        replaced: Option<Layout>,
     },
     /// A directory's default layout changed.
     StripeSet,

@@ -8,7 +8,7 @@ use super::op::{Mutation, Op, Outcome, Planned};
 use crate::error::{MdsError, Result};
 use crate::limits::PATH_DEPTH_MAX;
 use crate::path::MdsPath;
-use crate::stripe::{FIRST_OBJECT_ID, FileLayout, ObjectRef, StripeRequest};
+use iopath_layout::{FIRST_OBJECT_ID, Layout, ObjectRef, StripeRequest};
 
 impl Namespace {
     /// Checks `op` against the namespace at `time_ns` and decides it. Changes nothing: the
@@ -64,15 +64,15 @@ impl Namespace {
         let resolved = effective.resolve(targets)?;
         // Round-robin: a file with no starting target starts one position after the last such
         // file, so files of one stripe each spread over every target in turn.
-        let (start, round_robin_next) = match resolved.start_position {
+        let (start, round_robin_next) = match resolved.start_position(targets) {
             Some(position) => (position, self.state.round_robin_next),
             None => (
                 (self.state.round_robin_next % targets.len() as u64) as usize,
                 self.state.round_robin_next.wrapping_add(1),
             ),
         };
-        let mut objects = Vec::with_capacity(resolved.stripe_count);
-        for k in 0..resolved.stripe_count {
+        let mut objects = Vec::with_capacity(resolved.stripe_count as usize);
+        for k in 0..resolved.stripe_count as usize {
             let target = targets[(start + k) % targets.len()];
             let object_id = self
                 .state
@@ -88,16 +88,16 @@ impl Namespace {
             }
             objects.push(ObjectRef { target, object_id });
         }
+        // Distinct targets (consecutive positions in a list of distinct indices), ids ≥ 1, a
+        // resolved size: the layout core checks it all again.
+        let layout = Layout::new(resolved.stripe_size_bytes, objects)?;
         Ok(Planned::Change(Mutation::Create {
             parent,
             name: name.to_owned(),
             ino: self.state.next_ino,
             mode,
             time_ns,
-            layout: FileLayout {
-                stripe_size_bytes: resolved.stripe_size_bytes,
-                objects,
-            },
+            layout,
             round_robin_next,
         }))
     }
@@ -237,9 +237,7 @@ impl Namespace {
             // All fields "inherit" is no default at all.
             Some(s) if *s == StripeRequest::INHERIT => None,
             Some(s) => {
-                s.check()?;
-                s.check_count(&self.config.targets)?;
-                s.check_offset(&self.config.targets)?;
+                s.check_against(&self.config.targets)?;
                 Some(*s)
             }
         };

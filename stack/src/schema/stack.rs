@@ -549,24 +549,24 @@ fn check_name(name: &str) -> Result<(), String> {
 
 fn check_layout(layout: &LayoutSection) -> Result<DefaultLayout, FieldError> {
     let stripe_size_bytes = match &layout.stripe_size {
-        None => iopath_mds::stripe::STRIPE_SIZE_DEFAULT_BYTES,
+        None => iopath_mds::layout::STRIPE_SIZE_DEFAULT_BYTES,
         Some(SizeValue::Bytes(b)) => *b,
         Some(SizeValue::Text(t)) => iopath_bench::units::parse_size(t)
             .map_err(|why| ("layout.stripe_size".to_owned(), why))?,
     };
-    let unit = iopath_mds::stripe::STRIPE_SIZE_UNIT_BYTES;
+    let unit = iopath_mds::layout::STRIPE_SIZE_UNIT_BYTES;
     if stripe_size_bytes == 0 || !stripe_size_bytes.is_multiple_of(unit) {
         return Err((
             "layout.stripe_size".into(),
             format!("{stripe_size_bytes} bytes is not a positive multiple of 64 KiB"),
         ));
     }
-    if stripe_size_bytes > iopath_mds::stripe::STRIPE_SIZE_MAX_BYTES {
+    if stripe_size_bytes > iopath_mds::layout::STRIPE_SIZE_MAX_BYTES {
         return Err((
             "layout.stripe_size".into(),
             format!(
                 "{stripe_size_bytes} bytes exceeds Lustre's largest stripe ({} bytes)",
-                iopath_mds::stripe::STRIPE_SIZE_MAX_BYTES
+                iopath_mds::layout::STRIPE_SIZE_MAX_BYTES
             ),
         ));
     }

@@ -176,7 +176,19 @@ impl OstClient {
             kept_bytes: AtomicU64::new(0),
             replayed: AtomicU64::new(0),
         };
-        let reply = me.connect_once().await?;
+        // A server whose node is up but whose service is not registered yet is starting
+        // (it recovers its targets first): wait for it, bounded. Nothing listening at all is
+        // an error at once.
+        let mut attempts = 0;
+        let reply = loop {
+            match me.connect_once().await {
+                Err(error) if error.is_no_service() && attempts < RECONNECT_ATTEMPTS => {
+                    attempts += 1;
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                }
+                other => break other?,
+            }
+        };
         {
             let mut state = me.state.lock().expect("client state lock poisoned");
             state.boot_id = reply.boot_id;

@@ -21,13 +21,20 @@
 //! (one stripe, or a stripe longer than a packet), a gathered packet only up to 1 MiB — small
 //! stripes are gathered to save round trips, stripes of 1 MiB and more go as they are.
 //!
+//! What names the bytes decides what may be merged. The client library's own buffer can be
+//! gathered ([`Packing::DEFAULT`]). A fyod in PFS mode names the compute node's memory by a
+//! *sub-descriptor* per packet, so a packet must be one run of that buffer and is never
+//! gathered ([`Packing::DESCRIPTOR`]): each stripe unit (or a run of units contiguous on one
+//! object, when there is only one object) goes as its own packet, cut at 4 MiB.
+//!
 //! [`scatter`] puts what a read packet returned back into the caller's buffer, and
 //! [`visible_len`] says how much of a read is inside the file once its size is known.
 
 use crate::layout::{Layout, LayoutError};
 
 /// ASCI Red's PFS packet and Lustre's default bulk RPC: the most bytes one RPC moves to or
-/// from one object.
+/// from one object. The operating system broke large requests "into packets of no more than
+/// 4MB per stripe file at a time" (§2.4); a stripe unit larger than this goes as several.
 pub const PACKET_BYTES_MAX: u64 = 4 << 20;
 
 /// The largest packet gathered from several pieces of the caller's buffer (a copy).
@@ -38,7 +45,7 @@ pub const GATHER_BYTES_MAX: u64 = 1 << 20;
 pub struct Packing {
     /// A packet that is one run of the caller's buffer.
     pub packet_max_bytes: u64,
-    /// A packet gathered from several runs (at most `packet_max_bytes`).
+    /// A packet gathered from several runs (at most `packet_max_bytes`; 0: never gathered).
     pub gather_max_bytes: u64,
 }
 
@@ -47,6 +54,12 @@ impl Packing {
     pub const DEFAULT: Packing = Packing {
         packet_max_bytes: PACKET_BYTES_MAX,
         gather_max_bytes: GATHER_BYTES_MAX,
+    };
+
+    /// 4 MiB packets, each one run of the caller's buffer: what a sub-descriptor can name.
+    pub const DESCRIPTOR: Packing = Packing {
+        packet_max_bytes: PACKET_BYTES_MAX,
+        gather_max_bytes: 0,
     };
 
     /// Packets of up to `bytes`, gathered or not.
@@ -93,7 +106,7 @@ pub fn plan(
 ) -> Result<Vec<ObjectIo>, LayoutError> {
     let packet_max_bytes = packing.packet_max_bytes;
     let gather_max_bytes = packing.gather_max_bytes.min(packet_max_bytes);
-    assert!(gather_max_bytes > 0, "packets hold at least one byte");
+    assert!(packet_max_bytes > 0, "packets hold at least one byte");
     // How long `io` may grow with a piece starting at `buffer_offset`: a packet stays one
     // segment up to the packet limit; one with (or about to get) a second is gathered.
     let limit = |io: &ObjectIo, buffer_offset: u64| match io.segments.as_slice() {
@@ -149,6 +162,17 @@ pub fn plan(
     Ok(done.into_iter().flatten().collect())
 }
 
+impl ObjectIo {
+    /// The packet's one run of the caller's buffer, if it is one (always, with
+    /// [`Packing::DESCRIPTOR`]).
+    pub fn single_segment(&self) -> Option<Segment> {
+        match self.segments.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        }
+    }
+}
+
 /// Copies the bytes a read packet returned (`returned`, possibly fewer than the packet asked
 /// for: the object ends early) into `buffer` by the packet's segments. Bytes the object did
 /// not have are left as they are (zero in a fresh buffer: holes read as zeros). Returns
@@ -185,6 +209,7 @@ mod tests {
     use crate::layout::ObjectRef;
 
     const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
 
     fn layout(stripe: u64, count: u32) -> Layout {
         let objects = (0..count)
@@ -366,5 +391,33 @@ mod tests {
         assert_eq!(visible_len(100, 10, 100), 0);
         assert_eq!(visible_len(200, 10, 100), 0);
         assert_eq!(visible_len(0, 0, 0), 0);
+    }
+
+    #[test]
+    fn descriptor_packets_are_single_runs_of_the_buffer() {
+        // Small stripes over two objects: the default gathers alternate units; a
+        // sub-descriptor cannot, so every packet is one stripe unit's run.
+        let l = layout(64 * KIB, 2);
+        let ios = plan(&l, 10 * KIB, 256 * KIB, Packing::DESCRIPTOR).expect("plan");
+        assert!(ios.iter().all(|io| io.single_segment().is_some()));
+        let mut runs: Vec<Segment> = ios.iter().filter_map(ObjectIo::single_segment).collect();
+        runs.sort_by_key(|r| r.buffer_offset_bytes);
+        assert_eq!(
+            runs,
+            vec![
+                seg(0, 54 * KIB),
+                seg(54 * KIB, 64 * KIB),
+                seg(118 * KIB, 64 * KIB),
+                seg(182 * KIB, 64 * KIB),
+                seg(246 * KIB, 10 * KIB),
+            ],
+            "together they name every byte once"
+        );
+        // One object: units are contiguous on it and in the buffer, so they go in 4 MiB runs.
+        let l = layout(MIB, 1);
+        let ios = plan(&l, 0, 9 * MIB, Packing::DESCRIPTOR).expect("plan");
+        let lengths: Vec<u64> = ios.iter().map(|io| io.length_bytes).collect();
+        assert_eq!(lengths, [4 * MIB, 4 * MIB, MIB]);
+        assert!(ios.iter().all(|io| io.single_segment().is_some()));
     }
 }

@@ -15,10 +15,15 @@
 //! Nothing here does I/O, keeps time or allocates per byte: [`Layout::extents`] turns a file
 //! extent into per-object extents, [`Layout::file_offset`] goes back, and
 //! [`Layout::file_size_bytes`] computes a file's size from its objects' sizes the way a Lustre
-//! client glimpses it. [`StripeRequest::resolve`] checks the values `setstripe` was given
-//! before anything is asked of the metadata service (which checks them again: it decides).
+//! client glimpses it.
+//!
+//! A layout is checked when it is built — from the metadata service's choice, off the wire, or
+//! off the metadata service's disk (its serde form is checked the same way) — so every part of
+//! iopath that holds one holds a valid one.
 
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 /// Stripe sizes are whole multiples of this (Lustre's `LOV_MIN_STRIPE_SIZE`, 64 KiB): the
 /// smallest unit the servers' pages and the clients' locks are aligned to.
@@ -64,6 +69,13 @@ pub enum LayoutError {
         /// The count given.
         stripe_count: i64,
     },
+    /// More stripes than the widest layout ([`STRIPE_COUNT_MAX`], Lustre's
+    /// `LOV_MAX_STRIPE_COUNT`), whatever the targets.
+    #[error("stripe count {stripe_count} exceeds the widest layout of {STRIPE_COUNT_MAX} stripes")]
+    StripeCountBeyondMax {
+        /// The count given.
+        stripe_count: i64,
+    },
     /// More stripes than there are targets to put them on.
     #[error("stripe count {stripe_count} exceeds the {targets_count} targets available")]
     StripeCountTooLarge {
@@ -72,13 +84,33 @@ pub enum LayoutError {
         /// How many targets there are.
         targets_count: u32,
     },
-    /// A starting target index that is neither -1 (any) nor a target.
-    #[error("starting target index {stripe_offset} is out of range: targets are 0..={last} (or -1 for any)", last = i64::from(*targets_count) - 1)]
+    /// A starting target index below -1 (any).
+    #[error("starting target index {stripe_offset} is invalid: use a target's index or -1 for any")]
+    StripeOffsetInvalid {
+        /// The index given.
+        stripe_offset: i64,
+    },
+    /// A starting target index that is not one of the file system's targets.
+    #[error(
+        "starting target index {stripe_offset} is out of range: it is not one of the {targets_count} configured targets"
+    )]
     StripeOffsetOutOfRange {
         /// The index given.
         stripe_offset: i64,
         /// How many targets there are.
         targets_count: u32,
+    },
+    /// A target index the file system does not have.
+    #[error("the file system has no OST{target:04}")]
+    UnknownTarget {
+        /// The index.
+        target: u32,
+    },
+    /// A target list naming one index twice.
+    #[error("OST{target:04} is listed twice")]
+    TargetListedTwice {
+        /// The index.
+        target: u32,
     },
     /// No targets at all: nothing can be striped.
     #[error("there are no targets to stripe over")]
@@ -88,6 +120,12 @@ pub enum LayoutError {
     ObjectCountInvalid {
         /// How many objects were given.
         objects_count: usize,
+    },
+    /// An object id of 0, which never names an object.
+    #[error("object {object_index} of the layout has id 0, which names no object")]
+    ObjectIdZero {
+        /// Its index in the layout.
+        object_index: usize,
     },
     /// Two objects of one layout on the same target: stripes must go to distinct targets.
     #[error("objects {first} and {second} of the layout are both on target {target}")]
@@ -151,8 +189,12 @@ pub enum LayoutError {
     },
 }
 
+/// The first object id the metadata service gives out on each target; 0 never names an
+/// object.
+pub const FIRST_OBJECT_ID: u64 = 1;
+
 /// One object of a layout: which target holds it and its id there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ObjectRef {
     /// The target (OST) index.
     pub target: u32,
@@ -163,11 +205,37 @@ pub struct ObjectRef {
 /// A validated RAID-0 layout: the stripe size and the file's objects, in stripe order.
 ///
 /// The stripe count is the number of objects and the stripe offset is the target of the first
-/// one, so the three can never disagree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// one, so the three can never disagree. Its serde form is `{stripe_size_bytes, objects}`,
+/// checked by [`Layout::new`] when read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "LayoutParts", into = "LayoutParts")]
 pub struct Layout {
     stripe_size_bytes: u64,
     objects: Vec<ObjectRef>,
+}
+
+/// A layout's stored form, before it is checked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LayoutParts {
+    stripe_size_bytes: u64,
+    objects: Vec<ObjectRef>,
+}
+
+impl TryFrom<LayoutParts> for Layout {
+    type Error = LayoutError;
+
+    fn try_from(parts: LayoutParts) -> Result<Layout, LayoutError> {
+        Layout::new(parts.stripe_size_bytes, parts.objects)
+    }
+}
+
+impl From<Layout> for LayoutParts {
+    fn from(layout: Layout) -> LayoutParts {
+        LayoutParts {
+            stripe_size_bytes: layout.stripe_size_bytes,
+            objects: layout.objects,
+        }
+    }
 }
 
 /// One piece of a file extent: the bytes of one stripe unit on one object.
@@ -195,6 +263,11 @@ impl Layout {
         if objects.is_empty() || objects.len() > STRIPE_COUNT_MAX as usize {
             return Err(LayoutError::ObjectCountInvalid {
                 objects_count: objects.len(),
+            });
+        }
+        if let Some(index) = objects.iter().position(|o| o.object_id < FIRST_OBJECT_ID) {
+            return Err(LayoutError::ObjectIdZero {
+                object_index: index,
             });
         }
         // Quadratic, but over at most STRIPE_COUNT_MAX objects and only once per layout.
@@ -414,87 +487,7 @@ impl Iterator for Extents<'_> {
     }
 }
 
-/// The values `setstripe` was given, before they are checked: Lustre's conventions, where 0
-/// means "the default" and -1 means "all targets" (count) or "any target" (offset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StripeRequest {
-    /// Stripe size; 0 for the default.
-    pub stripe_size_bytes: u64,
-    /// Stripe count; 0 for the default, -1 for all targets.
-    pub stripe_count: i64,
-    /// Index of the starting target; -1 to let the metadata service choose.
-    pub stripe_offset: i64,
-}
-
-/// Checked stripe values, ready for the metadata service to place objects by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StripeSettings {
-    /// Stripe size, a positive multiple of 64 KiB.
-    pub stripe_size_bytes: u64,
-    /// Stripe count, `1..=targets`.
-    pub stripe_count: u32,
-    /// The starting target, or `None` to let the metadata service choose.
-    pub stripe_offset: Option<u32>,
-}
-
-impl StripeRequest {
-    /// Nothing asked for: every field left to the default (the directory's at the metadata
-    /// service, Lustre's — count 1, size 1 MiB, any target — in [`StripeRequest::resolve`]).
-    pub const INHERIT: StripeRequest = StripeRequest {
-        stripe_size_bytes: 0,
-        stripe_count: 0,
-        stripe_offset: STRIPE_OFFSET_ANY,
-    };
-
-    /// Checks the request against `targets_count` targets (indexed `0..targets_count`) and
-    /// fills in Lustre's defaults for zero fields.
-    pub fn resolve(&self, targets_count: u32) -> Result<StripeSettings, LayoutError> {
-        if targets_count == 0 {
-            return Err(LayoutError::NoTargets);
-        }
-        let stripe_size_bytes = match self.stripe_size_bytes {
-            0 => STRIPE_SIZE_DEFAULT_BYTES,
-            size => {
-                check_stripe_size(size)?;
-                size
-            }
-        };
-        let stripe_count = match self.stripe_count {
-            0 => STRIPE_COUNT_DEFAULT.min(targets_count),
-            STRIPE_COUNT_ALL => targets_count.min(STRIPE_COUNT_MAX),
-            count if count < 0 => {
-                return Err(LayoutError::StripeCountInvalid {
-                    stripe_count: count,
-                });
-            }
-            count if count > i64::from(targets_count) || count > i64::from(STRIPE_COUNT_MAX) => {
-                return Err(LayoutError::StripeCountTooLarge {
-                    stripe_count: count,
-                    targets_count,
-                });
-            }
-            // 0 < count ≤ targets_count ≤ u32::MAX.
-            count => count as u32,
-        };
-        let stripe_offset = match self.stripe_offset {
-            STRIPE_OFFSET_ANY => None,
-            offset if offset >= 0 && offset < i64::from(targets_count) => Some(offset as u32),
-            offset => {
-                return Err(LayoutError::StripeOffsetOutOfRange {
-                    stripe_offset: offset,
-                    targets_count,
-                });
-            }
-        };
-        Ok(StripeSettings {
-            stripe_size_bytes,
-            stripe_count,
-            stripe_offset,
-        })
-    }
-}
-
-fn check_stripe_size(stripe_size_bytes: u64) -> Result<(), LayoutError> {
+pub(crate) fn check_stripe_size(stripe_size_bytes: u64) -> Result<(), LayoutError> {
     if stripe_size_bytes == 0 || !stripe_size_bytes.is_multiple_of(STRIPE_SIZE_UNIT_BYTES) {
         return Err(LayoutError::StripeSizeNotAligned { stripe_size_bytes });
     }

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
-use iopath_mds::layout::{
+use iopath_layout::{
     Layout, LayoutError, ObjectExtent, ObjectRef, STRIPE_COUNT_MAX, STRIPE_SIZE_DEFAULT_BYTES,
     STRIPE_SIZE_MAX_BYTES, StripeRequest, StripeSettings,
 };
@@ -331,6 +331,21 @@ fn layouts_are_checked_when_built() {
     for (what, size, objects, expected) in cases {
         assert_eq!(Layout::new(size, objects).unwrap_err(), expected, "{what}");
     }
+    assert_eq!(
+        Layout::new(
+            MIB,
+            vec![
+                o(0),
+                ObjectRef {
+                    target: 1,
+                    object_id: 0
+                }
+            ]
+        )
+        .unwrap_err(),
+        LayoutError::ObjectIdZero { object_index: 1 },
+        "object id 0 names no object"
+    );
     let largest = Layout::new(
         STRIPE_SIZE_MAX_BYTES,
         (0..STRIPE_COUNT_MAX).map(o).collect(),
@@ -389,8 +404,14 @@ fn setstripe_values_resolve_or_are_refused_clearly() {
         ),
         (req(0, -1, -1), 3000, ok(MIB, STRIPE_COUNT_MAX, None)),
     ];
-    for (request, targets, expected) in good {
-        assert_eq!(request.resolve(targets).unwrap(), expected, "{request:?}");
+    // The file system's targets: `0..count`.
+    let targets = |count: u32| (0..count).collect::<Vec<u32>>();
+    for (request, count, expected) in good {
+        assert_eq!(
+            request.resolve(&targets(count)).unwrap(),
+            expected,
+            "{request:?}"
+        );
     }
     let bad: Vec<(StripeRequest, u32, &str)> = vec![
         (
@@ -408,20 +429,64 @@ fn setstripe_values_resolve_or_are_refused_clearly() {
         ),
         (req(0, -2, -1), 4, "stripe count -2 is invalid"),
         (req(0, i64::MIN, -1), 4, "is invalid"),
-        (req(0, i64::MAX, -1), 4, "exceeds the 4 targets"),
-        (req(0, 2001, -1), 3000, "exceeds the 3000 targets"),
+        (
+            req(0, i64::MAX, -1),
+            4,
+            "exceeds the widest layout of 2000 stripes",
+        ),
+        (
+            req(0, 2001, -1),
+            3000,
+            "exceeds the widest layout of 2000 stripes",
+        ),
+        (req(0, 5, -1), 4, "exceeds the 4 targets available"),
         (
             req(0, 1, 4),
             4,
-            "starting target index 4 is out of range: targets are 0..=3",
+            "starting target index 4 is out of range: it is not one of the 4 configured targets",
         ),
-        (req(0, 1, -2), 4, "starting target index -2 is out of range"),
+        (req(0, 1, -2), 4, "starting target index -2 is invalid"),
         (req(0, 0, 0), 0, "there are no targets"),
     ];
-    for (request, targets, message) in bad {
-        let error = request.resolve(targets).unwrap_err().to_string();
+    for (request, count, message) in bad {
+        let error = request.resolve(&targets(count)).unwrap_err().to_string();
         assert!(error.contains(message), "{request:?}: {error}");
     }
+    // The targets are the file system's indices, not positions: a server set with targets
+    // 1, 3 and 5 resolves an offset of 3 and refuses 2.
+    let odd = [1, 3, 5];
+    assert_eq!(req(0, 2, 3).resolve(&odd).unwrap().stripe_offset, Some(3));
+    assert_eq!(
+        req(0, 2, 3).resolve(&odd).unwrap().start_position(&odd),
+        Some(1)
+    );
+    assert!(req(0, 1, 2).resolve(&odd).is_err());
+    // check_against: what names targets, against them; inherited fields pass.
+    assert!(StripeRequest::INHERIT.check_against(&odd).is_ok());
+    assert!(req(0, 4, -1).check_against(&odd).is_err());
+    assert!(req(0, 0, 5).check_against(&odd).is_ok());
+    assert!(req(0, 0, 4).check_against(&odd).is_err());
+    // inherit: each zero (or -1 offset) field from the default.
+    let default = req(4 * MIB, -1, 3);
+    assert_eq!(StripeRequest::INHERIT.inherit(&default), default);
+    assert_eq!(req(MIB, 0, -1).inherit(&default), req(MIB, -1, 3));
+}
+
+/// A layout's stored form (the metadata service keeps layouts as JSON) is checked when read:
+/// a damaged one is an error, never a layout whose parts disagree.
+#[test]
+fn a_stored_layout_is_checked_when_read() {
+    let l = layout(MIB, 3, 1, 4);
+    let text = serde_json::to_string(&l).unwrap();
+    assert_eq!(
+        text,
+        r#"{"stripe_size_bytes":1048576,"objects":[{"target":1,"object_id":100},{"target":2,"object_id":101},{"target":3,"object_id":102}]}"#
+    );
+    assert_eq!(serde_json::from_str::<Layout>(&text).unwrap(), l);
+    let repeated = text.replace(r#""target":2"#, r#""target":1"#);
+    assert!(serde_json::from_str::<Layout>(&repeated).is_err());
+    let unaligned = text.replace("1048576", "1000");
+    assert!(serde_json::from_str::<Layout>(&unaligned).is_err());
 }
 
 // ---- the randomized check against a naive model ----
