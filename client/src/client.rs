@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
 use iopath_mds::{FileType, MdsClient, StripeInfo as MdsStripeInfo};
+use iopath_ost_client::ClientId;
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
 
@@ -40,7 +41,7 @@ pub struct Client {
 pub(crate) struct ClientInner {
     node: Node,
     mds: MdsClient,
-    client_id: u64,
+    client_id: ClientId,
     checksum: ChecksumKind,
     /// The targets the metadata service places layouts on: (OST index, server NID).
     target_list: Vec<(u32, Nid)>,
@@ -80,7 +81,7 @@ impl Drop for ClientInner {
         if kept > 0 {
             let writes = self.targets.get().map_or(0, |t| t.kept_writes());
             warn!(
-                client = self.client_id,
+                client = %self.client_id,
                 kept_bytes = kept,
                 kept_writes = writes,
                 "client dropped without close: it held {kept} bytes of acknowledged writes its servers had not committed;                  they are lost if a server crashes before its next commit (Client::close commits them first)"
@@ -119,7 +120,7 @@ impl Client {
                 FyodClient::connect_with_checksum(
                     config.node.clone(),
                     nid,
-                    config.client_id,
+                    config.client_id.get(),
                     config.checksum,
                 )
                 .await
@@ -186,7 +187,7 @@ impl Client {
     }
 
     /// Its id at the storage servers.
-    pub fn client_id(&self) -> u64 {
+    pub fn client_id(&self) -> ClientId {
         self.inner.client_id
     }
 
@@ -482,7 +483,7 @@ impl Client {
 
     /// Acknowledged writes the servers lost (this client was evicted from a recovery), as
     /// found by the pinger.
-    pub fn lost_writes(&self) -> Vec<crate::targets::LostWrites> {
+    pub fn lost_writes(&self) -> Vec<iopath_ost_client::LostWrites> {
         self.inner
             .targets
             .get()

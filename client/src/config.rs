@@ -1,6 +1,7 @@
 //! [`ClientConfig`], and every maximum the client enforces, in one place.
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
+use iopath_ost_client::ClientId;
 
 /// RPCs in flight to one target at once (Lustre's `osc.*.max_rpcs_in_flight` default): a
 /// large request's packets queue behind these, so a client never floods one server.
@@ -40,9 +41,10 @@ pub struct ClientConfig {
     pub node: Node,
     /// The metadata service's NID.
     pub mds: Nid,
-    /// This client's id at the storage servers: the key of its replay state, so it must be
-    /// unique among clients and stay the same across a restart of this client.
-    pub client_id: u64,
+    /// This client's id at the storage servers (and its fyod): the key of its replay state,
+    /// so it must be unique among clients. A restart under the same id tells the servers that
+    /// whatever it had not seen committed is gone.
+    pub client_id: ClientId,
     /// The checksum its buffer descriptors carry when the client builds them itself (through
     /// a forwarder). Direct-attached writes and reads use the OST client's CRC32.
     pub checksum: ChecksumKind,
@@ -53,11 +55,11 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// Direct-attached, CRC32, on `node`, with the metadata service at `mds`.
-    pub fn new(node: Node, mds: Nid, client_id: u64) -> ClientConfig {
+    pub fn new(node: Node, mds: Nid, client_id: impl Into<ClientId>) -> ClientConfig {
         ClientConfig {
             node,
             mds,
-            client_id,
+            client_id: client_id.into(),
             checksum: ChecksumKind::Crc32,
             forwarder: None,
         }

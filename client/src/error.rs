@@ -195,6 +195,23 @@ pub enum ClientError {
     Unsupported(String),
 }
 
+impl From<iopath_ost_client::OstClientError> for ClientError {
+    fn from(error: iopath_ost_client::OstClientError) -> ClientError {
+        use iopath_ost_client::OstClientError as E;
+        match error {
+            E::UnknownTarget(layout) => ClientError::Layout(layout),
+            E::Connect { server, source } => ClientError::Connect {
+                nid: server.to_string(),
+                source,
+            },
+            E::Disconnect { server, source } => ClientError::Disconnect {
+                server: server.to_string(),
+                source,
+            },
+        }
+    }
+}
+
 impl ClientError {
     /// A fyod error for `path`, turned into the variant a caller acts on when it carries an
     /// errno that has one (the fyod passes the metadata service's on).

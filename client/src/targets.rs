@@ -13,13 +13,14 @@
 //! resending what was in flight; this layer sees only the final outcome.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
-use iopath_storage_server::service::{LostWrite, OstClient, ping};
+use iopath_layout::TargetMap;
+use iopath_ost_client::{ClientId, LostWrites, OstClient, OstConnections};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::debug;
@@ -38,92 +39,48 @@ struct TargetLink {
     rpcs: Arc<Semaphore>,
 }
 
-/// Acknowledged writes a server no longer had after a restart and would not take back (this
-/// client was evicted): lost, and said so.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LostWrites {
-    /// The server.
-    pub server: Nid,
-    /// Each write: its target on that server, its object and its transno.
-    pub writes: Vec<LostWrite>,
-}
-
 /// Connections to every storage server, by target index.
 #[derive(Debug)]
 pub struct Targets {
+    /// One per server, pinged; what the pingers found lost.
+    connections: OstConnections,
     links: BTreeMap<u32, TargetLink>,
-    servers: Vec<Arc<OstClient>>,
-    /// Writes the pinger found lost (a call that finds them fails by itself).
-    lost: Arc<Mutex<Vec<LostWrites>>>,
 }
 
 impl Targets {
-    /// Connects to each distinct server of `targets` (OST index, server NID) as
-    /// `client_id`. A target has one index in the whole file system, the one layouts name and
-    /// its server answers to.
+    /// Connects to each distinct server of `targets` (OST index, server NID) as `client`. A
+    /// target has one index in the whole file system, the one layouts name and its server
+    /// answers to.
     pub async fn connect(
         node: &Node,
-        client_id: u64,
+        client: ClientId,
         targets: &[(u32, Nid)],
     ) -> Result<Targets, ClientError> {
-        let mut by_server: BTreeMap<Nid, Arc<OstClient>> = BTreeMap::new();
+        let map = TargetMap::new(targets.iter().copied())?;
+        let connections = OstConnections::new(
+            node.clone(),
+            client,
+            map,
+            Duration::from_millis(PING_INTERVAL_MS),
+        );
         let mut links = BTreeMap::new();
-        for &(index, nid) in targets {
-            let oss = match by_server.get(&nid) {
-                Some(oss) => Arc::clone(oss),
-                None => {
-                    let oss = OstClient::connect(node.clone(), nid, client_id)
-                        .await
-                        .map_err(|source| ClientError::Connect {
-                            nid: nid.to_string(),
-                            source,
-                        })?;
-                    let oss = Arc::new(oss);
-                    by_server.insert(nid, Arc::clone(&oss));
-                    oss
-                }
-            };
+        for &(index, _) in targets {
+            let oss = connections.to_target(index).await?;
             let rpcs = Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX));
-            if links.insert(index, TargetLink { oss, rpcs }).is_some() {
-                return Err(ClientError::Malformed {
-                    what: "target list",
-                    why: format!("OST{index:04} is listed twice"),
-                });
-            }
+            links.insert(index, TargetLink { oss, rpcs });
         }
-        let servers: Vec<Arc<OstClient>> = by_server.into_values().collect();
-        let lost: Arc<Mutex<Vec<LostWrites>>> = Arc::default();
-        for server in &servers {
-            let lost = Arc::clone(&lost);
-            tokio::spawn(ping(
-                Arc::downgrade(server),
-                Duration::from_millis(PING_INTERVAL_MS),
-                move |server, writes| {
-                    lost.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(LostWrites { server, writes });
-                },
-            ));
-        }
-        Ok(Targets {
-            links,
-            servers,
-            lost,
-        })
+        Ok(Targets { connections, links })
     }
 
     /// Acknowledged writes found lost after a server restart, so far.
     pub fn lost_writes(&self) -> Vec<LostWrites> {
-        self.lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.connections.lost_writes()
     }
 
     /// Fails if writes to one of `layout`'s objects were found lost (writes to other
     /// objects of the same server do not concern this file).
     pub fn check_lost(&self, layout: &Layout) -> Result<(), ClientError> {
-        let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+        let lost = self.connections.lost_writes();
         for object in layout.objects() {
             let Some(link) = self.links.get(&object.target) else {
                 continue;
@@ -147,12 +104,12 @@ impl Targets {
 
     /// Bytes every connection holds for replay: acknowledged writes not yet committed.
     pub fn kept_bytes(&self) -> u64 {
-        self.servers.iter().map(|s| s.kept_bytes()).sum()
+        self.connections.kept_bytes()
     }
 
     /// Acknowledged writes not yet committed, over every connection.
     pub fn kept_writes(&self) -> usize {
-        self.servers.iter().map(|s| s.kept_writes()).sum()
+        self.connections.kept_writes()
     }
 
     /// Ends the session with every server, all at once: each commits its targets, so every
@@ -161,20 +118,7 @@ impl Targets {
     /// kept writes replayed first. Fails if any server could not be reached, or lost writes:
     /// then they may not be durable, and the caller must say so.
     pub async fn disconnect(&self) -> Result<(), ClientError> {
-        let mut set = JoinSet::new();
-        for server in &self.servers {
-            let server = Arc::clone(server);
-            set.spawn(async move {
-                server
-                    .disconnect()
-                    .await
-                    .map_err(|source| ClientError::Disconnect {
-                        server: server.server().to_string(),
-                        source,
-                    })
-            });
-        }
-        first_failure(&mut set, "disconnect").await?;
+        self.connections.disconnect().await?;
         if let Some(lost) = self.lost_writes().first() {
             return Err(ClientError::WritesLost {
                 server: lost.server.to_string(),

@@ -11,7 +11,7 @@ use common::{KIB, MIB, stack, stripe};
 use iopath_client::testing::TestStack;
 use iopath_client::{Layout, StripeInfo, StripeRequest};
 use iopath_fabric::FabricError;
-use iopath_storage_server::service::OstClient;
+use iopath_ost_client::OstClient;
 
 /// Asks the servers directly whether each object of `layout` exists, by getattr; the test
 /// stack deals targets to servers in turn (OST n is on server n % 2, under its index n).

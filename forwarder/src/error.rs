@@ -86,6 +86,20 @@ pub enum ForwarderError {
     },
 }
 
+impl From<iopath_ost_client::OstClientError> for ForwarderError {
+    /// The fabric's or the server's own error, which names the server; an unknown target is
+    /// a layout error.
+    fn from(error: iopath_ost_client::OstClientError) -> ForwarderError {
+        use iopath_ost_client::OstClientError as E;
+        match error {
+            E::UnknownTarget(layout) => ForwarderError::Layout(layout),
+            E::Connect { source, .. } | E::Disconnect { source, .. } => {
+                ForwarderError::Fabric(source)
+            }
+        }
+    }
+}
+
 impl ForwarderError {
     /// The errno a reply carries for this error (or carried, for a remote error).
     pub fn errno(&self) -> u32 {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iopath_fabric::{Interface, Nid, Node, NodeConfig};
-use iopath_storage_server::service::OstClient;
+use iopath_ost_client::OstClient;
 
 const BLOCK: usize = 64 * 1024;
 

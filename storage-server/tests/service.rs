@@ -6,9 +6,10 @@
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_ost_client::OstClient;
 use iopath_storage_server::engine::EngineConfig;
 use iopath_storage_server::ost::{OssConfig, OstConfig};
-use iopath_storage_server::service::{OST_PORTAL, OssService, OstClient, ServiceConfig, opcode};
+use iopath_storage_server::service::{OST_PORTAL, OssService, ServiceConfig, opcode};
 
 struct Setup {
     _dir: tempfile::TempDir,

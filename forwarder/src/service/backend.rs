@@ -4,7 +4,7 @@
 //! - `ost`, under the fyod's id: object creation, getattr, sync, and UFS writes and reads of the
 //!   fyod's own buffers — each uncommitted UFS write kept *with its bytes* for replay (what
 //!   [`FyodStats::kept_bytes`](super::FyodStats::kept_bytes) counts).
-//! - `link`, under the fyod's id with [`LINK_ID_BIT`] set: PFS writes and reads by
+//! - `link`, under the fyod's PFS link id ([`ClientId::pfs_link`]): PFS writes and reads by
 //!   *sub-descriptor* of a compute node's memory ([`OstClient::write_by_descriptor`]), each
 //!   uncommitted write kept as its descriptor, not its bytes. After a server restart the link
 //!   replays them in transno order and the server pulls the bytes again from the compute node.
@@ -17,32 +17,22 @@
 //! it tells clients so they can release pinned memory — is the highest either connection has
 //! seen.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
+use iopath_layout::TargetMap;
 use iopath_mds::error::errno::EEXIST;
 use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
-use iopath_storage_server::service::{DescriptorReply, OstClient};
+use iopath_ost_client::{ClientId, DescriptorReply, OstClient, OstConnections};
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
-use crate::error::Result;
-use iopath_layout::TargetMap;
-
-/// A target, and the server holding it.
-#[derive(Debug, Clone, Copy)]
-struct StorageTarget {
-    server: Nid,
-    /// Its index (in the whole file system: the one its server answers to).
-    index: u32,
-}
-
-/// Set in the fyod's id to name its descriptor link at a storage server.
-pub(crate) const LINK_ID_BIT: u64 = 1 << 48;
+use crate::error::{ForwarderError, Result};
 
 /// Which way a descriptor-named transfer's bytes move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,27 +43,42 @@ pub(crate) enum Direction {
     Read,
 }
 
-/// Both connections to one storage server.
+/// Both connections to the server holding one target.
 #[derive(Debug)]
 struct Server {
     /// Under the fyod's id: metadata-like calls and UFS I/O, kept by bytes.
     ost: Arc<OstClient>,
-    /// Under the fyod's id with [`LINK_ID_BIT`] set: PFS I/O, kept by descriptor.
+    /// Under the fyod's PFS link id: PFS I/O, kept by descriptor.
     link: Arc<OstClient>,
+}
+
+/// A target: its index (in the whole file system, the one its server answers to).
+#[derive(Debug, Clone, Copy)]
+struct StorageTarget {
+    index: u32,
+}
+
+/// The fyod's two connection sets to the storage servers.
+#[derive(Debug)]
+struct Connections {
+    /// Under the fyod's id.
+    ost: OstConnections,
+    /// Under its PFS link id ([`ClientId::pfs_link`]).
+    link: OstConnections,
 }
 
 /// How often the fyod pings each storage server connection (Lustre's pinger), so an idle
 /// fyod still replays promptly after a server restart instead of being evicted.
-const PING_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+const PING_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The fyod's backends.
 #[derive(Debug)]
 pub(crate) struct Backend {
     node: Node,
     mds: MdsClient,
-    fyod_id: u64,
-    targets: OnceCell<TargetMap>,
-    servers: Mutex<HashMap<Nid, Arc<OnceCell<Arc<Server>>>>>,
+    fyod_id: ClientId,
+    /// Made once the metadata service has said what the targets are.
+    connections: OnceCell<Connections>,
     committed: Mutex<BTreeMap<u32, u64>>,
     /// Storage requests sent.
     pub(crate) ost_requests: AtomicU64,
@@ -81,67 +86,41 @@ pub(crate) struct Backend {
 
 impl Backend {
     /// Backends reached from `node`, as storage client `fyod_id`.
-    pub(crate) fn new(node: Node, mds: Nid, fyod_id: u64) -> Backend {
+    pub(crate) fn new(node: Node, mds: Nid, fyod_id: ClientId) -> Backend {
         Backend {
             mds: MdsClient::new(node.clone(), mds),
             node,
             fyod_id,
-            targets: OnceCell::new(),
-            servers: Mutex::default(),
+            connections: OnceCell::new(),
             committed: Mutex::default(),
             ost_requests: AtomicU64::new(0),
         }
     }
 
-    /// The file system's targets, asked of the metadata service once.
-    async fn targets(&self) -> Result<&TargetMap> {
-        self.targets
+    /// The connection sets, made when first needed: the file system's targets are asked of
+    /// the metadata service once.
+    async fn connections(&self) -> Result<&Connections> {
+        self.connections
             .get_or_try_init(|| async {
                 let list = self.mds.targets().await?;
-                TargetMap::new(list.targets.iter().map(|t| (t.index, t.nid)))
-                    .map_err(crate::error::ForwarderError::from)
+                let targets = TargetMap::new(list.targets.iter().map(|t| (t.index, t.nid)))?;
+                let set =
+                    |id| OstConnections::new(self.node.clone(), id, targets.clone(), PING_INTERVAL);
+                Ok::<_, ForwarderError>(Connections {
+                    ost: set(self.fyod_id),
+                    link: set(self.fyod_id.pfs_link()),
+                })
             })
             .await
     }
 
     async fn locate(&self, target: u32) -> Result<(StorageTarget, Arc<Server>)> {
-        let location = StorageTarget {
-            server: self.targets().await?.server(target)?,
-            index: target,
+        let connections = self.connections().await?;
+        let server = Server {
+            ost: connections.ost.to_target(target).await?,
+            link: connections.link.to_target(target).await?,
         };
-        let cell = Arc::clone(
-            self.servers
-                .lock()
-                .expect("servers lock poisoned")
-                .entry(location.server)
-                .or_default(),
-        );
-        let server = cell
-            .get_or_try_init(|| async {
-                let ost =
-                    OstClient::connect(self.node.clone(), location.server, self.fyod_id).await?;
-                let link = OstClient::connect(
-                    self.node.clone(),
-                    location.server,
-                    self.fyod_id ^ LINK_ID_BIT,
-                )
-                .await?;
-                let (ost, link) = (Arc::new(ost), Arc::new(link));
-                for connection in [&ost, &link] {
-                    tokio::spawn(iopath_storage_server::service::ping(
-                        Arc::downgrade(connection),
-                        PING_INTERVAL,
-                        // The server marks what it lost, so its readers are told; the fyod's
-                        // own callers learn of it at their next call to that server.
-                        |server, writes| {
-                            tracing::warn!(%server, lost = writes.len(), "the fyod's acknowledged writes were lost in replay");
-                        },
-                    ));
-                }
-                Ok::<_, crate::error::ForwarderError>(Arc::new(Server { ost, link }))
-            })
-            .await?;
-        Ok((location, Arc::clone(server)))
+        Ok((StorageTarget { index: target }, Arc::new(server)))
     }
 
     fn note_committed(&self, target: u32, last_committed: u64) {
@@ -162,50 +141,24 @@ impl Backend {
 
     /// PFS writes replayed to restarted storage servers.
     pub(crate) fn replayed(&self) -> u64 {
-        self.servers
-            .lock()
-            .expect("servers lock poisoned")
-            .values()
-            .filter_map(|cell| cell.get().map(|s| s.link.replayed()))
-            .sum()
+        self.connections.get().map_or(0, |c| c.link.replayed())
     }
 
     /// Ends the fyod's sessions with every storage server it reached: each commits its
     /// targets and forgets the fyod (see [`OstClient::disconnect`]). The first failure, after
     /// all were tried.
-    pub(crate) async fn disconnect(&self) -> std::result::Result<(), FabricError> {
-        let servers: Vec<Arc<Server>> = self
-            .servers
-            .lock()
-            .expect("servers lock poisoned")
-            .values()
-            .filter_map(|cell| cell.get().cloned())
-            .collect();
-        let mut set = JoinSet::new();
-        for server in servers {
-            for connection in [Arc::clone(&server.ost), Arc::clone(&server.link)] {
-                set.spawn(async move { connection.disconnect().await });
-            }
-        }
-        let mut first = Ok(());
-        while let Some(joined) = set.join_next().await {
-            let outcome = joined.unwrap_or_else(|e| Err(FabricError::Io(e.to_string())));
-            if first.is_ok() {
-                first = outcome;
-            }
-        }
-        first
+    pub(crate) async fn disconnect(&self) -> Result<()> {
+        let Some(connections) = self.connections.get() else {
+            return Ok(());
+        };
+        let (ost, link) = tokio::join!(connections.ost.disconnect(), connections.link.disconnect());
+        ost.and(link).map_err(Into::into)
     }
 
     /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies; the link's
     /// descriptors pin nothing here).
     pub(crate) fn kept_bytes(&self) -> u64 {
-        self.servers
-            .lock()
-            .expect("servers lock poisoned")
-            .values()
-            .filter_map(|cell| cell.get().map(|s| s.ost.kept_bytes()))
-            .sum()
+        self.connections.get().map_or(0, |c| c.ost.kept_bytes())
     }
 
     /// Opens `path`, creating it first if asked and absent. Returns its attributes and

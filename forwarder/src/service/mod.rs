@@ -30,6 +30,7 @@ use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
 use iopath_mds::{FileType, StripeRequest};
+use iopath_ost_client::ClientId;
 use iopath_proto::fyod as pb;
 use prost::Message as _;
 use tracing::{debug, warn};
@@ -165,7 +166,9 @@ impl FyodService {
     /// use, so they may start after it.
     pub async fn start(node: &Node, config: FyodConfig) -> Result<Arc<FyodService>> {
         config.validate()?;
-        let fyod_id = config.fyod_id.unwrap_or_else(|| derive_id(node.nid()));
+        let fyod_id = config
+            .fyod_id
+            .map_or_else(|| ClientId::of_fyod(node.nid()), ClientId::new);
         let service = Arc::new(FyodService {
             backend: Arc::new(Backend::new(node.clone(), config.mds, fyod_id)),
             dispatch: Dispatch::new(&config.limits),
@@ -184,7 +187,7 @@ impl FyodService {
     /// acknowledged to the fyod, and forgets the fyod, so a later restart of a server neither
     /// waits for it nor counts on what it kept.
     pub async fn shutdown(&self) -> Result<()> {
-        self.backend.disconnect().await.map_err(Into::into)
+        self.backend.disconnect().await
     }
 
     /// The fyod's NID.
@@ -598,17 +601,6 @@ impl Service for FyodService {
 
 fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M> {
     M::decode(body).map_err(|e| ForwarderError::malformed("fyod request", e.to_string()))
-}
-
-/// A storage-client id from a NID: FNV-1a of its text, in the range no compute node uses
-/// (the top byte 0xF7).
-fn derive_id(nid: Nid) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in nid.to_string().bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (0xF7 << 56) | (hash & 0x00FF_FFFF_FFFF_FFFF & !backend::LINK_ID_BIT)
 }
 
 /// A write or read request: the two have the same fields on the wire.

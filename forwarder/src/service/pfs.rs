@@ -17,7 +17,7 @@
 //! ```
 //!
 //! **Replay.** The fyod's descriptor link to each storage server
-//! ([`OstClient::write_by_descriptor`](iopath_storage_server::service::OstClient::write_by_descriptor))
+//! ([`OstClient::write_by_descriptor`](iopath_ost_client::OstClient::write_by_descriptor))
 //! keeps each uncommitted piece as its descriptor and replays it after a storage server
 //! restart; the server pulls from the compute node again. So in PFS mode the client's buffer
 //! must stay registered until commit — the fyod reports each target's `last_committed` in every
@@ -26,8 +26,8 @@
 use std::sync::Arc;
 
 use iopath_fabric::{BufferDescriptor, ChecksumKind};
+use iopath_ost_client::DescriptorReply;
 use iopath_proto::fyod as pb;
-use iopath_storage_server::service::DescriptorReply;
 use tokio::task::JoinSet;
 
 use super::backend::{Backend, Direction};

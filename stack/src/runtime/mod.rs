@@ -202,7 +202,7 @@ pub fn client_config(stack: &Stack, node: &RunningNode) -> ClientConfig {
     ClientConfig {
         node: node.node.clone(),
         mds: stack.primary_nid(stack.mds()),
-        client_id: 1 + node.index as u64,
+        client_id: iopath_ost_client::ClientId::new(1 + node.index as u64),
         checksum: ChecksumKind::Crc32,
         forwarder,
     }

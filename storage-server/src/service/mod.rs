@@ -12,12 +12,13 @@
 //! the client is forgotten, so no restart waits for it.
 //!
 //! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
-//! - [`client`]: [`OstClient`], which keeps uncommitted writes — their bytes, or a descriptor
-//!   of another node's memory — and replays them.
+//!
+//! The client side — `OstClient`, the replay list, the portal and opcodes — is its own crate,
+//! `iopath_ost_client`, so that the client library and the fyod do not link the journal and
+//! the engines.
 //! - [`params`]: `obdfilter.*` parameters on the admin tree.
 //! - [`role`]: `iopath oss`, an OSS as a process of its own.
 
-pub mod client;
 pub mod params;
 pub mod recovery;
 pub mod role;
@@ -29,7 +30,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
-use iopath_fabric::{BufferDescriptor, FabricError, Node};
+use iopath_fabric::{BufferDescriptor, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
 use tokio::sync::Semaphore;
@@ -40,34 +41,7 @@ use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery};
 
-pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, ping};
-
-/// The portal OSS requests go to.
-pub const OST_PORTAL: u32 = 46;
-
-/// Opcodes of the OST service.
-pub mod opcode {
-    /// Open a connection (and learn whether the server is recovering).
-    pub const CONNECT: u32 = 1;
-    /// Create an object.
-    pub const CREATE: u32 = 2;
-    /// Write by descriptor (the server pulls).
-    pub const WRITE: u32 = 3;
-    /// Read by descriptor (the server pushes).
-    pub const READ: u32 = 4;
-    /// An object's size.
-    pub const GETATTR: u32 = 5;
-    /// Truncate or extend.
-    pub const PUNCH: u32 = 6;
-    /// Remove an object.
-    pub const DESTROY: u32 = 7;
-    /// Commit the target's journal.
-    pub const SYNC: u32 = 8;
-    /// A client has replayed everything it kept.
-    pub const REPLAY_DONE: u32 = 9;
-    /// A client is done: commit every target, forget the client.
-    pub const DISCONNECT: u32 = 10;
-}
+pub use iopath_ost_client::{OST_PORTAL, opcode};
 
 /// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
 #[derive(Debug, Clone)]
@@ -477,18 +451,4 @@ fn boot_id() -> u64 {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     nanos ^ (u64::from(std::process::id()) << 48) | 1
-}
-
-/// Whether `error` means the server could not be reached (gone, restarting, shutting down),
-/// so a client should reconnect and replay rather than give up.
-pub fn is_connection_error(error: &FabricError) -> bool {
-    matches!(
-        error,
-        FabricError::Unreachable { .. }
-            | FabricError::Timeout { .. }
-            | FabricError::NoRoute { .. }
-            | FabricError::ShuttingDown
-    ) || matches!(error, FabricError::Remote { code, .. } if *code == errno::ESHUTDOWN)
-        // A restarting server's node answers before its OST service is registered.
-        || error.is_no_service()
 }

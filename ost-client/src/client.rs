@@ -1,8 +1,8 @@
-//! The client side of the OST service: typed calls, and the **replay list** — every write the
-//! server acknowledged but has not yet committed (async mode) is kept until a reply's
-//! `last_committed` covers its transno. After a server restart the client reconnects, replays
-//! what it kept in transno order, and says it is done; a client that was evicted learns which
-//! acknowledged writes were lost.
+//! [`OstClient`]: one connection to an OSS — typed calls, and the **replay list**: every write
+//! the server acknowledged but has not yet committed (async mode) is kept
+//! ([`crate::replay::ReplayList`]) until a reply's `last_committed` covers its transno. After a
+//! server restart the client reconnects, replays what it kept in transno order, and says it is
+//! done; a client that was evicted learns which acknowledged writes were lost.
 //!
 //! A kept write holds one of two things for the server to pull from again in replay:
 //!
@@ -16,9 +16,10 @@
 //!   until the write is committed: an owner that dropped it makes the replay fail, and the
 //!   write is reported lost — never silently.
 //!
-//! Both kinds share one transno-ordered list, one reconnect loop and one replay.
+//! Both kinds share one transno-ordered list, one reconnect loop and one replay. A program
+//! ends a connection with [`OstClient::disconnect`]: the server commits everything and forgets
+//! the client.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -30,7 +31,9 @@ use iopath_proto::ost as pb;
 use prost::Message as _;
 use tracing::{info, warn};
 
-use super::{OST_PORTAL, is_connection_error, opcode};
+use crate::id::ClientId;
+use crate::replay::{Kept, KeptData, ReplayList};
+use crate::wire::{OST_PORTAL, is_connection_error, opcode};
 
 /// How often, and how long, a client tries to reach a restarting server before giving up.
 const RECONNECT_ATTEMPTS: u32 = 100;
@@ -72,41 +75,6 @@ pub struct DescriptorReply {
     pub checksum: u32,
 }
 
-/// What the server pulls a kept write's bytes from when it is replayed.
-#[derive(Debug, Clone)]
-enum KeptData {
-    /// The bytes themselves, held here: replay registers them again.
-    Data(Bytes),
-    /// Another node's memory: replay names it again, and its owner must still have it.
-    Descriptor(BufferDescriptor),
-}
-
-impl KeptData {
-    /// Bytes this client pins for the write: a descriptor's bytes are pinned by their owner.
-    fn pinned_bytes(&self) -> u64 {
-        match self {
-            KeptData::Data(data) => data.len() as u64,
-            KeptData::Descriptor(_) => 0,
-        }
-    }
-
-    /// Whether a replay refused with `code` means the write is gone. `ESTALE`: the server
-    /// evicted this client. `ENOENT` for a descriptor: its owner no longer has the region (or
-    /// the object is gone). Our own bytes cannot be gone, so for them `ENOENT` is an error like
-    /// any other.
-    fn lost_by(&self, code: u32) -> bool {
-        code == errno::ESTALE || (code == errno::ENOENT && matches!(self, KeptData::Descriptor(_)))
-    }
-}
-
-/// An acknowledged write the server has not committed yet.
-#[derive(Debug, Clone)]
-struct Kept {
-    object: u64,
-    offset: u64,
-    data: KeptData,
-}
-
 #[derive(Debug, Default)]
 struct State {
     boot_id: u64,
@@ -114,19 +82,8 @@ struct State {
     recovery_until: Option<tokio::time::Instant>,
     /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
     disconnected: bool,
-    /// By target (the server's own index): its highest committed transno.
-    last_committed: HashMap<u32, u64>,
-    /// By (target, transno): the replay order.
-    kept: BTreeMap<(u32, u64), Kept>,
-}
-
-impl State {
-    /// Drops a kept write; returns the bytes it pinned here.
-    fn forget(&mut self, key: (u32, u64)) -> u64 {
-        self.kept
-            .remove(&key)
-            .map_or(0, |kept| kept.data.pinned_bytes())
-    }
+    /// Acknowledged writes not yet committed, and each target's `last_committed`.
+    replay: ReplayList,
 }
 
 /// What a reconnect did.
@@ -156,24 +113,26 @@ pub struct LostWrite {
 pub struct OstClient {
     node: Node,
     server: Nid,
-    client: u64,
+    client: ClientId,
     checksum: ChecksumKind,
     state: Mutex<State>,
-    kept_bytes: AtomicU64,
     replayed: AtomicU64,
 }
 
 impl OstClient {
     /// Connects to the OSS at `server` as client `client` (an id that stays the same across
     /// restarts of this client).
-    pub async fn connect(node: Node, server: Nid, client: u64) -> Result<OstClient, FabricError> {
+    pub async fn connect(
+        node: Node,
+        server: Nid,
+        client: impl Into<ClientId>,
+    ) -> Result<OstClient, FabricError> {
         let me = OstClient {
             node,
             server,
-            client,
+            client: client.into(),
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
-            kept_bytes: AtomicU64::new(0),
             replayed: AtomicU64::new(0),
         };
         // A server whose node is up but whose service is not registered yet is starting
@@ -193,9 +152,7 @@ impl OstClient {
             let mut state = me.state.lock().expect("client state lock poisoned");
             state.boot_id = reply.boot_id;
             for target in &reply.targets {
-                state
-                    .last_committed
-                    .insert(target.index, target.last_committed);
+                state.replay.committed(target.index, target.last_committed);
             }
         }
         if reply.recovering {
@@ -216,16 +173,21 @@ impl OstClient {
     /// keeps. Writes kept by descriptor add nothing here — their bytes stay pinned in the
     /// memory of the node the descriptor names, and that node counts them.
     pub fn kept_bytes(&self) -> u64 {
-        self.kept_bytes.load(Ordering::Relaxed)
+        self.lock().replay.pinned_bytes()
     }
 
     /// Acknowledged-but-uncommitted writes held for replay, by bytes or by descriptor.
     pub fn kept_writes(&self) -> usize {
-        self.state
-            .lock()
-            .expect("client state lock poisoned")
-            .kept
-            .len()
+        self.lock().replay.len()
+    }
+
+    /// The id this client connected as.
+    pub fn client_id(&self) -> ClientId {
+        self.client
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("client state lock poisoned")
     }
 
     /// Writes replayed after server restarts over this client's life (each reconnect's own
@@ -237,7 +199,7 @@ impl OstClient {
     async fn connect_once(&self) -> Result<pb::ConnectReply, FabricError> {
         self.check_connected()?;
         let body = pb::ConnectRequest {
-            client: self.client,
+            client: self.client.get(),
         }
         .encode_to_vec()
         .into();
@@ -294,7 +256,7 @@ impl OstClient {
     /// incarnation that kept nothing).
     async fn replay_done(&self, fresh: bool) -> Result<(), FabricError> {
         let body = pb::ReplayDoneRequest {
-            client: self.client,
+            client: self.client.get(),
             fresh,
         }
         .encode_to_vec()
@@ -410,26 +372,9 @@ impl OstClient {
     /// Notes a reply's stamp: keeps the write if it is not committed yet, and forgets kept
     /// writes the target has now committed.
     fn note(&self, target: u32, stamp: Stamp, kept: Option<Kept>) {
-        let mut state = self.state.lock().expect("client state lock poisoned");
-        let committed = state.last_committed.entry(target).or_insert(0);
-        *committed = (*committed).max(stamp.last_committed);
-        let committed = *committed;
-        if let Some(kept) = kept
-            && stamp.transno > committed
-        {
-            self.kept_bytes
-                .fetch_add(kept.data.pinned_bytes(), Ordering::Relaxed);
-            state.kept.insert((target, stamp.transno), kept);
-        }
-        let done: Vec<(u32, u64)> = state
-            .kept
-            .range((target, 0)..=(target, committed))
-            .map(|(k, _)| *k)
-            .collect();
-        for key in done {
-            let pinned = state.forget(key);
-            self.kept_bytes.fetch_sub(pinned, Ordering::Relaxed);
-        }
+        self.lock()
+            .replay
+            .note(target, stamp.transno, stamp.last_committed, kept);
     }
 
     /// The target committed up to `last_committed`, learned another way (a sync through
@@ -469,7 +414,7 @@ impl OstClient {
             object,
             offset,
             buffer: Some(buffer.to_proto()),
-            client: self.client,
+            client: self.client.get(),
             replay_transno,
         }
         .encode_to_vec()
@@ -669,16 +614,15 @@ impl OstClient {
     /// for the recovery); writes the server lost are an error (`ESTALE`), never silence.
     pub async fn disconnect(&self) -> Result<(), FabricError> {
         let body = pb::DisconnectRequest {
-            client: self.client,
+            client: self.client.get(),
         }
         .encode_to_vec()
         .into();
         self.call(opcode::DISCONNECT, body).await?;
-        let mut state = self.state.lock().expect("client state lock poisoned");
+        let mut state = self.lock();
         // Every target committed before the reply: nothing kept is needed any more.
-        state.kept.clear();
+        state.replay.clear();
         state.disconnected = true;
-        self.kept_bytes.store(0, Ordering::Relaxed);
         Ok(())
     }
 
@@ -688,10 +632,10 @@ impl OstClient {
         let reply = self.connect_once().await?;
         let mut report = ReplayReport::default();
         let (restarted, kept) = {
-            let mut state = self.state.lock().expect("client state lock poisoned");
+            let mut state = self.lock();
             let restarted = state.boot_id != reply.boot_id;
             state.boot_id = reply.boot_id;
-            (restarted, state.kept.clone())
+            (restarted, state.replay.in_replay_order())
         };
         if !restarted {
             return Ok(report);
@@ -714,12 +658,7 @@ impl OstClient {
                         object: write.object,
                         transno,
                     });
-                    let pinned = self
-                        .state
-                        .lock()
-                        .expect("client state lock poisoned")
-                        .forget((target, transno));
-                    self.kept_bytes.fetch_sub(pinned, Ordering::Relaxed);
+                    self.lock().replay.forget((target, transno));
                 }
                 Err(e) => return Err(e),
             }
@@ -730,79 +669,5 @@ impl OstClient {
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(report)
-    }
-}
-
-/// Lustre's pinger for one server connection: every `interval`, a reconnect. If the server
-/// restarted, the kept writes are replayed right away (and the server told this client is
-/// done), whether or not anyone is using the connection — an idle client is not evicted for
-/// being idle. Writes the server would not take back go to `lost`. Ends when the connection
-/// is dropped or disconnected.
-pub async fn ping(
-    connection: std::sync::Weak<OstClient>,
-    interval: Duration,
-    lost: impl Fn(Nid, Vec<LostWrite>) + Send + 'static,
-) {
-    // Bounded by the connection's life: the loop ends when it is dropped or disconnected.
-    loop {
-        tokio::time::sleep(interval).await;
-        let Some(server) = connection.upgrade() else {
-            return;
-        };
-        if server.is_disconnected() {
-            // The server has forgotten this client: a reconnect would register it again.
-            return;
-        }
-        match server.reconnect_and_replay().await {
-            Ok(report) if !report.lost.is_empty() => {
-                warn!(server = %server.server(), lost = report.lost.len(), "evicted: acknowledged writes were lost");
-                lost(server.server(), report.lost);
-            }
-            Ok(report) => {
-                if report.restarted {
-                    info!(server = %server.server(), replayed = report.replayed, "server restarted: replayed");
-                }
-            }
-            // Down or restarting: the next ping (or call) tries again.
-            Err(error) => tracing::debug!(server = %server.server(), %error, "ping failed"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn descriptor() -> KeptData {
-        KeptData::Descriptor(BufferDescriptor {
-            owner: "17@mem0".parse().unwrap(),
-            region: 42,
-            offset: 0,
-            length: 4096,
-            checksum: None,
-            checksum_kind: ChecksumKind::Crc32,
-        })
-    }
-
-    #[test]
-    fn only_bytes_held_here_count_as_pinned() {
-        assert_eq!(
-            KeptData::Data(Bytes::from(vec![7; 4096])).pinned_bytes(),
-            4096
-        );
-        assert_eq!(descriptor().pinned_bytes(), 0, "the owner pins those");
-    }
-
-    #[test]
-    fn a_descriptor_whose_memory_is_gone_is_lost_but_our_own_bytes_cannot_be() {
-        let data = KeptData::Data(Bytes::from_static(b"kept"));
-        assert!(data.lost_by(errno::ESTALE), "evicted");
-        assert!(!data.lost_by(errno::ENOENT), "an error, not a loss");
-        assert!(descriptor().lost_by(errno::ESTALE), "evicted");
-        assert!(
-            descriptor().lost_by(errno::ENOENT),
-            "the owner dropped its region"
-        );
-        assert!(!descriptor().lost_by(errno::EIO));
     }
 }

@@ -1,0 +1,177 @@
+//! [`OstConnections`]: a file system's storage servers as one client reaches them — one
+//! [`OstClient`] per server (shared by that server's targets), made at first need or all at
+//! once, each pinged; and the acknowledged writes the pinger found lost. The client library
+//! holds one set; a fyod holds two, under its two identities (its own writes by bytes, the PFS
+//! writes it forwards by descriptor).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use iopath_fabric::{Nid, Node};
+use iopath_layout::TargetMap;
+use tokio::sync::OnceCell;
+use tokio::task::JoinSet;
+
+use crate::client::{LostWrite, OstClient};
+use crate::error::OstClientError;
+use crate::id::ClientId;
+use crate::ping::ping;
+
+/// Acknowledged writes a server no longer had after a restart and would not take back (the
+/// client was evicted, or a descriptor's owner let go of the memory): lost, and said so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostWrites {
+    /// The server.
+    pub server: Nid,
+    /// Each write: its target, its object and its transno.
+    pub writes: Vec<LostWrite>,
+}
+
+/// One connection per storage server of a file system, under one client id.
+#[derive(Debug)]
+pub struct OstConnections {
+    node: Node,
+    client: ClientId,
+    targets: TargetMap,
+    ping_interval: Duration,
+    /// By server; a cell is filled by the first caller that needs the server.
+    servers: Mutex<BTreeMap<Nid, Arc<OnceCell<Arc<OstClient>>>>>,
+    /// What the pingers found lost, so far.
+    lost: Arc<Mutex<Vec<LostWrites>>>,
+}
+
+impl OstConnections {
+    /// The servers of `targets`, reached from `node` as `client`, not connected yet; each
+    /// connection is pinged every `ping_interval` once made.
+    pub fn new(
+        node: Node,
+        client: ClientId,
+        targets: TargetMap,
+        ping_interval: Duration,
+    ) -> OstConnections {
+        OstConnections {
+            node,
+            client,
+            targets,
+            ping_interval,
+            servers: Mutex::default(),
+            lost: Arc::default(),
+        }
+    }
+
+    /// The file system's targets.
+    pub fn targets(&self) -> &TargetMap {
+        &self.targets
+    }
+
+    /// The id this set connects as.
+    pub fn client_id(&self) -> ClientId {
+        self.client
+    }
+
+    /// Connects to every server now, one after another; the first failure.
+    pub async fn connect_all(&self) -> Result<(), OstClientError> {
+        for server in self.targets.servers() {
+            self.to_server(server).await?;
+        }
+        Ok(())
+    }
+
+    /// The connection to the server holding `target`, made now if it is not yet.
+    pub async fn to_target(&self, target: u32) -> Result<Arc<OstClient>, OstClientError> {
+        let server = self.targets.server(target)?;
+        self.to_server(server).await
+    }
+
+    /// The connection to `server`, made now (and its pinger started) if it is not yet.
+    pub async fn to_server(&self, server: Nid) -> Result<Arc<OstClient>, OstClientError> {
+        let cell = Arc::clone(
+            self.servers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(server)
+                .or_default(),
+        );
+        let connection = cell
+            .get_or_try_init(|| async {
+                let connection = OstClient::connect(self.node.clone(), server, self.client)
+                    .await
+                    .map_err(|source| OstClientError::Connect { server, source })?;
+                let connection = Arc::new(connection);
+                let lost = Arc::clone(&self.lost);
+                tokio::spawn(ping(
+                    Arc::downgrade(&connection),
+                    self.ping_interval,
+                    move |server, writes| {
+                        lost.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(LostWrites { server, writes });
+                    },
+                ));
+                Ok::<_, OstClientError>(connection)
+            })
+            .await?;
+        Ok(Arc::clone(connection))
+    }
+
+    /// The connections made so far.
+    pub fn connected(&self) -> Vec<Arc<OstClient>> {
+        self.servers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter_map(|cell| cell.get().cloned())
+            .collect()
+    }
+
+    /// Bytes every connection holds for replay: acknowledged writes not yet committed.
+    pub fn kept_bytes(&self) -> u64 {
+        self.connected().iter().map(|c| c.kept_bytes()).sum()
+    }
+
+    /// Acknowledged writes not yet committed, over every connection.
+    pub fn kept_writes(&self) -> usize {
+        self.connected().iter().map(|c| c.kept_writes()).sum()
+    }
+
+    /// Writes replayed to restarted servers over the connections' lives.
+    pub fn replayed(&self) -> u64 {
+        self.connected().iter().map(|c| c.replayed()).sum()
+    }
+
+    /// Acknowledged writes the pingers found lost, so far (a call that finds them fails by
+    /// itself).
+    pub fn lost_writes(&self) -> Vec<LostWrites> {
+        self.lost
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Ends the session with every server connected so far, all at once: each commits its
+    /// targets, so every write it acknowledged to this client is committed, and forgets the
+    /// client. The first failure after all were tried; writes found lost are an error too.
+    pub async fn disconnect(&self) -> Result<(), OstClientError> {
+        let mut set = JoinSet::new();
+        for connection in self.connected() {
+            set.spawn(async move {
+                let server = connection.server();
+                connection
+                    .disconnect()
+                    .await
+                    .map_err(|source| OstClientError::Disconnect { server, source })
+            });
+        }
+        let mut first = Ok(());
+        // Bounded: one result per connection.
+        while let Some(joined) = set.join_next().await {
+            // The tasks are never aborted: a join error is a panic, passed on as one.
+            let outcome = joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first
+    }
+}

@@ -1,0 +1,46 @@
+//! The OST service's wire: its portal and opcodes (the messages are `iopath_proto::ost`), and
+//! which failures mean "the server is not there right now" rather than "no".
+
+use iopath_fabric::FabricError;
+use iopath_fabric::frame::status::errno;
+
+/// The portal OSS requests go to.
+pub const OST_PORTAL: u32 = 46;
+
+/// Opcodes of the OST service.
+pub mod opcode {
+    /// Open a connection (and learn whether the server is recovering).
+    pub const CONNECT: u32 = 1;
+    /// Create an object.
+    pub const CREATE: u32 = 2;
+    /// Write by descriptor (the server pulls).
+    pub const WRITE: u32 = 3;
+    /// Read by descriptor (the server pushes).
+    pub const READ: u32 = 4;
+    /// An object's size.
+    pub const GETATTR: u32 = 5;
+    /// Truncate or extend.
+    pub const PUNCH: u32 = 6;
+    /// Remove an object.
+    pub const DESTROY: u32 = 7;
+    /// Commit the target's journal.
+    pub const SYNC: u32 = 8;
+    /// A client has replayed everything it kept.
+    pub const REPLAY_DONE: u32 = 9;
+    /// A client is done: commit every target, forget the client.
+    pub const DISCONNECT: u32 = 10;
+}
+
+/// Whether `error` means the server could not be reached (gone, restarting, shutting down),
+/// so a client should reconnect and replay rather than give up.
+pub fn is_connection_error(error: &FabricError) -> bool {
+    matches!(
+        error,
+        FabricError::Unreachable { .. }
+            | FabricError::Timeout { .. }
+            | FabricError::NoRoute { .. }
+            | FabricError::ShuttingDown
+    ) || matches!(error, FabricError::Remote { code, .. } if *code == errno::ESHUTDOWN)
+        // A restarting server's node answers before its OST service is registered.
+        || error.is_no_service()
+}
