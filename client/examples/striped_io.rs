@@ -21,7 +21,7 @@ use bytes::Bytes;
 use clap::Parser;
 use iopath_client::StripeRequest;
 use iopath_client::lfs::parse_size;
-use iopath_client::testing::{TestStack, TestStackConfig};
+use iopath_stack::testing::{TestStack, TestStackConfig};
 
 #[derive(Parser, Debug)]
 struct Args {

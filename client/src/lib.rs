@@ -21,7 +21,6 @@
 //! - [`stream`]: [`BufferedStream`], stdio buffering with `setvbuf`.
 //! - [`stat`]: what `stat` and `getstripe` report.
 //! - [`lfs`]: the `lfs` commands of the `iopath` binary.
-//! - [`testing`]: a whole in-process stack for tests and examples.
 //! - [`config`]: [`ClientConfig`] and every limit; [`error`]: [`ClientError`].
 //!
 //! A write, direct-attached: the client plans the file extent into per-object packets, and for
@@ -43,7 +42,6 @@ pub mod lfs;
 pub mod stat;
 pub mod stream;
 pub mod targets;
-pub mod testing;
 
 pub use aio::{AsyncStats, IoHandle, IoResult};
 pub use client::Client;

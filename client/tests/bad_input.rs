@@ -10,8 +10,8 @@ use bytes::Bytes;
 use common::{KIB, MIB, Pattern, check, seed, stack, stripe};
 use iopath_client::config::REQUEST_BYTES_MAX;
 use iopath_client::layout::{LayoutError, STRIPE_SIZE_MAX_BYTES};
-use iopath_client::testing::TestStack;
 use iopath_client::{Client, ClientError, File};
+use iopath_stack::testing::TestStack;
 
 /// A file with known contents, to check after each test that nothing was harmed.
 async fn witness(client: &Client, pattern: &Pattern) -> File {

@@ -12,7 +12,7 @@ use iopath_client::{Client, StripeRequest};
 
 const CLIENTS: u64 = 16;
 
-async fn clients(stack: &iopath_client::testing::TestStack) -> Vec<Client> {
+async fn clients(stack: &iopath_stack::testing::TestStack) -> Vec<Client> {
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         clients.push(stack.client().await.unwrap());

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use common::{KIB, MIB, Pattern, check, seed, stripe};
-use iopath_client::testing::{TestStack, TestStackConfig};
 use iopath_client::{ClientError, FileSystem, IoResult, StripeRequest};
+use iopath_stack::testing::{TestStack, TestStackConfig};
 
 async fn stack_with_fyods(fyods: u32, file_system: FileSystem) -> TestStack {
     TestStack::start(TestStackConfig {
@@ -147,7 +147,7 @@ async fn sync_calls_are_serialised_at_the_fyod_and_async_calls_are_not() {
     for task in tasks {
         task.await.unwrap();
     }
-    let stats = stack.fyod(0).unwrap().stats();
+    let stats = stack.fyod(0).await.unwrap().stats();
     assert_eq!(
         stats.sync_calls_in_flight_peak, 1,
         "synchronous calls one at a time: {stats:?}"
@@ -227,7 +227,7 @@ async fn async_calls_on_different_files_overlap_at_the_fyod() {
             IoResult::Written(4 * MIB)
         );
     }
-    let stats = stack.fyod(0).unwrap().stats();
+    let stats = stack.fyod(0).await.unwrap().stats();
     println!("{stats:?}");
     assert_eq!(client.async_stats().in_flight_peak, 4);
     assert!(stats.async_calls_in_flight_peak >= 2, "{stats:?}");
@@ -241,7 +241,7 @@ async fn no_handle_is_left_open_at_the_fyod() {
     let client = stack.client_through_fyod(0).await.unwrap();
     let file = client.create("/h", stripe(0, 2, -1)).await.unwrap();
     file.write_at(0, Bytes::from_static(b"abc")).await.unwrap();
-    let fyod = stack.fyod(0).unwrap();
+    let fyod = stack.fyod(0).await.unwrap();
     assert_eq!(fyod.stats().open_files, 1);
     assert_eq!(client.stat("/h").await.unwrap().size_bytes, 3);
     assert_eq!(fyod.stats().open_files, 1, "stat closed what it opened");

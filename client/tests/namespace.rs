@@ -8,10 +8,10 @@ mod common;
 
 use bytes::Bytes;
 use common::{KIB, MIB, stack, stripe};
-use iopath_client::testing::TestStack;
 use iopath_client::{Layout, StripeInfo, StripeRequest};
 use iopath_fabric::FabricError;
 use iopath_ost_client::OstClient;
+use iopath_stack::testing::TestStack;
 
 /// Asks the servers directly whether each object of `layout` exists, by getattr; the test
 /// stack deals targets to servers in turn (OST n is on server n % 2, under its index n).

@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use common::{MIB, Pattern, check, seed, stripe};
-use iopath_client::testing::{TestStack, TestStackConfig};
 use iopath_client::{Client, ClientConfig};
 use iopath_fabric::Limits;
+use iopath_stack::testing::{TestStack, TestStackConfig};
 
 const CLIENTS: usize = 4;
 const CALL: u64 = MIB;
@@ -84,7 +84,7 @@ async fn every_acknowledged_byte_survives_a_server_restart_in_async_mode() {
     stack.restart_oss(0).await.unwrap();
     // The restarted targets cut their objects back to what was committed: whatever of the
     // acknowledged bytes reads back below came back through the clients' replay.
-    let service = stack.oss_service(0).unwrap();
+    let service = stack.oss_service(0).await.unwrap();
     let trimmed: usize = service
         .oss()
         .targets()
@@ -198,7 +198,7 @@ async fn a_closed_client_has_committed_everything_and_is_not_waited_for() {
     writer.close().await.unwrap(); // twice is once
 
     stack.restart_oss(0).await.unwrap();
-    let service = stack.oss_service(0).unwrap();
+    let service = stack.oss_service(0).await.unwrap();
     for target in service.oss().targets() {
         assert!(
             !service.recovering(target.index()),
@@ -246,7 +246,7 @@ async fn a_writer_back_under_its_id_with_nothing_kept_has_lost_its_writes_and_re
     drop(writer);
 
     stack.restart_oss(0).await.unwrap();
-    let service = stack.oss_service(0).unwrap();
+    let service = stack.oss_service(0).await.unwrap();
     assert!(
         service.recovering(0),
         "the restarted server waits for its client"

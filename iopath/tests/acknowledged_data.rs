@@ -82,33 +82,51 @@ impl Stack {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("crash-test.toml");
         std::fs::write(&file, stack_file(journal)).unwrap();
-        let mut up = iopath()
-            .args(["up", "--processes", "--stack"])
-            .arg(&file)
-            .arg("--dir")
-            .arg(dir.path().join("s"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut mds = None;
-        for line in BufReader::new(up.stdout.take().unwrap()).lines() {
-            let line = line.unwrap();
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            if cols.first() == Some(&"mds") && cols.len() > 4 {
-                mds = Some(cols[2].to_owned());
+        // Another test's stack may take a port this one picked in the moment between the
+        // pick and its node's bind (a race of concurrent stacks on one machine): then the
+        // stack says so and is started again, a bounded number of times.
+        for _attempt in 0..5 {
+            let log = dir.path().join("up.log");
+            let mut up = iopath()
+                .args(["up", "--processes", "--stack"])
+                .arg(&file)
+                .arg("--dir")
+                .arg(dir.path().join("s"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut mds = None;
+            let mut ready = false;
+            for line in BufReader::new(up.stdout.take().unwrap()).lines() {
+                let line = line.unwrap();
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                if cols.first() == Some(&"mds") && cols.len() > 4 {
+                    mds = Some(cols[2].to_owned());
+                }
+                if line.starts_with("ready") {
+                    ready = true;
+                    break;
+                }
             }
-            if line.starts_with("ready") {
-                break;
+            if ready {
+                return Stack {
+                    up,
+                    mds: mds.expect("up printed the mds"),
+                    dir,
+                    restarted: Vec::new(),
+                };
             }
+            let _ = up.wait();
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                said.contains("Address already in use"),
+                "the stack did not start: {said}"
+            );
+            let _ = std::fs::remove_dir_all(dir.path().join("s"));
         }
-        Stack {
-            up,
-            mds: mds.expect("up printed the mds"),
-            dir,
-            restarted: Vec::new(),
-        }
+        panic!("the stack's ports were taken five times over");
     }
 
     fn storage(&self) -> PathBuf {

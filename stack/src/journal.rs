@@ -30,7 +30,9 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
     match running {
         RunningStack::Embedded(embedded) => {
             for (global, &(oss, _)) in targets.iter().enumerate() {
-                let node = &embedded.nodes()[oss];
+                let Some(node) = embedded.node(oss) else {
+                    continue;
+                };
                 let Some(server) = node.oss() else {
                     continue;
                 };

@@ -18,6 +18,8 @@
 //! - [`demo`]: the demo itself: phases, verification, the path hop by hop.
 //! - [`ior`]: `iopath bench ior`: IOR's options and output on a stack, verified read-back,
 //!   and the raw disk and loopback TCP baselines measured in the same run.
+//! - [`testing`]: [`testing::TestStack`], a whole file system in this process for every
+//!   crate's integration tests and examples, with storage servers to crash and restart.
 //! - [`error`]: [`StackError`], the crate's one error type.
 
 pub mod cli;
@@ -29,6 +31,7 @@ pub mod journal;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
+pub mod testing;
 
 pub use error::StackError;
 pub use presets::{DEFAULT_PRESET, PRESETS, Preset, preset};

@@ -19,7 +19,7 @@ async fn spider_mini_starts_serves_and_stops() {
     }
     let c0 = running
         .nodes()
-        .iter()
+        .into_iter()
         .find(|n| n.role == RoleName::Client)
         .unwrap();
     let config = iopath_stack::runtime::client_config(running.stack(), c0);

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use iopath_client::StripeRequest;
-use iopath_client::testing::{TestStack, TestStackConfig};
+use iopath_stack::testing::{TestStack, TestStackConfig};
 
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;

@@ -1,11 +1,14 @@
 //! [`EmbeddedStack`]: every node of a stack in this process, on one in-memory network per
-//! stack network, each with an admin service of its own on loopback.
+//! stack network, each with an admin service of its own on loopback — what `iopath up` and
+//! `iopath demo` run, and what every crate's integration tests build on
+//! ([`crate::testing::TestStack`]): a node can be crashed and started again on its storage.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use iopath_admin::{AdminHandle, Shutdown};
-use iopath_fabric::MemNetwork;
+use iopath_fabric::{Limits, MemNetwork};
 
 use super::node::RunningNode;
 use super::storage::StorageDir;
@@ -21,12 +24,27 @@ pub const START_ORDER: [RoleName; 5] = [
     RoleName::Client,
 ];
 
+/// How to run an embedded stack.
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedOptions {
+    /// Give each node an admin service on a loopback port.
+    pub admin: bool,
+    /// Every node's fabric limits (RPC timeouts, credits, ...).
+    pub limits: Limits,
+}
+
+/// How long a node's in-memory address may stay taken by its crashed self (requests still
+/// executing hold the old node) before a restart gives up.
+const RESTART_WAIT: Duration = Duration::from_secs(4);
+
 /// A whole stack in this process.
 #[derive(Debug)]
 pub struct EmbeddedStack {
     stack: Stack,
-    /// The nodes, by stack index.
-    nodes: Vec<RunningNode>,
+    /// The nodes, by stack index; `None` while crashed.
+    nodes: Vec<Option<RunningNode>>,
+    networks: Vec<Arc<MemNetwork>>,
+    limits: Limits,
     /// Each node's admin service, by stack index (when asked for).
     admins: Vec<Option<AdminHandle>>,
     shutdown: Shutdown,
@@ -43,6 +61,20 @@ impl EmbeddedStack {
         storage: StorageDir,
         admin: bool,
     ) -> Result<EmbeddedStack, StackError> {
+        let options = EmbeddedOptions {
+            admin,
+            ..EmbeddedOptions::default()
+        };
+        EmbeddedStack::start_with(stack, storage, options).await
+    }
+
+    /// [`EmbeddedStack::start`] with `options`.
+    pub async fn start_with(
+        stack: Stack,
+        storage: StorageDir,
+        options: EmbeddedOptions,
+    ) -> Result<EmbeddedStack, StackError> {
+        let EmbeddedOptions { admin, limits } = options;
         let networks: Vec<Arc<MemNetwork>> =
             stack.networks.iter().map(|_| MemNetwork::new()).collect();
         let mut started: Vec<Option<RunningNode>> = (0..stack.nodes.len()).map(|_| None).collect();
@@ -50,7 +82,8 @@ impl EmbeddedStack {
         'roles: for kind in START_ORDER {
             for index in stack.nodes_of(kind) {
                 let dir = storage.node(&stack.nodes[index].name);
-                match RunningNode::start(&stack, index, &networks, &dir).await {
+                match RunningNode::start_with_limits(&stack, index, &networks, &dir, &limits).await
+                {
                     Ok(node) => started[index] = Some(node),
                     Err(e) => {
                         failure = Some(e);
@@ -94,7 +127,9 @@ impl EmbeddedStack {
         }
         Ok(EmbeddedStack {
             stack,
-            nodes,
+            nodes: nodes.into_iter().map(Some).collect(),
+            networks,
+            limits,
             admins,
             shutdown,
             storage,
@@ -106,9 +141,81 @@ impl EmbeddedStack {
         &self.stack
     }
 
-    /// The running nodes, by stack index.
-    pub fn nodes(&self) -> &[RunningNode] {
-        &self.nodes
+    /// The running nodes, in stack order (a crashed node is not running).
+    pub fn nodes(&self) -> Vec<&RunningNode> {
+        self.nodes.iter().flatten().collect()
+    }
+
+    /// Node `index`, if it is running.
+    pub fn node(&self, index: usize) -> Option<&RunningNode> {
+        self.nodes.get(index).and_then(Option::as_ref)
+    }
+
+    /// The in-memory network of stack network `index`.
+    pub fn network(&self, index: usize) -> Option<&Arc<MemNetwork>> {
+        self.networks.get(index)
+    }
+
+    /// The fabric limits every node runs with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Crashes node `index`: a storage server's targets stop without committing anything
+    /// more (to its disk this is a crash), and the node leaves its networks. What its clients
+    /// were told is acknowledged and not committed survives only in their memory.
+    pub fn crash_node(&mut self, index: usize) -> Result<(), StackError> {
+        let node = self
+            .nodes
+            .get_mut(index)
+            .and_then(Option::take)
+            .ok_or_else(|| StackError::Process {
+                node: self
+                    .stack
+                    .nodes
+                    .get(index)
+                    .map_or_else(|| index.to_string(), |n| n.name.clone()),
+                why: "it is not running".into(),
+            })?;
+        node.crash();
+        Ok(())
+    }
+
+    /// Starts node `index` again on its addresses and its storage after
+    /// [`EmbeddedStack::crash_node`]: a storage server recovers its journals and opens a
+    /// recovery window for the clients it knew.
+    pub async fn restart_node(&mut self, index: usize) -> Result<(), StackError> {
+        let name = self.stack.nodes[index].name.clone();
+        if self.nodes[index].is_some() {
+            return Err(StackError::Process {
+                node: name,
+                why: "it is running".into(),
+            });
+        }
+        let dir = self.storage.node(&name);
+        // The in-memory network frees the address once every handle to the crashed node is
+        // gone (requests it was executing hold one): try again, for a bounded time.
+        let deadline = tokio::time::Instant::now() + RESTART_WAIT;
+        let node = loop {
+            match RunningNode::start_with_limits(
+                &self.stack,
+                index,
+                &self.networks,
+                &dir,
+                &self.limits,
+            )
+            .await
+            {
+                Ok(node) => break node,
+                Err(error) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(%error, "restart: the address is not free yet");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        self.nodes[index] = Some(node);
+        Ok(())
     }
 
     /// Node `index`'s admin address, if it serves one.
@@ -130,7 +237,7 @@ impl EmbeddedStack {
         for handle in self.admins.into_iter().flatten() {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle.join()).await;
         }
-        let result = stop_all(self.nodes).await;
+        let result = stop_all(self.nodes.into_iter().flatten().collect()).await;
         drop(self.storage);
         result
     }

@@ -14,7 +14,7 @@ pub mod node;
 pub mod processes;
 pub mod storage;
 
-pub use embedded::EmbeddedStack;
+pub use embedded::{EmbeddedOptions, EmbeddedStack};
 pub use node::RunningNode;
 pub use processes::{Launcher, ProcessStack};
 pub use storage::StorageDir;
@@ -121,7 +121,7 @@ impl RunningStack {
     /// The nodes running in this process: all of them embedded, the clients otherwise.
     pub fn local_nodes(&self) -> Vec<&RunningNode> {
         match self {
-            RunningStack::Embedded(e) => e.nodes().iter().collect(),
+            RunningStack::Embedded(e) => e.nodes(),
             RunningStack::Processes { clients, .. } => clients.iter().collect(),
         }
     }
@@ -151,14 +151,15 @@ impl RunningStack {
             .map_err(|e| StackError::io(what, e))
     }
 
-    /// Crashes server node `name` (SIGKILL; processes mode only).
+    /// Crashes server node `name`: SIGKILL for its process, or, embedded, its targets stop
+    /// committing and its node leaves the network.
     pub async fn crash_node(&mut self, name: &str) -> Result<(), StackError> {
         match self {
             RunningStack::Processes { servers, .. } => servers.crash(name).await,
-            RunningStack::Embedded(_) => Err(StackError::Process {
-                node: name.to_owned(),
-                why: "an embedded stack has no node processes to crash".into(),
-            }),
+            RunningStack::Embedded(e) => {
+                let index = index_of(e.stack(), name)?;
+                e.crash_node(index)
+            }
         }
     }
 
@@ -170,10 +171,10 @@ impl RunningStack {
     ) -> Result<(), StackError> {
         match self {
             RunningStack::Processes { servers, .. } => servers.restart(name, launcher).await,
-            RunningStack::Embedded(_) => Err(StackError::Process {
-                node: name.to_owned(),
-                why: "an embedded stack has no node processes to restart".into(),
-            }),
+            RunningStack::Embedded(e) => {
+                let index = index_of(e.stack(), name)?;
+                e.restart_node(index).await
+            }
         }
     }
 
@@ -206,4 +207,16 @@ pub fn client_config(stack: &Stack, node: &RunningNode) -> ClientConfig {
         checksum: ChecksumKind::Crc32,
         forwarder,
     }
+}
+
+/// The index of node `name` in `stack`.
+fn index_of(stack: &Stack, name: &str) -> Result<usize, StackError> {
+    stack
+        .nodes
+        .iter()
+        .position(|n| n.name == name)
+        .ok_or_else(|| StackError::Process {
+            node: name.to_owned(),
+            why: format!("{} has no node of that name", stack.name),
+        })
 }

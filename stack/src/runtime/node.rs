@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::router::RouterConfig;
-use iopath_fabric::{Interface, MemNetwork, Node, NodeConfig};
+use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
 use iopath_storage_server::engine::EngineConfig;
 use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
@@ -57,6 +57,17 @@ impl RunningNode {
         networks: &[Arc<MemNetwork>],
         storage: &Path,
     ) -> Result<RunningNode, StackError> {
+        RunningNode::start_with_limits(stack, index, networks, storage, &Limits::default()).await
+    }
+
+    /// [`RunningNode::start`] with the fabric's `limits`.
+    pub async fn start_with_limits(
+        stack: &Stack,
+        index: usize,
+        networks: &[Arc<MemNetwork>],
+        storage: &Path,
+        limits: &Limits,
+    ) -> Result<RunningNode, StackError> {
         let spec = &stack.nodes[index];
         let failed = |why: String| StackError::Start {
             node: spec.name.clone(),
@@ -87,6 +98,7 @@ impl RunningNode {
             interfaces,
             routes: stack.routes_of(index),
             router,
+            limits: limits.clone(),
             ..NodeConfig::default()
         })
         .await
@@ -126,6 +138,23 @@ impl RunningNode {
             Served::Oss { service } => Some(service.oss()),
             _ => None,
         }
+    }
+
+    /// The storage server's service, if this is an OSS.
+    pub fn oss_service(&self) -> Option<&Arc<OssService>> {
+        match &self.served {
+            Served::Oss { service } => Some(service),
+            _ => None,
+        }
+    }
+
+    /// Stops it at once, committing nothing more: a storage server's disks see a crash; the
+    /// node leaves its networks.
+    pub fn crash(self) {
+        if let Served::Oss { service } = &self.served {
+            service.crash();
+        }
+        self.node.shutdown();
     }
 
     /// The metadata service, if this is the MDS.

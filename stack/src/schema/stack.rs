@@ -27,7 +27,7 @@ pub const TORUS_SIDE_MAX: u32 = 64;
 /// The OSS's default async group-commit interval (the storage server's own default).
 pub const COMMIT_INTERVAL_DEFAULT_MS: u64 = 1000;
 /// Longest async group-commit interval a stack may ask for.
-pub const COMMIT_INTERVAL_MAX_MS: u64 = 60_000;
+pub const COMMIT_INTERVAL_MAX_MS: u64 = 3_600_000;
 /// An OSS's recovery window when the stack file names none (Lustre's default is longer; 30 s
 /// is enough for clients on one machine or one cluster to reconnect and replay).
 pub const RECOVERY_WINDOW_DEFAULT_MS: u64 = 30_000;

@@ -1,0 +1,308 @@
+//! For tests and examples: a whole file system in one process — a metadata service, storage
+//! servers with real targets on a temporary directory, fyods when asked for, and as many
+//! clients as asked for, all on one in-memory network — and the means to crash and restart a
+//! storage server under them. It is an [`EmbeddedStack`] of a stack file written from a
+//! [`TestStackConfig`]: the same nodes, started the same way, as `iopath up` runs.
+//!
+//! ```text
+//! client 1000@mem0 ─┐                 (fyod 20@mem0, 21@mem0, ... when asked for)
+//! client 1001@mem0 ─┼── MDS 1@mem0
+//!       ...         ├── OSS 10@mem0  (OST0000, OST0002, ...)
+//!                   └── OSS 11@mem0  (OST0001, OST0003, ...)
+//! ```
+//!
+//! Targets are numbered across servers as every stack numbers them: the servers take turns,
+//! so OST0000 is on the first server, OST0001 on the second, and so on. Nothing here is
+//! modeled: the bytes reach files under the temporary directory through the storage server's
+//! real engine and journal.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use iopath_client::{Client, ClientConfig, ClientError};
+use iopath_fabric::{Interface, Limits, MemNetwork, Nid, Node, NodeConfig};
+use iopath_forwarder::{FileSystem, FyodService};
+use iopath_storage_server::service::OssService;
+use tokio::sync::Mutex;
+
+use crate::error::StackError;
+use crate::runtime::{EmbeddedOptions, EmbeddedStack, StorageDir};
+use crate::schema::{RoleName, Stack};
+
+/// The metadata service's node number on the in-memory network.
+pub const MDS_NODE: u32 = 1;
+/// The first storage server's node number (the others follow).
+pub const FIRST_OSS_NODE: u32 = 10;
+/// The first fyod's node number (the others follow).
+pub const FIRST_FYOD_NODE: u32 = 20;
+/// The first client's node number (the others follow).
+pub const FIRST_CLIENT_NODE: u32 = 1000;
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct TestStackConfig {
+    /// Storage servers.
+    pub oss_count: u32,
+    /// Targets on each.
+    pub targets_per_oss: u32,
+    /// Commit each write before replying (`sync_journal=1`); async by default, as Lustre
+    /// since 1.8 — acknowledged writes are then kept by clients until committed.
+    pub sync_journal: bool,
+    /// Async mode: longest a write waits before its commit starts.
+    pub commit_interval_ms: u64,
+    /// How long a restarted server waits for known clients to replay.
+    pub recovery_window: Duration,
+    /// Limits of every node (clients included).
+    pub limits: Limits,
+    /// fyods to start (none by default: clients are direct-attached).
+    pub fyods: u32,
+    /// How the fyods store files.
+    pub fyod_file_system: FileSystem,
+}
+
+impl Default for TestStackConfig {
+    /// Two servers with two targets each, async journals committed at least every second.
+    fn default() -> Self {
+        TestStackConfig {
+            oss_count: 2,
+            targets_per_oss: 2,
+            sync_journal: false,
+            commit_interval_ms: 1000,
+            recovery_window: Duration::from_secs(30),
+            limits: Limits::default(),
+            fyods: 0,
+            fyod_file_system: FileSystem::Pfs,
+        }
+    }
+}
+
+impl TestStackConfig {
+    /// The stack file this configuration describes.
+    pub fn stack_file(&self) -> String {
+        let journal = if self.sync_journal { "sync" } else { "async" };
+        let mode = match self.fyod_file_system {
+            FileSystem::Pfs => "pfs",
+            FileSystem::Ufs => "ufs",
+        };
+        let mut text = format!(
+            r#"name = "test-stack"
+description = "a test stack: {oss} storage servers x {targets} targets, {fyods} fyods, in one process"
+
+[layout]
+stripe_size = "1m"
+stripe_count = 1
+
+[[networks]]
+name = "o2ib0"
+
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = {{ o2ib0 = {MDS_NODE} }}
+
+[[nodes]]
+name = "oss"
+role = "oss"
+count = {oss}
+nids = {{ o2ib0 = {FIRST_OSS_NODE} }}
+targets = {targets}
+journal = "{journal}"
+commit_interval_ms = {interval}
+recovery_window_ms = {window}
+"#,
+            oss = self.oss_count,
+            targets = self.targets_per_oss,
+            fyods = self.fyods,
+            interval = self.commit_interval_ms,
+            window = self.recovery_window.as_millis().max(1),
+        );
+        if self.fyods > 0 {
+            text.push_str(&format!(
+                r#"
+[[nodes]]
+name = "fyod"
+role = "fyod"
+count = {}
+nids = {{ o2ib0 = {FIRST_FYOD_NODE} }}
+fyod_mode = "{mode}"
+"#,
+                self.fyods
+            ));
+        }
+        text
+    }
+}
+
+/// A running in-process stack (see the module documentation). Dropping it stops nothing
+/// explicitly: the nodes go with the runtime, the directory with the value.
+#[derive(Debug)]
+pub struct TestStack {
+    config: TestStackConfig,
+    stack: Stack,
+    network: Arc<MemNetwork>,
+    dir: PathBuf,
+    running: Mutex<EmbeddedStack>,
+    next_client: AtomicU32,
+}
+
+impl TestStack {
+    /// Starts the metadata service, the storage servers and the fyods on a new temporary
+    /// directory.
+    pub async fn start(config: TestStackConfig) -> Result<TestStack, StackError> {
+        let stack = Stack::parse(&config.stack_file(), "a test stack")?;
+        let storage = StorageDir::temporary("test-stack", None)?;
+        let dir = storage.path().to_path_buf();
+        let options = EmbeddedOptions {
+            admin: false,
+            limits: config.limits.clone(),
+        };
+        let running = EmbeddedStack::start_with(stack.clone(), storage, options).await?;
+        let network = Arc::clone(running.network(0).expect("a test stack has one network"));
+        Ok(TestStack {
+            config,
+            stack,
+            network,
+            dir,
+            running: Mutex::new(running),
+            next_client: AtomicU32::new(0),
+        })
+    }
+
+    /// The stack it runs.
+    pub fn stack(&self) -> &Stack {
+        &self.stack
+    }
+
+    /// The metadata service's NID.
+    pub fn mds_nid(&self) -> Nid {
+        self.stack.primary_nid(self.stack.mds())
+    }
+
+    /// The storage servers' NIDs.
+    pub fn oss_nids(&self) -> Vec<Nid> {
+        self.nids_of(RoleName::Oss)
+    }
+
+    /// The fyods' NIDs.
+    pub fn fyod_nids(&self) -> Vec<Nid> {
+        self.nids_of(RoleName::Fyod)
+    }
+
+    fn nids_of(&self, role: RoleName) -> Vec<Nid> {
+        self.stack
+            .nodes_of(role)
+            .into_iter()
+            .map(|i| self.stack.primary_nid(i))
+            .collect()
+    }
+
+    /// Fyod `index`'s service (for its counters).
+    pub async fn fyod(&self, index: usize) -> Option<Arc<FyodService>> {
+        let node = *self.stack.nodes_of(RoleName::Fyod).get(index)?;
+        let running = self.running.lock().await;
+        Some(Arc::clone(running.node(node)?.fyod()?.service()))
+    }
+
+    /// Storage server `index`'s service, while it runs.
+    pub async fn oss_service(&self, index: usize) -> Option<Arc<OssService>> {
+        let node = *self.stack.nodes_of(RoleName::Oss).get(index)?;
+        let running = self.running.lock().await;
+        running.node(node)?.oss_service().cloned()
+    }
+
+    /// How many targets the file system has.
+    pub fn targets_count(&self) -> u32 {
+        self.config.oss_count * self.config.targets_per_oss
+    }
+
+    /// The in-memory network every node is on.
+    pub fn network(&self) -> &Arc<MemNetwork> {
+        &self.network
+    }
+
+    /// The directory holding every server's storage.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A fabric node for a new client (numbered from [`FIRST_CLIENT_NODE`]) and the client id
+    /// that goes with it (the node's number).
+    pub async fn client_node(&self) -> Result<(Node, u64), StackError> {
+        let n = FIRST_CLIENT_NODE + self.next_client.fetch_add(1, Ordering::Relaxed);
+        let node = Node::start(NodeConfig {
+            interfaces: vec![Interface::Mem {
+                nid: Nid::mem(n, 0),
+                network: Arc::clone(&self.network),
+            }],
+            limits: self.config.limits.clone(),
+            ..NodeConfig::default()
+        })
+        .await
+        .map_err(|e| StackError::io(format!("start client node {n}"), e))?;
+        Ok((node, u64::from(n)))
+    }
+
+    /// A new client on a node of its own.
+    pub async fn client(&self) -> Result<Client, ClientError> {
+        let (node, id) = self.client_node().await.map_err(setup)?;
+        Client::connect(ClientConfig::new(node, self.mds_nid(), id)).await
+    }
+
+    /// A new client on a node of its own whose reads and writes go through fyod `index`.
+    pub async fn client_through_fyod(&self, index: usize) -> Result<Client, ClientError> {
+        let fyod = *self
+            .fyod_nids()
+            .get(index)
+            .ok_or_else(|| setup(format!("no fyod {index}")))?;
+        let (node, id) = self.client_node().await.map_err(setup)?;
+        Client::connect(ClientConfig {
+            forwarder: Some(fyod),
+            ..ClientConfig::new(node, self.mds_nid(), id)
+        })
+        .await
+    }
+
+    /// Crashes storage server `index`: its targets stop without committing anything more
+    /// (what the disk sees is a crash) and its node leaves the network. Acknowledged writes
+    /// not yet committed survive only in the clients that keep them.
+    pub async fn crash_oss(&self, index: usize) -> Result<(), StackError> {
+        let node = self.oss_node(index)?;
+        self.running.lock().await.crash_node(node)
+    }
+
+    /// Starts storage server `index` again on its directory and NID: its targets recover
+    /// from their journals and open a recovery window for the clients they knew.
+    pub async fn start_oss_again(&self, index: usize) -> Result<(), StackError> {
+        let node = self.oss_node(index)?;
+        self.running.lock().await.restart_node(node).await
+    }
+
+    /// [`TestStack::crash_oss`] then [`TestStack::start_oss_again`].
+    pub async fn restart_oss(&self, index: usize) -> Result<(), StackError> {
+        self.crash_oss(index).await?;
+        self.start_oss_again(index).await
+    }
+
+    fn oss_node(&self, index: usize) -> Result<usize, StackError> {
+        self.stack
+            .nodes_of(RoleName::Oss)
+            .get(index)
+            .copied()
+            .ok_or_else(|| StackError::Process {
+                node: format!("oss{index}"),
+                why: format!(
+                    "the test stack has {} storage servers",
+                    self.config.oss_count
+                ),
+            })
+    }
+}
+
+fn setup(why: impl std::fmt::Display) -> ClientError {
+    ClientError::Setup {
+        what: "test stack",
+        why: why.to_string(),
+    }
+}
