@@ -33,7 +33,32 @@ use iopath_forwarder::CallKind;
 use tokio::sync::{Notify, mpsc};
 
 use crate::error::ClientError;
-use crate::file::FileCore;
+
+/// What a worker runs a file's calls against — the file's core, in [`crate::file`]: its calls,
+/// its file pointer, and the counters to count them in. A trait, so that this module needs
+/// nothing of the module that hands it work.
+pub(crate) trait Calls: Send + Sync + 'static {
+    /// Writes `data` at `offset_bytes` as a `kind` call.
+    fn write_at(
+        &self,
+        offset_bytes: u64,
+        data: Checksummed,
+        kind: CallKind,
+    ) -> impl Future<Output = Result<u64, ClientError>> + Send;
+    /// Reads up to `length_bytes` at `offset_bytes` as a `kind` call.
+    fn read_at(
+        &self,
+        offset_bytes: u64,
+        length_bytes: u64,
+        kind: CallKind,
+    ) -> impl Future<Output = Result<Bytes, ClientError>> + Send;
+    /// The file pointer.
+    fn position(&self) -> u64;
+    /// Moves the file pointer.
+    fn seek(&self, position: u64);
+    /// The file's counters and its client's.
+    fn counters(&self) -> [&AsyncCounters; 2];
+}
 
 /// The handle of one asynchronous call: pass it to [`crate::File::iodone`] and
 /// [`crate::File::iowait`] of the file that issued it.
@@ -266,20 +291,21 @@ impl Drop for Running<'_> {
 
 /// The worker of one file: runs its calls in the order they were queued until every handle
 /// to the file is gone and the queue is drained.
-pub(crate) async fn worker(core: Arc<FileCore>, mut jobs: mpsc::Receiver<Job>) {
+pub(crate) async fn worker<C: Calls>(core: Arc<C>, mut jobs: mpsc::Receiver<Job>) {
     while let Some(job) = jobs.recv().await {
         let result = match job.op {
             AsyncOp::Barrier => Ok(IoResult::Written(0)),
             op => {
-                let _running = Running::start(&core.async_counters, &core.client_counters);
-                run(&core, op).await
+                let [file, client] = core.counters();
+                let _running = Running::start(file, client);
+                run(&*core, op).await
             }
         };
         job.completion.finish(result);
     }
 }
 
-async fn run(core: &FileCore, op: AsyncOp) -> Result<IoResult, ClientError> {
+async fn run<C: Calls>(core: &C, op: AsyncOp) -> Result<IoResult, ClientError> {
     match op {
         AsyncOp::Write { offset_bytes, data } => core
             .write_at(offset_bytes, data, CallKind::Async)

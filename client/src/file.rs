@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tracing::{Instrument as _, debug_span};
 
 use crate::aio::{
-    self, AsyncCounters, AsyncOp, AsyncStats, Completion, IoHandle, IoResult, Job, Slot,
+    self, AsyncCounters, AsyncOp, AsyncStats, Calls, Completion, IoHandle, IoResult, Job, Slot,
 };
 use crate::config::{ASYNC_CALLS_PER_FILE_MAX, REQUEST_BYTES_MAX};
 use crate::error::ClientError;
@@ -180,6 +180,38 @@ impl FileCore {
 
     pub(crate) fn seek(&self, position: u64) {
         *self.pointer.lock().unwrap_or_else(PoisonError::into_inner) = position;
+    }
+}
+
+impl Calls for FileCore {
+    fn write_at(
+        &self,
+        offset_bytes: u64,
+        data: Checksummed,
+        kind: CallKind,
+    ) -> impl Future<Output = Result<u64, ClientError>> + Send {
+        FileCore::write_at(self, offset_bytes, data, kind)
+    }
+
+    fn read_at(
+        &self,
+        offset_bytes: u64,
+        length_bytes: u64,
+        kind: CallKind,
+    ) -> impl Future<Output = Result<Bytes, ClientError>> + Send {
+        FileCore::read_at(self, offset_bytes, length_bytes, kind)
+    }
+
+    fn position(&self) -> u64 {
+        FileCore::position(self)
+    }
+
+    fn seek(&self, position: u64) {
+        FileCore::seek(self, position);
+    }
+
+    fn counters(&self) -> [&AsyncCounters; 2] {
+        [&self.async_counters, &self.client_counters]
     }
 }
 

@@ -4,6 +4,8 @@
 //!
 //! Read it bottom-up, the way a write goes down to the disk:
 //!
+//! - [`stop`] — [`stop::StopFlag`]: once a target cannot vouch for its data (a failed fsync),
+//!   it stops for good; the journal and the target both check it.
 //! - [`engine`] — disk I/O behind one trait, [`engine::DiskEngine`]: io_uring (default),
 //!   pread/pwrite (fallback and teaching baseline), a modeled disk, and a fault injector.
 //! - [`journal`] — checksummed records, the pure commit policy (sync and async commits, group
@@ -28,6 +30,7 @@ pub mod journal;
 pub mod ost;
 pub mod recovery;
 pub mod service;
+pub mod stop;
 
 pub use error::{Result, StorageError};
 pub use ids::{ObjectId, Transno};

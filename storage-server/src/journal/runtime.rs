@@ -14,7 +14,7 @@ use super::table::ObjectTable;
 use crate::engine::{DiskEngine, EngineFile, SyncKind};
 use crate::error::{Result, StorageError};
 use crate::ids::Transno;
-use crate::ost::stop::StopFlag;
+use crate::stop::StopFlag;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

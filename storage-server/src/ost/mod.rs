@@ -5,13 +5,14 @@
 //! - [`config`] — [`OstConfig`]: paths and limits.
 //! - [`reply`] — [`OpReply`]: value, transno, last_committed.
 //! - [`oss`] — [`Oss`]: several targets on one server.
-//! - [`stop`] — [`stop::StopFlag`]: a stopped target stays stopped.
+//!
+//! A stopped target stays stopped: [`crate::stop::StopFlag`], which the journal below checks
+//! too.
 
 pub mod config;
 pub mod oss;
 pub mod reply;
 pub mod startup;
-pub mod stop;
 pub mod target;
 
 pub use config::OstConfig;

@@ -14,7 +14,6 @@
 use super::config::OstConfig;
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
-use super::stop::StopFlag;
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
 use crate::error::{Result, StorageError};
 use crate::ids::{ObjectId, Transno};
@@ -22,6 +21,7 @@ use crate::journal::policy::{CommitMode, Intent, PolicyConfig};
 use crate::journal::record::Operation;
 use crate::journal::runtime::{Journal, JournalSetup, Stamp};
 use crate::recovery::lost::{ByteRange, LostData, LostRanges, WindowOutcome};
+use crate::stop::StopFlag;
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

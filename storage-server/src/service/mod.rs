@@ -11,14 +11,16 @@
 //! ([`crate::recovery::lost`]). A client that is done sends DISCONNECT: every target commits and
 //! the client is forgotten, so no restart waits for it.
 //!
+//! - [`errno_of`]: the errno a storage error travels as.
 //! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
+//! - [`params`]: `obdfilter.*` parameters on the admin tree.
+//! - [`role`]: `iopath oss`, an OSS as a process of its own.
 //!
 //! The client side — `OstClient`, the replay list, the portal and opcodes — is its own crate,
 //! `iopath_ost_client`, so that the client library and the fyod do not link the journal and
 //! the engines.
-//! - [`params`]: `obdfilter.*` parameters on the admin tree.
-//! - [`role`]: `iopath oss`, an OSS as a process of its own.
 
+pub mod errno_of;
 pub mod params;
 pub mod recovery;
 pub mod role;
@@ -40,6 +42,8 @@ use crate::error::StorageError;
 use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery};
+
+pub use errno_of::storage_error;
 
 pub use iopath_ost_client::{OST_PORTAL, opcode};
 
@@ -418,30 +422,6 @@ impl Service for OssService {
 fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M, ServiceError> {
     M::decode(body)
         .map_err(|e| ServiceError::new(errno::EPROTO, format!("malformed OST request: {e}")))
-}
-
-/// The errno a client sees for a storage error, with its sentence.
-pub fn storage_error(error: StorageError) -> ServiceError {
-    let code = match &error {
-        StorageError::NoSuchObject { .. } => errno::ENOENT,
-        StorageError::ObjectExists { .. } => errno::EEXIST,
-        StorageError::ObjectTooLarge { .. } | StorageError::RequestTooLarge { .. } => errno::EFBIG,
-        StorageError::EmptyWrite { .. } | StorageError::InvalidConfig { .. } => errno::EINVAL,
-        StorageError::TooManyObjects { .. } | StorageError::TooManyClients { .. } => errno::ENOSPC,
-        StorageError::NoSuchTarget { .. } => errno::ENODEV,
-        StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
-        StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
-        // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.
-        StorageError::DataLost { .. } => errno::EIO,
-        _ => errno::EIO,
-    };
-    ServiceError::new(code, error.to_string())
-}
-
-impl From<StorageError> for ServiceError {
-    fn from(error: StorageError) -> Self {
-        storage_error(error)
-    }
 }
 
 /// A fresh id for this server start: time and pid, so two starts never share one.

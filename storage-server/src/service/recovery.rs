@@ -293,7 +293,7 @@ impl Recovery {
             ReplayDecision::Queued => {
                 target.wake.notify_one();
                 match outcome.await {
-                    Ok(result) => result.map_err(super::storage_error),
+                    Ok(result) => result.map_err(super::errno_of::storage_error),
                     Err(_) => Err(ServiceError::new(
                         ESTALE,
                         "replay discarded: the client was evicted",
