@@ -22,13 +22,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use iopath_client::{Client, ClientConfig, ClientError};
+use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Interface, Limits, MemNetwork, Nid, Node, NodeConfig};
-use iopath_forwarder::{FileSystem, FyodService};
+use iopath_forwarder::limits::CLIENTS_PER_FYOD_DEFAULT;
+use iopath_forwarder::{FileSystem, FyodClient, FyodLimits, FyodService};
 use iopath_storage_server::service::OssService;
 use tokio::sync::Mutex;
 
 use crate::error::StackError;
-use crate::runtime::{EmbeddedOptions, EmbeddedStack, StorageDir};
+use crate::runtime::{EmbeddedOptions, EmbeddedStack, FyodTuning, StorageDir};
 use crate::schema::{RoleName, Stack};
 
 /// The metadata service's node number on the in-memory network.
@@ -60,6 +62,14 @@ pub struct TestStackConfig {
     pub fyods: u32,
     /// How the fyods store files.
     pub fyod_file_system: FileSystem,
+    /// The fyods' bounds.
+    pub fyod_limits: FyodLimits,
+    /// The most compute nodes each fyod serves.
+    pub clients_per_fyod: u32,
+    /// A fault hook per fyod (by index), on everything it sends.
+    pub fyod_faults: Vec<Option<Arc<dyn FaultHook>>>,
+    /// A fault hook on every storage server, restarts included.
+    pub oss_fault: Option<Arc<dyn FaultHook>>,
 }
 
 impl Default for TestStackConfig {
@@ -74,6 +84,10 @@ impl Default for TestStackConfig {
             limits: Limits::default(),
             fyods: 0,
             fyod_file_system: FileSystem::Pfs,
+            fyod_limits: FyodLimits::default(),
+            clients_per_fyod: CLIENTS_PER_FYOD_DEFAULT,
+            fyod_faults: Vec::new(),
+            oss_fault: None,
         }
     }
 }
@@ -154,9 +168,25 @@ impl TestStack {
         let stack = Stack::parse(&config.stack_file(), "a test stack")?;
         let storage = StorageDir::temporary("test-stack", None)?;
         let dir = storage.path().to_path_buf();
+        let mut faults = std::collections::BTreeMap::new();
+        for oss in stack.nodes_of(RoleName::Oss) {
+            if let Some(fault) = &config.oss_fault {
+                faults.insert(stack.nodes[oss].name.clone(), Arc::clone(fault));
+            }
+        }
+        for (i, fyod) in stack.nodes_of(RoleName::Fyod).into_iter().enumerate() {
+            if let Some(Some(fault)) = config.fyod_faults.get(i) {
+                faults.insert(stack.nodes[fyod].name.clone(), Arc::clone(fault));
+            }
+        }
         let options = EmbeddedOptions {
             admin: false,
             limits: config.limits.clone(),
+            faults,
+            fyod: Some(FyodTuning {
+                limits: config.fyod_limits.clone(),
+                clients_per_fyod: config.clients_per_fyod,
+            }),
         };
         let running = EmbeddedStack::start_with(stack.clone(), storage, options).await?;
         let network = Arc::clone(running.network(0).expect("a test stack has one network"));
@@ -205,6 +235,49 @@ impl TestStack {
         Some(Arc::clone(running.node(node)?.fyod()?.service()))
     }
 
+    /// Fyod `index`'s fabric node (to take it down, or read its counters).
+    pub async fn fyod_node(&self, index: usize) -> Option<Node> {
+        let node = *self.stack.nodes_of(RoleName::Fyod).get(index)?;
+        let running = self.running.lock().await;
+        Some(running.node(node)?.node.clone())
+    }
+
+    /// A compute node numbered `number` on the network (NID `number@mem0`), connected to fyod
+    /// `fyod` as client `client_id`; and its fabric node.
+    pub async fn fyod_client(
+        &self,
+        fyod: usize,
+        number: u32,
+        client_id: u64,
+    ) -> Result<(FyodClient, Node), StackError> {
+        let server = *self
+            .fyod_nids()
+            .get(fyod)
+            .ok_or_else(|| StackError::Process {
+                node: format!("fyod{fyod}"),
+                why: format!("the test stack has {} fyods", self.config.fyods),
+            })?;
+        let node = self.node_numbered(number).await?;
+        let client = FyodClient::connect(node.clone(), server, client_id)
+            .await
+            .map_err(|e| StackError::io(format!("connect compute node {number} to {server}"), e))?;
+        Ok((client, node))
+    }
+
+    /// A fabric node numbered `number` on the stack's network, with the stack's limits.
+    pub async fn node_numbered(&self, number: u32) -> Result<Node, StackError> {
+        Node::start(NodeConfig {
+            interfaces: vec![Interface::Mem {
+                nid: Nid::mem(number, 0),
+                network: Arc::clone(&self.network),
+            }],
+            limits: self.config.limits.clone(),
+            ..NodeConfig::default()
+        })
+        .await
+        .map_err(|e| StackError::io(format!("start node {number}"), e))
+    }
+
     /// Storage server `index`'s service, while it runs.
     pub async fn oss_service(&self, index: usize) -> Option<Arc<OssService>> {
         let node = *self.stack.nodes_of(RoleName::Oss).get(index)?;
@@ -231,17 +304,7 @@ impl TestStack {
     /// that goes with it (the node's number).
     pub async fn client_node(&self) -> Result<(Node, u64), StackError> {
         let n = FIRST_CLIENT_NODE + self.next_client.fetch_add(1, Ordering::Relaxed);
-        let node = Node::start(NodeConfig {
-            interfaces: vec![Interface::Mem {
-                nid: Nid::mem(n, 0),
-                network: Arc::clone(&self.network),
-            }],
-            limits: self.config.limits.clone(),
-            ..NodeConfig::default()
-        })
-        .await
-        .map_err(|e| StackError::io(format!("start client node {n}"), e))?;
-        Ok((node, u64::from(n)))
+        Ok((self.node_numbered(n).await?, u64::from(n)))
     }
 
     /// A new client on a node of its own.

@@ -1,25 +1,23 @@
-//! An in-process stack for the fyod's tests: an MDS, OSS nodes, fyods and compute nodes on
-//! one in-memory network, storage in a temporary directory.
+//! The fyod's tests run on the one in-process test stack (`iopath_stack::testing`): an MDS,
+//! storage servers, fyods and compute nodes on one in-memory network, storage in a temporary
+//! directory. This module adds what the fyod's tests speak in: compute nodes connected to a
+//! fyod by number, and the options they vary.
 //!
-//! NIDs: the MDS is `1@mem0`, OSS `i` is `10+i@mem0`, fyod `i` is `100+i@mem0`, compute
-//! node `c` is `1000+c@mem0`. OSS `i`'s local target `t` is file-system target
-//! `i × targets_per_oss + t`.
+//! NIDs: the MDS is `1@mem0`, OSS `i` is `10+i@mem0`, fyod `i` is `20+i@mem0`, compute node
+//! `c` is `1000+c@mem0`. Targets are dealt to the servers in turn (OST `t` is on OSS
+//! `t mod oss_count`).
 
 #![allow(dead_code)] // each test file uses a different subset
 #![allow(clippy::unwrap_used)] // test helpers: a panic is a failed test
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Interface, MemNetwork, Nid, Node, NodeConfig};
-use iopath_forwarder::{FileSystem, FyodClient, FyodConfig, FyodLimits, FyodService};
-use iopath_mds::{MdsConfig, MdsService, MdsTarget};
-use iopath_storage_server::engine::EngineConfig;
-use iopath_storage_server::ost::{OssConfig, OstConfig};
-use iopath_storage_server::service::{OssService, ServiceConfig};
+use iopath_forwarder::{FileSystem, FyodClient, FyodLimits, FyodService};
+use iopath_stack::testing::{TestStack, TestStackConfig};
 
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * KIB;
@@ -61,25 +59,7 @@ impl Default for Options {
     }
 }
 
-/// One running OSS.
-pub struct OssServer {
-    pub nid: Nid,
-    pub root: PathBuf,
-    pub node: Node,
-    pub service: Arc<OssService>,
-}
-
-pub struct Stack {
-    pub network: Arc<MemNetwork>,
-    pub dir: tempfile::TempDir,
-    pub mds: Nid,
-    pub mds_service: Arc<MdsService>,
-    pub oss: Vec<OssServer>,
-    pub fyods: Vec<Arc<FyodService>>,
-    pub fyod_nodes: Vec<Node>,
-    pub options: Options,
-}
-
+/// A fabric node numbered `n` on `network`, with `fault` on what it sends.
 pub async fn node(network: &Arc<MemNetwork>, n: u32, fault: Option<Arc<dyn FaultHook>>) -> Node {
     Node::start(NodeConfig {
         interfaces: vec![Interface::Mem {
@@ -93,93 +73,44 @@ pub async fn node(network: &Arc<MemNetwork>, n: u32, fault: Option<Arc<dyn Fault
     .unwrap()
 }
 
-/// Server `server`'s targets: `targets_per_oss` consecutive indices, as the metadata
-/// service's list below names them.
-fn oss_config(options: &Options, server: u32, root: PathBuf) -> OssConfig {
-    let mut template = OstConfig::new(0, &root);
-    template.sync_journal = options.sync_journal;
-    template.commit_interval_ms = options.commit_interval_ms;
-    template.group_records_max = 256;
-    template.uncommitted_records_max = 4096;
-    template.object_size_max_bytes = 1 << 34;
-    OssConfig {
-        root,
-        targets: (0..options.targets_per_oss)
-            .map(|t| server * options.targets_per_oss + t)
-            .collect(),
-        template,
-        engine: EngineConfig::default(),
-        disk_model: None,
-        external_journal_dir: None,
-    }
-}
-
-async fn start_oss(
-    options: &Options,
-    network: &Arc<MemNetwork>,
-    index: u32,
-    root: PathBuf,
-) -> OssServer {
-    let nid = Nid::mem(10 + index, 0);
-    let node = node(network, 10 + index, options.oss_fault.clone()).await;
-    let config = ServiceConfig {
-        recovery_window: options.recovery_window,
-        ..ServiceConfig::default()
-    };
-    let service = OssService::open(&node, oss_config(options, index, root.clone()), config)
-        .await
-        .unwrap();
-    OssServer {
-        nid,
-        root,
-        node,
-        service,
-    }
+/// The test stack, and the fyods' services and nodes as the tests use them.
+pub struct Stack {
+    pub stack: TestStack,
+    pub network: Arc<MemNetwork>,
+    pub mds: Nid,
+    pub fyods: Vec<Arc<FyodService>>,
+    pub fyod_nodes: Vec<Node>,
+    pub options: Options,
 }
 
 impl Stack {
     pub async fn start(options: Options) -> Stack {
-        let network = MemNetwork::new();
-        let dir = tempfile::tempdir().unwrap();
-        let mut oss = Vec::new();
-        let mut targets = Vec::new();
-        for i in 0..options.oss_count {
-            let server = start_oss(&options, &network, i, dir.path().join(format!("oss{i}"))).await;
-            for t in 0..options.targets_per_oss {
-                targets.push(MdsTarget {
-                    index: i * options.targets_per_oss + t,
-                    nid: server.nid,
-                });
-            }
-            oss.push(server);
-        }
-        let mds_node = node(&network, 1, None).await;
-        let mds_service =
-            MdsService::start(&mds_node, MdsConfig::new(dir.path().join("mds"), targets))
-                .await
-                .unwrap();
-        let token_home = Nid::mem(100, 0);
+        let stack = TestStack::start(TestStackConfig {
+            oss_count: options.oss_count,
+            targets_per_oss: options.targets_per_oss,
+            sync_journal: options.sync_journal,
+            commit_interval_ms: options.commit_interval_ms,
+            recovery_window: options.recovery_window,
+            fyods: options.fyods,
+            fyod_file_system: options.mode,
+            fyod_limits: options.limits.clone(),
+            clients_per_fyod: options.clients_per_fyod,
+            fyod_faults: options.fyod_faults.clone(),
+            oss_fault: options.oss_fault.clone(),
+            ..TestStackConfig::default()
+        })
+        .await
+        .unwrap();
         let mut fyods = Vec::new();
         let mut fyod_nodes = Vec::new();
-        for f in 0..options.fyods {
-            let fault = options.fyod_faults.get(f as usize).cloned().flatten();
-            let fyod_node = node(&network, 100 + f, fault).await;
-            let config = FyodConfig {
-                clients_per_fyod: options.clients_per_fyod,
-                token_home: Some(token_home),
-                limits: options.limits.clone(),
-                ..FyodConfig::new(mds_node.nid(), options.mode)
-            };
-            fyods.push(FyodService::start(&fyod_node, config).await.unwrap());
-            fyod_nodes.push(fyod_node);
+        for f in 0..options.fyods as usize {
+            fyods.push(stack.fyod(f).await.unwrap());
+            fyod_nodes.push(stack.fyod_node(f).await.unwrap());
         }
-        std::mem::forget(mds_node); // lives for the test, with its service
         Stack {
-            network,
-            dir,
-            mds: Nid::mem(1, 0),
-            mds_service,
-            oss,
+            network: Arc::clone(stack.network()),
+            mds: stack.mds_nid(),
+            stack,
             fyods,
             fyod_nodes,
             options,
@@ -188,70 +119,21 @@ impl Stack {
 
     /// A compute node numbered `client`, connected to fyod `fyod`.
     pub async fn client(&self, fyod: usize, client: u32) -> FyodClient {
-        let node = node(&self.network, 1000 + client, None).await;
-        FyodClient::connect(node, self.fyods[fyod].nid(), u64::from(client))
-            .await
-            .unwrap()
+        self.client_with_node(fyod, client).await.0
     }
 
     /// A compute node numbered `client` and its node, connected to fyod `fyod`.
     pub async fn client_with_node(&self, fyod: usize, client: u32) -> (FyodClient, Node) {
-        let node = node(&self.network, 1000 + client, None).await;
-        let c = FyodClient::connect(node.clone(), self.fyods[fyod].nid(), u64::from(client))
+        self.stack
+            .fyod_client(fyod, 1000 + client, u64::from(client))
             .await
-            .unwrap();
-        (c, node)
+            .unwrap()
     }
 
     /// Crashes OSS `index` (nothing more committed, its node gone) and starts it again on the
     /// same storage: an unclean restart, so it opens a recovery window for its clients.
     pub async fn crash_and_restart_oss(&mut self, index: usize) {
-        let old = self.oss.remove(index);
-        old.service.crash();
-        old.node.shutdown();
-        let OssServer {
-            nid,
-            root,
-            node,
-            service,
-        } = old;
-        drop(service);
-        drop(node);
-        // The in-memory network frees the NID once every handle to the old node is gone
-        // (requests still executing hold one): try again for a bounded time.
-        let mut restarted = None;
-        for _ in 0..200 {
-            let attempt = Node::start(NodeConfig {
-                interfaces: vec![Interface::Mem {
-                    nid,
-                    network: Arc::clone(&self.network),
-                }],
-                fault: self.options.oss_fault.clone(),
-                ..NodeConfig::default()
-            })
-            .await;
-            if let Ok(node) = attempt {
-                restarted = Some(node);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let node = restarted.expect("the old OSS node went away");
-        let config = ServiceConfig {
-            recovery_window: self.options.recovery_window,
-            ..ServiceConfig::default()
-        };
-        let targets = oss_config(&self.options, index as u32, root.clone());
-        let service = OssService::open(&node, targets, config).await.unwrap();
-        self.oss.insert(
-            index,
-            OssServer {
-                nid,
-                root,
-                node,
-                service,
-            },
-        );
+        self.stack.restart_oss(index).await.unwrap();
     }
 }
 

@@ -7,10 +7,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use iopath_admin::{AdminHandle, Shutdown};
+use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
 
-use super::node::RunningNode;
+use super::node::{FyodTuning, NodeTuning, RunningNode};
 use super::storage::StorageDir;
 use crate::error::StackError;
 use crate::schema::{RoleName, Stack};
@@ -31,6 +34,21 @@ pub struct EmbeddedOptions {
     pub admin: bool,
     /// Every node's fabric limits (RPC timeouts, credits, ...).
     pub limits: Limits,
+    /// Fault hooks by node name (tests): on everything that node sends, restarts included.
+    pub faults: BTreeMap<String, Arc<dyn FaultHook>>,
+    /// Every fyod's bounds, if not the defaults.
+    pub fyod: Option<FyodTuning>,
+}
+
+impl EmbeddedOptions {
+    /// What node `name` starts with.
+    fn tuning(&self, name: &str) -> NodeTuning {
+        NodeTuning {
+            limits: self.limits.clone(),
+            fault: self.faults.get(name).cloned(),
+            fyod: self.fyod.clone(),
+        }
+    }
 }
 
 /// How long a node's in-memory address may stay taken by its crashed self (requests still
@@ -44,7 +62,7 @@ pub struct EmbeddedStack {
     /// The nodes, by stack index; `None` while crashed.
     nodes: Vec<Option<RunningNode>>,
     networks: Vec<Arc<MemNetwork>>,
-    limits: Limits,
+    options: EmbeddedOptions,
     /// Each node's admin service, by stack index (when asked for).
     admins: Vec<Option<AdminHandle>>,
     shutdown: Shutdown,
@@ -74,7 +92,7 @@ impl EmbeddedStack {
         storage: StorageDir,
         options: EmbeddedOptions,
     ) -> Result<EmbeddedStack, StackError> {
-        let EmbeddedOptions { admin, limits } = options;
+        let admin = options.admin;
         let networks: Vec<Arc<MemNetwork>> =
             stack.networks.iter().map(|_| MemNetwork::new()).collect();
         let mut started: Vec<Option<RunningNode>> = (0..stack.nodes.len()).map(|_| None).collect();
@@ -82,8 +100,8 @@ impl EmbeddedStack {
         'roles: for kind in START_ORDER {
             for index in stack.nodes_of(kind) {
                 let dir = storage.node(&stack.nodes[index].name);
-                match RunningNode::start_with_limits(&stack, index, &networks, &dir, &limits).await
-                {
+                let tuning = options.tuning(&stack.nodes[index].name);
+                match RunningNode::start_tuned(&stack, index, &networks, &dir, &tuning).await {
                     Ok(node) => started[index] = Some(node),
                     Err(e) => {
                         failure = Some(e);
@@ -129,7 +147,7 @@ impl EmbeddedStack {
             stack,
             nodes: nodes.into_iter().map(Some).collect(),
             networks,
-            limits,
+            options,
             admins,
             shutdown,
             storage,
@@ -158,7 +176,7 @@ impl EmbeddedStack {
 
     /// The fabric limits every node runs with.
     pub fn limits(&self) -> &Limits {
-        &self.limits
+        &self.options.limits
     }
 
     /// Crashes node `index`: a storage server's targets stop without committing anything
@@ -197,14 +215,8 @@ impl EmbeddedStack {
         // gone (requests it was executing hold one): try again, for a bounded time.
         let deadline = tokio::time::Instant::now() + RESTART_WAIT;
         let node = loop {
-            match RunningNode::start_with_limits(
-                &self.stack,
-                index,
-                &self.networks,
-                &dir,
-                &self.limits,
-            )
-            .await
+            let tuning = self.options.tuning(&name);
+            match RunningNode::start_tuned(&self.stack, index, &self.networks, &dir, &tuning).await
             {
                 Ok(node) => break node,
                 Err(error) if tokio::time::Instant::now() < deadline => {

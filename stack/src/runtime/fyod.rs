@@ -2,13 +2,13 @@
 //! — its metadata service, PFS or UFS, the clients it serves, and the MUNIX token home every
 //! fyod of the stack shares (the first fyod in the file).
 
-use std::path::Path;
 use std::sync::Arc;
 
 use iopath_admin::{Param, ParamTree};
 use iopath_fabric::Node;
 use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
 
+use super::node::FyodTuning;
 use crate::schema::{FyodMode, FyodSpec, Role, RoleName, Stack};
 
 /// A running fyod.
@@ -30,14 +30,15 @@ impl FyodRunning {
     }
 }
 
-/// Starts the fyod of node `index`. It has no storage of its own: `_storage` is unused.
+/// Starts the fyod of node `index` (it has no storage of its own), with `tuning`'s bounds if
+/// given.
 pub async fn start(
     stack: &Stack,
     index: usize,
     node: &Node,
     tree: &ParamTree,
     spec: FyodSpec,
-    _storage: &Path,
+    tuning: Option<&FyodTuning>,
 ) -> Result<FyodRunning, String> {
     let mode = match spec.mode {
         FyodMode::Pfs => FileSystem::Pfs,
@@ -50,6 +51,10 @@ pub async fn start(
         .filter(|&c| matches!(stack.nodes[c].role, Role::Client(s) if s.forwarder == Some(index)))
         .count() as u32;
     config.clients_per_fyod = config.clients_per_fyod.max(served);
+    if let Some(tuning) = tuning {
+        config.limits = tuning.limits.clone();
+        config.clients_per_fyod = tuning.clients_per_fyod.max(served);
+    }
     // MUNIX tokens for a file must come from one place: the first fyod of the stack.
     let home = stack.nodes_of(RoleName::Fyod)[0];
     config.token_home = Some(stack.primary_nid(home));

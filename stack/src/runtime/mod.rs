@@ -15,7 +15,7 @@ pub mod processes;
 pub mod storage;
 
 pub use embedded::{EmbeddedOptions, EmbeddedStack};
-pub use node::RunningNode;
+pub use node::{FyodTuning, NodeTuning, RunningNode};
 pub use processes::{Launcher, ProcessStack};
 pub use storage::StorageDir;
 
@@ -56,6 +56,7 @@ impl Mode {
 
 /// A running stack, whichever way it runs.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per run, never moved in a loop: its size is moot
 pub enum RunningStack {
     /// In this process.
     Embedded(EmbeddedStack),

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
+use iopath_fabric::fault::FaultHook;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
+use iopath_forwarder::FyodLimits;
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
 use iopath_storage_server::engine::EngineConfig;
 use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
@@ -57,16 +59,17 @@ impl RunningNode {
         networks: &[Arc<MemNetwork>],
         storage: &Path,
     ) -> Result<RunningNode, StackError> {
-        RunningNode::start_with_limits(stack, index, networks, storage, &Limits::default()).await
+        RunningNode::start_tuned(stack, index, networks, storage, &NodeTuning::default()).await
     }
 
-    /// [`RunningNode::start`] with the fabric's `limits`.
-    pub async fn start_with_limits(
+    /// [`RunningNode::start`] with `tuning`: the fabric's limits, a fault hook (tests), a
+    /// fyod's bounds.
+    pub async fn start_tuned(
         stack: &Stack,
         index: usize,
         networks: &[Arc<MemNetwork>],
         storage: &Path,
-        limits: &Limits,
+        tuning: &NodeTuning,
     ) -> Result<RunningNode, StackError> {
         let spec = &stack.nodes[index];
         let failed = |why: String| StackError::Start {
@@ -98,15 +101,15 @@ impl RunningNode {
             interfaces,
             routes: stack.routes_of(index),
             router,
-            limits: limits.clone(),
-            ..NodeConfig::default()
+            limits: tuning.limits.clone(),
+            fault: tuning.fault.clone(),
         })
         .await
         .map_err(|e| failed(format!("bring up its interfaces: {e}")))?;
         let tree = ParamTree::new();
         iopath_fabric::params::register(&node, &tree, "")
             .map_err(|e| failed(format!("register its parameters: {e}")))?;
-        let served = match start_role(stack, index, &node, &tree, storage).await {
+        let served = match start_role(stack, index, &node, &tree, storage, tuning).await {
             Ok(served) => served,
             Err(e) => {
                 node.shutdown();
@@ -212,6 +215,26 @@ impl RunningNode {
 /// The longest a stopping fyod waits for its storage servers to commit and forget it.
 const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Settings a node starts with beyond its stack file's.
+#[derive(Debug, Clone, Default)]
+pub struct NodeTuning {
+    /// The fabric's limits (RPC timeouts, credits, ...).
+    pub limits: Limits,
+    /// A fault hook on everything the node sends (tests of drops, delays and corruption).
+    pub fault: Option<Arc<dyn FaultHook>>,
+    /// A fyod's bounds and how many compute nodes it takes, if not the defaults.
+    pub fyod: Option<FyodTuning>,
+}
+
+/// A fyod's settings beyond its stack file's.
+#[derive(Debug, Clone)]
+pub struct FyodTuning {
+    /// Its bounds.
+    pub limits: FyodLimits,
+    /// The most compute nodes it serves.
+    pub clients_per_fyod: u32,
+}
+
 /// Starts what `node` serves.
 async fn start_role(
     stack: &Stack,
@@ -219,6 +242,7 @@ async fn start_role(
     node: &Node,
     tree: &ParamTree,
     storage: &Path,
+    tuning: &NodeTuning,
 ) -> Result<Served, String> {
     let spec = &stack.nodes[index];
     match spec.role {
@@ -274,7 +298,7 @@ async fn start_role(
             Ok(Served::Oss { service })
         }
         Role::Fyod(spec) => Ok(Served::Fyod(
-            fyod::start(stack, index, node, tree, spec, storage).await?,
+            fyod::start(stack, index, node, tree, spec, tuning.fyod.as_ref()).await?,
         )),
     }
 }
