@@ -18,7 +18,7 @@ struct Cli {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> Result<(), iopath_bench::BenchError> {
     // Warnings (an io_uring fallback, say) go to stderr with the progress line.
     tracing_subscriber::fmt()
         .with_env_filter(

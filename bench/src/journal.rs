@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use iopath_storage_server::bench::{
     BenchProgress, JournalBenchConfig, JournalBenchResult, run_journal_bench,
 };
@@ -25,6 +24,7 @@ use iopath_storage_server::engine::{
 };
 use tokio::task::JoinSet;
 
+use crate::error::BenchError;
 use crate::fio::{self, FIO_ALIGN_BYTES, FioResult};
 use crate::report::{Table, rate};
 use crate::units::parse_size;
@@ -252,7 +252,7 @@ pub struct JournalReport {
 
 /// Runs `iopath bench journal`: the progress line on stderr, then the table (or `--json`) on
 /// stdout.
-pub async fn run(args: JournalArgs) -> Result<()> {
+pub async fn run(args: JournalArgs) -> Result<(), BenchError> {
     let line = Mutex::new(ProgressLine::new(std::io::stderr().is_terminal()));
     let write = |text: Option<String>| {
         if let Some(text) = text {
@@ -274,7 +274,8 @@ pub async fn run(args: JournalArgs) -> Result<()> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).context("encode the report as JSON")?
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| BenchError::json("encode the report as JSON", e))?
         );
     } else {
         print!("{}", render(&report));
@@ -286,15 +287,19 @@ pub async fn run(args: JournalArgs) -> Result<()> {
 pub async fn measure(
     args: &JournalArgs,
     progress: &(dyn Fn(ProgressEvent<'_>) + Send + Sync),
-) -> Result<JournalReport> {
+) -> Result<JournalReport, BenchError> {
     let request_size_bytes = usize::try_from(args.request_size_bytes)
         .ok()
         .filter(|&r| r > 0)
-        .context("--request-size must be at least 1 byte and fit in memory")?;
+        .ok_or_else(|| {
+            BenchError::refused("--request-size must be at least 1 byte and fit in memory")
+        })?;
     if let Some(s) = args.seconds
         && !(1..=SECONDS_MAX).contains(&s)
     {
-        bail!("--seconds must be in 1..={SECONDS_MAX}");
+        return Err(BenchError::refused(format!(
+            "--seconds must be in 1..={SECONDS_MAX}"
+        )));
     }
     let model = args.disk_model();
     let mut config = JournalBenchConfig::new(PathBuf::new());
@@ -313,7 +318,9 @@ pub async fn measure(
         ..DiskModel::ssd()
     };
     // Bad options are reported before anything is written.
-    config.validate().context("check the benchmark's options")?;
+    config
+        .validate()
+        .map_err(|e| BenchError::step("check the benchmark's options", e))?;
 
     // Where it runs: the given directory, or a temporary one on the current directory's file
     // system (kept alive by `_default_dir` until the end).
@@ -323,7 +330,9 @@ pub async fn measure(
             let temp = tempfile::Builder::new()
                 .prefix("iopath-bench-journal-")
                 .tempdir_in(".")
-                .context("create a temporary directory in the current directory")?;
+                .map_err(|e| {
+                    BenchError::system("create a temporary directory in the current directory", e)
+                })?;
             let dir = std::path::absolute(temp.path()).unwrap_or_else(|_| temp.path().into());
             (dir, Some(temp))
         }
@@ -383,7 +392,7 @@ pub async fn measure(
     let forward = |p: &BenchProgress| progress(ProgressEvent::Phase(p));
     let bench = run_journal_bench(&config, &forward)
         .await
-        .context("run the journal benchmark")?;
+        .map_err(|e| BenchError::step("run the journal benchmark", e))?;
 
     let real = model.is_none();
     let vs_fio = |mib_s: f64| {
@@ -427,14 +436,16 @@ async fn fio_baseline(
     config: &JournalBenchConfig,
     dir: &Path,
     progress: &(dyn Fn(ProgressEvent<'_>) + Send + Sync),
-) -> Result<FioOutcome> {
+) -> Result<FioOutcome, BenchError> {
     let choice = args.fio_choice();
     if choice == FioChoice::Off {
         return Ok(FioOutcome::NotWanted);
     }
-    let unavailable = |reason: String| -> Result<FioOutcome> {
+    let unavailable = |reason: String| -> Result<FioOutcome, BenchError> {
         if choice == FioChoice::Required {
-            bail!("the fio baseline was asked for (--fio) but cannot run: {reason}");
+            return Err(BenchError::refused(format!(
+                "the fio baseline was asked for (--fio) but cannot run: {reason}"
+            )));
         }
         progress(ProgressEvent::Note(&format!(
             "no fio baseline: {reason} (--no-fio to skip it quietly)"
@@ -461,13 +472,13 @@ async fn fio_baseline(
             })
         })
         .await
-        .context("wait for the fio installer")?
+        .map_err(|e| BenchError::tool(format!("wait for the fio installer: {e}")))?
     };
     for note in notes.lock().unwrap_or_else(PoisonError::into_inner).iter() {
         progress(ProgressEvent::Note(note));
     }
     if let Err(error) = installed {
-        return unavailable(format!("{error:#}"));
+        return unavailable(error.to_string());
     }
     let request = args.request_size_bytes;
     let (job_size_bytes, seconds) = match args.seconds {
@@ -497,7 +508,7 @@ async fn fio_baseline(
             fio::fio_write(&dir, job_size_bytes, request, iodepth, numjobs, seconds)
         })
         .await
-        .context("wait for fio")?;
+        .map_err(|e| BenchError::tool(format!("wait for fio: {e}")))?;
         match measured {
             Ok(result) => {
                 progress(ProgressEvent::Note(&format!(
@@ -508,7 +519,7 @@ async fn fio_baseline(
                     best = Some(result);
                 }
             }
-            Err(error) => return unavailable(format!("{error:#}")),
+            Err(error) => return unavailable(error.to_string()),
         }
     }
     match best {
@@ -519,12 +530,17 @@ async fn fio_baseline(
 
 /// Estimates the raw write rate of `config`'s disk with iopath's engine: `threads` writers,
 /// each into its own file, for at most [`CALIBRATION_SECONDS_MAX`], then an fdatasync each.
-async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f64> {
+async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f64, BenchError> {
     let engine = open_engine(&config.engine);
     let work = tempfile::Builder::new()
         .prefix("iopath-bench-calibrate-")
         .tempdir_in(&config.dir)
-        .with_context(|| format!("create a calibration directory in {}", config.dir.display()))?;
+        .map_err(|e| {
+            BenchError::system(
+                format!("create a calibration directory in {}", config.dir.display()),
+                e,
+            )
+        })?;
     let size = config.request_size_bytes;
     let mut buffer = AlignedBuf::zeroed(size);
     for (i, byte) in buffer.as_mut_slice().iter_mut().enumerate() {
@@ -540,7 +556,9 @@ async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f6
         let path = work.path().join(format!("calibrate{thread}"));
         let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
             .await
-            .with_context(|| format!("create calibration file {}", path.display()))?;
+            .map_err(|e| {
+                BenchError::system(format!("create calibration file {}", path.display()), e)
+            })?;
         let engine = Arc::clone(&engine);
         let payload = payload.clone();
         writers.spawn(async move {
@@ -562,11 +580,12 @@ async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f6
     let mut written = 0u64;
     while let Some(joined) = writers.join_next().await {
         written += joined
-            .context("join a calibration writer")?
-            .context("write the calibration files")?;
+            .map_err(|e| BenchError::tool(format!("join a calibration writer: {e}")))?
+            .map_err(|e| BenchError::system("write the calibration files", e))?;
     }
     let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    work.close().context("remove the calibration directory")?;
+    work.close()
+        .map_err(|e| BenchError::system("remove the calibration directory", e))?;
     Ok(written as f64 / (1u64 << 20) as f64 / elapsed)
 }
 

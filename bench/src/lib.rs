@@ -14,11 +14,15 @@
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`units`]: sizes with IOR-style suffixes (the fabric's, which every crate shares).
+//! - [`error`]: [`BenchError`], the crate's one error type.
 
 pub mod baseline;
 pub mod cpu;
+pub mod error;
 pub mod fio;
 pub mod journal;
 pub mod report;
 pub mod selftest;
 pub use iopath_fabric::units;
+
+pub use error::BenchError;

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use clap::Parser;
+use iopath_bench::BenchError;
 use iopath_bench::fio::{self, parse_fio_json};
 use iopath_bench::journal::{
     self, JournalArgs, JournalReport, ProgressEvent, ProgressLine, measure,
@@ -53,7 +54,9 @@ fn tiny(dir: &Path, extra: &[&str]) -> JournalArgs {
 }
 
 /// Runs `measure`, collecting every progress event as text.
-async fn measure_collecting(args: &JournalArgs) -> (anyhow::Result<JournalReport>, Vec<String>) {
+async fn measure_collecting(
+    args: &JournalArgs,
+) -> (Result<JournalReport, BenchError>, Vec<String>) {
     let events = Mutex::new(Vec::new());
     let result = measure(args, &|event: ProgressEvent<'_>| {
         let text = match event {

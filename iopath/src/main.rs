@@ -301,7 +301,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Up(args) => Ok(iopath_stack::cli::up(args).await?),
         Command::Node(args) => Ok(iopath_stack::cli::node(args).await?),
         Command::Bench(BenchCommand::Ior(args)) => Ok(iopath_stack::ior::run(args).await?),
-        Command::Bench(BenchCommand::Journal(args)) => iopath_bench::journal::run(args).await,
+        Command::Bench(BenchCommand::Journal(args)) => Ok(iopath_bench::journal::run(args).await?),
         Command::Oss(args) => {
             let role = iopath_storage_server::service::role::OssRole {
                 dir: args.dir,
@@ -327,7 +327,7 @@ async fn run(cli: Cli) -> Result<()> {
                     selftest::node::Role::Client { workload, routes }
                 }
             };
-            selftest::node::run_role(role).await
+            Ok(selftest::node::run_role(role).await?)
         }
     }
 }
