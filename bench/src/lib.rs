@@ -8,7 +8,11 @@
 //!   with `iperf3` on loopback as the baseline.
 //! - [`journal`]: `iopath bench journal`, in the spirit of obdfilter-survey and the Spider
 //!   paper: the raw block baseline, OST writes with sync and async journal commits, and an
-//!   external journal, in one run on one file system, with fio beside the baseline.
+//!   external journal, in one run on one file system, with fio beside the baseline; the
+//!   phases run in this process, on the storage server's targets and engines.
+//! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
+//!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
+//! - [`writers`]: requests split over writers, the loop that drives them, their progress.
 //! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
@@ -21,8 +25,10 @@ pub mod cpu;
 pub mod error;
 pub mod fio;
 pub mod journal;
+pub mod raw;
 pub mod report;
 pub mod selftest;
+pub mod writers;
 pub use iopath_fabric::units;
 
 pub use error::BenchError;

@@ -13,7 +13,7 @@ use iopath_bench::fio::{self, parse_fio_json};
 use iopath_bench::journal::{
     self, JournalArgs, JournalReport, ProgressEvent, ProgressLine, measure,
 };
-use iopath_storage_server::bench::BenchProgress;
+use iopath_bench::writers::BenchProgress;
 
 /// `fio --output-format=json` from fio 3.33, 2 jobs x 16 MiB, group reporting, captured on the
 /// project's build machine with the command `fio_write` runs.

@@ -1,25 +1,24 @@
 //! The baselines `iopath bench ior` measures in the same run, so its figures are ratios and
 //! not absolute numbers on a shared machine:
 //!
-//! - **disk**: iopath's raw writer (the journal benchmark's, XDD-style) — as many writers as
-//!   IOR has tasks, each its own file, the same transfer size, one request in flight each,
-//!   O_DIRECT through the same io_uring engine the storage targets use, an fdatasync of every
-//!   file at the end; then the same files read back. Same bytes, same directory (so the same
+//! - **disk**: iopath's raw writer (`iopath_bench::raw`, the journal benchmark's too,
+//!   XDD-style) — as many writers as IOR has tasks, each its own file and its own buffer,
+//!   the same transfer size, one request in flight each, O_DIRECT through the same io_uring
+//!   engine the storage targets use, an fdatasync of every file at the end; then the same
+//!   files read back. Same bytes, same directory (so the same
 //!   file system) as the stack's storage.
 //! - **fio**, when it is installed: the same jobs, for a second opinion on the disk.
 //! - **loopback TCP** (processes mode): one stream moving the same bytes in transfer-size
 //!   writes, the most the bytes could move between two processes on this machine.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
-use iopath_storage_server::engine::aligned::AlignedBuf;
-use iopath_storage_server::engine::{
-    EngineConfig, EngineFile, FileRole, OpenMode, SyncKind, open_engine,
-};
+use iopath_bench::BenchError;
+use iopath_bench::raw::{RawFiles, mib_s};
+use iopath_bench::writers::{Phase, Requests};
+use iopath_storage_server::engine::{EngineConfig, open_engine};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::task::JoinSet;
 
 use crate::error::StackError;
 
@@ -37,91 +36,46 @@ pub struct DiskBaseline {
     pub engine: String,
 }
 
-fn mib_s(bytes: u64, seconds: f64) -> f64 {
-    bytes as f64 / (1u64 << 20) as f64 / seconds.max(1e-9)
-}
-
-/// Measures the raw disk in a fresh directory inside `dir`: `writers` files of
-/// `bytes_per_writer` (whole requests), `request_bytes` per call.
+/// Measures the raw disk in a fresh directory inside `dir` with iopath's raw writer:
+/// `writers` files of `bytes_per_writer` (whole requests), `request_bytes` per call, each
+/// writer from a buffer of its own filled with its task's pattern; then the same files read
+/// back.
 pub async fn disk(
     dir: &Path,
     writers: u32,
     bytes_per_writer: u64,
     request_bytes: u64,
 ) -> Result<DiskBaseline, StackError> {
-    let failed = |why: String| StackError::Baseline { what: "disk", why };
+    let failed = |e: BenchError| StackError::Baseline {
+        what: "disk",
+        why: e.to_string(),
+    };
+    let requests = Requests {
+        files: writers as usize,
+        writers: writers as usize,
+        request_bytes,
+        requests_per_file: (bytes_per_writer / request_bytes).max(1),
+    };
+    // The bytes are real and written for real: each task's pattern, as its IOR task writes.
+    let fill = |buffer: &mut [u8], writer: usize| {
+        crate::ior::pattern::fill(buffer, writer as u32, 0, 0);
+    };
     let engine = open_engine(&EngineConfig::default());
-    let work = tempfile::Builder::new()
-        .prefix("iopath-ior-baseline-")
-        .tempdir_in(dir)
-        .map_err(|e| failed(format!("create a directory in {}: {e}", dir.display())))?;
-    let requests = (bytes_per_writer / request_bytes).max(1);
-    let size = usize::try_from(request_bytes)
-        .map_err(|_| failed("the transfer size does not fit in memory".into()))?;
-    // One aligned buffer per writer, filled once and written at every offset, as each IOR
-    // task (and each fio job) has its own: the bytes are real and written for real, and the
-    // alignment lets them go O_DIRECT.
-    let mut files = Vec::new();
-    let mut payloads = Vec::new();
-    for w in 0..writers {
-        let mut buffer = AlignedBuf::zeroed(size);
-        crate::ior::pattern::fill(buffer.as_mut_slice(), w, 0, 0);
-        payloads.push(buffer.into_bytes());
-        let path = work.path().join(format!("raw{w}"));
-        let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
-            .await
-            .map_err(|e| failed(format!("create {}: {e}", path.display())))?;
-        files.push(Arc::new(file));
-    }
-    let started = Instant::now();
-    let mut tasks = JoinSet::new();
-    for (file, payload) in files.iter().zip(&payloads) {
-        let (engine, file, payload) = (Arc::clone(&engine), Arc::clone(file), payload.clone());
-        tasks.spawn(async move {
-            for i in 0..requests {
-                engine
-                    .write_at(&file, i * request_bytes, payload.clone())
-                    .await?;
-            }
-            engine.fsync(&file, SyncKind::Data).await
-        });
-    }
-    while let Some(joined) = tasks.join_next().await {
-        joined
-            .map_err(|e| failed(format!("a writer stopped: {e}")))?
-            .map_err(|e| failed(format!("write: {e}")))?;
-    }
-    let total = requests * request_bytes * u64::from(writers);
-    let write_mib_s = mib_s(total, started.elapsed().as_secs_f64());
-    let started = Instant::now();
-    let mut tasks = JoinSet::new();
-    for file in &files {
-        let (engine, file) = (Arc::clone(&engine), Arc::clone(file));
-        tasks.spawn(async move {
-            let mut read = 0u64;
-            for i in 0..requests {
-                read += engine.read_at(&file, i * request_bytes, size).await?.len() as u64;
-            }
-            Ok::<u64, std::io::Error>(read)
-        });
-    }
-    let mut read = 0;
-    while let Some(joined) = tasks.join_next().await {
-        read += joined
-            .map_err(|e| failed(format!("a reader stopped: {e}")))?
-            .map_err(|e| failed(format!("read: {e}")))?;
-    }
-    if read != total {
-        return Err(failed(format!("read back {read} bytes of {total}")));
-    }
-    let read_mib_s = mib_s(total, started.elapsed().as_secs_f64());
-    drop(files);
-    work.close()
-        .map_err(|e| failed(format!("remove its directory: {e}")))?;
+    let raw = RawFiles::create(engine, dir, "iopath-ior-baseline-", requests, &fill)
+        .await
+        .map_err(failed)?;
+    let phase = Phase {
+        name: "raw disk",
+        run: 1,
+    };
+    let written = raw.write(phase, None, &|_| {}).await.map_err(failed)?;
+    let read_mib_s = raw.read().await.map_err(failed)?;
+    let engine = raw.engine_name();
+    raw.remove().map_err(failed)?;
     Ok(DiskBaseline {
-        write_mib_s,
+        write_mib_s: written.mib_s(),
         read_mib_s,
-        engine: engine.name(),
+        engine,
     })
 }
 

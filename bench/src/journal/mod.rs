@@ -4,30 +4,49 @@
 //! journal commits, OST writes with asynchronous commits, and optionally the journal on a
 //! separate path (the paper's external journal).
 //!
-//! The measuring is done by `iopath_storage_server::bench::run_journal_bench`; this module is
-//! its front end: options, sizing, the fio baseline, the progress line, the table and JSON.
-//! Every ratio is against iopath's raw writer measured in the same run; fio is reported beside
-//! it (and `async_ratio_vs_fio`) so a reader can check that our baseline is an honest one.
+//! Every ratio is against iopath's raw writer ([`crate::raw`]) measured in the same run; fio
+//! is reported beside it (and `async_ratio_vs_fio`) so a reader can check that our baseline
+//! is an honest one.
+//!
+//! # Layout
+//!
+//! - this module: [`measure`], the whole run — options checked, the fio baseline, the phases
+//!   sized (`--seconds`: from fio, the disk model, or a calibration write), the phases run.
+//! - [`mod@run`]: [`run_journal_bench`], the in-process phases (obdfilter-survey `case=disk`
+//!   style), best of `runs`.
+//! - [`config`]: [`JournalBenchConfig`], threads × objects × request size, disk real or
+//!   modeled.
+//! - [`result`]: [`JournalBenchResult`], the phases' figures and their own table.
+//! - [`report`]: [`JournalReport`], the phases and fio together, as JSON and the table.
+//! - [`progress`]: [`ProgressLine`], the progress line as a pure state machine.
+
+pub mod config;
+pub mod progress;
+pub mod report;
+pub mod result;
+pub mod run;
+
+pub use config::JournalBenchConfig;
+pub use progress::{ProgressEvent, ProgressLine};
+pub use report::{JournalReport, render};
+pub use result::{BenchRow, JournalBenchResult};
+pub use run::run_journal_bench;
 
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use iopath_storage_server::bench::{
-    BenchProgress, JournalBenchConfig, JournalBenchResult, run_journal_bench,
-};
-use iopath_storage_server::engine::aligned::AlignedBuf;
 use iopath_storage_server::engine::modeled::DiskModel;
-use iopath_storage_server::engine::{
-    EngineConfig, EngineFile, EngineKind, FileRole, OpenMode, SyncKind, open_engine,
-};
-use tokio::task::JoinSet;
+use iopath_storage_server::engine::{EngineConfig, EngineKind, open_engine};
 
 use crate::error::BenchError;
 use crate::fio::{self, FIO_ALIGN_BYTES, FioResult};
-use crate::report::{Table, rate};
+use crate::raw::RawFiles;
+use crate::report::rate;
 use crate::units::parse_size;
+use crate::writers::{BenchProgress, Phase, Requests};
+use report::modeled_statement;
 
 /// Longest `--seconds`.
 pub const SECONDS_MAX: u32 = 3600;
@@ -154,100 +173,6 @@ impl JournalArgs {
             ..EngineConfig::default()
         }
     }
-}
-
-/// What the benchmark tells its progress line.
-#[derive(Debug, Clone, Copy)]
-pub enum ProgressEvent<'a> {
-    /// A step worth a line of its own (where it runs, fio starting, sizing).
-    Note(&'a str),
-    /// A phase's progress: about twice a second, and once at its end.
-    Phase(&'a BenchProgress),
-}
-
-/// The progress line on stderr, as a pure state machine: events in, text to write out. On a
-/// terminal one line is rewritten in place; elsewhere (a log, CI) each phase gets one line,
-/// when it ends, so logs stay short.
-#[derive(Debug)]
-pub struct ProgressLine {
-    terminal: bool,
-    /// The last phase and run given a line (non-terminal mode).
-    last_printed: Option<(String, u32)>,
-    /// Something is on the current terminal line.
-    dirty: bool,
-}
-
-/// Clears the terminal line and returns the cursor to its start.
-const CLEAR_LINE: &str = "\r\x1b[2K";
-
-impl ProgressLine {
-    /// A progress line for a terminal (`terminal`) or for a log.
-    pub fn new(terminal: bool) -> ProgressLine {
-        ProgressLine {
-            terminal,
-            last_printed: None,
-            dirty: false,
-        }
-    }
-
-    /// The text to write for `event`, if any.
-    pub fn render(&mut self, event: ProgressEvent<'_>) -> Option<String> {
-        match event {
-            ProgressEvent::Note(text) if self.terminal => {
-                self.dirty = false;
-                Some(format!("{CLEAR_LINE}{text}\n"))
-            }
-            ProgressEvent::Note(text) => Some(format!("{text}\n")),
-            ProgressEvent::Phase(p) if self.terminal => {
-                self.dirty = true;
-                Some(format!("{CLEAR_LINE}{}", p.line()))
-            }
-            ProgressEvent::Phase(p) => {
-                let key = (p.phase.clone(), p.run);
-                if p.bytes_done < p.bytes_total || self.last_printed.as_ref() == Some(&key) {
-                    return None;
-                }
-                self.last_printed = Some(key);
-                Some(format!("{}\n", p.line()))
-            }
-        }
-    }
-
-    /// The text that leaves the terminal clean at the end.
-    pub fn finish(&mut self) -> Option<String> {
-        let dirty = std::mem::replace(&mut self.dirty, false);
-        (self.terminal && dirty).then(|| CLEAR_LINE.to_owned())
-    }
-}
-
-/// Everything one run measured: the in-process benchmark's result (its fields at the top
-/// level of the JSON) and the fio baseline beside it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct JournalReport {
-    /// The in-process phases: `baseline_mib_s` (iopath's raw writer), `sync_mib_s`,
-    /// `async_mib_s`, `sync_ratio`, `async_ratio`, `disk`, the rows, ...
-    #[serde(flatten)]
-    pub bench: JournalBenchResult,
-    /// Which parts of this run were modeled rather than real, in words.
-    pub modeled: String,
-    /// How the phases were sized.
-    pub sizing: String,
-    /// True when `dir` was a temporary directory made in the current directory.
-    pub dir_is_default: bool,
-    /// fio's best write rate over the runs, MiB/s (real disk, even with a disk model).
-    pub fio_mib_s: Option<f64>,
-    /// The fio command line that was run.
-    pub fio_command: Option<String>,
-    /// fio's version.
-    pub fio_version: Option<String>,
-    /// Why there is no fio figure, when fio was wanted but could not run.
-    pub fio_error: Option<String>,
-    /// `baseline_mib_s / fio_mib_s`: how iopath's raw writer compares with fio (real disk only).
-    pub baseline_ratio_vs_fio: Option<f64>,
-    /// `sync_mib_s / fio_mib_s` (real disk only).
-    pub sync_ratio_vs_fio: Option<f64>,
-    /// `async_mib_s / fio_mib_s` (real disk only).
-    pub async_ratio_vs_fio: Option<f64>,
 }
 
 /// Runs `iopath bench journal`: the progress line on stderr, then the table (or `--json`) on
@@ -528,178 +453,33 @@ async fn fio_baseline(
     }
 }
 
-/// Estimates the raw write rate of `config`'s disk with iopath's engine: `threads` writers,
-/// each into its own file, for at most [`CALIBRATION_SECONDS_MAX`], then an fdatasync each.
+/// Estimates the raw write rate of `config`'s disk with iopath's raw writer: `threads`
+/// writers, each into its own file, for at most [`CALIBRATION_SECONDS_MAX`], then an
+/// fdatasync each.
 async fn calibrate_mib_s(config: &JournalBenchConfig, seconds: u32) -> Result<f64, BenchError> {
-    let engine = open_engine(&config.engine);
-    let work = tempfile::Builder::new()
-        .prefix("iopath-bench-calibrate-")
-        .tempdir_in(&config.dir)
-        .map_err(|e| {
-            BenchError::system(
-                format!("create a calibration directory in {}", config.dir.display()),
-                e,
-            )
-        })?;
-    let size = config.request_size_bytes;
-    let mut buffer = AlignedBuf::zeroed(size);
-    for (i, byte) in buffer.as_mut_slice().iter_mut().enumerate() {
-        *byte = (i % 251) as u8;
-    }
-    let payload = buffer.into_bytes();
+    let size = config.request_size_bytes as u64;
     let threads = config.threads as u64;
-    let requests_max = (CALIBRATION_BYTES_MAX / size as u64 / threads).max(1);
-    let limit = Duration::from_secs_f64(f64::from(seconds).min(CALIBRATION_SECONDS_MAX));
-    let started = Instant::now();
-    let mut writers = JoinSet::new();
-    for thread in 0..config.threads {
-        let path = work.path().join(format!("calibrate{thread}"));
-        let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
-            .await
-            .map_err(|e| {
-                BenchError::system(format!("create calibration file {}", path.display()), e)
-            })?;
-        let engine = Arc::clone(&engine);
-        let payload = payload.clone();
-        writers.spawn(async move {
-            let mut written = 0u64;
-            // Bounded twice: by time and by a count of requests.
-            for i in 0..requests_max {
-                if started.elapsed() >= limit {
-                    break;
-                }
-                engine
-                    .write_at(&file, i * size as u64, payload.clone())
-                    .await?;
-                written += size as u64;
-            }
-            engine.fsync(&file, SyncKind::Data).await?;
-            Ok::<u64, std::io::Error>(written)
-        });
-    }
-    let mut written = 0u64;
-    while let Some(joined) = writers.join_next().await {
-        written += joined
-            .map_err(|e| BenchError::tool(format!("join a calibration writer: {e}")))?
-            .map_err(|e| BenchError::system("write the calibration files", e))?;
-    }
-    let elapsed = started.elapsed().as_secs_f64().max(1e-9);
-    work.close()
-        .map_err(|e| BenchError::system("remove the calibration directory", e))?;
-    Ok(written as f64 / (1u64 << 20) as f64 / elapsed)
-}
-
-/// Which parts of a run were modeled, in words, for the table and the JSON.
-fn modeled_statement(config: &JournalBenchConfig, fio_ran: bool) -> String {
-    let Some(model) = config.disk_model else {
-        return "nothing: real files, real writes (O_DIRECT where aligned; the baseline row says \
-                which) and fsyncs on the file system under test"
-            .to_owned();
+    let requests = Requests {
+        files: config.threads,
+        writers: config.threads,
+        request_bytes: size,
+        // Bounded twice: by time and by a count of requests.
+        requests_per_file: (CALIBRATION_BYTES_MAX / size / threads).max(1),
     };
-    let mut text = format!(
-        "the data disk: {} MiB/s, {} ms per head move between data and journal, no write-back cache \
-         (the I/O still happens for real; each completes no earlier than the model says)",
-        rate(model.bandwidth_mib_s),
-        model.seek_ms
-    );
-    if config.external_journal_dir.is_some() {
-        text.push_str(&format!(
-            "; the external journal device: {} MiB/s, {} ms seeks",
-            rate(config.external_journal_model.bandwidth_mib_s),
-            config.external_journal_model.seek_ms
-        ));
-    }
-    if fio_ran {
-        text.push_str("; fio measured the real disk underneath (no ratio is taken against it)");
-    }
-    text
-}
-
-/// The paper-style table: configuration, MiB/s, % of baseline, with the run's facts above it
-/// and the ratios below.
-pub fn render(report: &JournalReport) -> String {
-    let bench = &report.bench;
-    let mut out = format!(
-        "journal benchmark on {} (disk {}, engine {}): {} threads x {} objects x {} KiB requests, {} MiB per phase, best of {}\n",
-        bench.dir,
-        bench.disk,
-        bench.engine,
-        bench.threads,
-        bench.objects,
-        bench.request_size_bytes / 1024,
-        bench.total_bytes >> 20,
-        bench.runs
-    );
-    out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(&format!(
-        "async commits: every {} ms or {} records\n",
-        bench.commit_interval_ms, bench.group_records_max
-    ));
-    match (&report.fio_command, &report.fio_version, &report.fio_error) {
-        (Some(command), Some(version), _) => {
-            out.push_str(&format!("fio ({version}): {command}\n"));
-        }
-        (_, _, Some(error)) => out.push_str(&format!("fio: not run: {error}\n")),
-        _ => out.push_str("fio: not run (--no-fio)\n"),
-    }
-    out.push('\n');
-    let mut table = Table::new(&[
-        "configuration",
-        "MiB/s",
-        "% of baseline",
-        "commits",
-        "seeks",
-    ]);
-    let dash = || "-".to_owned();
-    for (i, row) in bench.rows.iter().enumerate() {
-        table.row(vec![
-            row.configuration.clone(),
-            rate(row.mib_s),
-            format!("{:.1}%", row.percent_of_baseline),
-            if row.commits == 0 {
-                dash()
-            } else {
-                row.commits.to_string()
-            },
-            row.seeks.map_or_else(dash, |s| s.to_string()),
-        ]);
-        // fio's row sits beside the baseline it checks.
-        if i == 0
-            && let Some(fio_mib_s) = report.fio_mib_s
-        {
-            let real = bench.disk == "real";
-            table.row(vec![
-                if real {
-                    "block level (fio io_uring, O_DIRECT)".to_owned()
-                } else {
-                    "block level (fio io_uring, O_DIRECT), real disk".to_owned()
-                },
-                rate(fio_mib_s),
-                if real && bench.baseline_mib_s > 0.0 {
-                    format!("{:.1}%", 100.0 * fio_mib_s / bench.baseline_mib_s)
-                } else {
-                    dash()
-                },
-                dash(),
-                dash(),
-            ]);
-        }
-    }
-    out.push_str(&table.render());
-    out.push('\n');
-    out.push_str(&format!(
-        "sync/baseline {:.3}, async/baseline {:.3}",
-        bench.sync_ratio, bench.async_ratio
-    ));
-    if let Some(external) = bench.external_ratio {
-        out.push_str(&format!(", external/baseline {external:.3}"));
-    }
-    if let Some(vs_fio) = report.async_ratio_vs_fio {
-        out.push_str(&format!(", async/fio {vs_fio:.3}"));
-    }
-    out.push_str(&format!(
-        " (baseline: iopath's raw {} writer, measured in this run; disk {})\n",
-        bench.engine, bench.disk
-    ));
-    out
+    let raw = RawFiles::create(
+        open_engine(&config.engine),
+        &config.dir,
+        "iopath-bench-calibrate-",
+        requests,
+        &run::fill,
+    )
+    .await?;
+    let limit = Duration::from_secs_f64(f64::from(seconds).min(CALIBRATION_SECONDS_MAX));
+    let phase = Phase {
+        name: "calibration",
+        run: 1,
+    };
+    let written = raw.write(phase, Some(limit), &|_| {}).await?;
+    raw.remove()?;
+    Ok(written.mib_s())
 }

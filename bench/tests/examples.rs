@@ -11,7 +11,7 @@ fn journal_bench_example_runs_and_prints_json() {
             "run",
             "--quiet",
             "-p",
-            "iopath-storage-server",
+            "iopath-bench",
             "--example",
             "journal_bench",
             "--",

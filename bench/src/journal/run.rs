@@ -2,24 +2,26 @@
 //!
 //! Each phase writes the same requests (threads × objects × request size) into a fresh
 //! temporary directory on the file system under test, and its time runs until the data is
-//! durable: the raw baseline ends with an fdatasync of every file, the OST phases with an
-//! OST `sync` (every acknowledged write committed). So every figure is "bytes made durable
-//! per second", and the ratios say what the journal costs.
+//! durable: the raw baseline ([`crate::raw`]) ends with an fdatasync of every file, the OST
+//! phases with an OST `sync` (every acknowledged write committed). So every figure is "bytes
+//! made durable per second", and the ratios say what the journal costs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use iopath_storage_server::ObjectId;
+use iopath_storage_server::engine::aligned::AlignedBuf;
+use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};
+use iopath_storage_server::engine::{DiskEngine, open_engine};
+use iopath_storage_server::ost::{Ost, OstConfig, OstEngines};
+use tokio::time::Instant;
 
 use super::config::JournalBenchConfig;
 use super::result::{BenchRow, JournalBenchResult};
-use super::workload::{BenchProgress, drive};
-use crate::engine::aligned::AlignedBuf;
-use crate::engine::modeled::{DiskModel, ModeledEngine};
-use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind, open_engine};
-use crate::error::{Result, StorageError};
-use crate::ids::ObjectId;
-use crate::ost::{Ost, OstConfig, OstEngines};
-use bytes::Bytes;
-use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::time::Instant;
+use crate::error::BenchError;
+use crate::raw::RawFiles;
+use crate::writers::{self, BenchProgress, Phase as Label};
 
 const SYNC: &str = "OST, internal journal, sync commits";
 const ASYNC: &str = "OST, internal journal, async commits";
@@ -30,15 +32,14 @@ const EXTERNAL: &str = "OST, external journal, sync commits";
 pub async fn run_journal_bench(
     config: &JournalBenchConfig,
     progress: &(dyn Fn(&BenchProgress) + Send + Sync),
-) -> Result<JournalBenchResult> {
+) -> Result<JournalBenchResult, BenchError> {
     config.validate()?;
     let real = open_engine(&config.engine);
-    // One aligned buffer, shared by every request: the data is real bytes, written for real,
-    // and its alignment lets every aligned request go O_DIRECT without a copy.
+    // The OST phases' one aligned buffer, shared by every request: the data is real bytes,
+    // written for real, and its alignment lets every aligned request go O_DIRECT without a
+    // copy. (The raw writer fills a buffer of the same bytes for each of its writers.)
     let mut buffer = AlignedBuf::zeroed(config.request_size_bytes);
-    for (i, byte) in buffer.as_mut_slice().iter_mut().enumerate() {
-        *byte = (i % 251) as u8;
-    }
+    fill(buffer.as_mut_slice(), 0);
     let payload = buffer.into_bytes();
 
     let mut best: Vec<Option<BenchRow>> = vec![None, None, None, None];
@@ -52,7 +53,7 @@ pub async fn run_journal_bench(
         for step in 0..phases.len() {
             let slot = (step + run as usize - 1) % phases.len();
             let row = match phases[slot] {
-                Phase::Raw => raw_phase(config, &real, &payload, run, progress).await?,
+                Phase::Raw => raw_phase(config, &real, run, progress).await?,
                 Phase::Ost(mode) => ost_phase(config, &real, &payload, run, mode, progress).await?,
             };
             if best[slot].as_ref().is_none_or(|b| row.mib_s > b.mib_s) {
@@ -89,8 +90,18 @@ enum Mode {
 /// A phase's data engine, and the modeled disk inside it (for its seek count), if any.
 type PhaseEngine = (Arc<dyn DiskEngine>, Option<Arc<ModeledEngine>>);
 
+/// The bytes every write of the benchmark carries, whoever writes them.
+pub(crate) fn fill(buffer: &mut [u8], _writer: usize) {
+    for (i, byte) in buffer.iter_mut().enumerate() {
+        *byte = (i % 251) as u8;
+    }
+}
+
 /// The data engine of one phase: the real engine, or a fresh modeled disk over it.
-fn phase_engine(real: &Arc<dyn DiskEngine>, model: Option<DiskModel>) -> Result<PhaseEngine> {
+fn phase_engine(
+    real: &Arc<dyn DiskEngine>,
+    model: Option<DiskModel>,
+) -> Result<PhaseEngine, BenchError> {
     match model {
         None => Ok((Arc::clone(real), None)),
         Some(model) => {
@@ -100,15 +111,20 @@ fn phase_engine(real: &Arc<dyn DiskEngine>, model: Option<DiskModel>) -> Result<
     }
 }
 
-fn temp_dir(parent: &Path, prefix: &str) -> Result<tempfile::TempDir> {
+fn temp_dir(parent: &Path, prefix: &str) -> Result<tempfile::TempDir, BenchError> {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(parent)
-        .map_err(|e| StorageError::io("create benchmark directory", parent, e))
+        .map_err(|e| {
+            BenchError::system(
+                format!("create benchmark directory {}", parent.display()),
+                e,
+            )
+        })
 }
 
-fn row(configuration: &str, bytes: u64, started: Instant) -> BenchRow {
-    let seconds = started.elapsed().as_secs_f64().max(1e-9);
+fn row(configuration: &str, bytes: u64, seconds: f64) -> BenchRow {
+    let seconds = seconds.max(1e-9);
     BenchRow {
         configuration: configuration.to_string(),
         mib_s: bytes as f64 / (1024.0 * 1024.0) / seconds,
@@ -121,69 +137,33 @@ fn row(configuration: &str, bytes: u64, started: Instant) -> BenchRow {
 }
 
 /// The XDD-style baseline: the same requests straight into plain files through the engine,
-/// O_DIRECT, no journal; then an fdatasync per file.
+/// O_DIRECT, no journal, by iopath's raw writer; each writer ends with an fdatasync of its
+/// files.
 async fn raw_phase(
     config: &JournalBenchConfig,
     real: &Arc<dyn DiskEngine>,
-    payload: &Bytes,
     run: u32,
     progress: &(dyn Fn(&BenchProgress) + Send + Sync),
-) -> Result<BenchRow> {
-    let baseline = format!("block level (raw {} writer)", real.name());
-    let baseline = baseline.as_str();
-    // Whether the writes really bypassed the page cache is counted, not assumed: an unaligned
-    // request size or a file system without O_DIRECT sends them through it.
-    let direct_writes = Arc::new(AtomicU64::new(0));
-    let dir = temp_dir(&config.dir, "iopath-bench-raw-")?;
+) -> Result<BenchRow, BenchError> {
+    let name = format!("block level (raw {} writer)", real.name());
     let (engine, modeled) = phase_engine(real, config.disk_model)?;
-    let mut files = Vec::with_capacity(config.objects);
-    for index in 0..config.objects {
-        let path = dir.path().join(format!("raw{index}"));
-        let file = EngineFile::open_async(path.clone(), FileRole::Data, OpenMode::CreateNew, true)
-            .await
-            .map_err(|e| StorageError::io("create benchmark file", &path, e))?;
-        files.push(file);
-    }
-    let files = Arc::new(files);
-    let started = Instant::now();
-    {
-        let engine = Arc::clone(&engine);
-        let files = Arc::clone(&files);
-        let payload = payload.clone();
-        let direct_writes = Arc::clone(&direct_writes);
-        drive(config, baseline, run, progress, move |object, offset| {
-            let file = Arc::clone(&files[object]);
-            let pending = engine.write_at(&file, offset, payload.clone());
-            let direct_writes = Arc::clone(&direct_writes);
-            async move {
-                let done = pending
-                    .await
-                    .map_err(|e| StorageError::io("write benchmark file", file.path(), e))?;
-                if done.direct {
-                    direct_writes.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            }
-        })
-        .await?;
-    }
-    for file in files.iter() {
-        engine
-            .fsync(file, SyncKind::Data)
-            .await
-            .map_err(|e| StorageError::io("fdatasync benchmark file", file.path(), e))?;
-    }
-    let writes = config.requests_per_object() * config.objects as u64;
-    let direct = direct_writes.load(Ordering::Relaxed);
-    let how = if direct == writes {
-        "O_DIRECT".to_owned()
-    } else if direct == 0 {
-        "through the page cache".to_owned()
-    } else {
-        format!("O_DIRECT for {direct} of {writes} writes")
-    };
-    let label = format!("block level (raw {} writer, {how})", real.name());
-    let mut row = row(&label, config.total_bytes(), started);
+    let raw = RawFiles::create(
+        engine,
+        &config.dir,
+        "iopath-bench-raw-",
+        config.requests(),
+        &fill,
+    )
+    .await?;
+    let label = Label { name: &name, run };
+    let written = raw.write(label, None, progress).await?;
+    raw.remove()?;
+    let label = format!(
+        "block level (raw {} writer, {})",
+        real.name(),
+        written.how()
+    );
+    let mut row = row(&label, config.total_bytes(), written.seconds);
     row.seeks = modeled.map(|m| m.stats().seeks);
     Ok(row)
 }
@@ -196,7 +176,7 @@ async fn ost_phase(
     run: u32,
     mode: Mode,
     progress: &(dyn Fn(&BenchProgress) + Send + Sync),
-) -> Result<BenchRow> {
+) -> Result<BenchRow, BenchError> {
     let name = match mode {
         Mode::Sync => SYNC,
         Mode::Async => ASYNC,
@@ -234,19 +214,21 @@ async fn ost_phase(
     {
         let ost = Arc::clone(&ost);
         let payload = payload.clone();
-        drive(config, name, run, progress, move |object, offset| {
+        let write = move |_writer: usize, object: usize, offset: u64| {
             let ost = Arc::clone(&ost);
             let payload = payload.clone();
             async move {
                 ost.write(ObjectId(object as u64), offset, payload).await?;
                 Ok(())
             }
-        })
-        .await?;
+        };
+        let label = Label { name, run };
+        let done = |_writer: usize, _objects: Vec<usize>| async { Ok(()) };
+        writers::drive(config.requests(), label, None, progress, write, done).await?;
     }
     // Durable means committed: the phase ends when the last acknowledged write is.
     ost.sync().await?;
-    let mut row = row(name, config.total_bytes(), started);
+    let mut row = row(name, config.total_bytes(), started.elapsed().as_secs_f64());
     let after = ost.stats().journal;
     row.commits = after.commits - before.commits;
     row.data_syncs = after.data_syncs - before.data_syncs;
@@ -261,7 +243,7 @@ async fn ost_phase(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineConfig, EngineKind};
+    use iopath_storage_server::engine::{EngineConfig, EngineKind};
 
     /// On a modeled disk the benchmark reproduces the paper's shape: sync commits pay a seek
     /// pair per commit, async commits nearly nothing. Modeled time is paused tokio time.

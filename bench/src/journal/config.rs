@@ -1,10 +1,13 @@
 //! `JournalBenchConfig`: what the journal benchmark runs.
 
-use crate::engine::EngineConfig;
-use crate::engine::modeled::DiskModel;
-use crate::error::{Result, StorageError};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+
+use iopath_storage_server::engine::EngineConfig;
+use iopath_storage_server::engine::modeled::DiskModel;
+use serde::{Deserialize, Serialize};
+
+use crate::error::BenchError;
+use crate::writers::Requests;
 
 /// The benchmark's parameters (obdfilter-survey's `thr`, `nobj`, `rsz`, `size`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,11 +67,21 @@ impl JournalBenchConfig {
 
     /// Bytes one phase writes.
     pub fn total_bytes(&self) -> u64 {
-        self.requests_per_object() * self.request_size_bytes as u64 * self.objects as u64
+        self.requests().total_bytes()
+    }
+
+    /// Every phase's requests: the objects' requests split over the threads.
+    pub fn requests(&self) -> Requests {
+        Requests {
+            files: self.objects,
+            writers: self.threads,
+            request_bytes: self.request_size_bytes as u64,
+            requests_per_file: self.requests_per_object(),
+        }
     }
 
     /// Checks the parameters.
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), BenchError> {
         let problem = if self.threads == 0 || self.threads > 1024 {
             Some("threads must be in 1..=1024".to_string())
         } else if self.objects == 0 || self.objects > 1 << 16 {
@@ -85,7 +98,7 @@ impl JournalBenchConfig {
             None
         };
         if let Some(reason) = problem {
-            return Err(StorageError::InvalidConfig { reason });
+            return Err(BenchError::InvalidConfig { reason });
         }
         if let Some(model) = &self.disk_model {
             model.validate()?;

@@ -1,9 +1,11 @@
 //! `JournalBenchResult`: the figures, serialisable, and the paper-style table.
 
-use super::config::JournalBenchConfig;
-use crate::engine::modeled::DiskModel;
-use serde::{Deserialize, Serialize};
 use std::fmt::Write;
+
+use iopath_storage_server::engine::modeled::DiskModel;
+use serde::{Deserialize, Serialize};
+
+use super::config::JournalBenchConfig;
 
 /// One configuration's measurement (one line of the table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
