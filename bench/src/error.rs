@@ -7,6 +7,7 @@
 
 use iopath_admin::AdminError;
 use iopath_fabric::FabricError;
+use iopath_stack::StackError;
 use iopath_storage_server::StorageError;
 
 /// Everything that can go wrong setting up, running or reporting a benchmark.
@@ -47,6 +48,9 @@ pub enum BenchError {
     /// A storage target or disk engine failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// A stack could not be read, started, reached or stopped.
+    #[error(transparent)]
+    Stack(#[from] StackError),
     /// A node's admin service failed.
     #[error(transparent)]
     Admin(#[from] AdminError),
@@ -115,6 +119,14 @@ impl BenchError {
     /// A [`BenchError::Refused`].
     pub(crate) fn refused(why: impl Into<String>) -> Self {
         BenchError::Refused { why: why.into() }
+    }
+
+    /// A [`BenchError::Io`].
+    pub(crate) fn io(what: impl Into<String>, why: impl std::fmt::Display) -> Self {
+        BenchError::Io {
+            what: what.into(),
+            why: why.to_string(),
+        }
     }
 
     /// A [`BenchError::System`].

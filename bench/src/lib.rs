@@ -1,8 +1,12 @@
-//! iopath's benchmarks. Every figure printed is measured in the run that prints it, beside a
-//! baseline measured in the same run; JSON for machines, a table for people.
+//! iopath's benchmarks, all of them, above the stacks they measure. Every figure printed is
+//! measured in the run that prints it, beside a baseline measured in the same run; JSON for
+//! machines, a table for people.
 //!
 //! # Layout
 //!
+//! - [`ior`]: `iopath bench ior`, IOR's options, meanings and output on an emulated stack,
+//!   every byte read back and checked, beside the raw disk (and loopback TCP) measured in the
+//!   same run.
 //! - [`selftest`]: `iopath selftest`, in the spirit of `lnet_selftest`: `brw` bulk read/write
 //!   and `ping` between a group of clients and a group of servers, in one process or in many,
 //!   with `iperf3` on loopback as the baseline.
@@ -24,6 +28,7 @@ pub mod baseline;
 pub mod cpu;
 pub mod error;
 pub mod fio;
+pub mod ior;
 pub mod journal;
 pub mod raw;
 pub mod report;

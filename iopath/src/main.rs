@@ -80,7 +80,7 @@ enum BenchCommand {
     Journal(iopath_bench::journal::JournalArgs),
     /// IOR on a stack: IOR's flags and output, every byte read back and checked, beside the
     /// raw disk (and loopback TCP with --processes) measured in the same run.
-    Ior(iopath_stack::ior::IorArgs),
+    Ior(iopath_bench::ior::IorArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -300,7 +300,7 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => Ok(iopath_stack::cli::demo(args).await?),
         Command::Up(args) => Ok(iopath_stack::cli::up(args).await?),
         Command::Node(args) => Ok(iopath_stack::cli::node(args).await?),
-        Command::Bench(BenchCommand::Ior(args)) => Ok(iopath_stack::ior::run(args).await?),
+        Command::Bench(BenchCommand::Ior(args)) => Ok(iopath_bench::ior::run(args).await?),
         Command::Bench(BenchCommand::Journal(args)) => Ok(iopath_bench::journal::run(args).await?),
         Command::Oss(args) => {
             let role = iopath_storage_server::service::role::OssRole {

@@ -6,7 +6,7 @@
 #[tokio::main]
 async fn main() -> Result<(), iopath_stack::StackError> {
     let size = match std::env::args().nth(1) {
-        Some(text) => iopath_bench::units::parse_size(&text).map_err(|why| {
+        Some(text) => iopath_fabric::units::parse_size(&text).map_err(|why| {
             iopath_stack::StackError::BadOption {
                 option: "SIZE".into(),
                 why,

@@ -100,7 +100,7 @@ pub struct DemoArgs {
     pub choice: StackChoice,
     /// Bytes per phase (k, m, g suffixes): one striped file of this size, then this much
     /// again split over every client's own file.
-    #[arg(long, default_value = "128m", value_parser = iopath_bench::units::parse_size)]
+    #[arg(long, default_value = "128m", value_parser = iopath_fabric::units::parse_size)]
     pub size: u64,
     /// A process per server node on loopback TCP.
     #[arg(long)]

@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 use crate::cli::DemoArgs;
 use crate::describe::{self, ost_name};
 use crate::error::StackError;
-use crate::ior::pattern;
 use crate::journal::{self, TargetJournal};
+use crate::pattern;
 use crate::runtime::{Mode, RunningStack, StorageDir};
 use crate::schema::{FyodMode, Role, RoleName, Stack};
 

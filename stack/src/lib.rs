@@ -1,6 +1,6 @@
 //! iopath's stacks: a whole emulated I/O path — compute-node clients, fyod forwarders, LNET
 //! routers, storage servers and the metadata service — described in one TOML file, started
-//! in one process or as a process per node, and measured with IOR.
+//! in one process or as a process per node; `iopath_bench` measures them with IOR.
 //!
 //! # Layout
 //!
@@ -16,16 +16,16 @@
 //! - [`journal`]: what the targets' journals committed, embedded or over admin services.
 //! - [`cli`]: `iopath up`, `iopath node`, `iopath demo` — argument structs and run functions.
 //! - [`demo`]: the demo itself: phases, verification, the path hop by hop.
-//! - [`ior`]: `iopath bench ior`: IOR's options and output on a stack, verified read-back,
-//!   and the raw disk and loopback TCP baselines measured in the same run.
+//! - [`pattern`]: the data every writer on a stack writes (IOR's words: which task, which
+//!   repetition, where) and the check of what comes back.
 //! - [`error`]: [`StackError`], the crate's one error type.
 
 pub mod cli;
 pub mod demo;
 pub mod describe;
 pub mod error;
-pub mod ior;
 pub mod journal;
+pub mod pattern;
 pub mod presets;
 pub mod runtime;
 pub mod schema;

@@ -1,6 +1,7 @@
 //! The stack as a process per server node on loopback TCP: spider-mini starts (each node a
 //! child process that says READY), a client in this process writes and reads back through
-//! the client library, `bench ior --processes` runs on it, and everything stops cleanly.
+//! the client library, the demo runs through fyod processes, and everything stops cleanly.
+//! (IOR over node processes is tested beside IOR, in `bench/tests/processes.rs`.)
 //!
 //! `suite` runs the whole path's suite over such stacks.
 //!
@@ -14,8 +15,6 @@ use bytes::Bytes;
 use clap::Parser;
 use iopath_client::StripeRequest;
 use iopath_stack::cli::NodeArgs;
-use iopath_stack::ior::IorArgs;
-use iopath_stack::ior::phase::Progress;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -50,9 +49,6 @@ fn main() -> ExitCode {
         Trial::test("spider_mini_on_loopback_tcp_serves_and_stops", || {
             block_on(spider_mini_on_loopback_tcp_serves_and_stops())
         }),
-        Trial::test("ior_runs_over_processes", || {
-            block_on(ior_runs_over_processes())
-        }),
         Trial::test("the_demo_runs_through_fyod_processes", || {
             block_on(the_demo_runs_through_fyod_processes())
         }),
@@ -63,10 +59,6 @@ fn main() -> ExitCode {
         Trial::test("suite::sixty_four_nodes_through_four_fyods", || {
             block_on(suite::sixty_four_nodes_through_four_fyods())
         }),
-        Trial::test(
-            "suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them",
-            || block_on(suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them()),
-        ),
         Trial::test("suite::a_storage_server_killed_mid_run", || {
             block_on(suite::a_storage_server_killed_mid_run())
         }),
@@ -176,76 +168,6 @@ async fn spider_mini_on_loopback_tcp_serves_and_stops() -> Result<(), String> {
     file.close().await.map_err(|e| e.to_string())?;
     running.stop().await.map_err(|e| e.to_string())?;
     check!(!root.exists(), "the temporary storage is removed");
-    Ok(())
-}
-
-async fn ior_runs_over_processes() -> Result<(), String> {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        ior: IorArgs,
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let args = [
-        "ior",
-        "--preset",
-        "spider-mini",
-        "--processes",
-        "-w",
-        "-r",
-        "-F",
-        "-t",
-        "256k",
-        "-b",
-        "1m",
-        "-N",
-        "4",
-        "-O",
-        "summaryFormat=JSON",
-        "--dir",
-    ];
-    let cli = Cli::try_parse_from(
-        args.iter()
-            .map(|s| s.to_string())
-            .chain([dir.path().display().to_string()]),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    let outcome = iopath_stack::ior::measure(
-        &cli.ior,
-        "ior",
-        &mut out,
-        Progress::Silent,
-        Some(&launcher()?),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    check!(
-        outcome.results.len() == 2,
-        "a write and a read: {:?}",
-        outcome.results
-    );
-    check!(
-        outcome.facts.mode == "processes",
-        "{:?}",
-        outcome.facts.mode
-    );
-    check!(
-        outcome.facts.verified_bytes == 4 << 20,
-        "every byte read back and checked"
-    );
-    check!(
-        outcome.facts.baselines.tcp_mib_s.is_some(),
-        "loopback TCP measured in the same run"
-    );
-    check!(
-        outcome.facts.ratios.write_vs_min_disk_tcp.is_some(),
-        "the processes ratio"
-    );
-    let json: serde_json::Value =
-        serde_json::from_slice(&out).map_err(|e| format!("not JSON: {e}"))?;
-    check!(json["summary"][0]["operation"] == "write", "{json}");
-    check!(json["iopath"]["mode"] == "processes", "{json}");
     Ok(())
 }
 

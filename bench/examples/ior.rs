@@ -1,5 +1,5 @@
 //! IOR on an emulated stack (what `iopath bench ior` does), e.g.
-//! `cargo run --release -p iopath-stack --example ior -- --preset asci-red-mini -w -r -F -t 1m -b 64m`.
+//! `cargo run --release -p iopath-bench --example ior -- --preset asci-red-mini -w -r -F -t 1m -b 64m`.
 //! With `--processes` it starts its node processes from itself: run as `ior node --stack FILE
 //! --name NODE --dir DIR`, it is `iopath node`.
 
@@ -9,7 +9,7 @@ use clap::Parser;
 #[derive(Debug, Parser)]
 struct Cli {
     #[command(flatten)]
-    ior: iopath_stack::ior::IorArgs,
+    ior: iopath_bench::ior::IorArgs,
 }
 
 /// `ior node ...`: one node of a stack.
@@ -25,10 +25,10 @@ enum NodeCommand {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), iopath_stack::StackError> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().nth(1).as_deref() == Some("node") {
         let NodeCommand::Node(args) = NodeCli::parse().command;
-        return iopath_stack::cli::node(args).await;
+        return Ok(iopath_stack::cli::node(args).await?);
     }
-    iopath_stack::ior::run(Cli::parse().ior).await
+    Ok(iopath_bench::ior::run(Cli::parse().ior).await?)
 }

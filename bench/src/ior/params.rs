@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::StackError;
+use crate::error::BenchError;
 
 /// Most tasks one run may start.
 pub const TASKS_MAX: u32 = 4096;
@@ -39,10 +39,10 @@ pub struct IorArgs {
     #[arg(short = 'N', value_name = "N")]
     pub tasks: Option<u32>,
     /// Contiguous bytes to write per task per segment (IOR blockSize; k, m, g suffixes).
-    #[arg(short = 'b', value_name = "SIZE", default_value = "1m", value_parser = iopath_bench::units::parse_size)]
+    #[arg(short = 'b', value_name = "SIZE", default_value = "1m", value_parser = crate::units::parse_size)]
     pub block_size_bytes: u64,
     /// Bytes per read or write call (IOR transferSize; k, m, g suffixes).
-    #[arg(short = 't', value_name = "SIZE", default_value = "256k", value_parser = iopath_bench::units::parse_size)]
+    #[arg(short = 't', value_name = "SIZE", default_value = "256k", value_parser = crate::units::parse_size)]
     pub transfer_size_bytes: u64,
     /// Number of segments (IOR segmentCount).
     #[arg(short = 's', value_name = "COUNT", default_value_t = 1)]
@@ -174,8 +174,8 @@ pub struct IorParams {
 impl IorParams {
     /// Checks `args`. IOR's rules: a transfer is whole 8-byte words, a block is whole
     /// transfers; neither -w nor -r means both.
-    pub fn from_args(args: &IorArgs) -> Result<IorParams, StackError> {
-        let bad = |option: &str, why: String| StackError::BadOption {
+    pub fn from_args(args: &IorArgs) -> Result<IorParams, BenchError> {
+        let bad = |option: &str, why: String| BenchError::BadOption {
             option: option.to_owned(),
             why,
         };
@@ -305,16 +305,16 @@ impl IorParams {
     }
 
     /// Checks the size of the run once the number of tasks is known.
-    pub fn check_tasks(&self, tasks: u32) -> Result<(), StackError> {
+    pub fn check_tasks(&self, tasks: u32) -> Result<(), BenchError> {
         if !(1..=TASKS_MAX).contains(&tasks) {
-            return Err(StackError::BadOption {
+            return Err(BenchError::BadOption {
                 option: "-N".into(),
                 why: format!("tasks must be 1 to {TASKS_MAX}"),
             });
         }
         let total = self.aggregate_bytes(tasks);
         if total > AGGREGATE_MAX_BYTES {
-            return Err(StackError::BadOption {
+            return Err(BenchError::BadOption {
                 option: "-b".into(),
                 why: format!(
                     "{tasks} tasks x {} segments x {} bytes is more than {AGGREGATE_MAX_BYTES} bytes",
@@ -388,9 +388,9 @@ mod tests {
         ior: IorArgs,
     }
 
-    fn params(args: &[&str]) -> Result<IorParams, StackError> {
+    fn params(args: &[&str]) -> Result<IorParams, BenchError> {
         let cli = Cli::try_parse_from(std::iter::once("ior").chain(args.iter().copied())).map_err(
-            |e| StackError::BadOption {
+            |e| BenchError::BadOption {
                 option: "parse".into(),
                 why: e.to_string(),
             },

@@ -3,7 +3,8 @@
 //! same run so the figures are ratios.
 //!
 //! - [`params`]: IOR's flags ([`IorArgs`]) checked into [`IorParams`]; task placement.
-//! - [`pattern`]: the data each task writes and the check of what comes back.
+//! - [`pattern`]: the data each task writes and the check of what comes back (the stack's,
+//!   which the demo writes too).
 //! - [`buffers`]: transfer buffers, reused once the client library lets go of them.
 //! - [`phase`]: one write or read phase over every task, timed as IOR times it.
 //! - [`baseline`]: the raw disk writer/reader, fio if installed, loopback TCP.
@@ -13,10 +14,10 @@
 pub mod baseline;
 pub mod buffers;
 pub mod params;
-pub mod pattern;
 pub mod phase;
 pub mod report;
 pub mod run;
 
+pub use iopath_stack::pattern;
 pub use params::{IorArgs, IorParams};
 pub use run::{IorOutcome, measure, run};

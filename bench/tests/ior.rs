@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
 use clap::Parser;
-use iopath_stack::ior::phase::Progress;
-use iopath_stack::ior::{IorArgs, IorOutcome};
+use iopath_bench::ior::phase::Progress;
+use iopath_bench::ior::{IorArgs, IorOutcome};
 
 #[derive(Parser)]
 struct Cli {
@@ -20,7 +20,7 @@ async fn ior(args: &[&str]) -> (IorOutcome, String) {
     let cli = Cli::try_parse_from(argv).unwrap();
     let mut out = Vec::new();
     let outcome =
-        iopath_stack::ior::measure(&cli.ior, "ior TEST", &mut out, Progress::Silent, None)
+        iopath_bench::ior::measure(&cli.ior, "ior TEST", &mut out, Progress::Silent, None)
             .await
             .unwrap();
     // Nothing is left in the directory: the stack's storage and the baseline's files go.
@@ -288,13 +288,13 @@ async fn through_fyods_and_routers_too() {
 async fn bad_options_are_refused_before_anything_runs() {
     let cli = Cli::try_parse_from(["ior", "-t", "1m", "-b", "1536k"]).unwrap();
     let error =
-        iopath_stack::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
+        iopath_bench::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
             .await
             .unwrap_err();
     assert!(error.to_string().starts_with("-b: "), "{error}");
     let cli = Cli::try_parse_from(["ior", "--preset", "nope"]).unwrap();
     let error =
-        iopath_stack::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
+        iopath_bench::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
             .await
             .unwrap_err();
     assert!(

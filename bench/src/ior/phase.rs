@@ -19,9 +19,9 @@ use iopath_fabric::aligned::BufferPool;
 
 use super::buffers;
 use super::params::{Api, IorParams, node_of, reader_source};
-use super::pattern;
 use super::report::{Access, PhaseResult};
-use crate::error::StackError;
+use crate::error::BenchError;
+use iopath_stack::pattern;
 
 /// How often the progress line is redrawn on a terminal.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -94,7 +94,7 @@ pub async fn write(
     job: &Arc<Job>,
     iteration: u32,
     progress: Progress,
-) -> Result<PhaseResult, StackError> {
+) -> Result<PhaseResult, BenchError> {
     run(job, Access::Write, iteration, progress).await
 }
 
@@ -103,7 +103,7 @@ pub async fn read(
     job: &Arc<Job>,
     iteration: u32,
     progress: Progress,
-) -> Result<PhaseResult, StackError> {
+) -> Result<PhaseResult, BenchError> {
     run(job, Access::Read, iteration, progress).await
 }
 
@@ -112,7 +112,7 @@ async fn run(
     access: Access,
     iteration: u32,
     progress: Progress,
-) -> Result<PhaseResult, StackError> {
+) -> Result<PhaseResult, BenchError> {
     let total = job.params.aggregate_bytes(job.tasks);
     let done = Arc::new(AtomicU64::new(0));
     let barrier = Arc::new(Barrier::new(job.tasks as usize));
@@ -154,7 +154,7 @@ async fn run(
                 match joined {
                     Ok(Ok(t)) => times.push(t),
                     Ok(Err(e)) => { first_error.get_or_insert(e); }
-                    Err(e) => { first_error.get_or_insert(StackError::io("an IOR task", e)); }
+                    Err(e) => { first_error.get_or_insert(BenchError::io("an IOR task", e)); }
                 }
             }
             _ = ticker.tick() => {
@@ -265,11 +265,11 @@ async fn write_task(
     created_tx: &watch::Sender<Option<Result<(), String>>>,
     mut created_rx: watch::Receiver<Option<Result<(), String>>>,
     done: &AtomicU64,
-) -> Result<TaskTimes, StackError> {
+) -> Result<TaskTimes, BenchError> {
     let p = &job.params;
     let client = job.client_of(task);
     let path = p.file_of(task);
-    let io = |what: &str, e: ClientError| StackError::io(format!("task {task}: {what} {path}"), e);
+    let io = |what: &str, e: ClientError| BenchError::io(format!("task {task}: {what} {path}"), e);
     barrier.wait().await;
     let open_start = Instant::now();
     let file = if p.file_per_proc {
@@ -285,10 +285,10 @@ async fn write_task(
         let outcome = created_rx
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| StackError::io(format!("task {task}: open {path}"), "task 0 stopped"))?
+            .map_err(|_| BenchError::io(format!("task {task}: open {path}"), "task 0 stopped"))?
             .clone();
         if let Some(Err(why)) = outcome {
-            return Err(StackError::io(
+            return Err(BenchError::io(
                 format!("task {task}: open {path}"),
                 format!("task 0 could not create it: {why}"),
             ));
@@ -364,13 +364,13 @@ async fn read_task(
     iteration: u32,
     barrier: &Barrier,
     done: &AtomicU64,
-) -> Result<TaskTimes, StackError> {
+) -> Result<TaskTimes, BenchError> {
     let p = &job.params;
     let client = job.client_of(task);
     // With -C the task reads what the task one node over wrote.
     let source = reader_source(task, job.tasks, job.nodes(), p.reorder_tasks);
     let path = p.file_of(source);
-    let io = |what: &str, e: ClientError| StackError::io(format!("task {task}: {what} {path}"), e);
+    let io = |what: &str, e: ClientError| BenchError::io(format!("task {task}: {what} {path}"), e);
     barrier.wait().await;
     let open_start = Instant::now();
     let file = client.open(&path).await.map_err(|e| io("open", e))?;
@@ -379,9 +379,9 @@ async fn read_task(
     let mut call_seconds = 0.0;
     let mut calls = 0;
     let t = p.transfer_size_bytes;
-    let verify = |data: Bytes, offset: u64| -> Result<(), StackError> {
+    let verify = |data: Bytes, offset: u64| -> Result<(), BenchError> {
         if data.len() as u64 != t {
-            return Err(StackError::Verify {
+            return Err(BenchError::Verify {
                 what: format!(
                     "task {task}: {path} at {offset}: read {} bytes, {t} were written",
                     data.len()
@@ -392,7 +392,7 @@ async fn read_task(
         pattern::check(&data, source, iteration, at).map_err(|mut m| {
             // Report where in the file, whatever offset the pattern was made for.
             m.file_offset = m.file_offset - at + offset;
-            StackError::Verify {
+            BenchError::Verify {
                 what: format!("task {task} reading task {source}'s data in {path}: {m}"),
             }
         })
@@ -438,7 +438,7 @@ async fn read_task(
 
 /// Removes the files of a run (IOR's `remove` line): each task its own with -F, task 0 the
 /// shared one. Returns the seconds it took.
-pub async fn remove(job: &Arc<Job>) -> Result<f64, StackError> {
+pub async fn remove(job: &Arc<Job>) -> Result<f64, BenchError> {
     let started = Instant::now();
     let owners: Vec<u32> = if job.params.file_per_proc {
         (0..job.tasks).collect()
@@ -453,11 +453,11 @@ pub async fn remove(job: &Arc<Job>) -> Result<f64, StackError> {
             job.client_of(task)
                 .unlink(&path)
                 .await
-                .map_err(|e| StackError::io(format!("task {task}: remove {path}"), e))
+                .map_err(|e| BenchError::io(format!("task {task}: remove {path}"), e))
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        joined.map_err(|e| StackError::io("an IOR task", e))??;
+        joined.map_err(|e| BenchError::io("an IOR task", e))??;
     }
     Ok(started.elapsed().as_secs_f64())
 }
@@ -465,18 +465,18 @@ pub async fn remove(job: &Arc<Job>) -> Result<f64, StackError> {
 /// The tasks end, as IOR's processes do when it exits: each client commits what its servers
 /// acknowledged and disconnects (see [`Client::close`]), so nothing the run wrote lives only
 /// in this process's memory when it goes.
-pub async fn end(job: &Job) -> Result<(), StackError> {
+pub async fn end(job: &Job) -> Result<(), BenchError> {
     for client in &job.clients {
         client
             .close()
             .await
-            .map_err(|e| StackError::io("commit the tasks' writes and disconnect", e))?;
+            .map_err(|e| BenchError::io("commit the tasks' writes and disconnect", e))?;
     }
     Ok(())
 }
 
 /// Makes the test file's parent directories, as `mkdir -p` would.
-pub async fn make_parents(client: &Client, test_file: &str) -> Result<(), StackError> {
+pub async fn make_parents(client: &Client, test_file: &str) -> Result<(), BenchError> {
     let mut path = String::new();
     let parts: Vec<&str> = test_file.split('/').filter(|p| !p.is_empty()).collect();
     for part in &parts[..parts.len().saturating_sub(1)] {
@@ -485,16 +485,16 @@ pub async fn make_parents(client: &Client, test_file: &str) -> Result<(), StackE
         match client.stat(&path).await {
             Ok(stat) if stat.is_dir => continue,
             Ok(_) => {
-                return Err(StackError::BadOption {
+                return Err(BenchError::BadOption {
                     option: "-o".into(),
                     why: format!("{path} is a file, not a directory"),
                 });
             }
             Err(ClientError::NotFound { .. }) => match client.mkdir(&path).await {
                 Ok(()) | Err(ClientError::Exists { .. }) => {}
-                Err(e) => return Err(StackError::io(format!("mkdir {path}"), e)),
+                Err(e) => return Err(BenchError::io(format!("mkdir {path}"), e)),
             },
-            Err(e) => return Err(StackError::io(format!("stat {path}"), e)),
+            Err(e) => return Err(BenchError::io(format!("stat {path}"), e)),
         }
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! The baselines `iopath bench ior` measures in the same run, so its figures are ratios and
 //! not absolute numbers on a shared machine:
 //!
-//! - **disk**: iopath's raw writer (`iopath_bench::raw`, the journal benchmark's too,
+//! - **disk**: iopath's raw writer ([`crate::raw`], the journal benchmark's too,
 //!   XDD-style) — as many writers as IOR has tasks, each its own file and its own buffer,
 //!   the same transfer size, one request in flight each, O_DIRECT through the same io_uring
 //!   engine the storage targets use, an fdatasync of every file at the end; then the same
@@ -14,13 +14,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use iopath_bench::BenchError;
-use iopath_bench::raw::{RawFiles, mib_s};
-use iopath_bench::writers::{Phase, Requests};
+use iopath_stack::pattern;
 use iopath_storage_server::engine::{EngineConfig, open_engine};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::error::StackError;
+use crate::error::BenchError;
+use crate::fio;
+use crate::raw::{RawFiles, mib_s};
+use crate::writers::{Phase, Requests};
 
 /// Largest buffer the loopback TCP baseline writes at once.
 const TCP_WRITE_MAX_BYTES: u64 = 4 << 20;
@@ -45,8 +46,8 @@ pub async fn disk(
     writers: u32,
     bytes_per_writer: u64,
     request_bytes: u64,
-) -> Result<DiskBaseline, StackError> {
-    let failed = |e: BenchError| StackError::Baseline {
+) -> Result<DiskBaseline, BenchError> {
+    let failed = |e: BenchError| BenchError::Baseline {
         what: "disk",
         why: e.to_string(),
     };
@@ -58,7 +59,7 @@ pub async fn disk(
     };
     // The bytes are real and written for real: each task's pattern, as its IOR task writes.
     let fill = |buffer: &mut [u8], writer: usize| {
-        crate::ior::pattern::fill(buffer, writer as u32, 0, 0);
+        pattern::fill(buffer, writer as u32, 0, 0);
     };
     let engine = open_engine(&EngineConfig::default());
     let raw = RawFiles::create(engine, dir, "iopath-ior-baseline-", requests, &fill)
@@ -86,18 +87,15 @@ pub async fn fio(
     bytes_per_job: u64,
     request_bytes: u64,
 ) -> Result<(f64, String), String> {
-    let Some(version) = iopath_bench::fio::fio_version() else {
+    let Some(version) = fio::fio_version() else {
         return Err("fio is not installed (apt-get install fio adds this second opinion)".into());
     };
-    if jobs > iopath_bench::fio::FIO_JOBS_MAX {
-        return Err(format!(
-            "more tasks than fio's {} jobs",
-            iopath_bench::fio::FIO_JOBS_MAX
-        ));
+    if jobs > fio::FIO_JOBS_MAX {
+        return Err(format!("more tasks than fio's {} jobs", fio::FIO_JOBS_MAX));
     }
     let dir = dir.to_path_buf();
     let measured = tokio::task::spawn_blocking(move || {
-        iopath_bench::fio::fio_write(&dir, bytes_per_job, request_bytes, 1, jobs, None)
+        fio::fio_write(&dir, bytes_per_job, request_bytes, 1, jobs, None)
     })
     .await
     .map_err(|e| format!("fio did not finish: {e}"))?;
@@ -109,8 +107,8 @@ pub async fn fio(
 
 /// One loopback TCP stream moving `bytes` in `request_bytes` writes: MiB/s from the first
 /// byte sent to the last byte received.
-pub async fn loopback_tcp(bytes: u64, request_bytes: u64) -> Result<f64, StackError> {
-    let failed = |why: String| StackError::Baseline {
+pub async fn loopback_tcp(bytes: u64, request_bytes: u64) -> Result<f64, BenchError> {
+    let failed = |why: String| BenchError::Baseline {
         what: "loopback TCP",
         why,
     };

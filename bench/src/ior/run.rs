@@ -11,10 +11,11 @@ use super::baseline;
 use super::params::{IorArgs, IorParams, SummaryFormat, tasks_per_node};
 use super::phase::{self, Job, Progress};
 use super::report::{self, Baselines, IopathFacts, PhaseResult, Ratios, RunInfo};
-use crate::cli::StackChoice;
-use crate::error::StackError;
-use crate::runtime::{Launcher, Mode, RunningStack, StorageDir};
-use crate::schema::{Role, RoleName, Stack};
+use crate::error::BenchError;
+use crate::fio;
+use iopath_stack::cli::StackChoice;
+use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::schema::{Role, RoleName, Stack};
 
 /// Everything a run measured.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ pub struct IorOutcome {
 
 /// Runs `iopath bench ior`: the progress line on standard error, IOR's output (or its JSON)
 /// on standard output.
-pub async fn run(args: IorArgs) -> Result<(), StackError> {
+pub async fn run(args: IorArgs) -> Result<(), BenchError> {
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let mut out = std::io::stdout();
     measure(&args, &command_line, &mut out, Progress::Stderr, None)
@@ -45,7 +46,7 @@ pub async fn measure(
     out: &mut dyn Write,
     progress: Progress,
     launcher: Option<&Launcher>,
-) -> Result<IorOutcome, StackError> {
+) -> Result<IorOutcome, BenchError> {
     let params = IorParams::from_args(args)?;
     let choice = StackChoice {
         preset: args.preset.clone(),
@@ -55,7 +56,7 @@ pub async fn measure(
     let stack = choice.load()?;
     let client_nodes = stack.nodes_of(RoleName::Client);
     if client_nodes.is_empty() {
-        return Err(StackError::BadOption {
+        return Err(BenchError::BadOption {
             option: "--stack".into(),
             why: format!("{} has no client nodes to run tasks on", stack.origin),
         });
@@ -87,7 +88,7 @@ pub async fn measure(
         "baseline: raw disk writes and reads (iopath's io_uring writer)",
     );
     let disk = baseline::disk(storage.path(), tasks, bytes_per_task, t).await?;
-    let fio = if t.is_multiple_of(iopath_bench::fio::FIO_ALIGN_BYTES) {
+    let fio = if t.is_multiple_of(fio::FIO_ALIGN_BYTES) {
         note(progress, "baseline: fio, if installed");
         baseline::fio(storage.path(), tasks, bytes_per_task, t).await
     } else {
@@ -180,7 +181,7 @@ async fn on_stack(
     command_line: &str,
     out: &mut dyn Write,
     progress: Progress,
-) -> Result<IorOutcome, StackError> {
+) -> Result<IorOutcome, BenchError> {
     let stack = running.stack();
     let client_nodes = running.clients();
     let mut clients = Vec::new();
@@ -213,7 +214,7 @@ async fn on_stack(
     };
     print(&report::header_text(&info));
     phase::make_parents(&clients[0], &params.test_file).await?;
-    let commits_before: u64 = crate::journal::targets(running)
+    let commits_before: u64 = iopath_stack::journal::targets(running)
         .await?
         .iter()
         .map(|j| j.commits)
@@ -250,7 +251,7 @@ async fn on_stack(
     // The tasks end as a program does: each client commits what its servers acknowledged and
     // disconnects, so nothing written lives only in this process's memory when it exits.
     phase::end(&job).await?;
-    let commits_after: u64 = crate::journal::targets(running)
+    let commits_after: u64 = iopath_stack::journal::targets(running)
         .await?
         .iter()
         .map(|j| j.commits)
@@ -292,7 +293,7 @@ async fn on_stack(
     if !text {
         let json = report::json_report(&info, &results, finished, facts.clone());
         let encoded = serde_json::to_string_pretty(&json)
-            .map_err(|e| StackError::io("encode the JSON report", e))?;
+            .map_err(|e| BenchError::io("encode the JSON report", e))?;
         let _ = writeln!(out, "{encoded}");
     }
     Ok(IorOutcome {

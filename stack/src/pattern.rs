@@ -1,10 +1,10 @@
-//! The data IOR tasks write, and the check of what comes back: every 8-byte word says which
-//! task wrote it, in which repetition, and where — its offset in the file with -l (IOR's
-//! storeFileOffset), else its offset in the transfer, since without -l a task writes one
-//! buffer, filled once, at every offset, as IOR does. So a byte that comes from the wrong
-//! task or an earlier repetition, is shifted or flipped, or is lost to a hole, is always
-//! caught, and one that lands at the wrong file offset is caught with -l. One XOR per word:
-//! filling and checking run at memory speed.
+//! The data IOR tasks (`iopath_bench::ior`) and the demo write, and the check of what comes
+//! back: every 8-byte word says which task wrote it, in which repetition, and where — its
+//! offset in the file with -l (IOR's storeFileOffset), else its offset in the transfer, since
+//! without -l a task writes one buffer, filled once, at every offset, as IOR does. So a byte
+//! that comes from the wrong task or an earlier repetition, is shifted or flipped, or is lost
+//! to a hole, is always caught, and one that lands at the wrong file offset is caught with
+//! -l. One XOR per word: filling and checking run at memory speed.
 
 use iopath_client::ChecksumKind;
 
