@@ -1,34 +1,31 @@
-//! IOR on an emulated stack (what `iopath bench ior` does), e.g.
-//! `cargo run --release -p iopath-bench --example ior -- --preset asci-red-mini -w -r -F -t 1m -b 64m`.
-//! With `--processes` it starts its node processes from itself: run as `ior node --stack FILE
-//! --name NODE --dir DIR`, it is `iopath node`.
+//! IOR on an emulated stack, what `iopath bench ior -w -r -F -t 1m -b 16m` does: every client
+//! node of a preset (asci-red-mini unless named) runs one IOR task, each writing a file of
+//! its own in 1 MiB transfers, then reading it back with every word checked — IOR's output,
+//! beside the raw disk measured in the same run.
+//!
+//! `cargo run --release -p iopath-bench --example ior -- [PRESET]`
 
-use clap::Parser;
-
-/// IOR's flags and where to run.
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    ior: iopath_bench::ior::IorArgs,
-}
-
-/// `ior node ...`: one node of a stack.
-#[derive(Debug, Parser)]
-struct NodeCli {
-    #[command(subcommand)]
-    command: NodeCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum NodeCommand {
-    Node(iopath_stack::cli::NodeArgs),
-}
+use iopath_bench::ior::phase::Progress;
+use iopath_bench::ior::{IorOptions, measure};
+use iopath_stack::StackChoice;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    if std::env::args().nth(1).as_deref() == Some("node") {
-        let NodeCommand::Node(args) = NodeCli::parse().command;
-        return Ok(iopath_stack::cli::node(args).await?);
-    }
-    Ok(iopath_bench::ior::run(Cli::parse().ior).await?)
+async fn main() -> Result<(), iopath_bench::BenchError> {
+    let options = IorOptions {
+        choice: StackChoice {
+            preset: std::env::args().nth(1),
+            ..StackChoice::default()
+        },
+        write: true,
+        read: true,
+        file_per_proc: true,
+        transfer_size_bytes: 1 << 20,
+        block_size_bytes: 16 << 20,
+        ..IorOptions::default()
+    };
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut out = std::io::stdout();
+    measure(&options, &command_line, &mut out, Progress::Stderr, None)
+        .await
+        .map(drop)
 }

@@ -1,6 +1,6 @@
 //! Writers with one request in flight each, as obdfilter-survey's threads and fio's jobs
 //! (`iodepth=1`) keep: how a run's requests are split over them ([`Requests`]), the loop that
-//! drives them ([`drive`]), and the progress they report ([`BenchProgress`]).
+//! drives them (`drive`), and the progress they report ([`BenchProgress`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -90,7 +90,7 @@ impl BenchProgress {
     }
 }
 
-/// Which phase a [`drive`] is, for its progress reports.
+/// Which phase a run of the writers is, for its progress reports.
 #[derive(Debug, Clone, Copy)]
 pub struct Phase<'a> {
     /// The configuration being measured.

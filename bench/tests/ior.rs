@@ -2,25 +2,35 @@
 //! read-back check, and the baselines and ratios beside them.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
-use clap::Parser;
 use iopath_bench::ior::phase::Progress;
-use iopath_bench::ior::{IorArgs, IorOutcome};
+use iopath_bench::ior::{IorOptions, IorOutcome};
+use iopath_stack::StackChoice;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    ior: IorArgs,
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+/// IOR's defaults on preset `name`, with `-t` and `-b` as given.
+fn on(name: &str, transfer_size_bytes: u64, block_size_bytes: u64) -> IorOptions {
+    IorOptions {
+        choice: StackChoice {
+            preset: Some(name.into()),
+            ..StackChoice::default()
+        },
+        transfer_size_bytes,
+        block_size_bytes,
+        ..IorOptions::default()
+    }
 }
 
-async fn ior(args: &[&str]) -> (IorOutcome, String) {
+async fn ior(options: IorOptions) -> (IorOutcome, String) {
     let dir = tempfile::tempdir().unwrap();
-    let argv = ["ior", "--dir", dir.path().to_str().unwrap()]
-        .into_iter()
-        .chain(args.iter().copied());
-    let cli = Cli::try_parse_from(argv).unwrap();
+    let options = IorOptions {
+        dir: Some(dir.path().to_path_buf()),
+        ..options
+    };
     let mut out = Vec::new();
     let outcome =
-        iopath_bench::ior::measure(&cli.ior, "ior TEST", &mut out, Progress::Silent, None)
+        iopath_bench::ior::measure(&options, "ior TEST", &mut out, Progress::Silent, None)
             .await
             .unwrap();
     // Nothing is left in the directory: the stack's storage and the baseline's files go.
@@ -38,22 +48,14 @@ fn line_after<'a>(text: &'a str, first: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_output_has_iors_layout() {
-    let (outcome, text) = ior(&[
-        "--preset",
-        "spider-mini",
-        "-N",
-        "4",
-        "-t",
-        "64k",
-        "-b",
-        "256k",
-        "-s",
-        "2",
-        "-i",
-        "2",
-        "-e",
-        "-l",
-    ])
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(4),
+        segments: 2,
+        repetitions: 2,
+        fsync: true,
+        store_file_offset: true,
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    })
     .await;
     assert!(text.starts_with("IOR-3.3.0 output format"), "{text}");
     for key in [
@@ -171,22 +173,14 @@ async fn text_output_has_iors_layout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_output_has_iors_keys() {
-    let (outcome, text) = ior(&[
-        "--preset",
-        "spider-mini",
-        "-N",
-        "2",
-        "-F",
-        "-C",
-        "-t",
-        "128k",
-        "-b",
-        "512k",
-        "-a",
-        "sync",
-        "-O",
-        "summaryFormat=JSON",
-    ])
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(2),
+        file_per_proc: true,
+        reorder_tasks: true,
+        api: "sync".into(),
+        ior_options: vec!["summaryFormat=JSON".into()],
+        ..on("spider-mini", 128 * KIB, 512 * KIB)
+    })
     .await;
     let json: serde_json::Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
@@ -256,7 +250,11 @@ async fn json_output_has_iors_keys() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_fyods_and_routers_too() {
     // asci-red-mini: clients -> fyods (PFS) -> storage servers.
-    let (outcome, _) = ior(&["--preset", "asci-red-mini", "-t", "256k", "-b", "1m", "-w"]).await;
+    let (outcome, _) = ior(IorOptions {
+        write: true,
+        ..on("asci-red-mini", 256 * KIB, MIB)
+    })
+    .await;
     assert_eq!(outcome.results.len(), 1, "write only");
     assert_eq!(
         outcome.facts.verified_bytes,
@@ -269,16 +267,14 @@ async fn through_fyods_and_routers_too() {
         outcome.info.api_version
     );
     // spider-mini-routed, fine-grained routes: clients -> routers -> storage servers.
-    let (outcome, _) = ior(&[
-        "--preset",
-        "spider-mini-routed",
-        "--route-set",
-        "fine-grained",
-        "-t",
-        "256k",
-        "-b",
-        "1m",
-    ])
+    let routed = on("spider-mini-routed", 256 * KIB, MIB);
+    let (outcome, _) = ior(IorOptions {
+        choice: StackChoice {
+            route_set: Some("fine-grained".into()),
+            ..routed.choice.clone()
+        },
+        ..routed
+    })
     .await;
     assert_eq!(outcome.facts.verified_bytes, 8 << 20);
     assert!(outcome.info.api_version.contains("routers"));
@@ -286,15 +282,25 @@ async fn through_fyods_and_routers_too() {
 
 #[tokio::test]
 async fn bad_options_are_refused_before_anything_runs() {
-    let cli = Cli::try_parse_from(["ior", "-t", "1m", "-b", "1536k"]).unwrap();
+    let options = IorOptions {
+        transfer_size_bytes: MIB,
+        block_size_bytes: 1536 * KIB,
+        ..IorOptions::default()
+    };
     let error =
-        iopath_bench::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
+        iopath_bench::ior::measure(&options, "ior", &mut Vec::new(), Progress::Silent, None)
             .await
             .unwrap_err();
     assert!(error.to_string().starts_with("-b: "), "{error}");
-    let cli = Cli::try_parse_from(["ior", "--preset", "nope"]).unwrap();
+    let options = IorOptions {
+        choice: StackChoice {
+            preset: Some("nope".into()),
+            ..StackChoice::default()
+        },
+        ..IorOptions::default()
+    };
     let error =
-        iopath_bench::ior::measure(&cli.ior, "ior", &mut Vec::new(), Progress::Silent, None)
+        iopath_bench::ior::measure(&options, "ior", &mut Vec::new(), Progress::Silent, None)
             .await
             .unwrap_err();
     assert!(

@@ -9,12 +9,12 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
-use iopath_bench::ior::IorArgs;
+use iopath_bench::ior::IorOptions;
 use iopath_bench::ior::phase::Progress;
 use iopath_client::Client;
-use iopath_stack::cli::NodeArgs;
+use iopath_stack::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::up::NodeProcessConfig;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const KIB: u64 = 1 << 10;
@@ -22,23 +22,39 @@ const MIB: u64 = 1 << 20;
 
 type Outcome = Result<(), String>;
 
-/// `processes node ...`: one node of a stack, as `iopath node`.
-#[derive(Debug, Parser)]
-struct NodeCli {
-    #[command(subcommand)]
-    command: NodeCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum NodeCommand {
-    Node(NodeArgs),
+/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
+/// process: the flags `iopath node` takes.
+fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
+    let mut flags = std::collections::HashMap::new();
+    // Bounded by the arguments: each pass takes a flag and its value.
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        flags.insert(flag, value);
+    }
+    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
+    let config = NodeProcessConfig {
+        stack: take("--stack")?.into(),
+        name: take("--name")?,
+        dir: take("--dir")?.into(),
+        admin: ([127, 0, 0, 1], 0).into(),
+    };
+    match flags.keys().next() {
+        Some(flag) => Err(format!("unknown flag {flag}")),
+        None => Ok(config),
+    }
 }
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("node") {
-        let NodeCommand::Node(args) = NodeCli::parse().command;
+        let config = match node_config(std::env::args().skip(2)) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-        return match runtime.block_on(iopath_stack::cli::node(args)) {
+        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("node: {e}");
@@ -107,39 +123,26 @@ async fn client(running: &RunningStack, index: usize) -> Result<Client, String> 
 }
 
 async fn ior_runs_over_processes() -> Result<(), String> {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        ior: IorArgs,
-    }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let args = [
-        "ior",
-        "--preset",
-        "spider-mini",
-        "--processes",
-        "-w",
-        "-r",
-        "-F",
-        "-t",
-        "256k",
-        "-b",
-        "1m",
-        "-N",
-        "4",
-        "-O",
-        "summaryFormat=JSON",
-        "--dir",
-    ];
-    let cli = Cli::try_parse_from(
-        args.iter()
-            .map(|s| s.to_string())
-            .chain([dir.path().display().to_string()]),
-    )
-    .map_err(|e| e.to_string())?;
+    let options = IorOptions {
+        choice: StackChoice {
+            preset: Some("spider-mini".into()),
+            ..StackChoice::default()
+        },
+        processes: true,
+        write: true,
+        read: true,
+        file_per_proc: true,
+        transfer_size_bytes: 256 * KIB,
+        block_size_bytes: MIB,
+        tasks: Some(4),
+        ior_options: vec!["summaryFormat=JSON".into()],
+        dir: Some(dir.path().to_path_buf()),
+        ..IorOptions::default()
+    };
     let mut out = Vec::new();
     let outcome = iopath_bench::ior::measure(
-        &cli.ior,
+        &options,
         "ior",
         &mut out,
         Progress::Silent,

@@ -20,8 +20,8 @@ use anyhow::{Context as _, ensure};
 use bytes::Bytes;
 use clap::Parser;
 use iopath_client::StripeRequest;
-use iopath_client::lfs::parse_size;
 use iopath_client::testing::{TestStack, TestStackConfig};
+use iopath_fabric::units::parse_size;
 
 #[derive(Parser, Debug)]
 struct Args {

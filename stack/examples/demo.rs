@@ -14,9 +14,11 @@ async fn main() -> Result<(), iopath_stack::StackError> {
         })?,
         None => 128 << 20,
     };
-    let args = iopath_stack::cli::DemoArgs {
+    let config = iopath_stack::demo::DemoConfig {
         size,
-        ..iopath_stack::cli::DemoArgs::default()
+        ..iopath_stack::demo::DemoConfig::default()
     };
-    iopath_stack::cli::demo(args).await
+    iopath_stack::demo::run(&config, &mut std::io::stdout())
+        .await
+        .map(drop)
 }

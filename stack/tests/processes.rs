@@ -12,32 +12,47 @@
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use clap::Parser;
 use iopath_client::StripeRequest;
-use iopath_stack::cli::NodeArgs;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::up::NodeProcessConfig;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[path = "processes/suite.rs"]
 mod suite;
 
-/// `processes node ...`: one node of a stack, as `iopath node`.
-#[derive(Debug, Parser)]
-struct NodeCli {
-    #[command(subcommand)]
-    command: NodeCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum NodeCommand {
-    Node(NodeArgs),
+/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
+/// process: the flags `iopath node` takes.
+fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
+    let mut flags = std::collections::HashMap::new();
+    // Bounded by the arguments: each pass takes a flag and its value.
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        flags.insert(flag, value);
+    }
+    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
+    let config = NodeProcessConfig {
+        stack: take("--stack")?.into(),
+        name: take("--name")?,
+        dir: take("--dir")?.into(),
+        admin: ([127, 0, 0, 1], 0).into(),
+    };
+    match flags.keys().next() {
+        Some(flag) => Err(format!("unknown flag {flag}")),
+        None => Ok(config),
+    }
 }
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("node") {
-        let NodeCommand::Node(args) = NodeCli::parse().command;
+        let config = match node_config(std::env::args().skip(2)) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-        return match runtime.block_on(iopath_stack::cli::node(args)) {
+        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("node: {e}");
@@ -174,10 +189,10 @@ async fn spider_mini_on_loopback_tcp_serves_and_stops() -> Result<(), String> {
 async fn the_demo_runs_through_fyod_processes() -> Result<(), String> {
     // asci-red-mini with every server a process: fyods, storage servers, the MDS. The demo
     // starts node processes from this program (`Launcher::this_program`).
-    let args = iopath_stack::cli::DemoArgs {
+    let args = iopath_stack::demo::DemoConfig {
         size: 2 << 20,
         processes: true,
-        ..iopath_stack::cli::DemoArgs::default()
+        ..iopath_stack::demo::DemoConfig::default()
     };
     let mut out = Vec::new();
     let report = iopath_stack::demo::run(&args, &mut out)
@@ -204,7 +219,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .text,
     )
     .map_err(|e| e.to_string())?;
-    let args = NodeArgs {
+    let args = NodeProcessConfig {
         stack: file,
         name: "oss0".into(),
         dir: dir.path().join("oss0"),
@@ -212,7 +227,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .parse()
             .map_err(|e: std::net::AddrParseError| e.to_string())?,
     };
-    let error = iopath_stack::cli::node(args)
+    let error = iopath_stack::up::run_node(&args)
         .await
         .err()
         .ok_or("accepted")?

@@ -17,6 +17,8 @@
 
 use std::path::PathBuf;
 
+use iopath_stack::StackChoice;
+
 use crate::error::BenchError;
 
 /// Most tasks one run may start.
@@ -32,80 +34,76 @@ pub const AGGREGATE_MAX_BYTES: u64 = 1 << 40;
 /// IOR writes 8-byte words; transfers and blocks are whole words.
 pub const WORD_BYTES: u64 = 8;
 
-/// `iopath bench ior`'s options: IOR's flags, and where to run.
-#[derive(clap::Args, Debug, Clone)]
-pub struct IorArgs {
-    /// Number of tasks (IOR numTasks); default: one per client node of the stack.
-    #[arg(short = 'N', value_name = "N")]
+/// `iopath bench ior`'s options, as given: IOR's flags (each field names its flag), and
+/// where to run. [`IorParams::from_options`] checks them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IorOptions {
+    /// Number of tasks (IOR numTasks, `-N`); default: one per client node of the stack.
     pub tasks: Option<u32>,
-    /// Contiguous bytes to write per task per segment (IOR blockSize; k, m, g suffixes).
-    #[arg(short = 'b', value_name = "SIZE", default_value = "1m", value_parser = crate::units::parse_size)]
+    /// Contiguous bytes to write per task per segment (IOR blockSize, `-b`).
     pub block_size_bytes: u64,
-    /// Bytes per read or write call (IOR transferSize; k, m, g suffixes).
-    #[arg(short = 't', value_name = "SIZE", default_value = "256k", value_parser = crate::units::parse_size)]
+    /// Bytes per read or write call (IOR transferSize, `-t`).
     pub transfer_size_bytes: u64,
-    /// Number of segments (IOR segmentCount).
-    #[arg(short = 's', value_name = "COUNT", default_value_t = 1)]
+    /// Number of segments (IOR segmentCount, `-s`).
     pub segments: u64,
-    /// A file per task instead of one shared file (IOR filePerProc).
-    #[arg(short = 'F')]
+    /// A file per task instead of one shared file (IOR filePerProc, `-F`).
     pub file_per_proc: bool,
-    /// Write the file (IOR writeFile); with neither -w nor -r, both.
-    #[arg(short = 'w')]
+    /// Write the file (IOR writeFile, `-w`); with neither `write` nor `read`, both.
     pub write: bool,
-    /// Read the file back, verifying every byte (IOR readFile, with checkRead).
-    #[arg(short = 'r')]
+    /// Read the file back, verifying every byte (IOR readFile with checkRead, `-r`).
     pub read: bool,
-    /// Read back what the task one node over wrote, so nothing is read from where it was
-    /// written (IOR reorderTasks).
-    #[arg(short = 'C')]
+    /// Read back what the task one node over wrote (IOR reorderTasks, `-C`).
     pub reorder_tasks: bool,
-    /// fsync each file before closing it after writing (IOR fsync).
-    #[arg(short = 'e')]
+    /// fsync each file before closing it after writing (IOR fsync, `-e`).
     pub fsync: bool,
     /// Stamp every word with its file offset, filling the buffer again for each transfer
-    /// (IOR storeFileOffset): data that lands at the wrong offset is caught too, at the cost
-    /// of a fill per transfer. Without it, as in IOR, a task fills its buffer once per
-    /// repetition, and the read-back catches the wrong task, the wrong repetition, holes,
-    /// shifts and flipped bits.
-    #[arg(short = 'l')]
+    /// (IOR storeFileOffset, `-l`).
     pub store_file_offset: bool,
-    /// Repetitions (IOR repetitions).
-    #[arg(short = 'i', value_name = "COUNT", default_value_t = 1)]
+    /// Repetitions (IOR repetitions, `-i`).
     pub repetitions: u32,
-    /// The test file's path in the stack's namespace (IOR testFile); with -F, each task's
-    /// file is this with `.NNNNNNNN` appended.
-    #[arg(short = 'o', value_name = "PATH", default_value = "/ior/testFile")]
+    /// The test file's path in the stack's namespace (IOR testFile, `-o`); with
+    /// `file_per_proc`, each task's file is this with `.NNNNNNNN` appended.
     pub test_file: String,
-    /// Keep the files at the end (IOR keepFile).
-    #[arg(short = 'k')]
+    /// Keep the files at the end (IOR keepFile, `-k`).
     pub keep_file: bool,
-    /// The I/O calls each transfer makes (IOR's api): `sync` — blocking read/write, ASCI Red's
-    /// synchronous calls, which a fyod serves one at a time; `async` — iwrite/iread then
-    /// iowait, ASCI Red's asynchronous calls, which a fyod runs concurrently (a worker per
-    /// open file). Either way a task has one transfer in flight.
-    #[arg(short = 'a', value_name = "API", default_value = "async")]
+    /// The I/O calls each transfer makes (IOR's api, `-a`): `sync` (or `posix`) or `async`.
     pub api: String,
-    /// IOR's -O options; `summaryFormat=JSON` prints JSON instead of text.
-    #[arg(short = 'O', value_name = "KEY=VALUE")]
+    /// IOR's `-O` options, `KEY=VALUE`; `summaryFormat=JSON` prints JSON instead of text.
     pub ior_options: Vec<String>,
-    /// The stack to run on: a preset (default asci-red-mini).
-    #[arg(long, conflicts_with = "stack")]
-    pub preset: Option<String>,
-    /// The stack to run on: a stack file.
-    #[arg(long)]
-    pub stack: Option<PathBuf>,
-    /// The route set to use, for stack files that have several.
-    #[arg(long)]
-    pub route_set: Option<String>,
+    /// The stack to run on (default asci-red-mini).
+    pub choice: StackChoice,
     /// A process per server node on loopback TCP (the tasks run in this process, on the
     /// stack's client nodes); default: every node in this process on in-memory networks.
-    #[arg(long)]
     pub processes: bool,
     /// Directory for the stack's storage and the disk baseline; default: a temporary
     /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
-    #[arg(long)]
     pub dir: Option<PathBuf>,
+}
+
+impl Default for IorOptions {
+    /// IOR's defaults: `-b 1m -t 256k -s 1 -i 1 -o /ior/testFile -a async`, nothing else.
+    fn default() -> Self {
+        IorOptions {
+            tasks: None,
+            block_size_bytes: 1 << 20,
+            transfer_size_bytes: 256 << 10,
+            segments: 1,
+            file_per_proc: false,
+            write: false,
+            read: false,
+            reorder_tasks: false,
+            fsync: false,
+            store_file_offset: false,
+            repetitions: 1,
+            test_file: "/ior/testFile".to_owned(),
+            keep_file: false,
+            api: "async".to_owned(),
+            ior_options: Vec::new(),
+            choice: StackChoice::default(),
+            processes: false,
+            dir: None,
+        }
+    }
 }
 
 /// IOR's output formats.
@@ -174,7 +172,7 @@ pub struct IorParams {
 impl IorParams {
     /// Checks `args`. IOR's rules: a transfer is whole 8-byte words, a block is whole
     /// transfers; neither -w nor -r means both.
-    pub fn from_args(args: &IorArgs) -> Result<IorParams, BenchError> {
+    pub fn from_options(args: &IorOptions) -> Result<IorParams, BenchError> {
         let bad = |option: &str, why: String| BenchError::BadOption {
             option: option.to_owned(),
             why,
@@ -380,83 +378,118 @@ pub fn reader_source(task: u32, tasks: u32, nodes: u32, reorder: bool) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        ior: IorArgs,
+    fn params(options: IorOptions) -> Result<IorParams, BenchError> {
+        IorParams::from_options(&options)
     }
 
-    fn params(args: &[&str]) -> Result<IorParams, BenchError> {
-        let cli = Cli::try_parse_from(std::iter::once("ior").chain(args.iter().copied())).map_err(
-            |e| BenchError::BadOption {
-                option: "parse".into(),
-                why: e.to_string(),
-            },
-        )?;
-        IorParams::from_args(&cli.ior)
+    fn sizes(transfer_size_bytes: u64, block_size_bytes: u64) -> IorOptions {
+        IorOptions {
+            transfer_size_bytes,
+            block_size_bytes,
+            ..IorOptions::default()
+        }
     }
 
     #[test]
     fn ior_defaults_and_flags() {
-        let p = params(&[]).unwrap();
+        let p = params(IorOptions::default()).unwrap();
         assert_eq!(p.block_size_bytes, 1 << 20);
         assert_eq!(p.transfer_size_bytes, 256 << 10);
         assert!(p.write && p.read, "neither -w nor -r means both");
         assert_eq!(p.api, Api::Async);
-        assert_eq!(params(&["-a", "POSIX"]).unwrap().api, Api::Sync);
-        let p = params(&[
-            "-w",
-            "-F",
-            "-t",
-            "1m",
-            "-b",
-            "64m",
-            "-s",
-            "2",
-            "-O",
-            "summaryFormat=JSON",
-        ])
+        let posix = IorOptions {
+            api: "POSIX".into(),
+            ..IorOptions::default()
+        };
+        assert_eq!(params(posix).unwrap().api, Api::Sync);
+        let p = params(IorOptions {
+            write: true,
+            file_per_proc: true,
+            segments: 2,
+            ior_options: vec!["summaryFormat=JSON".into()],
+            ..sizes(1 << 20, 64 << 20)
+        })
         .unwrap();
         assert!(p.write && !p.read && p.file_per_proc);
         assert_eq!(p.format, SummaryFormat::Json);
         assert_eq!(p.aggregate_bytes(8), 8 * 2 * (64 << 20));
         assert_eq!(p.file_of(3), "/ior/testFile.00000003");
-        let p = params(&["-o", "data/x"]).unwrap();
+        let p = params(IorOptions {
+            test_file: "data/x".into(),
+            ..IorOptions::default()
+        })
+        .unwrap();
         assert_eq!(p.test_file, "/data/x");
         assert_eq!(p.file_of(3), "/data/x");
     }
 
     #[test]
     fn bad_values_name_their_flag() {
-        for (args, flag) in [
-            (&["-t", "12"][..], "-t"),
-            (&["-t", "0"][..], "-t"),
-            (&["-b", "100k", "-t", "64k"][..], "-b"),
-            (&["-s", "0"][..], "-s"),
-            (&["-i", "0"][..], "-i"),
-            (&["-N", "0"][..], "-N"),
-            (&["-O", "summaryFormat=XML"][..], "-O"),
-            (&["-O", "verbose"][..], "-O"),
-            (&["-O", "colour=red"][..], "-O"),
-            (&["-a", "MPIIO"][..], "-a"),
+        let default = IorOptions::default;
+        let option = |text: &str| IorOptions {
+            ior_options: vec![text.into()],
+            ..default()
+        };
+        for (options, flag) in [
+            (sizes(12, 1 << 20), "-t"),
+            (sizes(0, 1 << 20), "-t"),
+            (sizes(64 << 10, 100 << 10), "-b"),
+            (
+                IorOptions {
+                    segments: 0,
+                    ..default()
+                },
+                "-s",
+            ),
+            (
+                IorOptions {
+                    repetitions: 0,
+                    ..default()
+                },
+                "-i",
+            ),
+            (
+                IorOptions {
+                    tasks: Some(0),
+                    ..default()
+                },
+                "-N",
+            ),
+            (option("summaryFormat=XML"), "-O"),
+            (option("verbose"), "-O"),
+            (option("colour=red"), "-O"),
+            (
+                IorOptions {
+                    api: "MPIIO".into(),
+                    ..default()
+                },
+                "-a",
+            ),
         ] {
-            let error = params(args).unwrap_err().to_string();
-            assert!(error.starts_with(flag), "{args:?}: {error}");
+            let error = params(options.clone()).unwrap_err().to_string();
+            assert!(error.starts_with(flag), "{options:?}: {error}");
         }
-        let p = params(&["-b", "1g", "-t", "1m"]).unwrap();
+        let p = params(sizes(1 << 20, 1 << 30)).unwrap();
         assert!(p.check_tasks(2048).is_err(), "more than 1 TiB is refused");
         assert!(p.check_tasks(8).is_ok());
     }
 
     #[test]
     fn offsets_follow_iors_segmented_layout() {
-        let p = params(&["-b", "4m", "-t", "1m", "-s", "2"]).unwrap();
+        let segmented = IorOptions {
+            segments: 2,
+            ..sizes(1 << 20, 4 << 20)
+        };
+        let p = params(segmented.clone()).unwrap();
         // Shared file: segment 1 of task 2 of 4 starts after segment 0's four blocks.
         assert_eq!(p.offset_of(4, 2, 1, 0), (4 + 2) * (4 << 20));
         assert_eq!(p.offset_of(4, 2, 1, 3), (4 + 2) * (4 << 20) + 3 * (1 << 20));
-        let p = params(&["-b", "4m", "-t", "1m", "-s", "2", "-F"]).unwrap();
+        let p = params(IorOptions {
+            file_per_proc: true,
+            ..segmented
+        })
+        .unwrap();
         assert_eq!(p.offset_of(4, 2, 1, 3), (4 << 20) + 3 * (1 << 20));
     }
 

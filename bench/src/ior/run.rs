@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::baseline;
-use super::params::{IorArgs, IorParams, SummaryFormat, tasks_per_node};
+use super::params::{IorOptions, IorParams, SummaryFormat, tasks_per_node};
 use super::phase::{self, Job, Progress};
 use super::report::{self, Baselines, IopathFacts, PhaseResult, Ratios, RunInfo};
 use crate::error::BenchError;
 use crate::fio;
-use iopath_stack::cli::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{Role, RoleName, Stack};
 
@@ -28,32 +27,18 @@ pub struct IorOutcome {
     pub facts: IopathFacts,
 }
 
-/// Runs `iopath bench ior`: the progress line on standard error, IOR's output (or its JSON)
-/// on standard output.
-pub async fn run(args: IorArgs) -> Result<(), BenchError> {
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut out = std::io::stdout();
-    measure(&args, &command_line, &mut out, Progress::Stderr, None)
-        .await
-        .map(drop)
-}
-
-/// Runs the benchmark, writing IOR's output to `out` as it goes (text) or at the end (JSON).
-/// `launcher` starts node processes in processes mode (default: this program's `node`).
+/// Runs `iopath bench ior`, writing IOR's output to `out` as it goes (text) or at the end
+/// (JSON), with `command_line` as IOR's "Command line"; the progress goes where `progress`
+/// says. `launcher` starts node processes in processes mode (default: this program's `node`).
 pub async fn measure(
-    args: &IorArgs,
+    args: &IorOptions,
     command_line: &str,
     out: &mut dyn Write,
     progress: Progress,
     launcher: Option<&Launcher>,
 ) -> Result<IorOutcome, BenchError> {
-    let params = IorParams::from_args(args)?;
-    let choice = StackChoice {
-        preset: args.preset.clone(),
-        stack: args.stack.clone(),
-        route_set: args.route_set.clone(),
-    };
-    let stack = choice.load()?;
+    let params = IorParams::from_options(args)?;
+    let stack = args.choice.load()?;
     let client_nodes = stack.nodes_of(RoleName::Client);
     if client_nodes.is_empty() {
         return Err(BenchError::BadOption {

@@ -10,8 +10,9 @@
 //!
 //! # Layout
 //!
-//! - this module: [`measure`], the whole run — options checked, the fio baseline, the phases
-//!   sized (`--seconds`: from fio, the disk model, or a calibration write), the phases run.
+//! - this module: [`JournalOptions`] and [`measure`], the whole run — options checked, the
+//!   fio baseline, the phases sized (`seconds`: from fio, the disk model, or a calibration
+//!   write), the phases run.
 //! - [`mod@run`]: [`run_journal_bench`], the in-process phases (obdfilter-survey `case=disk`
 //!   style), best of `runs`.
 //! - [`config`]: [`JournalBenchConfig`], threads × objects × request size, disk real or
@@ -32,7 +33,6 @@ pub use report::{JournalReport, render};
 pub use result::{BenchRow, JournalBenchResult};
 pub use run::run_journal_bench;
 
-use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -44,7 +44,6 @@ use crate::error::BenchError;
 use crate::fio::{self, FIO_ALIGN_BYTES, FioResult};
 use crate::raw::RawFiles;
 use crate::report::rate;
-use crate::units::parse_size;
 use crate::writers::{BenchProgress, Phase, Requests};
 use report::modeled_statement;
 
@@ -61,156 +60,85 @@ const CALIBRATION_BYTES_MAX: u64 = 4 << 30;
 /// that its runtime, not its size, ends the run. Nothing is allocated beyond what is written.
 const FIO_TIMED_RATE_CEILING_BYTES_S: u64 = 8 << 30;
 
-/// Which real engine does the I/O.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineArg {
-    /// io_uring on dedicated threads (falls back to psync, with a warning, if refused).
-    Uring,
-    /// pread/pwrite on blocking threads.
-    Psync,
-}
-
-/// Options of `iopath bench journal`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct JournalArgs {
+/// Options of `iopath bench journal`, as given; [`measure`] checks them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalOptions {
     /// Directory on the file system to measure; each phase writes into a fresh temporary
-    /// directory inside it. Default: a temporary directory `iopath-bench-journal-*` in the
+    /// directory inside it. `None`: a temporary directory `iopath-bench-journal-*` in the
     /// current directory (so on its file system, not on /tmp, which may be tmpfs), removed
     /// afterwards.
-    #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Also measure with the journal in a temporary directory here (the external journal, on
     /// another file system or device), with sync commits as in the paper.
-    #[arg(long)]
     pub external_journal_dir: Option<PathBuf>,
     /// Concurrent writers, one request in flight each (obdfilter-survey's `thr`).
-    #[arg(long, default_value_t = 4)]
     pub threads: usize,
     /// Objects (files) written (obdfilter-survey's `nobj`).
-    #[arg(long, default_value_t = 4)]
     pub objects: usize,
-    /// Bytes per write request, with k/m/g suffixes (obdfilter-survey's `rsz`).
-    #[arg(long = "request-size", value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
+    /// Bytes per write request (obdfilter-survey's `rsz`).
     pub request_size_bytes: u64,
-    /// MiB written to each object in each phase.
-    #[arg(long, default_value_t = 256, conflicts_with = "seconds")]
+    /// MiB written to each object in each phase (unless `seconds` sizes the phases).
     pub mib_per_object: u64,
-    /// Instead of --mib-per-object: size each phase so the raw baseline takes about this many
+    /// Instead of `mib_per_object`: size each phase so the raw baseline takes about this many
     /// seconds (the rate comes from fio, the disk model, or a one-second calibration write).
-    #[arg(long)]
     pub seconds: Option<u32>,
     /// Repetitions; each figure is the best of them (the paper took the best of 5).
-    #[arg(long, default_value_t = 1)]
     pub runs: u32,
     /// Async mode: commit the journal at least this often.
-    #[arg(long, default_value_t = 1000)]
     pub commit_interval_ms: u64,
     /// Async mode: commit once this many records are waiting (the group size).
-    #[arg(long, default_value_t = 64)]
     pub group_records_max: usize,
     /// The real engine under the OSTs and the raw writer.
-    #[arg(long, value_enum, default_value = "uring")]
-    pub engine: EngineArg,
+    pub engine: EngineKind,
     /// Model the data disk (one head, a seek between data and journal, no write-back cache)
     /// instead of measuring the real one; the I/O still happens for real.
-    #[arg(long)]
-    pub disk_model: bool,
-    /// Modeled bandwidth, MiB/s (with --disk-model; default: one Spider SATA tier).
-    #[arg(long, default_value_t = DiskModel::sata_tier().bandwidth_mib_s)]
-    pub model_bandwidth_mib_s: f64,
-    /// Modeled head move between data and journal, ms (with --disk-model).
-    #[arg(long, default_value_t = DiskModel::sata_tier().seek_ms)]
-    pub model_seek_ms: f64,
-    /// Modeled external journal device bandwidth, MiB/s (with --disk-model and
-    /// --external-journal-dir; default: a solid-state device, no seeks).
-    #[arg(long, default_value_t = DiskModel::ssd().bandwidth_mib_s)]
-    pub model_journal_bandwidth_mib_s: f64,
-    /// Require fio as a second raw baseline (installing it with apt-get when root); fail if it
-    /// cannot be had. Without --fio or --no-fio, fio runs when it can be had.
-    #[arg(long, overrides_with = "no_fio")]
-    pub fio: bool,
-    /// Do not run fio.
-    #[arg(long, overrides_with = "fio")]
-    pub no_fio: bool,
+    pub disk_model: Option<DiskModel>,
+    /// The modeled external journal device (with `disk_model` and `external_journal_dir`).
+    pub journal_model: DiskModel,
+    /// Whether fio runs as a second raw baseline.
+    pub fio: FioChoice,
     /// fio's requests in flight per writer (1 matches the in-process writers).
-    #[arg(long, default_value_t = 1)]
     pub fio_iodepth: u32,
-    /// Print JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl Default for JournalOptions {
+    /// `iopath bench journal` with no options: 4 threads × 4 objects × 1 MiB requests, 256 MiB
+    /// per object, io_uring, the real disk, fio when it can be had.
+    fn default() -> Self {
+        JournalOptions {
+            dir: None,
+            external_journal_dir: None,
+            threads: 4,
+            objects: 4,
+            request_size_bytes: 1 << 20,
+            mib_per_object: 256,
+            seconds: None,
+            runs: 1,
+            commit_interval_ms: 1000,
+            group_records_max: 64,
+            engine: EngineKind::Uring,
+            disk_model: None,
+            journal_model: DiskModel::ssd(),
+            fio: FioChoice::IfAvailable,
+            fio_iodepth: 1,
+        }
+    }
 }
 
 /// Whether fio runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FioChoice {
+pub enum FioChoice {
+    /// Not at all (`--no-fio`).
     Off,
+    /// When it is installed or can be installed; otherwise the report says why not.
     IfAvailable,
+    /// Required (`--fio`): a run without it fails.
     Required,
-}
-
-impl JournalArgs {
-    fn fio_choice(&self) -> FioChoice {
-        match (self.fio, self.no_fio) {
-            (_, true) => FioChoice::Off,
-            (true, false) => FioChoice::Required,
-            (false, false) => FioChoice::IfAvailable,
-        }
-    }
-
-    fn disk_model(&self) -> Option<DiskModel> {
-        self.disk_model.then_some(DiskModel {
-            bandwidth_mib_s: self.model_bandwidth_mib_s,
-            seek_ms: self.model_seek_ms,
-        })
-    }
-
-    fn engine_config(&self) -> EngineConfig {
-        EngineConfig {
-            kind: match self.engine {
-                EngineArg::Uring => EngineKind::Uring,
-                EngineArg::Psync => EngineKind::Psync,
-            },
-            ..EngineConfig::default()
-        }
-    }
-}
-
-/// Runs `iopath bench journal`: the progress line on stderr, then the table (or `--json`) on
-/// stdout.
-pub async fn run(args: JournalArgs) -> Result<(), BenchError> {
-    let line = Mutex::new(ProgressLine::new(std::io::stderr().is_terminal()));
-    let write = |text: Option<String>| {
-        if let Some(text) = text {
-            let mut stderr = std::io::stderr().lock();
-            let _ = stderr.write_all(text.as_bytes());
-            let _ = stderr.flush();
-        }
-    };
-    let progress = |event: ProgressEvent<'_>| {
-        write(
-            line.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .render(event),
-        );
-    };
-    let measured = measure(&args, &progress).await;
-    write(line.lock().unwrap_or_else(PoisonError::into_inner).finish());
-    let report = measured?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report)
-                .map_err(|e| BenchError::json("encode the report as JSON", e))?
-        );
-    } else {
-        print!("{}", render(&report));
-    }
-    Ok(())
 }
 
 /// Measures everything `args` asks for, reporting progress through `progress`.
 pub async fn measure(
-    args: &JournalArgs,
+    args: &JournalOptions,
     progress: &(dyn Fn(ProgressEvent<'_>) + Send + Sync),
 ) -> Result<JournalReport, BenchError> {
     let request_size_bytes = usize::try_from(args.request_size_bytes)
@@ -226,7 +154,7 @@ pub async fn measure(
             "--seconds must be in 1..={SECONDS_MAX}"
         )));
     }
-    let model = args.disk_model();
+    let model = args.disk_model;
     let mut config = JournalBenchConfig::new(PathBuf::new());
     config.external_journal_dir = args.external_journal_dir.clone();
     config.threads = args.threads;
@@ -236,12 +164,12 @@ pub async fn measure(
     config.runs = args.runs;
     config.commit_interval_ms = args.commit_interval_ms;
     config.group_records_max = args.group_records_max;
-    config.engine = args.engine_config();
-    config.disk_model = model;
-    config.external_journal_model = DiskModel {
-        bandwidth_mib_s: args.model_journal_bandwidth_mib_s,
-        ..DiskModel::ssd()
+    config.engine = EngineConfig {
+        kind: args.engine,
+        ..EngineConfig::default()
     };
+    config.disk_model = model;
+    config.external_journal_model = args.journal_model;
     // Bad options are reported before anything is written.
     config
         .validate()
@@ -357,12 +285,12 @@ enum FioOutcome {
 /// Runs fio `runs` times as the raw-disk baseline and keeps the best. An error only when fio
 /// was required (`--fio`) and could not run.
 async fn fio_baseline(
-    args: &JournalArgs,
+    args: &JournalOptions,
     config: &JournalBenchConfig,
     dir: &Path,
     progress: &(dyn Fn(ProgressEvent<'_>) + Send + Sync),
 ) -> Result<FioOutcome, BenchError> {
-    let choice = args.fio_choice();
+    let choice = args.fio;
     if choice == FioChoice::Off {
         return Ok(FioOutcome::NotWanted);
     }

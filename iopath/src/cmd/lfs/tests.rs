@@ -3,12 +3,47 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-mod common;
-
 use clap::Parser;
-use common::{MIB, Pattern, seed, stack};
 use iopath_client::Client;
-use iopath_client::lfs::{LfsCommand, parse_size, run_to};
+use iopath_client::testing::{TestStack, TestStackConfig};
+use iopath_fabric::units::parse_size;
+
+use super::{LfsCommand, run_to};
+
+const MIB: u64 = 1 << 20;
+
+/// The default test stack: two storage servers with two targets each, async journals.
+async fn stack() -> TestStack {
+    TestStack::start(TestStackConfig::default()).await.unwrap()
+}
+
+/// A seed for a test, printed so a failure can be reproduced: `IOPATH_SEED` or the clock.
+fn seed() -> u64 {
+    let seed = std::env::var("IOPATH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    println!("seed: {seed} (rerun with IOPATH_SEED={seed})");
+    seed
+}
+
+/// `len` bytes drawn from `seed` (xorshift64*): a file's contents no two runs share.
+fn data(seed: u64, len: u64) -> Vec<u8> {
+    let mut state = seed.max(1);
+    let mut out = Vec::with_capacity(len as usize + 8);
+    while (out.len() as u64) < len {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        out.extend_from_slice(&state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    out.truncate(len as usize);
+    out
+}
 
 #[derive(Parser, Debug)]
 struct Lfs {
@@ -98,7 +133,7 @@ async fn setstripe_put_getstripe_get_stat_ls_rm() {
     );
     let dir = tempfile::tempdir().unwrap();
     let local = dir.path().join("in.bin");
-    let data = Pattern::new(seed()).bytes(0, 9 * MIB + 5);
+    let data = data(seed(), 9 * MIB + 5);
     std::fs::write(&local, &data).unwrap();
     let out = lfs(&client, &format!("put {} /d/file", local.display())).await;
     assert_eq!(out, format!("{} bytes copied to /d/file\n", data.len()));

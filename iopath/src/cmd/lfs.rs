@@ -2,28 +2,40 @@
 //! `getstripe` in Lustre's own output format), `ls`, `stat`, and `put`/`get`/`rm` to move
 //! whole files in and out.
 //!
-//! The binary parses `iopath lfs --mds NID <command>`, connects a [`Client`] and calls
-//! [`run`]; [`run_to`] writes to any sink, so tests read what a user would see.
+//! [`run`] connects a client of its own to the stack at `--mds` (through `--fyod` if given),
+//! runs the command into a buffer, closes the client — what was written is committed and the
+//! servers forget it — and only then prints; [`run_to`] writes to any sink, so tests read
+//! what a user would see.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
+use iopath_client::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
+use iopath_client::{Client, ClientError, StripeInfo};
+use iopath_fabric::Nid;
+use iopath_fabric::units::parse_size;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-
-use crate::client::Client;
-use crate::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
-use crate::stat::StripeInfo;
-
-/// Sizes as every iopath command takes them (`64k`, `1M`, `1MiB`, `2g`).
-pub use iopath_fabric::units::parse_size;
 
 /// Bytes `put` and `get` move per call: 4 MiB (one PFS packet per object), or the stripe
 /// width when that is larger, up to 64 MiB.
 const COPY_CHUNK_MIN_BYTES: u64 = 4 << 20;
 /// The most `put` and `get` hold in memory at once.
 const COPY_CHUNK_MAX_BYTES: u64 = 64 << 20;
+
+/// `iopath lfs`: where the stack is, and the command.
+#[derive(clap::Args, Debug)]
+pub struct LfsArgs {
+    /// The metadata service's NID (printed when the stack starts).
+    #[arg(long, env = "IOPATH_MDS")]
+    mds: Nid,
+    /// Go through the fyod at this NID instead of straight to the storage servers.
+    #[arg(long)]
+    fyod: Option<Nid>,
+    #[command(subcommand)]
+    command: LfsCommand,
+}
 
 /// One `lfs` command.
 #[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
@@ -85,14 +97,54 @@ pub enum LfsCommand {
     },
 }
 
-/// Runs `cmd`, printing to standard output.
-pub async fn run(client: &Client, cmd: LfsCommand) -> anyhow::Result<()> {
+/// Runs `iopath lfs`: a client node of its own on the MDS's network, the command, the client
+/// closed, then what the command printed.
+pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
+    let LfsArgs { mds, fyod, command } = args;
+    // A client node of its own on the MDS's network: TCP on loopback (or the host's address)
+    // for a stack of processes.
+    let interface = match mds.net.net_type {
+        iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
+            nid: Nid::tcp("127.0.0.1:0".parse()?, mds.net.number),
+        },
+        other => bail!(
+            "lfs reaches a stack over TCP; {mds} is on a {} network",
+            other.name()
+        ),
+    };
+    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![interface],
+        ..Default::default()
+    })
+    .await
+    .context("start the client node")?;
+    // A client id of its own: time and pid, unique among the clients of this stack.
+    let client_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
+    config.forwarder = fyod;
+    let client = Client::connect(config)
+        .await
+        .with_context(|| format!("connect to the stack at {mds}"))?;
     let mut out = Vec::new();
-    let result = run_to(client, cmd, &mut out).await;
-    std::io::stdout()
-        .write_all(&out)
-        .context("write to standard output")?;
-    result
+    let result = run_to(&client, command, &mut out).await;
+    // Before exiting, every write the servers acknowledged is committed and the servers
+    // forget this client: its memory is the only copy they could replay, and it is about to
+    // go. Done whether or not the command succeeded, for what it wrote before failing; and
+    // nothing is reported done ("N bytes copied") before it is.
+    let closed = client
+        .close()
+        .await
+        .context("commit what was written and disconnect: it may not survive a server crash");
+    node.shutdown();
+    if result.is_err() || closed.is_ok() {
+        std::io::stdout()
+            .write_all(&out)
+            .context("write to standard output")?;
+    }
+    result.and(closed)
 }
 
 /// Runs `cmd`, writing what it prints to `out`.
@@ -165,7 +217,7 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
         LfsCommand::Rm { path } => {
             // A file is removed by name; a directory refuses unlink and is removed as one.
             match client.unlink(&path).await {
-                Err(crate::ClientError::IsADirectory { .. }) => client.rmdir(&path).await,
+                Err(ClientError::IsADirectory { .. }) => client.rmdir(&path).await,
                 other => other,
             }
             .with_context(|| format!("rm {path}"))?;
@@ -271,7 +323,7 @@ async fn get(client: &Client, remote: &str, local: &std::path::Path) -> anyhow::
 
 /// Copies the `length` bytes of `file` into `sink`, made durable.
 async fn copy_out(
-    file: &crate::File,
+    file: &iopath_client::File,
     remote: &str,
     length: u64,
     mut sink: tokio::fs::File,
@@ -291,3 +343,6 @@ async fn copy_out(
     sink.sync_all().await?;
     Ok(offset)
 }
+
+#[cfg(test)]
+mod tests;

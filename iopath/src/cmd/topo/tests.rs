@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
 use clap::Parser;
-use iopath_topology::cli::{TopoCommand, run_to};
+
+use super::{TopoCommand, run_to};
 
 #[derive(Parser, Debug)]
 struct Topo {

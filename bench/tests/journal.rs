@@ -1,61 +1,60 @@
 //! `iopath bench journal` with tiny workloads: its options, its report and JSON, the progress
 //! line, the disk model, and the fio baseline (parser on a captured report; a real fio run).
 //! No test here asserts a speed: only that each figure is measured, reported and consistent.
+//! (How its flags parse is tested beside them, in the binary's `cmd/journal.rs`.)
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use clap::Parser;
 use iopath_bench::BenchError;
 use iopath_bench::fio::{self, parse_fio_json};
 use iopath_bench::journal::{
-    self, JournalArgs, JournalReport, ProgressEvent, ProgressLine, measure,
+    self, FioChoice, JournalOptions, JournalReport, ProgressEvent, ProgressLine, measure,
 };
 use iopath_bench::writers::BenchProgress;
+use iopath_storage_server::engine::EngineKind;
+use iopath_storage_server::engine::modeled::DiskModel;
 
 /// `fio --output-format=json` from fio 3.33, 2 jobs x 16 MiB, group reporting, captured on the
 /// project's build machine with the command `fio_write` runs.
 const FIO_SAMPLE: &str = include_str!("data/fio-3.33-write-2jobs.json");
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: JournalArgs,
-}
-
-fn parse(args: &[&str]) -> Result<JournalArgs, clap::Error> {
-    Cli::try_parse_from(std::iter::once("bench-journal").chain(args.iter().copied()))
-        .map(|cli| cli.args)
-}
 
 /// A directory on the build's file system (target/tmp), where O_DIRECT works; /tmp may be tmpfs.
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-/// A tiny workload in `dir`; options in `extra` replace the defaults of the same name.
-fn tiny(dir: &Path, extra: &[&str]) -> JournalArgs {
-    let defaults = [
-        ("--dir", dir.to_str().unwrap()),
-        ("--threads", "2"),
-        ("--objects", "2"),
-        ("--request-size", "64k"),
-        ("--mib-per-object", "1"),
-    ];
-    let mut args: Vec<&str> = defaults
-        .iter()
-        .filter(|(flag, _)| !extra.contains(flag))
-        .flat_map(|&(flag, value)| [flag, value])
-        .collect();
-    args.extend_from_slice(extra);
-    parse(&args).unwrap()
+/// A tiny workload in `dir`: 2 threads × 2 objects × 64 KiB requests, 1 MiB per object.
+fn tiny(dir: &Path) -> JournalOptions {
+    JournalOptions {
+        dir: Some(dir.to_path_buf()),
+        threads: 2,
+        objects: 2,
+        request_size_bytes: 64 << 10,
+        mib_per_object: 1,
+        ..JournalOptions::default()
+    }
+}
+
+/// A disk model of `bandwidth_mib_s` and `seek_ms`, on psync: its blocking calls hold tokio's
+/// paused clock while they run, so modeled time is exactly the model's.
+fn modeled(dir: &Path, bandwidth_mib_s: f64, seek_ms: f64) -> JournalOptions {
+    JournalOptions {
+        dir: Some(dir.to_path_buf()),
+        engine: EngineKind::Psync,
+        disk_model: Some(DiskModel {
+            bandwidth_mib_s,
+            seek_ms,
+        }),
+        fio: FioChoice::Off,
+        ..JournalOptions::default()
+    }
 }
 
 /// Runs `measure`, collecting every progress event as text.
 async fn measure_collecting(
-    args: &JournalArgs,
+    args: &JournalOptions,
 ) -> (Result<JournalReport, BenchError>, Vec<String>) {
     let events = Mutex::new(Vec::new());
     let result = measure(args, &|event: ProgressEvent<'_>| {
@@ -180,7 +179,10 @@ fn fio_runs_for_real_on_a_tiny_size_and_cleans_up() {
 #[tokio::test]
 async fn real_disk_run_reports_every_figure_and_cleans_up() {
     let dir = scratch();
-    let args = tiny(dir.path(), &["--no-fio"]);
+    let args = JournalOptions {
+        fio: FioChoice::Off,
+        ..tiny(dir.path())
+    };
     let (report, events) = measure_collecting(&args).await;
     let report = report.unwrap();
     let json = serde_json::to_value(&report).unwrap();
@@ -228,7 +230,10 @@ async fn real_disk_run_reports_every_figure_and_cleans_up() {
 async fn fio_row_and_ratio_vs_fio_when_fio_runs() {
     require_fio();
     let dir = scratch();
-    let args = tiny(dir.path(), &["--fio"]);
+    let args = JournalOptions {
+        fio: FioChoice::Required,
+        ..tiny(dir.path())
+    };
     let (report, events) = measure_collecting(&args).await;
     let report = report.unwrap();
     let fio_mib_s = report.fio_mib_s.unwrap();
@@ -265,31 +270,15 @@ async fn fio_row_and_ratio_vs_fio_when_fio_runs() {
 #[tokio::test(start_paused = true)]
 async fn modeled_disk_shows_the_gap_and_says_what_was_modeled() {
     let dir = scratch();
-    let args = parse(&[
-        "--dir",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "psync",
-        "--disk-model",
-        "--model-bandwidth-mib-s",
-        "64",
-        "--model-seek-ms",
-        "4",
-        "--threads",
-        "1",
-        "--objects",
-        "1",
-        "--request-size",
-        "64k",
-        "--mib-per-object",
-        "4",
-        "--group-records-max",
-        "32",
-        "--commit-interval-ms",
-        "60000",
-        "--no-fio",
-    ])
-    .unwrap();
+    let args = JournalOptions {
+        threads: 1,
+        objects: 1,
+        request_size_bytes: 64 << 10,
+        mib_per_object: 4,
+        group_records_max: 32,
+        commit_interval_ms: 60_000,
+        ..modeled(dir.path(), 64.0, 4.0)
+    };
     let (report, _) = measure_collecting(&args).await;
     let report = report.unwrap();
     let table = journal::render(&report);
@@ -311,25 +300,14 @@ async fn modeled_disk_shows_the_gap_and_says_what_was_modeled() {
 #[tokio::test(start_paused = true)]
 async fn seconds_size_the_phases_from_the_model() {
     let dir = scratch();
-    let args = parse(&[
-        "--dir",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "psync",
-        "--disk-model",
-        "--model-bandwidth-mib-s",
-        "8",
-        "--threads",
-        "1",
-        "--objects",
-        "2",
-        "--request-size",
-        "64k",
-        "--seconds",
-        "1",
-        "--no-fio",
-    ])
-    .unwrap();
+    let args = JournalOptions {
+        threads: 1,
+        objects: 2,
+        request_size_bytes: 64 << 10,
+        seconds: Some(1),
+        // The seek time left at its default, as without --model-seek-ms: a SATA tier's.
+        ..modeled(dir.path(), 8.0, DiskModel::sata_tier().seek_ms)
+    };
     let (report, _) = measure_collecting(&args).await;
     let report = report.unwrap();
     // 8 MiB/s for 1 s over 2 objects.
@@ -340,18 +318,14 @@ async fn seconds_size_the_phases_from_the_model() {
 
 #[tokio::test]
 async fn default_dir_is_a_temporary_directory_in_the_current_directory() {
-    let args = parse(&[
-        "--threads",
-        "1",
-        "--objects",
-        "1",
-        "--request-size",
-        "64k",
-        "--mib-per-object",
-        "1",
-        "--no-fio",
-    ])
-    .unwrap();
+    let args = JournalOptions {
+        threads: 1,
+        objects: 1,
+        request_size_bytes: 64 << 10,
+        mib_per_object: 1,
+        fio: FioChoice::Off,
+        ..JournalOptions::default()
+    };
     let (report, events) = measure_collecting(&args).await;
     let report = report.unwrap();
     assert!(report.dir_is_default);
@@ -370,10 +344,11 @@ async fn default_dir_is_a_temporary_directory_in_the_current_directory() {
 #[tokio::test]
 async fn unaligned_requests_skip_fio_with_a_reason_unless_it_is_required() {
     let dir = scratch();
-    let args = tiny(
-        dir.path(),
-        &["--request-size", "6k", "--mib-per-object", "1"],
-    );
+    let args = JournalOptions {
+        request_size_bytes: 6 << 10,
+        mib_per_object: 1,
+        ..tiny(dir.path())
+    };
     let (report, _) = measure_collecting(&args).await;
     let report = report.unwrap();
     assert!(report.fio_mib_s.is_none());
@@ -386,7 +361,11 @@ async fn unaligned_requests_skip_fio_with_a_reason_unless_it_is_required() {
     );
     assert!(journal::render(&report).contains("fio: not run: "));
 
-    let required = tiny(dir.path(), &["--request-size", "6k", "--fio"]);
+    let required = JournalOptions {
+        request_size_bytes: 6 << 10,
+        fio: FioChoice::Required,
+        ..tiny(dir.path())
+    };
     let error = format!("{:#}", measure_collecting(&required).await.0.unwrap_err());
     assert!(
         error.contains("--fio") && error.contains("multiple of 4096"),
@@ -396,50 +375,59 @@ async fn unaligned_requests_skip_fio_with_a_reason_unless_it_is_required() {
 
 #[tokio::test]
 async fn bad_options_are_clear_errors() {
+    let dir = scratch();
+    let quiet = || JournalOptions {
+        fio: FioChoice::Off,
+        ..tiny(dir.path())
+    };
+    let bad_model = DiskModel {
+        bandwidth_mib_s: 0.0,
+        ..DiskModel::sata_tier()
+    };
     for (args, expected) in [
         (
-            &["--seconds", "1", "--mib-per-object", "2"][..],
-            "cannot be used with",
+            JournalOptions {
+                threads: 0,
+                ..quiet()
+            },
+            "threads must be in",
         ),
-        (&["--request-size", "1x"][..], "unknown unit"),
-        (&["--engine", "spdk"][..], "invalid value"),
-    ] {
-        let error = parse(args).unwrap_err().to_string();
-        assert!(error.contains(expected), "{args:?}: {error}");
-    }
-    let dir = scratch();
-    for (extra, expected) in [
-        (&["--threads", "0"][..], "threads must be in"),
-        (&["--request-size", "2m"][..], "at least one request"),
-        (&["--request-size", "0"][..], "at least 1 byte"),
-        (&["--runs", "0"][..], "runs must be in"),
         (
-            &["--disk-model", "--model-bandwidth-mib-s", "0"][..],
+            JournalOptions {
+                request_size_bytes: 2 << 20,
+                ..quiet()
+            },
+            "at least one request",
+        ),
+        (
+            JournalOptions {
+                request_size_bytes: 0,
+                ..quiet()
+            },
+            "at least 1 byte",
+        ),
+        (JournalOptions { runs: 0, ..quiet() }, "runs must be in"),
+        (
+            JournalOptions {
+                disk_model: Some(bad_model),
+                ..quiet()
+            },
             "bandwidth",
         ),
     ] {
-        let mut all = vec!["--no-fio"];
-        all.extend_from_slice(extra);
-        let args = tiny(dir.path(), &all);
         let error = format!("{:#}", measure_collecting(&args).await.0.unwrap_err());
-        assert!(error.contains(expected), "{extra:?}: {error}");
+        assert!(error.contains(expected), "{args:?}: {error}");
     }
-    let args = parse(&["--no-fio", "--seconds", "0", "--dir", "."]).unwrap();
+    let args = JournalOptions {
+        fio: FioChoice::Off,
+        seconds: Some(0),
+        dir: Some(PathBuf::from(".")),
+        ..JournalOptions::default()
+    };
     let error = format!("{:#}", measure_collecting(&args).await.0.unwrap_err());
     assert!(error.contains("--seconds"), "{error}");
     // Nothing was written for any of them.
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
-}
-
-#[test]
-fn fio_and_no_fio_override_each_other() {
-    let args = parse(&["--fio", "--no-fio"]).unwrap();
-    assert!(!args.fio && args.no_fio);
-    let args = parse(&["--no-fio", "--fio"]).unwrap();
-    assert!(args.fio && !args.no_fio);
-    let args = parse(&[]).unwrap();
-    assert!(!args.fio && !args.no_fio, "default: fio when it can be had");
-    assert_eq!(args.request_size_bytes, 1 << 20);
 }
 
 // ---- the progress line --------------------------------------------------------------------
@@ -490,41 +478,4 @@ fn in_a_log_each_phase_gets_one_line_when_it_ends() {
         "sync (run 1): 8/8 MiB, 8.0 MiB/s\nasync (run 1): 8/8 MiB, 8.0 MiB/s\nsync (run 2): 8/8 MiB, 8.0 MiB/s\ndone\n"
     );
     assert_eq!(line.finish(), None);
-}
-
-// ---- the example --------------------------------------------------------------------------
-
-/// The example is a lesson: it must keep running and print the JSON the issue asks for.
-#[test]
-fn bench_journal_example_prints_json() {
-    let dir = scratch();
-    let output = Command::new(env!("CARGO"))
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "iopath-bench",
-            "--example",
-            "bench_journal",
-            "--",
-        ])
-        .args(["--threads", "1", "--objects", "1", "--request-size", "64k"])
-        .args(["--mib-per-object", "1", "--no-fio", "--json", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["disk"], "real");
-    assert!(json["async_ratio"].as_f64().unwrap() > 0.0, "{json}");
-    // Not a terminal: one progress line per phase on stderr.
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("OST, internal journal, async commits (run 1): 1/1 MiB"),
-        "{stderr}"
-    );
 }
