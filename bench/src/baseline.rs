@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use crate::error::BenchError;
 
 /// A baseline measurement.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -20,7 +20,7 @@ pub struct Baseline {
 }
 
 /// Makes sure `iperf3` is on the PATH, installing the Debian package if we can.
-pub fn ensure_iperf3(progress: &mut dyn FnMut(&str)) -> Result<String> {
+pub fn ensure_iperf3(progress: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
     if let Some(version) = version_of("iperf3") {
         return Ok(version);
     }
@@ -30,7 +30,7 @@ pub fn ensure_iperf3(progress: &mut dyn FnMut(&str)) -> Result<String> {
         "install iperf3 and run again",
         progress,
     )?;
-    version_of("iperf3").context("iperf3 was installed but does not run")
+    version_of("iperf3").ok_or_else(|| BenchError::tool("iperf3 was installed but does not run"))
 }
 
 /// Installs Debian package `package` with apt-get (running `apt-get update` once if the first
@@ -41,11 +41,11 @@ pub fn install_package(
     purpose: &str,
     hint: &str,
     progress: &mut dyn FnMut(&str),
-) -> Result<()> {
+) -> Result<(), BenchError> {
     if !is_root() {
-        bail!(
+        return Err(BenchError::tool(format!(
             "{package} is not installed and we are not root, so it cannot be installed here; {hint}"
-        );
+        )));
     }
     if !Command::new("apt-get")
         .arg("--version")
@@ -53,7 +53,9 @@ pub fn install_package(
         .status()
         .is_ok_and(|s| s.success())
     {
-        bail!("{package} is not installed and there is no apt-get to install it with; {hint}");
+        return Err(BenchError::tool(format!(
+            "{package} is not installed and there is no apt-get to install it with; {hint}"
+        )));
     }
     progress(&format!(
         "{package} not found: installing it with apt-get for {purpose}"
@@ -75,11 +77,12 @@ pub fn install_package(
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
-        let status = install().with_context(|| format!("run apt-get install {package}"))?;
+        let status = install()
+            .map_err(|e| BenchError::system(format!("run apt-get install {package}"), e))?;
         if !status.success() {
-            bail!(
+            return Err(BenchError::tool(format!(
                 "apt-get install {package} failed ({status}); is the package archive reachable? {hint}"
-            );
+            )));
         }
     }
     Ok(())
@@ -103,14 +106,17 @@ fn version_of(tool: &str) -> Option<String> {
 /// Measures single-stream loopback TCP with iperf3's defaults for `seconds`. A failed run
 /// (a port taken between our pick and iperf3's bind, a server that lost its one test) is tried
 /// again with a fresh server on a fresh port, up to three times; the last error is reported.
-pub fn iperf3_loopback(seconds: u32, progress: &mut dyn FnMut(&str)) -> Result<Baseline> {
+pub fn iperf3_loopback(
+    seconds: u32,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Baseline, BenchError> {
     let version = ensure_iperf3(progress)?;
     let mut last_error = None;
     for _ in 0..3 {
         match iperf3_once(seconds, &version, progress) {
             Ok(baseline) => return Ok(baseline),
             Err(e) => {
-                progress(&format!("baseline attempt failed, trying again: {e:#}"));
+                progress(&format!("baseline attempt failed, trying again: {e}"));
                 last_error = Some(e);
             }
         }
@@ -118,9 +124,14 @@ pub fn iperf3_loopback(seconds: u32, progress: &mut dyn FnMut(&str)) -> Result<B
     Err(last_error.expect("three attempts were made"))
 }
 
-fn iperf3_once(seconds: u32, version: &str, progress: &mut dyn FnMut(&str)) -> Result<Baseline> {
-    let port = TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
+fn iperf3_once(
+    seconds: u32,
+    version: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Baseline, BenchError> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|e| BenchError::system("pick a port for iperf3", e))?
         .port()
         .to_string();
     let mut server = Command::new("iperf3")
@@ -128,7 +139,7 @@ fn iperf3_once(seconds: u32, version: &str, progress: &mut dyn FnMut(&str)) -> R
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .context("start iperf3 -s")?;
+        .map_err(|e| BenchError::system("start iperf3 -s", e))?;
     let seconds_arg = seconds.to_string();
     let args = ["-c", "127.0.0.1", "-p", &port, "-t", &seconds_arg, "-J"];
     progress(&format!(
@@ -141,7 +152,7 @@ fn iperf3_once(seconds: u32, version: &str, progress: &mut dyn FnMut(&str)) -> R
         Command::new("iperf3")
             .args(args)
             .output()
-            .context("run iperf3 -c")
+            .map_err(|e| BenchError::system("run iperf3 -c", e))
     };
     let mut output = run();
     for _ in 0..50 {
@@ -157,14 +168,20 @@ fn iperf3_once(seconds: u32, version: &str, progress: &mut dyn FnMut(&str)) -> R
     let _ = server.kill();
     let _ = server.wait();
     let output = output?;
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("parse iperf3 -J output (exit {})", output.status))?;
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| {
+        BenchError::json(
+            format!("parse iperf3 -J output (exit {})", output.status),
+            e,
+        )
+    })?;
     if let Some(error) = json["error"].as_str() {
-        bail!("iperf3 -c failed: {error}");
+        return Err(BenchError::tool(format!("iperf3 -c failed: {error}")));
     }
     let bits = json["end"]["sum_received"]["bits_per_second"]
         .as_f64()
-        .context("iperf3 -J output has no end.sum_received.bits_per_second")?;
+        .ok_or_else(|| {
+            BenchError::tool("iperf3 -J output has no end.sum_received.bits_per_second")
+        })?;
     Ok(Baseline {
         command: format!("iperf3 {}", args.join(" ")),
         version: version.to_owned(),

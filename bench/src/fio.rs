@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail};
+use crate::error::BenchError;
 
 /// O_DIRECT needs block-aligned transfers; 4 KiB covers every common logical block size.
 pub const FIO_ALIGN_BYTES: u64 = 4096;
@@ -53,7 +53,7 @@ pub struct FioWrite {
 
 /// Makes sure `fio` is on the PATH, installing the Debian package with apt-get when it is
 /// absent and we are root. Returns fio's version line.
-pub fn ensure_fio(progress: &mut dyn FnMut(&str)) -> Result<String> {
+pub fn ensure_fio(progress: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
     if let Some(version) = fio_version() {
         return Ok(version);
     }
@@ -63,7 +63,8 @@ pub fn ensure_fio(progress: &mut dyn FnMut(&str)) -> Result<String> {
         "install fio (apt-get install fio) or pass --no-fio",
         progress,
     )?;
-    fio_version().context("fio was installed but `fio --version` does not run")
+    fio_version()
+        .ok_or_else(|| BenchError::tool("fio was installed but `fio --version` does not run"))
 }
 
 /// `fio --version`, if fio runs.
@@ -90,33 +91,41 @@ pub fn fio_write(
     iodepth: u32,
     numjobs: u32,
     seconds: Option<u32>,
-) -> Result<FioResult> {
+) -> Result<FioResult, BenchError> {
     if block_size_bytes == 0 || !block_size_bytes.is_multiple_of(FIO_ALIGN_BYTES) {
-        bail!(
+        return Err(BenchError::refused(format!(
             "fio's O_DIRECT baseline needs a block size that is a multiple of {FIO_ALIGN_BYTES} bytes, not {block_size_bytes}"
-        );
+        )));
     }
     if job_size_bytes < block_size_bytes {
-        bail!(
+        return Err(BenchError::refused(format!(
             "fio job size {job_size_bytes} bytes is smaller than one {block_size_bytes}-byte block"
-        );
+        )));
     }
     if !(1..=FIO_JOBS_MAX).contains(&numjobs) {
-        bail!("fio numjobs must be in 1..={FIO_JOBS_MAX}, not {numjobs}");
+        return Err(BenchError::refused(format!(
+            "fio numjobs must be in 1..={FIO_JOBS_MAX}, not {numjobs}"
+        )));
     }
     if !(1..=FIO_IODEPTH_MAX).contains(&iodepth) {
-        bail!("fio iodepth must be in 1..={FIO_IODEPTH_MAX}, not {iodepth}");
+        return Err(BenchError::refused(format!(
+            "fio iodepth must be in 1..={FIO_IODEPTH_MAX}, not {iodepth}"
+        )));
     }
     if let Some(s) = seconds
         && !(1..=FIO_SECONDS_MAX).contains(&s)
     {
-        bail!("fio runtime must be in 1..={FIO_SECONDS_MAX} seconds, not {s}");
+        return Err(BenchError::refused(format!(
+            "fio runtime must be in 1..={FIO_SECONDS_MAX} seconds, not {s}"
+        )));
     }
     // A directory of our own: whatever fio leaves behind goes with it.
     let work = tempfile::Builder::new()
         .prefix("iopath-fio-")
         .tempdir_in(dir)
-        .with_context(|| format!("create fio's directory in {}", dir.display()))?;
+        .map_err(|e| {
+            BenchError::system(format!("create fio's directory in {}", dir.display()), e)
+        })?;
     let mut args = vec![
         "--name=iopath-baseline".to_owned(),
         format!("--directory={}", work.path().display()),
@@ -148,22 +157,26 @@ pub fn fio_write(
         .args(&args)
         .stdin(Stdio::null())
         .output()
-        .context(
-            "run fio (is it installed? `iopath bench journal` installs it when run as root)",
-        )?;
+        .map_err(|e| {
+            BenchError::system(
+                "run fio (is it installed? `iopath bench journal` installs it when run as root)",
+                e,
+            )
+        })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!(
+        return Err(BenchError::tool(format!(
             "`{command}` failed ({}): {}",
             output.status,
             first_lines(&format!("{stderr}\n{stdout}"), 6)
-        );
+        )));
     }
-    let write =
-        parse_fio_json(&stdout).with_context(|| format!("read the JSON report of `{command}`"))?;
-    work.close()
-        .with_context(|| format!("remove fio's directory in {}", dir.display()))?;
+    let write = parse_fio_json(&stdout)
+        .map_err(|e| BenchError::step(format!("read the JSON report of `{command}`"), e))?;
+    work.close().map_err(|e| {
+        BenchError::system(format!("remove fio's directory in {}", dir.display()), e)
+    })?;
     Ok(FioResult {
         command,
         version: write.version,
@@ -176,21 +189,21 @@ pub fn fio_write(
 /// Reads fio's `--output-format=json` report: the write bandwidth and bytes, summed over the
 /// jobs (one entry with `--group_reporting`). Text before the JSON (fio prints some notes on
 /// stdout) is skipped; a job that reports an error, or no write at all, is an error.
-pub fn parse_fio_json(text: &str) -> Result<FioWrite> {
-    let start = text
-        .find('{')
-        .context("fio printed no JSON report (was --output-format=json given?)")?;
-    let json: serde_json::Value =
-        serde_json::from_str(&text[start..]).context("parse fio's JSON report")?;
+pub fn parse_fio_json(text: &str) -> Result<FioWrite, BenchError> {
+    let start = text.find('{').ok_or_else(|| {
+        BenchError::tool("fio printed no JSON report (was --output-format=json given?)")
+    })?;
+    let json: serde_json::Value = serde_json::from_str(&text[start..])
+        .map_err(|e| BenchError::json("parse fio's JSON report", e))?;
     let version = json["fio version"]
         .as_str()
-        .context("fio's JSON report has no \"fio version\"")?
+        .ok_or_else(|| BenchError::tool("fio's JSON report has no \"fio version\""))?
         .to_owned();
     let jobs = json["jobs"]
         .as_array()
-        .context("fio's JSON report has no \"jobs\" array")?;
+        .ok_or_else(|| BenchError::tool("fio's JSON report has no \"jobs\" array"))?;
     if jobs.is_empty() {
-        bail!("fio's JSON report lists no jobs");
+        return Err(BenchError::tool("fio's JSON report lists no jobs"));
     }
     let mut write = FioWrite {
         version,
@@ -202,21 +215,23 @@ pub fn parse_fio_json(text: &str) -> Result<FioWrite> {
         let name = job["jobname"].as_str().unwrap_or("?");
         let error = job["error"]
             .as_i64()
-            .with_context(|| format!("fio job {name} has no \"error\" field"))?;
+            .ok_or_else(|| BenchError::tool(format!("fio job {name} has no \"error\" field")))?;
         if error != 0 {
-            bail!("fio job {name} failed with error {error}");
+            return Err(BenchError::tool(format!(
+                "fio job {name} failed with error {error}"
+            )));
         }
         let field = |key: &str| {
             job["write"][key]
                 .as_u64()
-                .with_context(|| format!("fio job {name} has no write.{key}"))
+                .ok_or_else(|| BenchError::tool(format!("fio job {name} has no write.{key}")))
         };
         write.io_bytes += field("io_bytes")?;
         write.bw_bytes_s += field("bw_bytes")?;
         write.runtime_ms = write.runtime_ms.max(field("runtime")?);
     }
     if write.io_bytes == 0 || write.bw_bytes_s == 0 {
-        bail!("fio reports no bytes written");
+        return Err(BenchError::tool("fio reports no bytes written"));
     }
     Ok(write)
 }

@@ -1,24 +1,39 @@
-//! iopath's benchmarks. Every figure printed is measured in the run that prints it, beside a
-//! baseline measured in the same run; JSON for machines, a table for people.
+//! iopath's benchmarks, all of them, above the stacks they measure. Every figure printed is
+//! measured in the run that prints it, beside a baseline measured in the same run; JSON for
+//! machines, a table for people.
 //!
 //! # Layout
 //!
+//! - [`ior`]: `iopath bench ior`, IOR's options, meanings and output on an emulated stack,
+//!   every byte read back and checked, beside the raw disk (and loopback TCP) measured in the
+//!   same run.
 //! - [`selftest`]: `iopath selftest`, in the spirit of `lnet_selftest`: `brw` bulk read/write
 //!   and `ping` between a group of clients and a group of servers, in one process or in many,
 //!   with `iperf3` on loopback as the baseline.
 //! - [`journal`]: `iopath bench journal`, in the spirit of obdfilter-survey and the Spider
 //!   paper: the raw block baseline, OST writes with sync and async journal commits, and an
-//!   external journal, in one run on one file system, with fio beside the baseline.
+//!   external journal, in one run on one file system, with fio beside the baseline; the
+//!   phases run in this process, on the storage server's targets and engines.
+//! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
+//!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
+//! - [`writers`]: requests split over writers, the loop that drives them, their progress.
 //! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`units`]: sizes with IOR-style suffixes (the fabric's, which every crate shares).
+//! - [`error`]: [`BenchError`], the crate's one error type.
 
 pub mod baseline;
 pub mod cpu;
+pub mod error;
 pub mod fio;
+pub mod ior;
 pub mod journal;
+pub mod raw;
 pub mod report;
 pub mod selftest;
+pub mod writers;
 pub use iopath_fabric::units;
+
+pub use error::BenchError;

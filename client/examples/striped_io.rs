@@ -20,7 +20,7 @@ use anyhow::{Context as _, ensure};
 use bytes::Bytes;
 use clap::Parser;
 use iopath_client::StripeRequest;
-use iopath_client::lfs::parse_size;
+use iopath_fabric::units::parse_size;
 use iopath_stack::testing::{TestStack, TestStackConfig};
 
 #[derive(Parser, Debug)]

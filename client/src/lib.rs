@@ -1,6 +1,6 @@
 //! iopath's client library (liblustre and ASCI Red's Cougar I/O library in miniature): files
 //! striped over storage targets, their reads and writes, the asynchronous calls of ASCI Red,
-//! stdio-like buffered streams, layouts, and `lfs`.
+//! stdio-like buffered streams, and layouts.
 //!
 //! # Layout
 //!
@@ -20,7 +20,6 @@
 //!   file, in order per file, concurrent across files.
 //! - [`stream`]: [`BufferedStream`], stdio buffering with `setvbuf`.
 //! - [`stat`]: what `stat` and `getstripe` report.
-//! - [`lfs`]: the `lfs` commands of the `iopath` binary.
 //! - [`config`]: [`ClientConfig`] and every limit; [`error`]: [`ClientError`].
 //!
 //! A write, direct-attached: the client plans the file extent into per-object packets, and for
@@ -38,7 +37,6 @@ pub mod error;
 pub mod file;
 /// The stripe layout, shared with the MDS and the fyod (`iopath_layout`).
 pub use iopath_layout as layout;
-pub mod lfs;
 pub mod stat;
 pub mod stream;
 pub mod targets;
@@ -51,6 +49,5 @@ pub use file::File;
 pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
 pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
-pub use lfs::LfsCommand;
 pub use stat::{FileStat, StripeInfo};
 pub use stream::BufferedStream;

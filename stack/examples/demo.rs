@@ -6,7 +6,7 @@
 #[tokio::main]
 async fn main() -> Result<(), iopath_stack::StackError> {
     let size = match std::env::args().nth(1) {
-        Some(text) => iopath_bench::units::parse_size(&text).map_err(|why| {
+        Some(text) => iopath_fabric::units::parse_size(&text).map_err(|why| {
             iopath_stack::StackError::BadOption {
                 option: "SIZE".into(),
                 why,
@@ -14,9 +14,11 @@ async fn main() -> Result<(), iopath_stack::StackError> {
         })?,
         None => 128 << 20,
     };
-    let args = iopath_stack::cli::DemoArgs {
+    let config = iopath_stack::demo::DemoConfig {
         size,
-        ..iopath_stack::cli::DemoArgs::default()
+        ..iopath_stack::demo::DemoConfig::default()
     };
-    iopath_stack::cli::demo(args).await
+    iopath_stack::demo::run(&config, &mut std::io::stdout())
+        .await
+        .map(drop)
 }

@@ -3,6 +3,7 @@
 //! the client kept for replay, and the path the bytes took hop by hop.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -11,11 +12,11 @@ use iopath_storage_server::engine::aligned::AlignedBuf;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use crate::cli::DemoArgs;
-use crate::describe::{self, ost_name};
+use crate::choice::StackChoice;
+use crate::describe::{self, describe_size, ost_name};
 use crate::error::StackError;
-use crate::ior::pattern;
 use crate::journal::{self, TargetJournal};
+use crate::pattern;
 use crate::runtime::{Mode, RunningStack, StorageDir};
 use crate::schema::{FyodMode, Role, RoleName, Stack};
 
@@ -73,8 +74,35 @@ macro_rules! say {
     };
 }
 
+/// What the demo runs: `iopath demo`'s options.
+#[derive(Debug, Clone)]
+pub struct DemoConfig {
+    /// The preset or stack file (default asci-red-mini).
+    pub choice: StackChoice,
+    /// Bytes per phase: one striped file of this size, then this much again split over every
+    /// client's own file.
+    pub size: u64,
+    /// A process per server node on loopback TCP.
+    pub processes: bool,
+    /// Directory for the stack's storage (a temporary directory inside it, removed at the
+    /// end). Default: the system's temporary directory.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for DemoConfig {
+    /// `iopath demo` with no options: asci-red-mini in this process, 128 MiB per phase.
+    fn default() -> Self {
+        DemoConfig {
+            choice: StackChoice::default(),
+            size: 128 << 20,
+            processes: false,
+            dir: None,
+        }
+    }
+}
+
 /// Runs the demo, writing its account to `out`.
-pub async fn run(args: &DemoArgs, out: &mut dyn Write) -> Result<DemoReport, StackError> {
+pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, StackError> {
     if !(SIZE_MIN_BYTES..=SIZE_MAX_BYTES).contains(&args.size) {
         return Err(StackError::BadOption {
             option: "--size".into(),
@@ -418,21 +446,6 @@ async fn read_pattern(
         .map_err(|e| StackError::io(format!("close {path}"), e))
 }
 
-/// `64 MiB`, `1.50 GiB`, `512 KiB`.
-pub fn describe_size(bytes: u64) -> String {
-    const KIB: u64 = 1 << 10;
-    const MIB: u64 = 1 << 20;
-    const GIB: u64 = 1 << 30;
-    match bytes {
-        b if b >= GIB && b.is_multiple_of(GIB) => format!("{} GiB", b / GIB),
-        b if b >= GIB => format!("{:.2} GiB", b as f64 / GIB as f64),
-        b if b >= MIB && b.is_multiple_of(MIB) => format!("{} MiB", b / MIB),
-        b if b >= MIB => format!("{:.2} MiB", b as f64 / MIB as f64),
-        b if b >= KIB && b.is_multiple_of(KIB) => format!("{} KiB", b / KIB),
-        b => format!("{b} bytes"),
-    }
-}
-
 /// The path of client `client`'s writes through `stack`, in words, one hop a line.
 pub fn path_lines(stack: &Stack, client: usize) -> Vec<String> {
     let name = |i: usize| stack.nodes[i].name.clone();
@@ -628,14 +641,6 @@ fn measured_lines(running: &RunningStack, before: &[(usize, [u64; 4])]) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_in_words() {
-        assert_eq!(describe_size(64 << 20), "64 MiB");
-        assert_eq!(describe_size(3 << 29), "1.50 GiB");
-        assert_eq!(describe_size(512 << 10), "512 KiB");
-        assert_eq!(describe_size(1000), "1000 bytes");
-    }
 
     #[test]
     fn paths_name_every_hop() {

@@ -1,5 +1,5 @@
 //! A stack in words, for people: the node table `iopath up` prints, each node's part in the
-//! I/O path, and torus hop counts. Pure functions of a [`Stack`].
+//! I/O path, torus hop counts, and sizes. Pure functions of a [`Stack`].
 
 use iopath_topology::coord::Coord;
 use iopath_topology::torus::Torus;
@@ -9,6 +9,21 @@ use crate::schema::{FyodMode, Role, RoleName, Stack};
 /// Lustre's name of global target `index`: `OST0003`.
 pub fn ost_name(index: usize) -> String {
     format!("OST{index:04}")
+}
+
+/// `64 MiB`, `1.50 GiB`, `512 KiB`.
+pub fn describe_size(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match bytes {
+        b if b >= GIB && b.is_multiple_of(GIB) => format!("{} GiB", b / GIB),
+        b if b >= GIB => format!("{:.2} GiB", b as f64 / GIB as f64),
+        b if b >= MIB && b.is_multiple_of(MIB) => format!("{} MiB", b / MIB),
+        b if b >= MIB => format!("{:.2} MiB", b as f64 / MIB as f64),
+        b if b >= KIB && b.is_multiple_of(KIB) => format!("{} KiB", b / KIB),
+        b => format!("{b} bytes"),
+    }
 }
 
 /// What node `index` does, in a few words.
@@ -24,7 +39,7 @@ pub fn node_detail(stack: &Stack, index: usize) -> String {
             format!(
                 "namespace and layouts over {} targets; default {} stripes x {count}",
                 targets.len(),
-                crate::demo::describe_size(layout.stripe_size_bytes)
+                describe_size(layout.stripe_size_bytes)
             )
         }
         Role::Oss(spec) => {
@@ -146,6 +161,14 @@ pub fn torus_hops(stack: &Stack, a: usize, b: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_in_words() {
+        assert_eq!(describe_size(64 << 20), "64 MiB");
+        assert_eq!(describe_size(3 << 29), "1.50 GiB");
+        assert_eq!(describe_size(512 << 10), "512 KiB");
+        assert_eq!(describe_size(1000), "1000 bytes");
+    }
 
     #[test]
     fn asci_red_mini_in_words() {

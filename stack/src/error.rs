@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong reading a stack, running it, or measuring on it.
+/// Everything that can go wrong reading a stack, running it, or demonstrating it.
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
     /// The stack file is not valid TOML, or a field has the wrong type or an unknown name.
@@ -60,7 +60,7 @@ pub enum StackError {
         /// What happened.
         why: String,
     },
-    /// A benchmark or demo option is out of range.
+    /// A demo or node option is out of range.
     #[error("{option}: {why}")]
     BadOption {
         /// The option, as typed: `-t`, `--size`.
@@ -71,7 +71,7 @@ pub enum StackError {
     /// An I/O through the emulated path failed.
     #[error("{what}: {why}")]
     Io {
-        /// What was being done: "task 3: write /ior/testFile.00000003 at 1048576".
+        /// What was being done: "write /demo/striped at 1048576".
         what: String,
         /// The client library's or the fabric's account.
         why: String,
@@ -81,14 +81,6 @@ pub enum StackError {
     Verify {
         /// Where and how the data differs.
         what: String,
-    },
-    /// A baseline measurement failed.
-    #[error("baseline {what}: {why}")]
-    Baseline {
-        /// Which baseline.
-        what: &'static str,
-        /// Why.
-        why: String,
     },
     /// The local system refused something (a temporary directory, a port, standard input).
     #[error("{what}: {source}")]

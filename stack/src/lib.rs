@@ -1,6 +1,6 @@
 //! iopath's stacks: a whole emulated I/O path — compute-node clients, fyod forwarders, LNET
 //! routers, storage servers and the metadata service — described in one TOML file, started
-//! in one process or as a process per node, and measured with IOR.
+//! in one process or as a process per node; `iopath_bench` measures them with IOR.
 //!
 //! # Layout
 //!
@@ -12,27 +12,31 @@
 //! - [`runtime`]: running a stack — one node ([`runtime::RunningNode`]), all in this process
 //!   ([`runtime::EmbeddedStack`]), or a process per server node on loopback TCP
 //!   ([`runtime::ProcessStack`]).
-//! - [`describe`]: a stack in words — the node table, each node's part, torus hops.
+//! - [`choice`]: [`StackChoice`], a preset or a stack file and the route set in force.
+//! - [`up`]: `iopath up` and `iopath node` — a whole stack, or one node of it as a process,
+//!   run until told to stop.
+//! - [`demo`]: `iopath demo`: phases, verification, the path hop by hop.
+//! - [`describe`]: a stack in words — the node table, each node's part, torus hops, sizes.
 //! - [`journal`]: what the targets' journals committed, embedded or over admin services.
-//! - [`cli`]: `iopath up`, `iopath node`, `iopath demo` — argument structs and run functions.
-//! - [`demo`]: the demo itself: phases, verification, the path hop by hop.
-//! - [`ior`]: `iopath bench ior`: IOR's options and output on a stack, verified read-back,
-//!   and the raw disk and loopback TCP baselines measured in the same run.
+//! - [`pattern`]: the data every writer on a stack writes (IOR's words: which task, which
+//!   repetition, where) and the check of what comes back.
 //! - [`testing`]: [`testing::TestStack`], a whole file system in this process for every
 //!   crate's integration tests and examples, with storage servers to crash and restart.
 //! - [`error`]: [`StackError`], the crate's one error type.
 
-pub mod cli;
+pub mod choice;
 pub mod demo;
 pub mod describe;
 pub mod error;
-pub mod ior;
 pub mod journal;
+pub mod pattern;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
 pub mod testing;
+pub mod up;
 
+pub use choice::StackChoice;
 pub use error::StackError;
 pub use presets::{DEFAULT_PRESET, PRESETS, Preset, preset};
 pub use schema::{Stack, StackFile};

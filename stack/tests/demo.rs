@@ -1,13 +1,13 @@
 //! `iopath demo` completes at a small size: every phase moves its bytes, everything reads
 //! back verified, the journals commit, and the account names the path.
 
-use iopath_stack::cli::DemoArgs;
+use iopath_stack::demo::DemoConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_runs_end_to_end_at_a_small_size() {
-    let args = DemoArgs {
+    let args = DemoConfig {
         size: 4 << 20,
-        ..DemoArgs::default()
+        ..DemoConfig::default()
     };
     let mut out = Vec::new();
     let report = iopath_stack::demo::run(&args, &mut out).await.unwrap();
@@ -39,9 +39,9 @@ async fn demo_runs_end_to_end_at_a_small_size() {
 
 #[tokio::test]
 async fn a_bad_size_is_refused() {
-    let args = DemoArgs {
+    let args = DemoConfig {
         size: 1,
-        ..DemoArgs::default()
+        ..DemoConfig::default()
     };
     let error = iopath_stack::demo::run(&args, &mut Vec::new())
         .await

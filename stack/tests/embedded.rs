@@ -45,8 +45,8 @@ async fn spider_mini_starts_serves_and_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn up_prints_every_node_with_its_admin_address_and_stops() {
-    let args = iopath_stack::cli::UpArgs {
-        choice: iopath_stack::cli::StackChoice {
+    let args = iopath_stack::up::UpConfig {
+        choice: iopath_stack::StackChoice {
             preset: Some("spider-mini-routed".into()),
             ..Default::default()
         },
@@ -54,7 +54,7 @@ async fn up_prints_every_node_with_its_admin_address_and_stops() {
     };
     let mut out = Vec::new();
     // Stop as soon as it is up.
-    iopath_stack::cli::up_until(&args, &mut out, std::future::ready(()))
+    iopath_stack::up::up_until(&args, &mut out, std::future::ready(()))
         .await
         .unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -82,14 +82,14 @@ async fn up_refuses_a_bad_stack_file_with_the_field_named() {
         "name = \"bad\"\n[[networks]]\nname = \"n\"\n[[nodes]]\nname = \"m\"\nrole = \"mds\"\nnids = { n = 1 }\ntargets = 2\n",
     )
     .unwrap();
-    let args = iopath_stack::cli::UpArgs {
-        choice: iopath_stack::cli::StackChoice {
+    let args = iopath_stack::up::UpConfig {
+        choice: iopath_stack::StackChoice {
             stack: Some(file),
             ..Default::default()
         },
         ..Default::default()
     };
-    let error = iopath_stack::cli::up_until(&args, &mut Vec::new(), std::future::ready(()))
+    let error = iopath_stack::up::up_until(&args, &mut Vec::new(), std::future::ready(()))
         .await
         .unwrap_err()
         .to_string();

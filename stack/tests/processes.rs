@@ -1,6 +1,7 @@
 //! The stack as a process per server node on loopback TCP: spider-mini starts (each node a
 //! child process that says READY), a client in this process writes and reads back through
-//! the client library, `bench ior --processes` runs on it, and everything stops cleanly.
+//! the client library, the demo runs through fyod processes, and everything stops cleanly.
+//! (IOR over node processes is tested beside IOR, in `bench/tests/processes.rs`.)
 //!
 //! `suite` runs the whole path's suite over such stacks.
 //!
@@ -11,34 +12,47 @@
 use std::process::ExitCode;
 
 use bytes::Bytes;
-use clap::Parser;
 use iopath_client::StripeRequest;
-use iopath_stack::cli::NodeArgs;
-use iopath_stack::ior::IorArgs;
-use iopath_stack::ior::phase::Progress;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::up::NodeProcessConfig;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[path = "processes/suite.rs"]
 mod suite;
 
-/// `processes node ...`: one node of a stack, as `iopath node`.
-#[derive(Debug, Parser)]
-struct NodeCli {
-    #[command(subcommand)]
-    command: NodeCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum NodeCommand {
-    Node(NodeArgs),
+/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
+/// process: the flags `iopath node` takes.
+fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
+    let mut flags = std::collections::HashMap::new();
+    // Bounded by the arguments: each pass takes a flag and its value.
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        flags.insert(flag, value);
+    }
+    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
+    let config = NodeProcessConfig {
+        stack: take("--stack")?.into(),
+        name: take("--name")?,
+        dir: take("--dir")?.into(),
+        admin: ([127, 0, 0, 1], 0).into(),
+    };
+    match flags.keys().next() {
+        Some(flag) => Err(format!("unknown flag {flag}")),
+        None => Ok(config),
+    }
 }
 
 fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("node") {
-        let NodeCommand::Node(args) = NodeCli::parse().command;
+        let config = match node_config(std::env::args().skip(2)) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
         let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-        return match runtime.block_on(iopath_stack::cli::node(args)) {
+        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("node: {e}");
@@ -50,9 +64,6 @@ fn main() -> ExitCode {
         Trial::test("spider_mini_on_loopback_tcp_serves_and_stops", || {
             block_on(spider_mini_on_loopback_tcp_serves_and_stops())
         }),
-        Trial::test("ior_runs_over_processes", || {
-            block_on(ior_runs_over_processes())
-        }),
         Trial::test("the_demo_runs_through_fyod_processes", || {
             block_on(the_demo_runs_through_fyod_processes())
         }),
@@ -63,10 +74,6 @@ fn main() -> ExitCode {
         Trial::test("suite::sixty_four_nodes_through_four_fyods", || {
             block_on(suite::sixty_four_nodes_through_four_fyods())
         }),
-        Trial::test(
-            "suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them",
-            || block_on(suite::ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them()),
-        ),
         Trial::test("suite::a_storage_server_killed_mid_run", || {
             block_on(suite::a_storage_server_killed_mid_run())
         }),
@@ -179,83 +186,13 @@ async fn spider_mini_on_loopback_tcp_serves_and_stops() -> Result<(), String> {
     Ok(())
 }
 
-async fn ior_runs_over_processes() -> Result<(), String> {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        ior: IorArgs,
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let args = [
-        "ior",
-        "--preset",
-        "spider-mini",
-        "--processes",
-        "-w",
-        "-r",
-        "-F",
-        "-t",
-        "256k",
-        "-b",
-        "1m",
-        "-N",
-        "4",
-        "-O",
-        "summaryFormat=JSON",
-        "--dir",
-    ];
-    let cli = Cli::try_parse_from(
-        args.iter()
-            .map(|s| s.to_string())
-            .chain([dir.path().display().to_string()]),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    let outcome = iopath_stack::ior::measure(
-        &cli.ior,
-        "ior",
-        &mut out,
-        Progress::Silent,
-        Some(&launcher()?),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    check!(
-        outcome.results.len() == 2,
-        "a write and a read: {:?}",
-        outcome.results
-    );
-    check!(
-        outcome.facts.mode == "processes",
-        "{:?}",
-        outcome.facts.mode
-    );
-    check!(
-        outcome.facts.verified_bytes == 4 << 20,
-        "every byte read back and checked"
-    );
-    check!(
-        outcome.facts.baselines.tcp_mib_s.is_some(),
-        "loopback TCP measured in the same run"
-    );
-    check!(
-        outcome.facts.ratios.write_vs_min_disk_tcp.is_some(),
-        "the processes ratio"
-    );
-    let json: serde_json::Value =
-        serde_json::from_slice(&out).map_err(|e| format!("not JSON: {e}"))?;
-    check!(json["summary"][0]["operation"] == "write", "{json}");
-    check!(json["iopath"]["mode"] == "processes", "{json}");
-    Ok(())
-}
-
 async fn the_demo_runs_through_fyod_processes() -> Result<(), String> {
     // asci-red-mini with every server a process: fyods, storage servers, the MDS. The demo
     // starts node processes from this program (`Launcher::this_program`).
-    let args = iopath_stack::cli::DemoArgs {
+    let args = iopath_stack::demo::DemoConfig {
         size: 2 << 20,
         processes: true,
-        ..iopath_stack::cli::DemoArgs::default()
+        ..iopath_stack::demo::DemoConfig::default()
     };
     let mut out = Vec::new();
     let report = iopath_stack::demo::run(&args, &mut out)
@@ -282,7 +219,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .text,
     )
     .map_err(|e| e.to_string())?;
-    let args = NodeArgs {
+    let args = NodeProcessConfig {
         stack: file,
         name: "oss0".into(),
         dir: dir.path().join("oss0"),
@@ -290,7 +227,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .parse()
             .map_err(|e: std::net::AddrParseError| e.to_string())?,
     };
-    let error = iopath_stack::cli::node(args)
+    let error = iopath_stack::up::run_node(&args)
         .await
         .err()
         .ok_or("accepted")?

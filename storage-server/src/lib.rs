@@ -16,13 +16,11 @@
 //! - [`recovery`] — the pure bookkeeping of the client-replay window after a restart.
 //! - [`service`] — the OSS as an RPC service on the fabric (writes pulled by descriptor,
 //!   reads pushed, recovery windows with client replay) and [`service::OstClient`].
-//! - [`bench`] — the journal benchmark (obdfilter-survey `case=disk` style) run in process.
 //! - [`error`] — [`StorageError`], the crate's one error type; [`ids`] — object ids, transnos.
 //!
 //! The RPC layer calls [`ost::Ost`]'s async methods; every state-changing reply carries its
 //! transno and the target's `last_committed` ([`ost::OpReply`]).
 
-pub mod bench;
 pub mod engine;
 pub mod error;
 pub mod ids;

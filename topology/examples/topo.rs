@@ -1,22 +1,24 @@
-//! Run the topology model's `topo` commands without the `iopath` binary:
+//! The Spider paper's placement study, in one call: on Jaguar with its 96 direct-attached
+//! OSSes, 672 writers placed in launcher order and placed nearest their targets — the load on
+//! the busiest torus link, the share of the raw back end each gets, and how far apart the
+//! writers finish — printed as `iopath topo analyze` prints it.
 //!
 //! ```text
-//! cargo run --release -p iopath-topology --example topo -- analyze --preset jaguar-spider
-//! cargo run --release -p iopath-topology --example topo -- routes --preset titan-spider2 --client 3,4,5 --json
-//! cargo run --release -p iopath-topology --example topo -- layout --preset titan-spider2
+//! cargo run --release -p iopath-topology --example topo
 //! ```
+//!
+//! `iopath topo analyze | routes | layout` runs this and the other studies with options.
 
-use clap::Parser;
-use iopath_topology::cli::{self, TopoCommand};
+use iopath_topology::presets::JaguarSpider;
+use iopath_topology::render;
+use iopath_topology::study::{self, AnalyzeOptions};
 
-/// The `topo` subcommands as a program of their own.
-#[derive(Parser, Debug)]
-#[command(name = "topo", about = "iopath's topology model")]
-struct Topo {
-    #[command(subcommand)]
-    command: TopoCommand,
-}
-
-fn main() -> anyhow::Result<()> {
-    cli::run(Topo::parse().command)
+fn main() -> Result<(), iopath_topology::TopologyError> {
+    let machine = JaguarSpider::new();
+    let report = study::analyze(&machine, &AnalyzeOptions::default())?;
+    print!(
+        "{}",
+        render::analyze_table(&report, &study::dims_text(&machine))
+    );
+    Ok(())
 }

@@ -27,10 +27,10 @@
 //! - [`presets`]: `jaguar-spider` and `titan-spider2` at full scale, every number sourced.
 //! - [`study`]: the `analyze` experiment (default vs placed, runs, confined, routed).
 //! - [`svg`]: hand-written SVG plots (histogram, CDF) with no fonts or system libraries.
-//! - [`cli`]: `iopath topo analyze | routes | layout` (the only part using `anyhow`).
+//! - [`render`]: what `iopath topo analyze | routes | layout` prints — tables, CSV, plot
+//!   files — as pure functions of the model's results.
 //! - [`error`]: [`TopologyError`], the crate's one error type.
 
-pub mod cli;
 pub mod coord;
 pub mod direction;
 pub mod error;
@@ -39,6 +39,7 @@ pub mod flow_model;
 pub mod link_loads;
 pub mod placement;
 pub mod presets;
+pub mod render;
 pub mod route;
 pub mod router_layout;
 pub mod spider_routing;

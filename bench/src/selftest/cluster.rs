@@ -1,6 +1,5 @@
-//! The nodes of a selftest, wired **directly** (clients and servers on one network) or
-//! **routed** (clients on network 0, servers on network 1, routers on both), either in this
-//! process or each in a process of its own.
+//! The nodes of a selftest, wired as a [`Layout`] says, either in this process or each in a
+//! process of its own ([`ProcessCluster`]).
 //!
 //! Direct and routed servers are different nodes: a server with an interface on the clients'
 //! network would answer them straight back, past the router, as LNet would.
@@ -9,25 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use iopath_fabric::router::RouterConfig;
-use iopath_fabric::routing::RouteSpec;
-use iopath_fabric::{Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_fabric::{MemNetwork, Nid, Node, NodeConfig};
 
+use super::config::SelftestConfig;
+use super::layout::{Layout, routes_through, unbound};
 use super::node::ProcessCluster;
 use super::service::{SELFTEST_PORTAL, SelftestService};
 use super::workload::{self, Measured, Workload};
-use super::{SelftestConfig, Transport, accumulate};
+use crate::error::BenchError;
 use crate::report::rate;
-
-/// How clients reach servers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// Clients and servers on network 0.
-    Direct,
-    /// Clients on network 0, servers on network 1, this many routers between.
-    Routed(u32),
-}
 
 /// A running set of selftest nodes.
 #[derive(Debug)]
@@ -45,44 +35,9 @@ pub enum Cluster {
     Processes(ProcessCluster),
 }
 
-/// The NID of an interface on network `net` before it is bound.
-pub(crate) fn unbound(
-    transport: Transport,
-    net: u16,
-    n: u32,
-    mem: &[Arc<MemNetwork>; 2],
-) -> Result<Interface> {
-    Ok(match transport {
-        Transport::Mem => Interface::Mem {
-            nid: Nid::mem(n, net),
-            network: Arc::clone(&mem[net as usize]),
-        },
-        Transport::Tcp => Interface::Tcp {
-            nid: format!("127.0.0.1:0@tcp{net}").parse()?,
-        },
-    })
-}
-
-/// Routes from network `from` to the other network through each router's interface on `from`.
-pub(crate) fn routes_through(routers: &[Vec<Nid>], from: u16) -> Vec<RouteSpec> {
-    routers
-        .iter()
-        .map(|nids| {
-            let gateway = nids[from as usize];
-            let other = nids[1 - from as usize].net;
-            RouteSpec {
-                net: other,
-                gateway,
-                hops: 1,
-                priority: 0,
-            }
-        })
-        .collect()
-}
-
 impl Cluster {
     /// Starts the nodes of `config` wired as `layout`.
-    pub async fn start(config: &SelftestConfig, layout: Layout) -> Result<Cluster> {
+    pub async fn start(config: &SelftestConfig, layout: Layout) -> Result<Cluster, BenchError> {
         if config.processes {
             return Ok(Cluster::Processes(
                 ProcessCluster::start(config, layout).await?,
@@ -105,7 +60,12 @@ impl Cluster {
                     router: Some(RouterConfig::default()),
                     ..NodeConfig::default()
                 };
-                routers.push(Node::start(node_config).await.context("start a router")?);
+                routers.push(Node::start(node_config).await.map_err(|source| {
+                    BenchError::NodeStart {
+                        what: "start a router".into(),
+                        source,
+                    }
+                })?);
             }
         }
         let router_nids: Vec<Vec<Nid>> = routers.iter().map(Node::nids).collect();
@@ -161,7 +121,7 @@ impl Cluster {
         &self,
         workload: &Workload,
         progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<Measured> {
+    ) -> Result<Measured, BenchError> {
         let clients = match self {
             Cluster::Processes(cluster) => return cluster.run(workload).await,
             Cluster::InProcess { clients, .. } => clients,
@@ -196,7 +156,10 @@ impl Cluster {
         }
         let mut total = Measured::default();
         for task in tasks {
-            accumulate(&mut total, task.await.context("selftest client panicked")??);
+            let measured = task
+                .await
+                .map_err(|e| BenchError::tool(format!("selftest client panicked: {e}")))??;
+            total.add(measured);
         }
         Ok(total)
     }

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
@@ -20,11 +19,11 @@ use iopath_fabric::{Interface, Nid, Node, NodeConfig};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::SelftestConfig;
-use super::accumulate;
-use super::cluster::{Layout, routes_through};
+use super::config::SelftestConfig;
+use super::layout::{Layout, routes_through};
 use super::service::{SELFTEST_PORTAL, SelftestService};
 use super::workload::{self, Measured, Workload};
+use crate::error::BenchError;
 
 /// How long a child may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -40,7 +39,7 @@ pub struct ProcessCluster {
 }
 
 /// Starts `selftest-node ARGS` and waits for its READY line; returns the child and its NIDs.
-async fn start_child(exe: &PathBuf, args: &[String]) -> Result<(Child, Vec<Nid>)> {
+async fn start_child(exe: &PathBuf, args: &[String]) -> Result<(Child, Vec<Nid>), BenchError> {
     let mut child = Command::new(exe)
         .arg("selftest-node")
         .args(args)
@@ -48,21 +47,37 @@ async fn start_child(exe: &PathBuf, args: &[String]) -> Result<(Child, Vec<Nid>)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("start {} selftest-node {}", exe.display(), args.join(" ")))?;
-    let stdout = child.stdout.take().context("child stdout")?;
+        .map_err(|e| {
+            BenchError::system(
+                format!("start {} selftest-node {}", exe.display(), args.join(" ")),
+                e,
+            )
+        })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| BenchError::tool("child stdout"))?;
     let mut lines = BufReader::new(stdout).lines();
     let ready = tokio::time::timeout(START_TIMEOUT, lines.next_line())
         .await
-        .context("a node process did not say READY in time")??
-        .context("a node process exited before it was ready")?;
+        .map_err(|e| BenchError::tool(format!("a node process did not say READY in time: {e}")))?
+        .map_err(|e| BenchError::system("read a node process's first line", e))?
+        .ok_or_else(|| BenchError::tool("a node process exited before it was ready"))?;
     let nids = ready
         .strip_prefix("READY ")
         .and_then(|rest| rest.split_whitespace().next())
-        .with_context(|| format!("unexpected first line from a node process: {ready:?}"))?;
+        .ok_or_else(|| {
+            BenchError::tool(format!(
+                "unexpected first line from a node process: {ready:?}"
+            ))
+        })?;
     let nids = nids
         .split(',')
-        .map(|n| n.parse().with_context(|| format!("parse NID {n:?}")))
-        .collect::<Result<_>>()?;
+        .map(|n| {
+            n.parse()
+                .map_err(|e| BenchError::step(format!("parse NID {n:?}"), e))
+        })
+        .collect::<Result<_, _>>()?;
     Ok((child, nids))
 }
 
@@ -80,8 +95,12 @@ fn route_args(routes: &[RouteSpec]) -> Vec<String> {
 
 impl ProcessCluster {
     /// Starts the routers, then the servers, and waits until each serves.
-    pub async fn start(config: &SelftestConfig, layout: Layout) -> Result<ProcessCluster> {
-        let exe = std::env::current_exe().context("find this program to start nodes from")?;
+    pub async fn start(
+        config: &SelftestConfig,
+        layout: Layout,
+    ) -> Result<ProcessCluster, BenchError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| BenchError::system("find this program to start nodes from", e))?;
         let mut routers = Vec::new();
         let mut router_nids = Vec::new();
         if let Layout::Routed(count) = layout {
@@ -127,8 +146,9 @@ impl ProcessCluster {
 
     /// Runs `workload` in one client process per client node, all at once, and adds up what
     /// they measured.
-    pub async fn run(&self, workload: &Workload) -> Result<Measured> {
-        let json = serde_json::to_string(workload)?;
+    pub async fn run(&self, workload: &Workload) -> Result<Measured, BenchError> {
+        let json = serde_json::to_string(workload)
+            .map_err(|e| BenchError::json("encode the workload", e))?;
         let mut children = Vec::new();
         for _ in 0..self.clients {
             let child = Command::new(&self.exe)
@@ -138,7 +158,7 @@ impl ProcessCluster {
                 .stdout(Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
-                .context("start a selftest client process")?;
+                .map_err(|e| BenchError::system("start a selftest client process", e))?;
             children.push(child);
         }
         let limit = Duration::from_secs_f64(workload.seconds) + START_TIMEOUT * 2;
@@ -146,19 +166,22 @@ impl ProcessCluster {
         for child in children {
             let output = tokio::time::timeout(limit, child.wait_with_output())
                 .await
-                .context("a client process overran its run")??;
+                .map_err(|e| BenchError::tool(format!("a client process overran its run: {e}")))?
+                .map_err(|e| BenchError::system("wait for a client process", e))?;
             if !output.status.success() {
-                bail!("a client process failed ({})", output.status);
+                return Err(BenchError::tool(format!(
+                    "a client process failed ({})",
+                    output.status
+                )));
             }
             let text = String::from_utf8_lossy(&output.stdout);
             let line = text
                 .lines()
                 .last()
-                .context("a client process printed nothing")?;
-            accumulate(
-                &mut total,
+                .ok_or_else(|| BenchError::tool("a client process printed nothing"))?;
+            total.add(
                 serde_json::from_str(line)
-                    .with_context(|| format!("parse client result {line:?}"))?,
+                    .map_err(|e| BenchError::json(format!("parse client result {line:?}"), e))?,
             );
         }
         Ok(total)
@@ -218,36 +241,45 @@ pub enum Role {
     },
 }
 
-fn parse_routes(routes: &[String]) -> Result<Vec<RouteSpec>> {
+fn parse_routes(routes: &[String]) -> Result<Vec<RouteSpec>, BenchError> {
     routes
         .iter()
-        .map(|r| RouteSpec::parse(r).context("parse --route"))
+        .map(|r| RouteSpec::parse(r).map_err(|e| BenchError::step("parse --route", e)))
         .collect()
 }
 
 /// Runs one `selftest-node` process.
-pub async fn run_role(role: Role) -> Result<()> {
-    let tcp = |net: u16| -> Result<Interface> {
+pub async fn run_role(role: Role) -> Result<(), BenchError> {
+    let tcp = |net: u16| -> Result<Interface, BenchError> {
         Ok(Interface::Tcp {
             nid: format!("127.0.0.1:0@tcp{net}").parse()?,
         })
     };
+    let started = |what: &str| {
+        let what = what.to_owned();
+        move |source| BenchError::NodeStart { what, source }
+    };
     match role {
         Role::Client { workload, routes } => {
-            let workload: Workload = serde_json::from_str(&workload).context("parse --workload")?;
+            let workload: Workload = serde_json::from_str(&workload)
+                .map_err(|e| BenchError::json("parse --workload", e))?;
             let config = NodeConfig {
                 interfaces: vec![tcp(0)?],
                 routes: parse_routes(&routes)?,
                 ..NodeConfig::default()
             };
-            let node = Node::start(config).await.context("start the client node")?;
+            let node = Node::start(config)
+                .await
+                .map_err(started("start the client node"))?;
             let measured = workload::run(
                 &node,
                 &workload,
                 Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
             )
             .await?;
-            println!("{}", serde_json::to_string(&measured)?);
+            let line = serde_json::to_string(&measured)
+                .map_err(|e| BenchError::json("encode the measurement", e))?;
+            println!("{line}");
             node.shutdown();
             Ok(())
         }
@@ -257,7 +289,9 @@ pub async fn run_role(role: Role) -> Result<()> {
                 routes: parse_routes(&routes)?,
                 ..NodeConfig::default()
             };
-            let node = Node::start(config).await.context("start the server node")?;
+            let node = Node::start(config)
+                .await
+                .map_err(started("start the server node"))?;
             node.register_service(SELFTEST_PORTAL, Arc::new(SelftestService::default()))?;
             serve_until_told(node, "selftest-server").await
         }
@@ -267,20 +301,22 @@ pub async fn run_role(role: Role) -> Result<()> {
                 router: Some(RouterConfig::default()),
                 ..NodeConfig::default()
             };
-            let node = Node::start(config).await.context("start the router node")?;
+            let node = Node::start(config)
+                .await
+                .map_err(started("start the router node"))?;
             serve_until_told(node, "router").await
         }
     }
 }
 
 /// Serves the admin service, says READY, and runs until told to stop.
-async fn serve_until_told(node: Node, role: &str) -> Result<()> {
+async fn serve_until_told(node: Node, role: &str) -> Result<(), BenchError> {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&node, &tree, "")?;
     let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
     let info = NodeInfo::new(nids, vec![role.to_owned()]);
-    let reason =
-        iopath_admin::process::serve_until_stopped("127.0.0.1:0".parse()?, tree, info).await?;
+    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let reason = iopath_admin::process::serve_until_stopped(admin, tree, info).await?;
     tracing::info!(nid = %node.nid(), "{role} stopping: {reason}");
     node.shutdown();
     Ok(())

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_proto::selftest::{BrwReply, BrwRequest, PingReply, PingRequest};
 use prost::Message as _;
 
 use super::service::{BRW_READ, BRW_WRITE, OP_BRW, OP_PING, SELFTEST_PORTAL};
+use crate::error::BenchError;
 
 /// Which test to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -68,21 +68,38 @@ pub struct Measured {
     pub first_error: Option<String>,
 }
 
+impl Measured {
+    /// Adds another client's measurement into this total: counts add up, the elapsed time is
+    /// the longest, the first error is kept.
+    pub fn add(&mut self, other: Measured) {
+        self.rpcs += other.rpcs;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+        self.elapsed_s = self.elapsed_s.max(other.elapsed_s);
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
 /// Runs `workload` from `node`, reporting progress (RPCs and bytes so far) through `counters`.
 pub async fn run(
     node: &Node,
     workload: &Workload,
     counters: Arc<(AtomicU64, AtomicU64)>,
-) -> Result<Measured> {
+) -> Result<Measured, BenchError> {
     let servers: Vec<Nid> = workload
         .servers
         .iter()
-        .map(|s| s.parse().with_context(|| format!("parse server NID {s:?}")))
-        .collect::<Result<_>>()?;
+        .map(|s| {
+            s.parse()
+                .map_err(|e| BenchError::step(format!("parse server NID {s:?}"), e))
+        })
+        .collect::<Result<_, _>>()?;
     if servers.is_empty() {
-        bail!("a selftest needs at least one server");
+        return Err(BenchError::refused("a selftest needs at least one server"));
     }
-    let kind: ChecksumKind = workload.checksum.parse().map_err(anyhow::Error::msg)?;
+    let kind: ChecksumKind = workload.checksum.parse().map_err(BenchError::refused)?;
     let payload = Bytes::from(vec![0xA5u8; workload.size_bytes as usize]);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(workload.seconds);
@@ -106,7 +123,7 @@ pub async fn run(
                     }
                     Err(e) => {
                         measured.errors += 1;
-                        measured.first_error.get_or_insert_with(|| format!("{e:#}"));
+                        measured.first_error.get_or_insert_with(|| e.to_string());
                         if measured.errors >= 10 {
                             break; // a broken setup: report it rather than spin
                         }
@@ -119,7 +136,9 @@ pub async fn run(
     }
     let mut total = Measured::default();
     for task in tasks {
-        let measured = task.await.context("selftest worker panicked")?;
+        let measured = task
+            .await
+            .map_err(|e| BenchError::tool(format!("selftest worker panicked: {e}")))?;
         total.rpcs += measured.rpcs;
         total.bytes += measured.bytes;
         total.errors += measured.errors;
@@ -139,14 +158,16 @@ async fn one_rpc(
     payload: &Bytes,
     kind: ChecksumKind,
     sequence: u64,
-) -> Result<u64> {
+) -> Result<u64, BenchError> {
     match test {
         TestKind::Ping => {
             let body = PingRequest { sequence }.encode_to_vec().into();
             let reply = node.call(server, SELFTEST_PORTAL, OP_PING, body).await?;
-            let reply = PingReply::decode(reply.as_ref()).context("decode ping reply")?;
+            let reply = PingReply::decode(reply.as_ref()).map_err(|e| decode("ping", e))?;
             if reply.sequence != sequence {
-                bail!("ping {sequence} answered with {}", reply.sequence);
+                return Err(BenchError::Mismatch {
+                    what: format!("ping {sequence} answered with {}", reply.sequence),
+                });
             }
             Ok(0)
         }
@@ -162,13 +183,14 @@ async fn one_rpc(
             let reply = node
                 .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
                 .await?;
-            let reply = BrwReply::decode(reply.as_ref()).context("decode brw reply")?;
+            let reply = BrwReply::decode(reply.as_ref()).map_err(|e| decode("brw", e))?;
             if reply.bytes != desc.length || Some(reply.checksum) != desc.checksum {
-                bail!(
-                    "brw write: server received {} bytes with checksum {:#010x}",
-                    reply.bytes,
-                    reply.checksum
-                );
+                return Err(BenchError::Mismatch {
+                    what: format!(
+                        "brw write: server received {} bytes with checksum {:#010x}",
+                        reply.bytes, reply.checksum
+                    ),
+                });
             }
             Ok(desc.length)
         }
@@ -184,15 +206,24 @@ async fn one_rpc(
             let reply = node
                 .call(server, SELFTEST_PORTAL, OP_BRW, body.encode_to_vec().into())
                 .await?;
-            let reply = BrwReply::decode(reply.as_ref()).context("decode brw reply")?;
+            let reply = BrwReply::decode(reply.as_ref()).map_err(|e| decode("brw", e))?;
             let data = sink.into_bytes();
             // Right after the data arrived: its checksum against what the server sent.
             if kind.compute(&data) != reply.checksum
                 || data.first().is_some_and(|&b| u32::from(b) != fill)
             {
-                bail!("brw read: received data does not match the server's checksum");
+                return Err(BenchError::Mismatch {
+                    what: "brw read: received data does not match the server's checksum".into(),
+                });
             }
             Ok(data.len() as u64)
         }
+    }
+}
+
+/// A reply that does not decode, as the error it is.
+fn decode(what: &str, e: prost::DecodeError) -> BenchError {
+    BenchError::Mismatch {
+        what: format!("decode {what} reply: {e}"),
     }
 }

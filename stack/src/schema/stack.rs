@@ -551,7 +551,7 @@ fn check_layout(layout: &LayoutSection) -> Result<DefaultLayout, FieldError> {
     let stripe_size_bytes = match &layout.stripe_size {
         None => iopath_mds::layout::STRIPE_SIZE_DEFAULT_BYTES,
         Some(SizeValue::Bytes(b)) => *b,
-        Some(SizeValue::Text(t)) => iopath_bench::units::parse_size(t)
+        Some(SizeValue::Text(t)) => iopath_fabric::units::parse_size(t)
             .map_err(|why| ("layout.stripe_size".to_owned(), why))?,
     };
     let unit = iopath_mds::layout::STRIPE_SIZE_UNIT_BYTES;

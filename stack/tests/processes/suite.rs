@@ -1,10 +1,10 @@
 //! The whole path's suite again with every server a process on loopback TCP: round trips over
 //! the layouts, 64 compute nodes through 4 fyods (a file each, and one shared file), MUNIX
 //! writes never torn, synchronous calls one at a time at each fyod (counted by the fyods),
-//! a storage server killed and restarted mid-run with async commits, after which every
-//! acknowledged byte reads back, and IOR's tasks ending just before both storage servers are
-//! killed, after which every word they wrote reads back. The in-process versions of these live beside the client and
-//! the forwarder; here the bytes cross real sockets between real processes.
+//! and a storage server killed and restarted mid-run with async commits, after which every
+//! acknowledged byte reads back. The in-process versions of these live beside the client and
+//! the forwarder; here the bytes cross real sockets between real processes. (IOR's tasks
+//! ending just before both storage servers are killed is in `bench/tests/processes.rs`.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -256,82 +256,6 @@ pub async fn sixty_four_nodes_through_four_fyods() -> Outcome {
     while let Some(done) = tasks.join_next().await {
         done.map_err(err)??;
     }
-    running.stop().await.map_err(err)
-}
-
-/// IOR's tasks write with async journals that commit only when forced, and end as the
-/// program does (`phase::end`: each client commits and disconnects) — and their process goes:
-/// the clients are dropped. Both storage servers are then killed and started again. IOR's read
-/// phase, by new clients, checks every word: nothing acknowledged lived only in the memory of
-/// the program that ended. (Before the end commits, this run lost its files' tails.)
-pub async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Outcome {
-    use iopath_stack::ior::params::{Api, SummaryFormat};
-    use iopath_stack::ior::phase::{self, Job, Progress};
-    let text = preset("spider-mini")?.replace(
-        "journal = \"async\"",
-        "journal = \"async\"\ncommit_interval_ms = 60000",
-    );
-    let mut running = start(&text, "test-suite-ior-end").await?;
-    let params = iopath_stack::ior::IorParams {
-        tasks: Some(8),
-        block_size_bytes: 3 * MIB,
-        transfer_size_bytes: 256 * KIB,
-        segments: 2,
-        file_per_proc: true,
-        write: true,
-        read: true,
-        reorder_tasks: false,
-        fsync: false,
-        store_file_offset: true,
-        repetitions: 1,
-        test_file: "/ior/testFile".into(),
-        keep_file: true,
-        format: SummaryFormat::Text,
-        api: Api::Async,
-    };
-    let job = |clients| Job {
-        buffers: iopath_stack::ior::buffers::pool(params.transfer_size_bytes as usize),
-        params: params.clone(),
-        tasks: 8,
-        clients,
-    };
-    let mut clients = Vec::new();
-    for index in 0..8 {
-        clients.push(client(&running, index).await?);
-    }
-    phase::make_parents(&clients[0], &params.test_file)
-        .await
-        .map_err(err)?;
-    let writers = Arc::new(job(clients));
-    phase::write(&writers, 0, Progress::Silent)
-        .await
-        .map_err(err)?;
-    let kept: u64 = writers.clients.iter().map(Client::kept_bytes).sum();
-    if kept == 0 {
-        return Err("the write phase left nothing uncommitted: the test proves nothing".into());
-    }
-    phase::end(&writers).await.map_err(err)?;
-    drop(writers);
-    for oss in ["oss0", "oss1"] {
-        running.crash_node(oss).await.map_err(err)?;
-    }
-    for oss in ["oss0", "oss1"] {
-        running.restart_node(oss, &launcher()?).await.map_err(err)?;
-    }
-    let mut clients = Vec::new();
-    for index in 0..8 {
-        clients.push(client(&running, index).await?);
-    }
-    let readers = Arc::new(job(clients));
-    // IOR's read phase checks every word it reads against what each task wrote.
-    let read = phase::read(&readers, 0, Progress::Silent)
-        .await
-        .map_err(err)?;
-    if read.bytes != 8 * 2 * 3 * MIB {
-        return Err(format!("read {} bytes, not every byte written", read.bytes));
-    }
-    phase::end(&readers).await.map_err(err)?;
-    drop(readers);
     running.stop().await.map_err(err)
 }
 

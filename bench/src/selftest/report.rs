@@ -1,0 +1,211 @@
+//! What a selftest measured: per test and for the whole run, as JSON for machines and as the
+//! table a person reads.
+
+use crate::baseline::Baseline;
+use crate::cpu::CpuUse;
+use crate::report::{Table, rate};
+
+use super::config::Transport;
+use super::layout::Layout;
+use super::workload::{Measured, TestKind};
+
+/// One test's aggregate over all clients.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TestReport {
+    /// `brw write`, `brw read` or `ping`.
+    pub test: String,
+    /// `direct`, or `routed` through the configured routers.
+    pub layout: String,
+    /// RPCs completed.
+    pub rpcs: u64,
+    /// Bulk bytes moved.
+    pub bytes: u64,
+    /// Longest client's run time.
+    pub elapsed_s: f64,
+    /// Bulk rate.
+    pub mib_s: f64,
+    /// RPC rate.
+    pub rpc_s: f64,
+    /// Failed RPCs.
+    pub errors: u64,
+    /// The first failure, if any.
+    pub first_error: Option<String>,
+    /// The whole machine's CPUs during the test (every node, and anything else running).
+    pub cpu: Option<CpuUse>,
+    /// Busy core-seconds of the whole machine per GiB of bulk moved.
+    pub core_s_per_gib: Option<f64>,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SelftestReport {
+    /// The transport.
+    pub transport: Transport,
+    /// Whether each node had its own process.
+    pub processes: bool,
+    /// Client nodes.
+    pub clients: u32,
+    /// Server nodes.
+    pub servers: u32,
+    /// Bytes per `brw` RPC.
+    pub size_bytes: u64,
+    /// RPCs in flight per client.
+    pub concurrency: u32,
+    /// The bulk checksum.
+    pub checksum: String,
+    /// Per test.
+    pub tests: Vec<TestReport>,
+    /// The first `brw` test's rate.
+    pub bulk_mib_s: Option<f64>,
+    /// The `ping` test's rate.
+    pub ping_rpc_s: Option<f64>,
+    /// The baseline's rate.
+    pub baseline_mib_s: Option<f64>,
+    /// The run's headline ratio: `routed_mib_s / direct_mib_s` when routed and direct were
+    /// compared, else `bulk_mib_s / baseline_mib_s`.
+    pub ratio: Option<f64>,
+    /// `bulk_mib_s / baseline_mib_s`.
+    pub baseline_ratio: Option<f64>,
+    /// Routers between clients and servers.
+    pub routers: u32,
+    /// Bulk rate without routers.
+    pub direct_mib_s: Option<f64>,
+    /// Bulk rate through the routers.
+    pub routed_mib_s: Option<f64>,
+    /// `routed_mib_s / direct_mib_s`.
+    pub routed_ratio: Option<f64>,
+    /// Mean round trip of one ping at a time, direct.
+    pub direct_ping_rtt_us: Option<f64>,
+    /// Mean round trip of one ping at a time, through a router.
+    pub routed_ping_rtt_us: Option<f64>,
+    /// What one router adds to a one-way trip: half the round-trip difference.
+    pub extra_latency_per_hop_us: Option<f64>,
+    /// Peak resident memory of each router process (process mode).
+    pub router_peak_rss_mib: Vec<f64>,
+    /// How the baseline was measured.
+    pub baseline: Option<Baseline>,
+    /// Why there is no baseline, if it was asked for and failed.
+    pub baseline_error: Option<String>,
+    /// What in this run was modeled rather than real.
+    pub modeled: String,
+}
+
+/// One test's row, from what its clients measured together and the machine's CPUs meanwhile.
+pub(crate) fn report_of(
+    test: TestKind,
+    layout: Layout,
+    measured: &Measured,
+    cpu: Option<CpuUse>,
+) -> TestReport {
+    let elapsed = measured.elapsed_s.max(f64::MIN_POSITIVE);
+    TestReport {
+        test: test.label().into(),
+        layout: match layout {
+            Layout::Direct => "direct".into(),
+            Layout::Routed(_) => "routed".into(),
+        },
+        rpcs: measured.rpcs,
+        bytes: measured.bytes,
+        elapsed_s: measured.elapsed_s,
+        mib_s: measured.bytes as f64 / (1 << 20) as f64 / elapsed,
+        rpc_s: measured.rpcs as f64 / elapsed,
+        errors: measured.errors,
+        first_error: measured.first_error.clone(),
+        cpu,
+        core_s_per_gib: cpu.and_then(|c| c.core_s_per_gib(measured.bytes)),
+    }
+}
+
+/// The table a person reads.
+pub fn render(report: &SelftestReport) -> String {
+    let mut out = format!(
+        "iopath selftest: {} client(s) → {} server(s) over {}{}, brw {} bytes, concurrency {}, checksum {}\n",
+        report.clients,
+        report.servers,
+        match report.transport {
+            Transport::Mem => "mem",
+            Transport::Tcp => "tcp (loopback)",
+        },
+        if report.processes {
+            ", one process per node"
+        } else {
+            ", one process"
+        },
+        report.size_bytes,
+        report.concurrency,
+        report.checksum,
+    );
+    let mut table = Table::new(&[
+        "test",
+        "layout",
+        "RPCs",
+        "seconds",
+        "MiB/s",
+        "RPC/s",
+        "errors",
+        "busy cores",
+        "core-s/GiB",
+    ]);
+    for test in &report.tests {
+        table.row(vec![
+            test.test.clone(),
+            test.layout.clone(),
+            test.rpcs.to_string(),
+            format!("{:.2}", test.elapsed_s),
+            rate(test.mib_s),
+            rate(test.rpc_s),
+            test.errors.to_string(),
+            test.cpu
+                .map_or("-".into(), |c| format!("{:.2} of {}", c.busy_cores, c.cpus)),
+            test.core_s_per_gib
+                .map_or("-".into(), |c| format!("{c:.2}")),
+        ]);
+    }
+    if let Some(baseline) = &report.baseline {
+        table.row(vec![
+            "baseline (iperf3)".into(),
+            "loopback".into(),
+            "-".into(),
+            "-".into(),
+            rate(baseline.mib_s),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    out.push_str(&table.render());
+    for test in report.tests.iter().filter(|t| t.errors > 0) {
+        out.push_str(&format!(
+            "{}: first error: {}\n",
+            test.test,
+            test.first_error.as_deref().unwrap_or("?")
+        ));
+    }
+    if let Some(ratio) = report.routed_ratio {
+        out.push_str(&format!("routed / direct = {ratio:.3}\n"));
+    }
+    if let (Some(d), Some(r), Some(extra)) = (
+        report.direct_ping_rtt_us,
+        report.routed_ping_rtt_us,
+        report.extra_latency_per_hop_us,
+    ) {
+        out.push_str(&format!("ping round trip, one at a time: direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
+    }
+    for (i, rss) in report.router_peak_rss_mib.iter().enumerate() {
+        out.push_str(&format!("router {i}: peak resident memory {rss:.1} MiB\n"));
+    }
+    match (&report.baseline, report.baseline_ratio) {
+        (Some(baseline), Some(ratio)) => out.push_str(&format!(
+            "bulk / baseline = {ratio:.3}   (baseline: `{}`, {})\n",
+            baseline.command, baseline.version
+        )),
+        _ => {
+            if let Some(why) = &report.baseline_error {
+                out.push_str(&format!("no baseline: {why}\n"));
+            }
+        }
+    }
+    out.push_str(&format!("modeled: {}\n", report.modeled));
+    out
+}

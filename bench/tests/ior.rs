@@ -1,0 +1,310 @@
+//! `iopath bench ior` on an embedded stack: IOR's output layout line by line, its JSON, the
+//! read-back check, and the baselines and ratios beside them.
+#![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
+
+use iopath_bench::ior::phase::Progress;
+use iopath_bench::ior::{IorOptions, IorOutcome};
+use iopath_stack::StackChoice;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+/// IOR's defaults on preset `name`, with `-t` and `-b` as given.
+fn on(name: &str, transfer_size_bytes: u64, block_size_bytes: u64) -> IorOptions {
+    IorOptions {
+        choice: StackChoice {
+            preset: Some(name.into()),
+            ..StackChoice::default()
+        },
+        transfer_size_bytes,
+        block_size_bytes,
+        ..IorOptions::default()
+    }
+}
+
+async fn ior(options: IorOptions) -> (IorOutcome, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = IorOptions {
+        dir: Some(dir.path().to_path_buf()),
+        ..options
+    };
+    let mut out = Vec::new();
+    let outcome =
+        iopath_bench::ior::measure(&options, "ior TEST", &mut out, Progress::Silent, None)
+            .await
+            .unwrap();
+    // Nothing is left in the directory: the stack's storage and the baseline's files go.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    (outcome, String::from_utf8(out).unwrap())
+}
+
+fn line_after<'a>(text: &'a str, first: &str) -> &'a str {
+    let mut lines = text.lines();
+    lines
+        .find(|l| *l == first)
+        .unwrap_or_else(|| panic!("no line {first:?} in\n{text}"));
+    lines.next().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_output_has_iors_layout() {
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(4),
+        segments: 2,
+        repetitions: 2,
+        fsync: true,
+        store_file_offset: true,
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    })
+    .await;
+    assert!(text.starts_with("IOR-3.3.0 output format"), "{text}");
+    for key in [
+        "Began",
+        "Command line",
+        "Machine",
+        "TestID",
+        "StartTime",
+        "Path",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{key:<20}: "))),
+            "{key}\n{text}"
+        );
+    }
+    assert!(text.contains("\nOptions: \n"), "{text}");
+    assert!(
+        text.contains("access              : single-shared-file\n"),
+        "{text}"
+    );
+    assert!(text.contains("tasks               : 4\n"), "{text}");
+    assert!(
+        text.contains("xfersize            : 65536 bytes\n"),
+        "{text}"
+    );
+    assert!(text.contains("aggregate filesize  : 2 MiB\n"), "{text}");
+    assert_eq!(
+        line_after(&text, "Results: "),
+        "",
+        "a blank line after Results"
+    );
+    assert!(text.contains(
+        "access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter\n\
+         ------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----\n"
+    ));
+    // Per iteration: write, read, remove; every number in its column.
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("------    "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("Max "))
+        .collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    for (i, row) in rows.iter().enumerate() {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields.len(), 11, "{row}");
+        assert_eq!(fields[10], (i / 3).to_string(), "the iteration: {row}");
+        if fields[0] != "remove" {
+            for f in &fields[1..] {
+                f.parse::<f64>().unwrap_or_else(|_| panic!("{f} in {row}"));
+            }
+            assert_eq!(fields[4], "256.00", "block KiB: {row}");
+            assert_eq!(fields[5], "64.00", "xfer KiB: {row}");
+            // IOR's column starts: access 10 wide, then 11 per number (latency 12).
+            assert_eq!(
+                &row[10..11],
+                fields[1].chars().next().unwrap().to_string(),
+                "{row}"
+            );
+        } else {
+            assert!(
+                row.starts_with("remove    -          -          -           -"),
+                "{row}"
+            );
+        }
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Max Write: ") && l.ends_with(" MB/sec)"))
+    );
+    assert!(text.lines().any(|l| l.starts_with("Max Read:  ")));
+    let header = line_after(&text, "Summary of all tests:");
+    assert_eq!(
+        header,
+        "Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum"
+    );
+    let summary: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(summary[0][0], "write");
+    assert_eq!(summary[1][0], "read");
+    for row in &summary {
+        assert_eq!(row.len(), 27, "{row:?}");
+        assert_eq!(row[13], "4", "#Tasks");
+        assert_eq!(row[15], "2", "reps");
+        assert_eq!(row[16], "0", "fPP");
+        assert_eq!(row[21], "2", "segcnt");
+        assert_eq!(row[22], "262144", "blksiz");
+        assert_eq!(row[23], "65536", "xsize");
+        assert_eq!(row[24], "2.0", "aggs(MiB)");
+    }
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Finished            : "))
+    );
+    // iopath's own lines: what was checked, the baselines and the ratios.
+    assert!(
+        text.contains("verified: 4 MiB read back and checked word by word"),
+        "{text}"
+    );
+    assert!(text.contains("  disk write "), "{text}");
+    assert!(text.contains("  write / disk write "), "{text}");
+    assert_eq!(outcome.results.len(), 4);
+    assert_eq!(outcome.facts.verified_bytes, 2 * (2 << 20));
+    assert!(outcome.facts.ratios.write_vs_disk.is_some_and(|r| r > 0.0));
+    assert!(
+        outcome.facts.baselines.tcp_mib_s.is_none(),
+        "no TCP baseline embedded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_has_iors_keys() {
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(2),
+        file_per_proc: true,
+        reorder_tasks: true,
+        api: "sync".into(),
+        ior_options: vec!["summaryFormat=JSON".into()],
+        ..on("spider-mini", 128 * KIB, 512 * KIB)
+    })
+    .await;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+    for key in [
+        "Version",
+        "Began",
+        "Command line",
+        "Machine",
+        "tests",
+        "summary",
+        "Finished",
+        "iopath",
+    ] {
+        assert!(json.get(key).is_some(), "{key}: {json}");
+    }
+    let test = &json["tests"][0];
+    assert_eq!(test["Path"], "/ior/testFile.00000000");
+    assert_eq!(test["Parameters"]["filePerProc"], 1);
+    assert_eq!(test["Parameters"]["reorderTasks"], 1);
+    assert_eq!(test["Parameters"]["storeFileOffset"], 0);
+    assert_eq!(test["Options"]["access"], "file-per-process");
+    let results = test["Results"][0].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["access"], "write");
+    assert_eq!(results[1]["access"], "read");
+    for key in [
+        "bwMiB",
+        "blockKiB",
+        "xferKiB",
+        "iops",
+        "latency",
+        "openTime",
+        "wrRdTime",
+        "closeTime",
+        "totalTime",
+    ] {
+        assert!(results[0][key].is_number(), "{key}");
+    }
+    let summary = json["summary"].as_array().unwrap();
+    assert_eq!(summary[0]["operation"], "write");
+    assert_eq!(summary[0]["numTasks"], 2);
+    assert_eq!(summary[0]["transferSize"], 131072);
+    assert_eq!(summary[0]["xsizeMiB"], 1.0);
+    for key in [
+        "bwMaxMIB",
+        "bwMinMIB",
+        "bwMeanMIB",
+        "bwStdMIB",
+        "OPsMax",
+        "OPsMean",
+        "MeanTime",
+    ] {
+        assert!(summary[0][key].is_number(), "{key}");
+    }
+    assert!(test["max"]["writeMiB"].is_number());
+    assert_eq!(json["iopath"]["verified_bytes"], 1 << 20);
+    assert!(
+        json["iopath"]["baselines"]["disk_write_mib_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(json["iopath"]["ratios"]["write_vs_disk"].is_number());
+    assert_eq!(outcome.info.tasks_per_node, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_fyods_and_routers_too() {
+    // asci-red-mini: clients -> fyods (PFS) -> storage servers.
+    let (outcome, _) = ior(IorOptions {
+        write: true,
+        ..on("asci-red-mini", 256 * KIB, MIB)
+    })
+    .await;
+    assert_eq!(outcome.results.len(), 1, "write only");
+    assert_eq!(
+        outcome.facts.verified_bytes,
+        8 << 20,
+        "write-only runs are checked too"
+    );
+    assert!(
+        outcome.info.api_version.contains("fyod"),
+        "{}",
+        outcome.info.api_version
+    );
+    // spider-mini-routed, fine-grained routes: clients -> routers -> storage servers.
+    let routed = on("spider-mini-routed", 256 * KIB, MIB);
+    let (outcome, _) = ior(IorOptions {
+        choice: StackChoice {
+            route_set: Some("fine-grained".into()),
+            ..routed.choice.clone()
+        },
+        ..routed
+    })
+    .await;
+    assert_eq!(outcome.facts.verified_bytes, 8 << 20);
+    assert!(outcome.info.api_version.contains("routers"));
+}
+
+#[tokio::test]
+async fn bad_options_are_refused_before_anything_runs() {
+    let options = IorOptions {
+        transfer_size_bytes: MIB,
+        block_size_bytes: 1536 * KIB,
+        ..IorOptions::default()
+    };
+    let error =
+        iopath_bench::ior::measure(&options, "ior", &mut Vec::new(), Progress::Silent, None)
+            .await
+            .unwrap_err();
+    assert!(error.to_string().starts_with("-b: "), "{error}");
+    let options = IorOptions {
+        choice: StackChoice {
+            preset: Some("nope".into()),
+            ..StackChoice::default()
+        },
+        ..IorOptions::default()
+    };
+    let error =
+        iopath_bench::ior::measure(&options, "ior", &mut Vec::new(), Progress::Silent, None)
+            .await
+            .unwrap_err();
+    assert!(
+        error.to_string().contains("no preset named \"nope\""),
+        "{error}"
+    );
+}

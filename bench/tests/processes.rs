@@ -1,0 +1,256 @@
+//! IOR over a stack with a process per server node on loopback TCP: `bench ior --processes`
+//! runs with its tasks in this process and loopback TCP measured beside it, and IOR's tasks
+//! that have ended lose nothing to storage servers killed after them.
+//!
+//! The node processes are this test program itself: run as `processes node --stack FILE
+//! --name NODE --dir DIR`, it is `iopath node` (the same library function). So this file has
+//! a harness of its own (libtest-mimic, which nextest understands).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use iopath_bench::ior::IorOptions;
+use iopath_bench::ior::phase::Progress;
+use iopath_client::Client;
+use iopath_stack::StackChoice;
+use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::up::NodeProcessConfig;
+use libtest_mimic::{Arguments, Failed, Trial};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+type Outcome = Result<(), String>;
+
+/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
+/// process: the flags `iopath node` takes.
+fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
+    let mut flags = std::collections::HashMap::new();
+    // Bounded by the arguments: each pass takes a flag and its value.
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or(format!("{flag} needs a value"))?;
+        flags.insert(flag, value);
+    }
+    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
+    let config = NodeProcessConfig {
+        stack: take("--stack")?.into(),
+        name: take("--name")?,
+        dir: take("--dir")?.into(),
+        admin: ([127, 0, 0, 1], 0).into(),
+    };
+    match flags.keys().next() {
+        Some(flag) => Err(format!("unknown flag {flag}")),
+        None => Ok(config),
+    }
+}
+
+fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("node") {
+        let config = match node_config(std::env::args().skip(2)) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("node: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let trials = vec![
+        Trial::test("ior_runs_over_processes", || {
+            block_on(ior_runs_over_processes())
+        }),
+        Trial::test(
+            "ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them",
+            || block_on(ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them()),
+        ),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+fn block_on(test: impl Future<Output = Result<(), String>>) -> Result<(), Failed> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failed::from(e.to_string()))?;
+    runtime.block_on(test).map_err(Failed::from)
+}
+
+/// This program as the node launcher.
+fn launcher() -> Result<Launcher, String> {
+    Launcher::this_program().map_err(|e| e.to_string())
+}
+
+macro_rules! check {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(format!($($arg)*));
+        }
+    };
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Starts `stack_text` (a stack file) with every server node a process.
+async fn start(stack_text: &str, what: &str) -> Result<RunningStack, String> {
+    let stack = iopath_stack::schema::Stack::parse(stack_text, what).map_err(err)?;
+    let storage = StorageDir::temporary(what, None).map_err(err)?;
+    RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
+        .await
+        .map_err(err)
+}
+
+fn preset(name: &str) -> Result<String, String> {
+    Ok(iopath_stack::preset(name).map_err(err)?.text.to_owned())
+}
+
+/// The client library on client node `index`.
+async fn client(running: &RunningStack, index: usize) -> Result<Client, String> {
+    let clients = running.clients();
+    let node = clients
+        .get(index)
+        .ok_or_else(|| format!("no client node {index}"))?;
+    running.connect(node).await.map_err(err)
+}
+
+async fn ior_runs_over_processes() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let options = IorOptions {
+        choice: StackChoice {
+            preset: Some("spider-mini".into()),
+            ..StackChoice::default()
+        },
+        processes: true,
+        write: true,
+        read: true,
+        file_per_proc: true,
+        transfer_size_bytes: 256 * KIB,
+        block_size_bytes: MIB,
+        tasks: Some(4),
+        ior_options: vec!["summaryFormat=JSON".into()],
+        dir: Some(dir.path().to_path_buf()),
+        ..IorOptions::default()
+    };
+    let mut out = Vec::new();
+    let outcome = iopath_bench::ior::measure(
+        &options,
+        "ior",
+        &mut out,
+        Progress::Silent,
+        Some(&launcher()?),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    check!(
+        outcome.results.len() == 2,
+        "a write and a read: {:?}",
+        outcome.results
+    );
+    check!(
+        outcome.facts.mode == "processes",
+        "{:?}",
+        outcome.facts.mode
+    );
+    check!(
+        outcome.facts.verified_bytes == 4 << 20,
+        "every byte read back and checked"
+    );
+    check!(
+        outcome.facts.baselines.tcp_mib_s.is_some(),
+        "loopback TCP measured in the same run"
+    );
+    check!(
+        outcome.facts.ratios.write_vs_min_disk_tcp.is_some(),
+        "the processes ratio"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&out).map_err(|e| format!("not JSON: {e}"))?;
+    check!(json["summary"][0]["operation"] == "write", "{json}");
+    check!(json["iopath"]["mode"] == "processes", "{json}");
+    Ok(())
+}
+
+/// IOR's tasks write with async journals that commit only when forced, and end as the
+/// program does (`phase::end`: each client commits and disconnects) — and their process goes:
+/// the clients are dropped. Both storage servers are then killed and started again. IOR's read
+/// phase, by new clients, checks every word: nothing acknowledged lived only in the memory of
+/// the program that ended. (Before the end commits, this run lost its files' tails.)
+async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Outcome {
+    use iopath_bench::ior::params::{Api, SummaryFormat};
+    use iopath_bench::ior::phase::{self, Job, Progress};
+    let text = preset("spider-mini")?.replace(
+        "journal = \"async\"",
+        "journal = \"async\"\ncommit_interval_ms = 60000",
+    );
+    let mut running = start(&text, "test-suite-ior-end").await?;
+    let params = iopath_bench::ior::IorParams {
+        tasks: Some(8),
+        block_size_bytes: 3 * MIB,
+        transfer_size_bytes: 256 * KIB,
+        segments: 2,
+        file_per_proc: true,
+        write: true,
+        read: true,
+        reorder_tasks: false,
+        fsync: false,
+        store_file_offset: true,
+        repetitions: 1,
+        test_file: "/ior/testFile".into(),
+        keep_file: true,
+        format: SummaryFormat::Text,
+        api: Api::Async,
+    };
+    let job = |clients| Job {
+        buffers: iopath_bench::ior::buffers::pool(params.transfer_size_bytes as usize),
+        params: params.clone(),
+        tasks: 8,
+        clients,
+    };
+    let mut clients = Vec::new();
+    for index in 0..8 {
+        clients.push(client(&running, index).await?);
+    }
+    phase::make_parents(&clients[0], &params.test_file)
+        .await
+        .map_err(err)?;
+    let writers = Arc::new(job(clients));
+    phase::write(&writers, 0, Progress::Silent)
+        .await
+        .map_err(err)?;
+    let kept: u64 = writers.clients.iter().map(Client::kept_bytes).sum();
+    if kept == 0 {
+        return Err("the write phase left nothing uncommitted: the test proves nothing".into());
+    }
+    phase::end(&writers).await.map_err(err)?;
+    drop(writers);
+    for oss in ["oss0", "oss1"] {
+        running.crash_node(oss).await.map_err(err)?;
+    }
+    for oss in ["oss0", "oss1"] {
+        running.restart_node(oss, &launcher()?).await.map_err(err)?;
+    }
+    let mut clients = Vec::new();
+    for index in 0..8 {
+        clients.push(client(&running, index).await?);
+    }
+    let readers = Arc::new(job(clients));
+    // IOR's read phase checks every word it reads against what each task wrote.
+    let read = phase::read(&readers, 0, Progress::Silent)
+        .await
+        .map_err(err)?;
+    if read.bytes != 8 * 2 * 3 * MIB {
+        return Err(format!("read {} bytes, not every byte written", read.bytes));
+    }
+    phase::end(&readers).await.map_err(err)?;
+    drop(readers);
+    running.stop().await.map_err(err)
+}

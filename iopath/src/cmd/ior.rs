@@ -1,0 +1,226 @@
+//! `iopath bench ior`: IOR's flags, with IOR's names and defaults, turned into
+//! `iopath_bench::ior::IorOptions`; IOR's output on standard output, the progress line on
+//! standard error.
+
+use std::path::PathBuf;
+
+use iopath_bench::ior::phase::Progress;
+use iopath_bench::ior::{IorOptions, measure};
+use iopath_fabric::units::parse_size;
+use iopath_stack::StackChoice;
+
+/// `iopath bench ior`'s options: IOR's flags, and where to run.
+#[derive(clap::Args, Debug, Clone)]
+pub struct IorArgs {
+    /// Number of tasks (IOR numTasks); default: one per client node of the stack.
+    #[arg(short = 'N', value_name = "N")]
+    tasks: Option<u32>,
+    /// Contiguous bytes to write per task per segment (IOR blockSize; k, m, g suffixes).
+    #[arg(short = 'b', value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
+    block_size_bytes: u64,
+    /// Bytes per read or write call (IOR transferSize; k, m, g suffixes).
+    #[arg(short = 't', value_name = "SIZE", default_value = "256k", value_parser = parse_size)]
+    transfer_size_bytes: u64,
+    /// Number of segments (IOR segmentCount).
+    #[arg(short = 's', value_name = "COUNT", default_value_t = 1)]
+    segments: u64,
+    /// A file per task instead of one shared file (IOR filePerProc).
+    #[arg(short = 'F')]
+    file_per_proc: bool,
+    /// Write the file (IOR writeFile); with neither -w nor -r, both.
+    #[arg(short = 'w')]
+    write: bool,
+    /// Read the file back, verifying every byte (IOR readFile, with checkRead).
+    #[arg(short = 'r')]
+    read: bool,
+    /// Read back what the task one node over wrote, so nothing is read from where it was
+    /// written (IOR reorderTasks).
+    #[arg(short = 'C')]
+    reorder_tasks: bool,
+    /// fsync each file before closing it after writing (IOR fsync).
+    #[arg(short = 'e')]
+    fsync: bool,
+    /// Stamp every word with its file offset, filling the buffer again for each transfer
+    /// (IOR storeFileOffset): data that lands at the wrong offset is caught too, at the cost
+    /// of a fill per transfer. Without it, as in IOR, a task fills its buffer once per
+    /// repetition, and the read-back catches the wrong task, the wrong repetition, holes,
+    /// shifts and flipped bits.
+    #[arg(short = 'l')]
+    store_file_offset: bool,
+    /// Repetitions (IOR repetitions).
+    #[arg(short = 'i', value_name = "COUNT", default_value_t = 1)]
+    repetitions: u32,
+    /// The test file's path in the stack's namespace (IOR testFile); with -F, each task's
+    /// file is this with `.NNNNNNNN` appended.
+    #[arg(short = 'o', value_name = "PATH", default_value = "/ior/testFile")]
+    test_file: String,
+    /// Keep the files at the end (IOR keepFile).
+    #[arg(short = 'k')]
+    keep_file: bool,
+    /// The I/O calls each transfer makes (IOR's api): `sync` — blocking read/write, ASCI Red's
+    /// synchronous calls, which a fyod serves one at a time; `async` — iwrite/iread then
+    /// iowait, ASCI Red's asynchronous calls, which a fyod runs concurrently (a worker per
+    /// open file). Either way a task has one transfer in flight.
+    #[arg(short = 'a', value_name = "API", default_value = "async")]
+    api: String,
+    /// IOR's -O options; `summaryFormat=JSON` prints JSON instead of text.
+    #[arg(short = 'O', value_name = "KEY=VALUE")]
+    ior_options: Vec<String>,
+    /// The stack to run on: a preset (default asci-red-mini).
+    #[arg(long, conflicts_with = "stack")]
+    preset: Option<String>,
+    /// The stack to run on: a stack file.
+    #[arg(long)]
+    stack: Option<PathBuf>,
+    /// The route set to use, for stack files that have several.
+    #[arg(long)]
+    route_set: Option<String>,
+    /// A process per server node on loopback TCP (the tasks run in this process, on the
+    /// stack's client nodes); default: every node in this process on in-memory networks.
+    #[arg(long)]
+    processes: bool,
+    /// Directory for the stack's storage and the disk baseline; default: a temporary
+    /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+impl From<IorArgs> for IorOptions {
+    fn from(args: IorArgs) -> IorOptions {
+        IorOptions {
+            tasks: args.tasks,
+            block_size_bytes: args.block_size_bytes,
+            transfer_size_bytes: args.transfer_size_bytes,
+            segments: args.segments,
+            file_per_proc: args.file_per_proc,
+            write: args.write,
+            read: args.read,
+            reorder_tasks: args.reorder_tasks,
+            fsync: args.fsync,
+            store_file_offset: args.store_file_offset,
+            repetitions: args.repetitions,
+            test_file: args.test_file,
+            keep_file: args.keep_file,
+            api: args.api,
+            ior_options: args.ior_options,
+            choice: StackChoice {
+                preset: args.preset,
+                stack: args.stack,
+                route_set: args.route_set,
+            },
+            processes: args.processes,
+            dir: args.dir,
+        }
+    }
+}
+
+/// Runs `iopath bench ior`: the progress line on standard error, IOR's output (or its JSON)
+/// on standard output, with this command line as IOR's "Command line".
+pub async fn run(args: IorArgs) -> anyhow::Result<()> {
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut out = std::io::stdout();
+    measure(
+        &args.into(),
+        &command_line,
+        &mut out,
+        Progress::Stderr,
+        None,
+    )
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ior: IorArgs,
+    }
+
+    fn options(args: &[&str]) -> IorOptions {
+        Cli::try_parse_from(std::iter::once("ior").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .ior
+            .into()
+    }
+
+    #[test]
+    fn no_flags_are_iors_defaults() {
+        assert_eq!(options(&[]), IorOptions::default());
+    }
+
+    #[test]
+    fn every_flag_reaches_its_option() {
+        let given = options(&[
+            "-N",
+            "3",
+            "-b",
+            "4m",
+            "-t",
+            "64k",
+            "-s",
+            "2",
+            "-F",
+            "-w",
+            "-r",
+            "-C",
+            "-e",
+            "-l",
+            "-i",
+            "5",
+            "-o",
+            "/x/y",
+            "-k",
+            "-a",
+            "sync",
+            "-O",
+            "summaryFormat=JSON",
+            "--preset",
+            "spider-mini",
+            "--route-set",
+            "rr",
+            "--processes",
+            "--dir",
+            "/d",
+        ]);
+        let expected = IorOptions {
+            tasks: Some(3),
+            block_size_bytes: 4 << 20,
+            transfer_size_bytes: 64 << 10,
+            segments: 2,
+            file_per_proc: true,
+            write: true,
+            read: true,
+            reorder_tasks: true,
+            fsync: true,
+            store_file_offset: true,
+            repetitions: 5,
+            test_file: "/x/y".into(),
+            keep_file: true,
+            api: "sync".into(),
+            ior_options: vec!["summaryFormat=JSON".into()],
+            choice: StackChoice {
+                preset: Some("spider-mini".into()),
+                stack: None,
+                route_set: Some("rr".into()),
+            },
+            processes: true,
+            dir: Some(PathBuf::from("/d")),
+        };
+        assert_eq!(given, expected);
+        assert_eq!(
+            options(&["--stack", "s.toml"]).choice.stack,
+            Some("s.toml".into())
+        );
+        assert!(
+            Cli::try_parse_from(["ior", "--preset", "a", "--stack", "b"]).is_err(),
+            "a preset or a stack file, not both"
+        );
+        assert!(Cli::try_parse_from(["ior", "-t", "1x"]).is_err());
+    }
+}

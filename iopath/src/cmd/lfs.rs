@@ -1,0 +1,348 @@
+//! `iopath lfs`: Lustre's `lfs` against a running stack — layouts (`setstripe -c -S -i`,
+//! `getstripe` in Lustre's own output format), `ls`, `stat`, and `put`/`get`/`rm` to move
+//! whole files in and out.
+//!
+//! [`run`] connects a client of its own to the stack at `--mds` (through `--fyod` if given),
+//! runs the command into a buffer, closes the client — what was written is committed and the
+//! servers forget it — and only then prints; [`run_to`] writes to any sink, so tests read
+//! what a user would see.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use iopath_client::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
+use iopath_client::{Client, ClientError, StripeInfo};
+use iopath_fabric::Nid;
+use iopath_fabric::units::parse_size;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// Bytes `put` and `get` move per call: 4 MiB (one PFS packet per object), or the stripe
+/// width when that is larger, up to 64 MiB.
+const COPY_CHUNK_MIN_BYTES: u64 = 4 << 20;
+/// The most `put` and `get` hold in memory at once.
+const COPY_CHUNK_MAX_BYTES: u64 = 64 << 20;
+
+/// `iopath lfs`: where the stack is, and the command.
+#[derive(clap::Args, Debug)]
+pub struct LfsArgs {
+    /// The metadata service's NID (printed when the stack starts).
+    #[arg(long, env = "IOPATH_MDS")]
+    mds: Nid,
+    /// Go through the fyod at this NID instead of straight to the storage servers.
+    #[arg(long)]
+    fyod: Option<Nid>,
+    #[command(subcommand)]
+    command: LfsCommand,
+}
+
+/// One `lfs` command.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum LfsCommand {
+    /// Set a directory's default layout, or create an empty file with a layout.
+    Setstripe {
+        /// Stripe count: 0 for the default, -1 for every target.
+        #[arg(
+            short = 'c',
+            long = "stripe-count",
+            default_value_t = 0,
+            allow_negative_numbers = true
+        )]
+        stripe_count: i64,
+        /// Stripe size in bytes, with an optional k, m or g suffix (a multiple of 64k); 0 for
+        /// the default.
+        #[arg(short = 'S', long = "stripe-size", default_value = "0", value_parser = parse_size)]
+        stripe_size: u64,
+        /// Index of the first target; -1 to let the metadata service choose.
+        #[arg(short = 'i', long = "stripe-index", default_value_t = STRIPE_OFFSET_ANY, allow_negative_numbers = true)]
+        stripe_index: i64,
+        /// The directory or new file.
+        path: String,
+    },
+    /// Print a file's layout (or a directory's default) as Lustre does.
+    Getstripe {
+        /// The file or directory.
+        path: String,
+    },
+    /// List a directory.
+    Ls {
+        /// The directory.
+        #[arg(default_value = "/")]
+        path: String,
+    },
+    /// Print a file's or directory's attributes, a file's size glimpsed from its objects.
+    Stat {
+        /// The file or directory.
+        path: String,
+    },
+    /// Copy a local file into the file system (the new file gets its directory's layout).
+    Put {
+        /// The local file.
+        local: PathBuf,
+        /// The path to create.
+        remote: String,
+    },
+    /// Copy a file out of the file system.
+    Get {
+        /// The file to read.
+        remote: String,
+        /// The local file to write (replaced if it exists).
+        local: PathBuf,
+    },
+    /// Remove a file (and its objects) or an empty directory.
+    Rm {
+        /// The file or directory.
+        path: String,
+    },
+}
+
+/// Runs `iopath lfs`: a client node of its own on the MDS's network, the command, the client
+/// closed, then what the command printed.
+pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
+    let LfsArgs { mds, fyod, command } = args;
+    // A client node of its own on the MDS's network: TCP on loopback (or the host's address)
+    // for a stack of processes.
+    let interface = match mds.net.net_type {
+        iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
+            nid: Nid::tcp("127.0.0.1:0".parse()?, mds.net.number),
+        },
+        other => bail!(
+            "lfs reaches a stack over TCP; {mds} is on a {} network",
+            other.name()
+        ),
+    };
+    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![interface],
+        ..Default::default()
+    })
+    .await
+    .context("start the client node")?;
+    // A client id of its own: time and pid, unique among the clients of this stack.
+    let client_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
+    config.forwarder = fyod;
+    let client = Client::connect(config)
+        .await
+        .with_context(|| format!("connect to the stack at {mds}"))?;
+    let mut out = Vec::new();
+    let result = run_to(&client, command, &mut out).await;
+    // Before exiting, every write the servers acknowledged is committed and the servers
+    // forget this client: its memory is the only copy they could replay, and it is about to
+    // go. Done whether or not the command succeeded, for what it wrote before failing; and
+    // nothing is reported done ("N bytes copied") before it is.
+    let closed = client
+        .close()
+        .await
+        .context("commit what was written and disconnect: it may not survive a server crash");
+    node.shutdown();
+    if result.is_err() || closed.is_ok() {
+        std::io::stdout()
+            .write_all(&out)
+            .context("write to standard output")?;
+    }
+    result.and(closed)
+}
+
+/// Runs `cmd`, writing what it prints to `out`.
+pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> anyhow::Result<()> {
+    match cmd {
+        LfsCommand::Setstripe {
+            stripe_count,
+            stripe_size,
+            stripe_index,
+            path,
+        } => {
+            let stripe = StripeRequest {
+                stripe_size_bytes: stripe_size,
+                stripe_count,
+                stripe_offset: stripe_index,
+            };
+            client
+                .setstripe(&path, stripe)
+                .await
+                .with_context(|| format!("setstripe {path}"))?;
+        }
+        LfsCommand::Getstripe { path } => {
+            let info = client
+                .stripe_info(&path)
+                .await
+                .with_context(|| format!("getstripe {path}"))?;
+            write!(out, "{}", getstripe_text(&path, &info))?;
+        }
+        LfsCommand::Ls { path } => {
+            for name in client
+                .readdir(&path)
+                .await
+                .with_context(|| format!("ls {path}"))?
+            {
+                writeln!(out, "{name}")?;
+            }
+        }
+        LfsCommand::Stat { path } => {
+            let stat = client
+                .stat(&path)
+                .await
+                .with_context(|| format!("stat {path}"))?;
+            writeln!(out, "  File: {path}")?;
+            let kind = if stat.is_dir {
+                "directory"
+            } else {
+                "regular file"
+            };
+            writeln!(out, "  Size: {:<15} Type: {kind}", stat.size_bytes)?;
+            writeln!(out, " Inode: {:<15} Mode: {:04o}", stat.ino, stat.mode)?;
+            if stat.is_dir {
+                writeln!(out, "Entries: {}", stat.entries_count)?;
+            }
+            if let Some(layout) = &stat.layout {
+                writeln!(out, "Layout: {layout}")?;
+            }
+        }
+        LfsCommand::Put { local, remote } => {
+            let copied = put(client, &local, &remote)
+                .await
+                .with_context(|| format!("put {} to {remote}", local.display()))?;
+            writeln!(out, "{copied} bytes copied to {remote}")?;
+        }
+        LfsCommand::Get { remote, local } => {
+            let copied = get(client, &remote, &local)
+                .await
+                .with_context(|| format!("get {remote} to {}", local.display()))?;
+            writeln!(out, "{copied} bytes copied to {}", local.display())?;
+        }
+        LfsCommand::Rm { path } => {
+            // A file is removed by name; a directory refuses unlink and is removed as one.
+            match client.unlink(&path).await {
+                Err(ClientError::IsADirectory { .. }) => client.rmdir(&path).await,
+                other => other,
+            }
+            .with_context(|| format!("rm {path}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `lfs getstripe`'s text: for a file, the `lmm_*` header and the object table; for a
+/// directory, its default on one line.
+pub fn getstripe_text(path: &str, info: &StripeInfo) -> String {
+    match info {
+        StripeInfo::File(layout) => file_stripe_text(path, layout),
+        StripeInfo::Directory { default_stripe, .. } => format!(
+            "{path}\nstripe_count:  {} stripe_size:   {} pattern:       raid0 stripe_offset: {}\n",
+            default_stripe.stripe_count,
+            default_stripe.stripe_size_bytes,
+            default_stripe.stripe_offset
+        ),
+    }
+}
+
+fn file_stripe_text(path: &str, layout: &Layout) -> String {
+    let mut text = format!(
+        "{path}\n\
+         lmm_stripe_count:  {}\n\
+         lmm_stripe_size:   {}\n\
+         lmm_pattern:       raid0\n\
+         lmm_layout_gen:    0\n\
+         lmm_stripe_offset: {}\n\
+         \tobdidx\t\t objid\t\t objid\t\t group\n",
+        layout.stripe_count(),
+        layout.stripe_size_bytes(),
+        layout.stripe_offset()
+    );
+    for object in layout.objects() {
+        // Lustre's row: "\t%6u\t%14llu\t%#13llx\t%14llu".
+        text.push_str(&format!(
+            "\t{:>6}\t{:>14}\t{:>#13x}\t{:>14}\n",
+            object.target, object.object_id, object.object_id, 0
+        ));
+    }
+    text.push('\n');
+    text
+}
+
+fn chunk_bytes(layout: &Layout) -> u64 {
+    layout
+        .stripe_width_bytes()
+        .clamp(COPY_CHUNK_MIN_BYTES, COPY_CHUNK_MAX_BYTES)
+}
+
+async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::Result<u64> {
+    let mut source = tokio::fs::File::open(local)
+        .await
+        .with_context(|| format!("open {}", local.display()))?;
+    let length = source.metadata().await?.len();
+    // As `cp` onto a file made by `lfs setstripe`: an existing empty file keeps its layout and
+    // receives the data; anything else that exists is refused.
+    let file = match client.create(remote, StripeRequest::INHERIT).await {
+        Ok(file) => file,
+        Err(created) => {
+            let existing = client.open(remote).await.map_err(|_| created)?;
+            let size = existing.size().await?;
+            if size != 0 {
+                anyhow::bail!("{remote} exists and holds {size} bytes: remove it first");
+            }
+            existing
+        }
+    };
+    let chunk = chunk_bytes(file.layout());
+    let mut offset = 0u64;
+    // Bounded by the file's length read at the start: a file that grows is copied up to it.
+    while offset < length {
+        let want = chunk.min(length - offset) as usize;
+        let mut buffer = vec![0u8; want];
+        source
+            .read_exact(&mut buffer)
+            .await
+            .with_context(|| format!("read {} at {offset}", local.display()))?;
+        file.write_at(offset, Bytes::from(buffer)).await?;
+        offset += want as u64;
+    }
+    file.close().await?;
+    Ok(offset)
+}
+
+async fn get(client: &Client, remote: &str, local: &std::path::Path) -> anyhow::Result<u64> {
+    let file = client.open(remote).await?;
+    let length = file.size().await?;
+    let sink = tokio::fs::File::create(local)
+        .await
+        .with_context(|| format!("create {}", local.display()))?;
+    match copy_out(&file, remote, length, sink).await {
+        Ok(copied) => Ok(copied),
+        Err(error) => {
+            // No partial copy is left behind to be taken for the file.
+            let _ = tokio::fs::remove_file(local).await;
+            Err(error.context(format!("the partial copy {} was removed", local.display())))
+        }
+    }
+}
+
+/// Copies the `length` bytes of `file` into `sink`, made durable.
+async fn copy_out(
+    file: &iopath_client::File,
+    remote: &str,
+    length: u64,
+    mut sink: tokio::fs::File,
+) -> anyhow::Result<u64> {
+    let chunk = chunk_bytes(file.layout());
+    let mut offset = 0u64;
+    // Bounded by the size glimpsed at the start; a shorter read means the file shrank.
+    while offset < length {
+        let data = file.read_at(offset, chunk.min(length - offset)).await?;
+        if data.is_empty() {
+            bail!("{remote} ended at {offset} bytes, before the {length} it had when opened");
+        }
+        sink.write_all(&data).await?;
+        offset += data.len() as u64;
+    }
+    sink.flush().await?;
+    sink.sync_all().await?;
+    Ok(offset)
+}
+
+#[cfg(test)]
+mod tests;

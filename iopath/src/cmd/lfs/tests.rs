@@ -1,0 +1,200 @@
+//! `lfs` as a user types it: parsed by clap, run against an in-process stack, its output
+//! read back.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use clap::Parser;
+use iopath_client::Client;
+use iopath_fabric::units::parse_size;
+use iopath_stack::testing::{TestStack, TestStackConfig};
+
+use super::{LfsCommand, run_to};
+
+const MIB: u64 = 1 << 20;
+
+/// The default test stack: two storage servers with two targets each, async journals.
+async fn stack() -> TestStack {
+    TestStack::start(TestStackConfig::default()).await.unwrap()
+}
+
+/// A seed for a test, printed so a failure can be reproduced: `IOPATH_SEED` or the clock.
+fn seed() -> u64 {
+    let seed = std::env::var("IOPATH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    println!("seed: {seed} (rerun with IOPATH_SEED={seed})");
+    seed
+}
+
+/// `len` bytes drawn from `seed` (xorshift64*): a file's contents no two runs share.
+fn data(seed: u64, len: u64) -> Vec<u8> {
+    let mut state = seed.max(1);
+    let mut out = Vec::with_capacity(len as usize + 8);
+    while (out.len() as u64) < len {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        out.extend_from_slice(&state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
+    }
+    out.truncate(len as usize);
+    out
+}
+
+#[derive(Parser, Debug)]
+struct Lfs {
+    #[command(subcommand)]
+    command: LfsCommand,
+}
+
+fn parse(line: &str) -> LfsCommand {
+    Lfs::try_parse_from(std::iter::once("lfs").chain(line.split_whitespace()))
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .command
+}
+
+async fn lfs(client: &Client, line: &str) -> String {
+    let mut out = Vec::new();
+    run_to(client, parse(line), &mut out)
+        .await
+        .unwrap_or_else(|e| panic!("lfs {line}: {e:#}"));
+    String::from_utf8(out).unwrap()
+}
+
+async fn lfs_fails(client: &Client, line: &str) -> String {
+    let mut out = Vec::new();
+    match run_to(client, parse(line), &mut out).await {
+        Ok(()) => panic!("lfs {line} succeeded"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn options_parse_as_lfs_spells_them() {
+    assert_eq!(
+        parse("setstripe -c -1 -S 4M -i 2 /d"),
+        LfsCommand::Setstripe {
+            stripe_count: -1,
+            stripe_size: 4 * MIB,
+            stripe_index: 2,
+            path: "/d".into()
+        }
+    );
+    assert_eq!(
+        parse("setstripe /d"),
+        LfsCommand::Setstripe {
+            stripe_count: 0,
+            stripe_size: 0,
+            stripe_index: -1,
+            path: "/d".into()
+        }
+    );
+    assert_eq!(parse("ls"), LfsCommand::Ls { path: "/".into() });
+    assert_eq!(parse_size("64k"), Ok(65536));
+    assert_eq!(parse_size("1g"), Ok(1 << 30));
+    assert_eq!(
+        parse_size("1MiB"),
+        Ok(1 << 20),
+        "the same sizes as every other command"
+    );
+    assert!(parse_size("12q").is_err());
+    assert!(parse_size("99999999999999999999g").is_err());
+    assert!(Lfs::try_parse_from(["lfs", "setstripe", "-S", "lots", "/d"]).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setstripe_put_getstripe_get_stat_ls_rm() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    lfs(&client, "setstripe -c 2 -S 256k -i 1 /new").await;
+    let text = lfs(&client, "getstripe /new").await;
+    let layout = client.getstripe("/new").await.unwrap();
+    let objects = layout.objects();
+    // Lustre's layout, field for field.
+    let expected = format!(
+        "/new\nlmm_stripe_count:  2\nlmm_stripe_size:   262144\nlmm_pattern:       raid0\n\
+         lmm_layout_gen:    0\nlmm_stripe_offset: 1\n\tobdidx\t\t objid\t\t objid\t\t group\n\
+         \t     1\t{:>14}\t{:>#13x}\t             0\n\
+         \t     2\t{:>14}\t{:>#13x}\t             0\n\n",
+        objects[0].object_id, objects[0].object_id, objects[1].object_id, objects[1].object_id
+    );
+    assert_eq!(text, expected);
+
+    // A directory's default, then a file put into it inherits it.
+    client.mkdir("/d").await.unwrap();
+    lfs(&client, "setstripe -c -1 -S 1m /d").await;
+    assert_eq!(
+        lfs(&client, "getstripe /d").await,
+        "/d\nstripe_count:  -1 stripe_size:   1048576 pattern:       raid0 stripe_offset: -1\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("in.bin");
+    let data = data(seed(), 9 * MIB + 5);
+    std::fs::write(&local, &data).unwrap();
+    let out = lfs(&client, &format!("put {} /d/file", local.display())).await;
+    assert_eq!(out, format!("{} bytes copied to /d/file\n", data.len()));
+    assert_eq!(client.getstripe("/d/file").await.unwrap().stripe_count(), 4);
+
+    let back = dir.path().join("out.bin");
+    lfs(&client, &format!("get /d/file {}", back.display())).await;
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "get returns what put stored"
+    );
+
+    let stat = lfs(&client, "stat /d/file").await;
+    assert!(
+        stat.contains(&format!("Size: {:<15}", data.len())),
+        "{stat}"
+    );
+    assert!(stat.contains("Type: regular file"), "{stat}");
+    assert!(
+        stat.contains("stripe_count: 4 stripe_size: 1048576"),
+        "{stat}"
+    );
+    assert_eq!(lfs(&client, "ls /").await, "d\nnew\n");
+    assert_eq!(lfs(&client, "ls /d").await, "file\n");
+
+    lfs(&client, "rm /d/file").await;
+    lfs(&client, "rm /d").await;
+    lfs(&client, "rm /new").await;
+    assert_eq!(lfs(&client, "ls").await, "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_commands_fail_with_a_sentence() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    let error = lfs_fails(&client, "setstripe -c 9 /x").await;
+    assert_eq!(
+        error,
+        "setstripe /x: stripe count 9 exceeds the 4 targets available"
+    );
+    let error = lfs_fails(&client, "setstripe -S 100k /x").await;
+    assert!(
+        error.contains("not a positive multiple of 65536"),
+        "{error}"
+    );
+    let error = lfs_fails(&client, "getstripe /missing").await;
+    assert_eq!(
+        error,
+        "getstripe /missing: /missing: no such file or directory"
+    );
+    let error = lfs_fails(&client, "put /definitely/not/here /x").await;
+    assert!(
+        error.starts_with("put /definitely/not/here to /x: open /definitely/not/here"),
+        "{error}"
+    );
+    client.mkdir("/d").await.unwrap();
+    client
+        .create("/d/f", iopath_client::StripeRequest::INHERIT)
+        .await
+        .unwrap();
+    let error = lfs_fails(&client, "rm /d").await;
+    assert!(error.contains("not empty"), "{error}");
+    assert_eq!(lfs(&client, "ls /d").await, "f\n");
+}

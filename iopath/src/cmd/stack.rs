@@ -1,0 +1,141 @@
+//! `iopath demo`, `iopath up`, `iopath node`: a stack run in this process or as a process per
+//! node — the flags, and the stdout and signals around `iopath_stack::demo` and
+//! `iopath_stack::up`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use iopath_fabric::units::parse_size;
+use iopath_stack::StackChoice;
+use iopath_stack::demo::DemoConfig;
+use iopath_stack::up::{NodeProcessConfig, UpConfig};
+use tokio::io::AsyncReadExt;
+
+/// Where a stack comes from: `--preset NAME` or `--stack FILE`, and `--route-set`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct StackArgs {
+    /// A preset: asci-red-mini (the default), spider-mini, spider-mini-routed.
+    #[arg(long, conflicts_with = "stack")]
+    preset: Option<String>,
+    /// A stack file (TOML).
+    #[arg(long)]
+    stack: Option<PathBuf>,
+    /// The route set in force, for stacks that have several (spider-mini-routed:
+    /// round-robin, fine-grained).
+    #[arg(long)]
+    route_set: Option<String>,
+}
+
+impl From<StackArgs> for StackChoice {
+    fn from(args: StackArgs) -> StackChoice {
+        StackChoice {
+            preset: args.preset,
+            stack: args.stack,
+            route_set: args.route_set,
+        }
+    }
+}
+
+/// `iopath up`: run a stack until Ctrl-C or the end of standard input.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct UpArgs {
+    /// The stack.
+    #[command(flatten)]
+    choice: StackArgs,
+    /// A process per server node on loopback TCP (default: every node in this process, on
+    /// in-memory networks).
+    #[arg(long)]
+    processes: bool,
+    /// Keep the nodes' state in this directory (created if absent, kept afterwards; a
+    /// restart with the same directory recovers it). Default: a temporary directory.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// `iopath node`: run one node of a stack file as a process of its own.
+#[derive(clap::Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// The stack file; every address in it must be `host:port` (`iopath up --processes`
+    /// writes such a file).
+    #[arg(long)]
+    stack: PathBuf,
+    /// The node to run.
+    #[arg(long)]
+    name: String,
+    /// Where the node keeps its state (created if absent).
+    #[arg(long)]
+    dir: PathBuf,
+    /// The admin service's address (port 0 picks one; printed on the READY line).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    admin: SocketAddr,
+}
+
+/// `iopath demo`: one write and read through a preset stack, explained.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// The preset or stack file (default asci-red-mini).
+    #[command(flatten)]
+    choice: StackArgs,
+    /// Bytes per phase (k, m, g suffixes): one striped file of this size, then this much
+    /// again split over every client's own file.
+    #[arg(long, default_value = "128m", value_parser = parse_size)]
+    size: u64,
+    /// A process per server node on loopback TCP.
+    #[arg(long)]
+    processes: bool,
+    /// Directory for the stack's storage (a temporary directory inside it, removed at the
+    /// end). Default: the system's temporary directory.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// Runs `iopath up`: starts the stack, prints its nodes, and runs until Ctrl-C or the end of
+/// standard input.
+pub async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let config = UpConfig {
+        choice: args.choice.into(),
+        processes: args.processes,
+        dir: args.dir,
+    };
+    iopath_stack::up::up_until(&config, &mut std::io::stdout(), wait_for_stop()).await?;
+    Ok(())
+}
+
+/// Waits for Ctrl-C or the end of standard input.
+async fn wait_for_stop() {
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0u8; 256];
+    let stdin_closed = async {
+        // Bounded by the input: each read returns data, or 0 at its end.
+        while stdin.read(&mut buffer).await.is_ok_and(|n| n > 0) {}
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => eprintln!("Ctrl-C: stopping"),
+        _ = stdin_closed => eprintln!("end of standard input: stopping"),
+    }
+}
+
+/// Runs `iopath node`: one node of a resolved stack file, until its standard input closes,
+/// SIGTERM, or an admin's shutdown.
+pub async fn node(args: NodeArgs) -> anyhow::Result<()> {
+    let config = NodeProcessConfig {
+        stack: args.stack,
+        name: args.name,
+        dir: args.dir,
+        admin: args.admin,
+    };
+    iopath_stack::up::run_node(&config).await?;
+    Ok(())
+}
+
+/// Runs `iopath demo`, printing as it goes.
+pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    let config = DemoConfig {
+        choice: args.choice.into(),
+        size: args.size,
+        processes: args.processes,
+        dir: args.dir,
+    };
+    iopath_stack::demo::run(&config, &mut std::io::stdout()).await?;
+    Ok(())
+}

@@ -1,0 +1,408 @@
+//! The topology model in words: the tables, CSV and plot files of `iopath topo`, as pure
+//! functions of what the model computed. Which machine, which output and where it goes are the
+//! command line's business; what each output says is decided here.
+
+use std::fmt::Write as _;
+
+use crate::coord::Coord;
+use crate::link_loads::HistogramBin;
+use crate::presets::jaguar::DIRECT_OSS;
+use crate::presets::{JaguarSpider, TitanSpider2};
+use crate::route::Route;
+use crate::study::AnalyzeReport;
+use crate::svg;
+
+/// `analyze` as CSV: one line per placement scenario.
+pub fn analyze_csv(report: &AnalyzeReport) -> String {
+    let mut s = String::from(
+        "scenario,pairs,max_pairs_per_link,used_links,saturated_links,saturated_share,initial_aggregate_mb_per_s,ior_aggregate_mb_per_s,share_of_raw,first_s,median_s,last_s,spread_s\n",
+    );
+    for c in &report.scenarios {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{:.4},{:.1},{:.1},{:.4},{:.3},{:.3},{:.3},{:.3}",
+            c.name,
+            c.pairs,
+            c.max_pairs_per_link,
+            c.used_links,
+            c.saturated_links,
+            c.saturated_share,
+            c.initial_aggregate_mb_per_s,
+            c.ior_aggregate_mb_per_s,
+            c.share_of_raw,
+            c.completion.min_s,
+            c.completion.median_s,
+            c.completion.max_s,
+            c.completion.spread_s()
+        );
+    }
+    s
+}
+
+/// `analyze` as the table a person reads, with the paper's figures beside the model's;
+/// `dims` is the torus in words ([`crate::study::dims_text`]).
+pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
+    let mut s = String::new();
+    let o = &r.options;
+    let _ = writeln!(
+        s,
+        "jaguar-spider: {dims} torus, {} writers on the OSTs of {} direct-attached OSSes, {} MB each",
+        r.scenarios.first().map_or(0, |c| c.pairs),
+        o.oss_count,
+        o.data_per_writer_mb
+    );
+    let _ = writeln!(
+        s,
+        "saturation: {} MB/s per link / {} MB/s per OST = {} pairs per link (paper: 17)\n",
+        r.saturation.link_bandwidth_mb_per_s,
+        r.saturation.per_pair_rate_mb_per_s,
+        r.pairs_at_saturation
+    );
+    let _ = writeln!(
+        s,
+        "{:<9} {:>9} {:>10} {:>9} {:>9} {:>11} {:>11} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "placement",
+        "max pairs",
+        "used links",
+        "saturated",
+        "sat share",
+        "start MB/s",
+        "IOR MB/s",
+        "of raw",
+        "first s",
+        "median",
+        "last s",
+        "spread"
+    );
+    for c in &r.scenarios {
+        let _ = writeln!(
+            s,
+            "{:<9} {:>9.0} {:>10} {:>9} {:>8.1}% {:>11.0} {:>11.0} {:>6.1}% {:>7.2} {:>7.2} {:>7.2} {:>7.2}",
+            c.name,
+            c.max_pairs_per_link,
+            c.used_links,
+            c.saturated_links,
+            100.0 * c.saturated_share,
+            c.initial_aggregate_mb_per_s,
+            c.ior_aggregate_mb_per_s,
+            100.0 * c.share_of_raw,
+            c.completion.min_s,
+            c.completion.median_s,
+            c.completion.max_s,
+            c.completion.spread_s()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "raw back end: {:.0} MB/s (paper's XDD: 120 GB/s)",
+        r.raw_mb_per_s
+    );
+    let _ = writeln!(
+        s,
+        "paper: default 61-86% of raw, placed 87-92%; placed never above 7 pairs per link; spread ~15.5 s default vs < 5 s placed\n"
+    );
+
+    let runs = r.runs.max_pairs.len();
+    let _ = writeln!(
+        s,
+        "runs study: {runs} default-placement runs (OSS counts {:?} x {} job positions)",
+        r.runs.oss_counts,
+        r.runs.offsets.len()
+    );
+    let paper = [70.0, 42.0, 21.0, 3.0];
+    for ((t, share), p) in r.runs.share_over.iter().zip(paper) {
+        let _ = writeln!(
+            s,
+            "  busiest link over {t:>2} pairs: {:>5.1}% of runs (paper: {p}%)",
+            100.0 * share
+        );
+    }
+
+    if !r.confined.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nconfined: the job's own nodes, launcher order vs placed within them (paper: +38% to +58%)"
+        );
+        let _ = writeln!(
+            s,
+            "{:>7} {:>12} {:>12} {:>7} {:>10} {:>10}",
+            "offset", "default MB/s", "placed MB/s", "gain", "max pairs", "placed max"
+        );
+        for c in &r.confined {
+            let _ = writeln!(
+                s,
+                "{:>7} {:>12.0} {:>12.0} {:>6.1}% {:>10.0} {:>10.0}",
+                c.offset,
+                c.default_mb_per_s,
+                c.confined_mb_per_s,
+                100.0 * (c.confined_mb_per_s / c.default_mb_per_s - 1.0),
+                c.default_max_pairs,
+                c.confined_max_pairs
+            );
+        }
+    }
+
+    if !r.routed.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nrouted (8000 MB per writer; paper's writes: baseline 47.6 GB/s, round-robin 48.1 / 83 placed, projection 92 / 113 placed)"
+        );
+        let _ = writeln!(
+            s,
+            "{:<18} {:<14} {:>12} {:>12} {:>10}",
+            "config", "placement", "steady MB/s", "IOR MB/s", "max pairs"
+        );
+        for row in &r.routed {
+            let _ = writeln!(
+                s,
+                "{:<18} {:<14} {:>12.0} {:>12.0} {:>10.1}",
+                row.config.name(),
+                format!("{:?}", row.placement),
+                row.aggregate_mb_per_s,
+                row.ior_aggregate_mb_per_s,
+                row.max_pairs_per_link
+            );
+        }
+    }
+    s
+}
+
+/// The plots of an `analyze` run and their data, as `(file name, contents)`: the link-load
+/// histogram and the completion-time CDF, as SVG and as CSV.
+pub fn plot_files(report: &AnalyzeReport) -> [(&'static str, String); 4] {
+    let hist: Vec<(&str, &[HistogramBin])> = report
+        .scenarios
+        .iter()
+        .map(|s| (s.name.as_str(), &s.histogram[..]))
+        .collect();
+    let times: Vec<(&str, &[f64])> = report
+        .scenarios
+        .iter()
+        .map(|s| (s.name.as_str(), &s.completion_times_s[..]))
+        .collect();
+    let mut hist_csv = String::from("scenario,pairs_per_link,links\n");
+    for s in &report.scenarios {
+        for b in &s.histogram {
+            let _ = writeln!(hist_csv, "{},{},{}", s.name, b.pairs, b.links);
+        }
+    }
+    let mut cdf_csv = String::from("scenario,writer,completion_s\n");
+    for s in &report.scenarios {
+        for (i, t) in s.completion_times_s.iter().enumerate() {
+            let _ = writeln!(cdf_csv, "{},{i},{t:.6}", s.name);
+        }
+    }
+    [
+        (
+            "link_histogram.svg",
+            svg::histogram(
+                "Pairs per torus link (jaguar-spider)",
+                &hist,
+                report.pairs_at_saturation,
+            ),
+        ),
+        (
+            "completion_cdf.svg",
+            svg::cdf("Per-writer completion time (jaguar-spider)", &times),
+        ),
+        ("link_histogram.csv", hist_csv),
+        ("completion_times.csv", cdf_csv),
+    ]
+}
+
+/// Routes as CSV.
+pub fn routes_csv(routes: &[Route]) -> String {
+    let mut s = String::from("net,gateway,hops,router,gateway_coord,torus_hops\n");
+    for r in routes {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},\"{}\",{}",
+            r.net, r.gateway, r.hops, r.router, r.gateway_coord, r.torus_hops
+        );
+    }
+    s
+}
+
+/// Routes as the `lnetctl route add` commands that configure them.
+pub fn routes_lnetctl(routes: &[Route]) -> String {
+    routes
+        .iter()
+        .map(|r| format!("{}\n", r.lnetctl()))
+        .collect()
+}
+
+/// Routes as the table a person reads: `client`'s routes on machine `preset`.
+pub fn routes_table(routes: &[Route], client: Coord, preset: &str) -> String {
+    let mut s = format!(
+        "{} routes for client {client} on {}\n",
+        routes.len(),
+        preset
+    );
+    let _ = writeln!(
+        s,
+        "{:<9} {:<14} {:>4} {:<10} {:<10} {:>10}",
+        "net", "gateway", "hop", "router", "at", "torus hops"
+    );
+    for r in routes {
+        let _ = writeln!(
+            s,
+            "{:<9} {:<14} {:>4} {:<10} {:<10} {:>10}",
+            r.net,
+            r.gateway,
+            r.hops,
+            r.router,
+            r.gateway_coord.to_string(),
+            r.torus_hops
+        );
+    }
+    s
+}
+
+/// Titan's routers as CSV: each with its module's group, sub-group and index.
+pub fn titan_layout_csv(titan: &TitanSpider2) -> String {
+    let mut s = String::from("router,nid,x,y,z,group,sub_group,index,node,switch,net\n");
+    for r in &titan.layout.routers {
+        let m = &titan.layout.modules[r.module];
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{}",
+            r.name,
+            r.nid,
+            r.coord.x,
+            r.coord.y,
+            r.coord.z,
+            m.group,
+            m.sub_group,
+            m.index,
+            r.node,
+            r.switch.name(),
+            r.switch.net()
+        );
+    }
+    s
+}
+
+/// Titan's router modules by cabinet, as the Titan paper's Figure 3 draws them, and the
+/// modules one per line.
+pub fn titan_layout_map(titan: &TitanSpider2) -> String {
+    let mut grid = vec![vec![String::new(); 25]; 8];
+    for m in &titan.layout.modules {
+        grid[usize::from(m.cabinet_row)][usize::from(m.cabinet_column)].push(m.group);
+    }
+    let mut s = String::from(
+        "Titan router modules by cabinet (rows = Y/2, columns = X), as in the Titan paper's Figure 3\n",
+    );
+    for (row, cells) in grid.iter().enumerate() {
+        let _ = write!(s, "{row:>2} ");
+        for cell in cells {
+            let mut letters: Vec<char> = cell.chars().collect();
+            letters.sort_unstable();
+            let text: String = letters.into_iter().collect();
+            let _ = write!(
+                s,
+                "{:>3}",
+                if text.is_empty() {
+                    ".".to_string()
+                } else {
+                    text
+                }
+            );
+        }
+        s.push('\n');
+    }
+    let _ = write!(s, "   ");
+    for c in 0..25 {
+        let _ = write!(s, "{c:>3}");
+    }
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "\n{:<6} {:<9} {:<8} {:<10} {:<10} routers (node 0..3 -> row 1,3,2,4)",
+        "module", "sub-group", "gni", "gemini 0", "gemini 1"
+    );
+    for m in &titan.layout.modules {
+        let mi = titan
+            .layout
+            .module_index(m.group, m.sub_group, m.index)
+            .unwrap_or(0);
+        let names: Vec<&str> = titan.layout.routers[mi * 4..mi * 4 + 4]
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "{}{:<5} {:<9} {:<8} {:<10} {:<10} {}",
+            m.group,
+            m.index + 1,
+            m.sub_group + 1,
+            m.gni_net(),
+            m.geminis[0].to_string(),
+            m.geminis[1].to_string(),
+            names.join(" ")
+        );
+    }
+    s
+}
+
+/// Jaguar's SIO nodes (routers) as CSV.
+pub fn jaguar_layout_csv(jaguar: &JaguarSpider) -> String {
+    let mut s = String::new();
+    s.push_str("router,nid,x,y,z,leaf,direct_oss\n");
+    for (i, r) in jaguar.fabric.routers.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{},{}",
+            r.name,
+            r.nid,
+            r.coord.x,
+            r.coord.y,
+            r.coord.z,
+            r.leaf,
+            i < DIRECT_OSS
+        );
+    }
+    s
+}
+
+/// Jaguar's SIO nodes per cabinet, on iopath's assumed lattice, and the routers one per line.
+pub fn jaguar_layout_map(jaguar: &JaguarSpider) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "Jaguar SIO nodes per cabinet (rows = Y/4, columns = X); iopath's assumed lattice\n",
+    );
+    let mut grid = vec![vec![0u32; 25]; 8];
+    for r in &jaguar.fabric.routers {
+        grid[(r.coord.y / 4) as usize][r.coord.x as usize] += 1;
+    }
+    for (row, cells) in grid.iter().enumerate() {
+        let _ = write!(s, "{row:>2} ");
+        for &n in cells {
+            let _ = write!(
+                s,
+                "{:>3}",
+                if n == 0 {
+                    ".".to_string()
+                } else {
+                    n.to_string()
+                }
+            );
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "\n{:<7} {:<10} {:>5}  role", "router", "at", "leaf");
+    for (i, r) in jaguar.fabric.routers.iter().enumerate() {
+        let role = if i < DIRECT_OSS {
+            "router; OSS when direct-attached"
+        } else {
+            "router"
+        };
+        let _ = writeln!(
+            s,
+            "{:<7} {:<10} {:>5}  {role}",
+            r.name,
+            r.coord.to_string(),
+            r.leaf
+        );
+    }
+    s
+}
