@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::FabricError;
 use crate::frame::Message;
-use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
+use crate::lnd::{Admit, Deliver, Grant, Lnd, SendTicket};
 use crate::nid::Nid;
 
 /// One in-memory network: the table of nodes attached to it.
@@ -68,21 +68,21 @@ impl Lnd for MemLnd {
         let target = next_hop;
         match self.network.lookup(&target) {
             Some(node) => match node.admit(&message.header) {
-                Admit::Now(buffer) => {
-                    node.deliver(message, buffer);
+                Admit::Now(grant) => {
+                    node.deliver(message, grant);
                     ticket.complete();
                 }
                 // The receiver (a router) is out of buffers: the message stays "on the wire",
                 // holding the sender's credits, until it gets one.
                 Admit::Wait(granted) => {
                     tokio::spawn(async move {
-                        let buffer = granted.await;
-                        node.deliver(message, buffer);
+                        let grant = granted.await;
+                        node.deliver(message, grant);
                         ticket.complete();
                     });
                 }
                 Admit::Refuse(_) => {
-                    node.deliver(message, None);
+                    node.deliver(message, Grant::default());
                     ticket.complete();
                 }
             },

@@ -22,17 +22,37 @@ use tokio::sync::oneshot;
 
 use crate::error::FabricError;
 use crate::frame::{Header, Message};
-use crate::ni::Credit;
+use crate::gate::Credit;
 use crate::nid::Nid;
-use crate::router::RouterBuffer;
+
+/// Whatever the node keeps for a message from its header until it is done with it — a
+/// router's buffer and its sender's router credit. An LND never looks inside: it carries it
+/// from [`Deliver::admit`] to [`Deliver::deliver`], and dropping it gives everything back.
+pub type Hold = Box<dyn fmt::Debug + Send + Sync>;
+
+/// What the node grants a message before its payload is read; handed back with the message.
+#[derive(Debug, Default)]
+pub struct Grant {
+    /// Held for the message until the node is done with it (a router's buffer).
+    pub hold: Option<Hold>,
+}
+
+impl Grant {
+    /// A grant holding `hold` for the message.
+    pub fn holding(hold: impl fmt::Debug + Send + Sync + 'static) -> Grant {
+        Grant {
+            hold: Some(Box::new(hold)),
+        }
+    }
+}
 
 /// The node's answer to a header, before the payload is taken in.
 pub enum Admit {
-    /// Take the payload now; `Some` holds the router buffer it will occupy.
-    Now(Option<RouterBuffer>),
+    /// Take the payload now, with what the node granted for it.
+    Now(Grant),
     /// Wait for this before reading the payload: a router is out of buffers. A TCP LND stops
     /// reading the connection meanwhile, so the sender feels the back-pressure.
-    Wait(Pin<Box<dyn Future<Output = Option<RouterBuffer>> + Send>>),
+    Wait(Pin<Box<dyn Future<Output = Grant> + Send>>),
     /// Read and discard the payload (counted by the node).
     Refuse(&'static str),
 }
@@ -40,7 +60,7 @@ pub enum Admit {
 impl fmt::Debug for Admit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Admit::Now(buffer) => f.debug_tuple("Now").field(buffer).finish(),
+            Admit::Now(grant) => f.debug_tuple("Now").field(grant).finish(),
             Admit::Wait(_) => f.write_str("Wait"),
             Admit::Refuse(why) => f.debug_tuple("Refuse").field(why).finish(),
         }
@@ -53,8 +73,8 @@ pub trait Deliver: Send + Sync + 'static {
     /// Called with each header before its payload is read.
     fn admit(&self, header: &Header) -> Admit;
 
-    /// Takes one received message, with the buffer [`Deliver::admit`] granted for it.
-    fn deliver(&self, message: Message, buffer: Option<RouterBuffer>);
+    /// Takes one received message, with what [`Deliver::admit`] granted for it.
+    fn deliver(&self, message: Message, grant: Grant);
 }
 
 /// A transport for one network.

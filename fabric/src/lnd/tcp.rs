@@ -31,9 +31,8 @@ use tracing::{debug, warn};
 use crate::aligned::SizedPools;
 use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Header, Kind, Message};
-use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
+use crate::lnd::{Admit, Deliver, Grant, Lnd, SendTicket};
 use crate::nid::Nid;
-use crate::router::RouterBuffer;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -260,7 +259,7 @@ async fn read_loop(
     let peer = hello.source;
     let mut buffer = BytesMut::with_capacity(2 * READ_AHEAD_BYTES);
     // The header whose payload is being read, with what the node granted for it.
-    let mut admitted: Option<(Header, Option<RouterBuffer>)> = None;
+    let mut admitted: Option<(Header, Grant)> = None;
     loop {
         // Split off every complete frame in the buffer.
         let wanted = loop {
@@ -276,7 +275,7 @@ async fn read_loop(
                 // and while we wait this connection is not read.
                 let granted = match node.admit(&header) {
                     Admit::Now(granted) => granted,
-                    Admit::Refuse(_) => None,
+                    Admit::Refuse(_) => Grant::default(),
                     Admit::Wait(granted) => tokio::select! {
                         granted = granted => granted,
                         _ = stop.wait_for(|s| *s) => return Ok(peer),
