@@ -12,6 +12,8 @@
 //! - [`checksum`]: CRC32 / CRC32C, including combining chunk checksums.
 //! - [`units`]: sizes as people and IOR write them (`64k`, `1MiB`), for every command line.
 //! - [`aligned`]: page-aligned buffers and their pools, for bytes that go to disk O_DIRECT.
+//! - [`landing`]: where a multi-chunk pull lands — one aligned buffer, lent chunk by chunk to
+//!   the LNDs that receive each REPLY straight into its place.
 //! - [`credits`]: the pure credit-accounting core (negative counts, `min`).
 //! - [`error`]: the crate's one error type (it takes in the NID parser's own).
 //! - [`limits`]: every maximum in one place.
@@ -44,6 +46,7 @@ pub mod fault;
 pub mod frame;
 pub mod gate;
 mod health;
+pub mod landing;
 pub mod limits;
 pub mod lnd;
 pub mod ni;

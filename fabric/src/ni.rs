@@ -19,7 +19,7 @@ use crate::fault::{Fault, FaultHook};
 use crate::frame::Message;
 use crate::gate::{CreditGate, CreditSnapshot};
 
-use crate::lnd::{Lnd, SendTicket};
+use crate::lnd::{Lnd, LndCounters, SendTicket};
 use crate::nid::Nid;
 
 /// Message and byte counters of an interface.
@@ -188,6 +188,12 @@ impl Ni {
         {
             gate.reset_min();
         }
+    }
+
+    /// What the interface's LND counted of the payloads it received: bytes received straight
+    /// into place, and bytes copied in user space on the way.
+    pub fn lnd_counters(&self) -> &LndCounters {
+        self.lnd.counters()
     }
 
     /// Stops the LND.

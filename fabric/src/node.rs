@@ -26,6 +26,7 @@ use crate::frame::{
     REPLY_PORTAL, status,
 };
 use crate::health::Checked;
+use crate::landing::{LANDING_POOL_KEPT_BYTES_MAX, LANDING_POOLED_MAX_BYTES, Lender, Place};
 use crate::limits::Limits;
 use crate::lnd::mem::MemNetwork;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
@@ -109,6 +110,10 @@ pub struct NodeCounters {
     pub bulk_get_bytes: AtomicU64,
     /// Bulk bytes pushed by this node.
     pub bulk_put_bytes: AtomicU64,
+    /// Bytes of multi-chunk pulls that the puller copied into their landing: chunks that came
+    /// as payloads of their own instead of straight into place (a REPLY that arrived while
+    /// another answer to the same chunk was being received). The LNDs count the rest.
+    pub bulk_copied_bytes: AtomicU64,
 }
 
 /// A fabric node. Cheap to clone; every clone is the same node.
@@ -131,7 +136,9 @@ pub(crate) struct NodeInner {
     nis: OnceLock<Vec<Arc<Ni>>>,
     pub(crate) regions: Arc<Regions>,
     /// Bulk transfers in progress, by cookie: where their REPLYs and ACKs go.
-    pub(crate) transfers: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
+    transfers: Mutex<HashMap<u64, TransferEntry>>,
+    /// Where multi-chunk pulls land: page-aligned buffers, by size class.
+    pub(crate) landing_pools: SizedPools,
     pub(crate) next_cookie: AtomicU64,
     /// Requests waiting for their reply (RPCs and pings), by xid (ordered: the oldest is sent
     /// with every RPC request).
@@ -181,6 +188,11 @@ impl Node {
             nid,
             regions: Regions::new(nid, &limits),
             transfers: Mutex::default(),
+            landing_pools: SizedPools::new(
+                limits.bulk_chunk_bytes as usize,
+                LANDING_POOLED_MAX_BYTES,
+                LANDING_POOL_KEPT_BYTES_MAX,
+            ),
             next_cookie: AtomicU64::new(1),
             pending: Mutex::default(),
             next_xid: AtomicU64::new(initial_xid()),
@@ -557,13 +569,15 @@ impl NodeInner {
         answered
     }
 
-    pub(crate) fn open_transfer(&self, depth: usize) -> Transfer {
+    /// Opens a bulk transfer's mailbox, holding `depth` REPLYs or ACKs. A pull that lands in
+    /// one buffer gives its `lender`, so its REPLYs are received straight into place.
+    pub(crate) fn open_transfer(&self, depth: usize, lender: Option<Lender>) -> Transfer {
         let cookie = self.next_cookie.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(depth.max(1));
         self.transfers
             .lock()
             .expect("transfers lock poisoned")
-            .insert(cookie, tx);
+            .insert(cookie, TransferEntry { tx, lender });
         Transfer {
             cookie,
             rx,
@@ -673,18 +687,37 @@ impl NodeInner {
         self.send_detached(Message::new(ack, Bytes::new()));
     }
 
-    fn on_transfer_frame(&self, message: Message) {
+    fn on_transfer_frame(&self, arrival: Arrival) {
         let sender = self
             .transfers
             .lock()
             .expect("transfers lock poisoned")
-            .get(&message.header.cookie)
-            .cloned();
+            .get(&arrival.message.header.cookie)
+            .map(|entry| entry.tx.clone());
         // A transfer holds room for its window; a frame beyond it (a duplicate after a
-        // resend) or for a finished transfer is dropped and counted.
-        if sender.is_none_or(|s| s.try_send(message).is_err()) {
+        // resend) or for a finished transfer is dropped and counted — and a place it filled
+        // opens again as it drops, to be received anew.
+        if sender.is_none_or(|s| s.try_send(arrival).is_err()) {
             self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// For a REPLY to one of this node's pulls that lands in one buffer: the place in that
+    /// buffer where the REPLY's payload goes, if its chunk is open. A REPLY without a place
+    /// (a duplicate while its chunk is being received, one for a finished transfer) is
+    /// received as bytes of its own and handed to the transfer, or dropped, as before.
+    fn place_for(&self, header: &Header) -> Option<Place> {
+        if header.kind != Kind::Reply || header.status != status::OK || header.payload_len == 0 {
+            return None;
+        }
+        let lender = self
+            .transfers
+            .lock()
+            .expect("transfers lock poisoned")
+            .get(&header.cookie)?
+            .lender
+            .clone()?;
+        lender.lend(header.offset, header.payload_len as usize)
     }
 }
 
@@ -766,10 +799,16 @@ impl Checked for NodeInner {
 
 impl Deliver for NodeInner {
     fn admit(&self, header: &Header) -> Admit {
-        match &self.router {
-            Some(router) if !self.is_local(&header.target) => router.admit(header),
-            _ => Admit::Now(Grant::default()),
+        if !self.is_local(&header.target) {
+            return match &self.router {
+                Some(router) => router.admit(header),
+                None => Admit::Now(Grant::default()),
+            };
         }
+        Admit::Now(Grant {
+            hold: None,
+            place: self.place_for(header),
+        })
     }
 
     fn deliver(&self, message: Message, grant: Grant) {
@@ -788,15 +827,17 @@ impl Deliver for NodeInner {
             return;
         };
         ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+        // The header's length: a payload received into its place is not in the message.
         ni.counters
             .recv_bytes
-            .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+            .fetch_add(u64::from(message.header.payload_len), Ordering::Relaxed);
+        let place = grant.place;
         match (message.header.kind, message.header.portal) {
             (Kind::Put, REPLY_PORTAL) => self.on_rpc_reply(message),
             (Kind::Put, BULK_PORTAL) => self.on_bulk_put(message),
             (Kind::Put, _) => self.on_request(message),
             (Kind::Get, BULK_PORTAL) => self.on_get(message.header),
-            (Kind::Reply | Kind::Ack, _) => self.on_transfer_frame(message),
+            (Kind::Reply | Kind::Ack, _) => self.on_transfer_frame(Arrival { message, place }),
             (Kind::Get | Kind::Hello, _) => {
                 self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
             }
@@ -804,10 +845,25 @@ impl Deliver for NodeInner {
     }
 }
 
+/// A transfer in the node's table: where its frames go, and the landing its REPLYs are
+/// received into, for a pull that has one.
+struct TransferEntry {
+    tx: mpsc::Sender<Arrival>,
+    lender: Option<Lender>,
+}
+
+/// A REPLY or ACK as it reaches its transfer. A REPLY received straight into its place in
+/// the transfer's landing comes with the filled place, and its message's payload is empty.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    pub(crate) message: Message,
+    pub(crate) place: Option<Place>,
+}
+
 /// A bulk transfer's mailbox for its REPLYs or ACKs; closed when dropped.
 pub(crate) struct Transfer {
     pub(crate) cookie: u64,
-    pub(crate) rx: mpsc::Receiver<Message>,
+    pub(crate) rx: mpsc::Receiver<Arrival>,
     node: Weak<NodeInner>,
 }
 

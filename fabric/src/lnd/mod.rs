@@ -7,7 +7,8 @@
 //! [`SendTicket`], and they come back when the LND completes the ticket — sent or failed.
 //!
 //! - [`mem`]: many nodes in one process; delivery is a function call, payloads are shared
-//!   `Bytes`, nothing is copied.
+//!   `Bytes`, nothing is copied — except into a place the receiver named (a pull's landing),
+//!   which needs its own memory.
 //! - [`tcp`]: a raw framed stream per ordered pair of nodes (see `docs/ARCHITECTURE.md` for why
 //!   not a gRPC stream).
 
@@ -17,12 +18,14 @@ pub mod tcp;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicU64;
 
 use tokio::sync::oneshot;
 
 use crate::error::FabricError;
 use crate::frame::{Header, Message};
 use crate::gate::Credit;
+use crate::landing::Place;
 use crate::nid::Nid;
 
 /// Whatever the node keeps for a message from its header until it is done with it — a
@@ -35,6 +38,10 @@ pub type Hold = Box<dyn fmt::Debug + Send + Sync>;
 pub struct Grant {
     /// Held for the message until the node is done with it (a router's buffer).
     pub hold: Option<Hold>,
+    /// Where the payload goes, when the node named a place for it: the chunk of a pull's
+    /// landing that this REPLY answers. The LND receives the payload into it — and then hands
+    /// on the message with an empty payload and the filled place in this grant.
+    pub place: Option<Place>,
 }
 
 impl Grant {
@@ -42,8 +49,21 @@ impl Grant {
     pub fn holding(hold: impl fmt::Debug + Send + Sync + 'static) -> Grant {
         Grant {
             hold: Some(Box::new(hold)),
+            place: None,
         }
     }
+}
+
+/// What an LND counts of the payloads it receives: where their bytes went, and which ones it
+/// copied in user space — the copies `lctl get_param stats` shows.
+#[derive(Debug, Default)]
+pub struct LndCounters {
+    /// Payload bytes received into the place the node named for them (a pull's landing).
+    pub placed_bytes: AtomicU64,
+    /// Payload bytes the LND copied in user space on the way in: the part of a large TCP
+    /// payload read ahead with its header, or an in-memory payload copied into its place.
+    /// A TCP payload read straight from the socket is not counted: only the kernel copies it.
+    pub copied_bytes: AtomicU64,
 }
 
 /// The node's answer to a header, before the payload is taken in.
@@ -85,6 +105,9 @@ pub trait Lnd: Send + Sync + fmt::Debug + 'static {
 
     /// Stops accepting and sending; connections close, queued messages fail.
     fn shutdown(&self);
+
+    /// What it has counted of the payloads it received.
+    fn counters(&self) -> &LndCounters;
 }
 
 /// The credits a message holds while an LND sends it, and who to tell when it is done.
