@@ -183,6 +183,7 @@ async fn a_multi_chunk_pull_lands_in_one_aligned_buffer_with_nothing_assembled()
                 "{transport:?}: nothing copied to assemble the chunks"
             );
             let copied = stat(&tree, "recv_copied_bytes");
+            println!("{transport:?}, after pull {pull} of 4 MiB: {copied} bytes copied by the LND");
             match transport {
                 // At most what the reader took in along with each chunk's header.
                 Transport::Tcp => assert!(
