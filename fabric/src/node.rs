@@ -536,7 +536,7 @@ impl NodeInner {
     /// LNet's ping, as its router checker sends it: a PUT to [`PING_PORTAL`], which every node
     /// answers itself, with a reply matched by xid like an RPC's. True if `target` answered
     /// within `timeout`; sent once, never resent.
-    pub(crate) async fn ping(&self, target: Nid, timeout: Duration) -> bool {
+    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> bool {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         self.pending
@@ -793,7 +793,7 @@ impl Checked for NodeInner {
     }
 
     async fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> bool {
-        NodeInner::ping(&self, gateway, timeout).await
+        self.send_ping(gateway, timeout).await
     }
 }
 
@@ -848,7 +848,9 @@ impl Deliver for NodeInner {
 /// A transfer in the node's table: where its frames go, and the landing its REPLYs are
 /// received into, for a pull that has one.
 struct TransferEntry {
+    /// The transfer's mailbox, holding its window's worth (see `open_transfer`).
     tx: mpsc::Sender<Arrival>,
+    /// Lends places in the transfer's landing, for a pull that lands in one buffer.
     lender: Option<Lender>,
 }
 
@@ -856,14 +858,19 @@ struct TransferEntry {
 /// the transfer's landing comes with the filled place, and its message's payload is empty.
 #[derive(Debug)]
 pub(crate) struct Arrival {
+    /// The frame; its payload is empty when the bytes are in `place`.
     pub(crate) message: Message,
+    /// The filled place, for a REPLY received straight into the transfer's landing.
     pub(crate) place: Option<Place>,
 }
 
 /// A bulk transfer's mailbox for its REPLYs or ACKs; closed when dropped.
 pub(crate) struct Transfer {
+    /// Names the transfer in its GETs and PUTs; their REPLYs and ACKs carry it back.
     pub(crate) cookie: u64,
+    /// Where those REPLYs and ACKs arrive.
     pub(crate) rx: mpsc::Receiver<Arrival>,
+    /// The node whose table lists the transfer, until this is dropped.
     node: Weak<NodeInner>,
 }
 
