@@ -9,17 +9,23 @@
 //! times, then the transfer fails — the bytes are never handed on. A GET also checks the whole
 //! against the descriptor's checksum, combining the chunk checksums rather than reading the
 //! data again.
+//!
+//! A GET of one chunk hands on the very `Bytes` that arrived. A GET of several lands in one
+//! page-aligned buffer from the node's pools (a [`Landing`]): each REPLY's payload is received
+//! straight into its chunk's place by the LND, checked there, and the buffer is handed on
+//! whole, with nothing to assemble — so a storage server writes it with O_DIRECT as it is.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tracing::warn;
 
 use crate::descriptor::BufferDescriptor;
 use crate::error::FabricError;
 use crate::frame::{BULK_PORTAL, Kind, Message, status};
-use crate::node::{Node, NodeInner, flags_of, kind_of};
+use crate::landing::{Landing, Lender, Place};
+use crate::node::{Arrival, Node, NodeInner, flags_of, kind_of};
 
 /// How long to wait before asking again a peer that answered BUSY.
 const BUSY_BACKOFF: Duration = Duration::from_millis(5);
@@ -30,8 +36,8 @@ struct Chunks {
     chunk_bytes: u64,
     /// Bytes in the transfer.
     length: u64,
-    /// Arrived and verified chunks with their checksums.
-    arrived: Vec<Option<(Bytes, u32)>>,
+    /// The checksum of each chunk that arrived and was verified.
+    arrived: Vec<Option<u32>>,
     /// Times each chunk was resent after a checksum mismatch.
     mismatches: Vec<u32>,
     /// Times each chunk was resent after a timeout or BUSY.
@@ -103,28 +109,32 @@ impl Node {
         let chunk_bytes =
             u64::from(limits.bulk_chunk_bytes.min(limits.frame_payload_max_bytes)).max(1);
         let window = limits.bulk_window_chunks.max(1) as usize;
-        let mut transfer = inner.open_transfer(window * 2);
         let mut whole_attempts = 0;
         loop {
             let mut chunks = Chunks::new(desc.length, chunk_bytes);
+            let mut gathered = Gathered::new(inner, desc, &chunks);
+            // A mailbox per attempt: a late REPLY to an earlier attempt finds nothing.
+            let mut transfer = inner.open_transfer(window * 2, gathered.lender());
             while chunks.done < chunks.count() {
                 while chunks.sent < chunks.count() && chunks.in_flight() < window {
                     request_chunk(inner, desc, &chunks, chunks.sent, transfer.cookie).await?;
                     chunks.sent += 1;
                 }
-                let reply =
-                    match tokio::time::timeout(limits.bulk_timeout, transfer.rx.recv()).await {
-                        Ok(Some(reply)) => reply,
-                        Ok(None) => return Err(FabricError::ShuttingDown),
-                        Err(_) => {
-                            // Nothing for a whole timeout: ask again for everything outstanding.
-                            for index in chunks.outstanding().collect::<Vec<_>>() {
-                                retry(inner, desc, &mut chunks, index, "bulk GET REPLY")?;
-                                request_chunk(inner, desc, &chunks, index, transfer.cookie).await?;
-                            }
-                            continue;
+                let Arrival {
+                    message: reply,
+                    place,
+                } = match tokio::time::timeout(limits.bulk_timeout, transfer.rx.recv()).await {
+                    Ok(Some(arrival)) => arrival,
+                    Ok(None) => return Err(FabricError::ShuttingDown),
+                    Err(_) => {
+                        // Nothing for a whole timeout: ask again for everything outstanding.
+                        for index in chunks.outstanding().collect::<Vec<_>>() {
+                            retry(inner, desc, &mut chunks, index, "bulk GET REPLY")?;
+                            request_chunk(inner, desc, &chunks, index, transfer.cookie).await?;
                         }
-                    };
+                        continue;
+                    }
+                };
                 let header = &reply.header;
                 let Some(index) = chunks.index_of(desc.offset, header.offset) else {
                     continue;
@@ -142,31 +152,40 @@ impl Node {
                     }
                     code => return Err(refusal_error(desc, code)),
                 }
-                let (_, expected_len) = chunks.extent(index);
-                let actual = kind.compute(&reply.payload);
-                // Checked on arrival: a chunk that does not match is asked for again.
-                if reply.payload.len() as u64 != expected_len
+                // The chunk's bytes: in its place in the landing, or in the message.
+                let (arrived_len, actual) = {
+                    let bytes = place.as_ref().map_or(&reply.payload[..], |p| p.as_slice());
+                    (bytes.len() as u64, kind.compute(bytes))
+                };
+                // Checked on arrival, before anything keeps it: a chunk that does not match
+                // is asked for again (its place, dropped here, opens for the next answer).
+                if arrived_len != chunks.extent(index).1
                     || kind_of(header.flags) != kind
                     || actual != header.checksum
                 {
+                    drop(place);
                     mismatch(inner, desc, &mut chunks, index, header.checksum, actual)?;
                     request_chunk(inner, desc, &chunks, index, transfer.cookie).await?;
                     continue;
                 }
-                chunks.arrived[index] = Some((reply.payload, actual));
+                if !gathered.keep(inner, index, reply.payload, place) {
+                    continue; // received into place by another answer, still on its way
+                }
+                chunks.arrived[index] = Some(actual);
                 chunks.done += 1;
             }
             // The whole transfer against the descriptor, from the chunk checksums alone.
             let mut whole = kind.empty();
-            for (bytes, crc) in chunks.arrived.iter().flatten() {
-                whole = kind.combine(whole, *crc, bytes.len() as u64);
+            for (index, crc) in chunks.arrived.iter().enumerate() {
+                let crc = crc.expect("every chunk arrived");
+                whole = kind.combine(whole, crc, chunks.extent(index).1);
             }
             if desc.checksum.is_none_or(|expected| expected == whole) {
                 inner
                     .counters
                     .bulk_get_bytes
                     .fetch_add(desc.length, Ordering::Relaxed);
-                return Ok((assemble(chunks.arrived, desc.length), whole));
+                return Ok((gathered.into_bytes(), whole));
             }
             let expected = desc.checksum.unwrap_or_default();
             whole_attempts += 1;
@@ -206,7 +225,7 @@ impl Node {
         let chunk_bytes =
             u64::from(limits.bulk_chunk_bytes.min(limits.frame_payload_max_bytes)).max(1);
         let window = limits.bulk_window_chunks.max(1) as usize;
-        let mut transfer = inner.open_transfer(window * 2);
+        let mut transfer = inner.open_transfer(window * 2, None);
         let mut chunks = Chunks::new(desc.length, chunk_bytes);
         // Each chunk's checksum once; resends reuse it.
         let crcs: Vec<u32> = (0..chunks.count())
@@ -226,7 +245,7 @@ impl Node {
                 chunks.sent += 1;
             }
             let ack = match tokio::time::timeout(limits.bulk_timeout, transfer.rx.recv()).await {
-                Ok(Some(ack)) => ack,
+                Ok(Some(arrival)) => arrival.message,
                 Ok(None) => return Err(FabricError::ShuttingDown),
                 Err(_) => {
                     for index in chunks.outstanding().collect::<Vec<_>>() {
@@ -244,7 +263,7 @@ impl Node {
             }
             match ack.header.status {
                 status::OK => {
-                    chunks.arrived[index] = Some((Bytes::new(), crcs[index]));
+                    chunks.arrived[index] = Some(crcs[index]);
                     chunks.done += 1;
                 }
                 status::CHECKSUM_MISMATCH => {
@@ -404,19 +423,76 @@ fn refusal_error(desc: &BufferDescriptor, code: u32) -> FabricError {
     }
 }
 
-/// Joins verified chunks; a single chunk is handed on as it arrived, without a copy.
-fn assemble(arrived: Vec<Option<(Bytes, u32)>>, length: u64) -> Bytes {
-    if arrived.len() == 1 {
-        return arrived
-            .into_iter()
-            .flatten()
-            .next()
-            .map(|(b, _)| b)
-            .unwrap_or_default();
+/// Where a pull's verified chunks go.
+enum Gathered {
+    /// A pull of at most one chunk: kept as the very `Bytes` that arrived, without a copy
+    /// (over TCP a large one already sits in an aligned buffer of the receive pool).
+    One(Option<Bytes>),
+    /// A pull of several: the one aligned buffer they are received into.
+    Landed(Landing),
+}
+
+impl Gathered {
+    /// For a pull of `chunks`: a landing from the node's pools when there is more than one.
+    fn new(inner: &NodeInner, desc: &BufferDescriptor, chunks: &Chunks) -> Gathered {
+        if chunks.count() <= 1 {
+            return Gathered::One(None);
+        }
+        let buffer = inner.landing_pools.take(desc.length as usize);
+        Gathered::Landed(Landing::new(
+            buffer,
+            chunks.chunk_bytes as usize,
+            desc.offset,
+        ))
     }
-    let mut whole = BytesMut::with_capacity(length as usize);
-    for (bytes, _) in arrived.into_iter().flatten() {
-        whole.extend_from_slice(&bytes);
+
+    /// What the node lends places from, for a pull that lands in one buffer.
+    fn lender(&self) -> Option<Lender> {
+        match self {
+            Gathered::One(_) => None,
+            Gathered::Landed(landing) => Some(landing.lender()),
+        }
     }
-    whole.freeze()
+
+    /// Keeps verified chunk `index`: the place it was received into, or its own `payload`
+    /// (copied into the landing for a pull of several chunks, and counted). False when the
+    /// chunk's place is lent to another answer still on its way — that one will bring it.
+    fn keep(
+        &mut self,
+        inner: &NodeInner,
+        index: usize,
+        payload: Bytes,
+        place: Option<Place>,
+    ) -> bool {
+        match (self, place) {
+            (Gathered::Landed(landing), Some(place)) => {
+                assert_eq!(place.index(), index, "a REPLY's place is its chunk's");
+                landing.keep(place);
+                true
+            }
+            (Gathered::Landed(landing), None) => {
+                let copied = landing.copy_in(index, &payload);
+                if copied {
+                    inner
+                        .counters
+                        .bulk_copied_bytes
+                        .fetch_add(payload.len() as u64, Ordering::Relaxed);
+                }
+                copied
+            }
+            (Gathered::One(kept), None) => {
+                *kept = Some(payload);
+                true
+            }
+            (Gathered::One(_), Some(_)) => unreachable!("a one-chunk pull lends no places"),
+        }
+    }
+
+    /// The whole transfer, every chunk kept.
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Gathered::One(kept) => kept.unwrap_or_default(),
+            Gathered::Landed(landing) => landing.into_bytes(),
+        }
+    }
 }

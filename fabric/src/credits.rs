@@ -6,7 +6,8 @@
 //! the queue; when a send completes — whether it succeeded or failed — its credit comes back
 //! and goes straight to the oldest waiter.
 //!
-//! The async wrapper that parks real tasks on a pool is [`crate::ni::CreditGate`].
+//! The async wrapper that parks real tasks on a pool is `CreditGate`, in `gate.rs`, one layer
+//! up: this module imports nothing from the rest of the crate.
 
 use std::collections::VecDeque;
 

@@ -46,7 +46,11 @@ impl BufferDescriptor {
                 why: "offset + length overflows".into(),
             });
         }
-        let checksum_kind = ChecksumKind::from_code(wire.checksum_kind)?;
+        let checksum_kind = ChecksumKind::from_code(wire.checksum_kind).ok_or(
+            FabricError::UnsupportedChecksum {
+                code: wire.checksum_kind,
+            },
+        )?;
         if !limits.checksums_accepted.contains(&checksum_kind) {
             return Err(FabricError::ChecksumRefused {
                 kind: checksum_kind,

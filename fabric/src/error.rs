@@ -1,6 +1,14 @@
-//! The fabric's one error type.
+//! The fabric's one error type, and the wire form of an error that answers an RPC.
+//!
+//! It sits just above names, checksums and status codes, whose own small errors it takes in,
+//! and below everything that can fail.
 
-use crate::nid::Nid;
+use bytes::Bytes;
+use prost::Message as _;
+
+use crate::checksum::ChecksumKind;
+use crate::nid::{Nid, NidError};
+use crate::status::errno;
 
 /// Everything that can go wrong below the RPC bodies: malformed input, missing peers,
 /// checksums, limits, timeouts.
@@ -40,7 +48,7 @@ pub enum FabricError {
     #[error("checksum {kind} is not accepted by this node")]
     ChecksumRefused {
         /// The kind offered.
-        kind: crate::checksum::ChecksumKind,
+        kind: ChecksumKind,
     },
     /// Bulk data whose checksum did not match, after every allowed resend.
     #[error(
@@ -139,6 +147,15 @@ impl From<std::io::Error> for FabricError {
     }
 }
 
+impl From<NidError> for FabricError {
+    fn from(e: NidError) -> Self {
+        match e {
+            NidError::Text { text, why } => FabricError::BadNid { text, why },
+            NidError::Wire { why } => FabricError::MalformedFrame { why },
+        }
+    }
+}
+
 /// How a node answers a request for a portal no service is registered on (`EOPNOTSUPP`).
 pub(crate) const NO_SERVICE: &str = "no service on portal";
 
@@ -148,12 +165,12 @@ impl FabricError {
     /// a client may wait out as it waits out a refused connection.
     pub fn is_no_service(&self) -> bool {
         matches!(self, FabricError::Remote { code, message, .. }
-            if *code == crate::frame::status::errno::EOPNOTSUPP && message.contains(NO_SERVICE))
+            if *code == errno::EOPNOTSUPP && message.contains(NO_SERVICE))
     }
 
     /// The errno an RPC reply carries for this error.
     pub fn errno(&self) -> u32 {
-        use crate::frame::status::errno::*;
+        use errno::*;
         match self {
             FabricError::BadNid { .. } | FabricError::MalformedFrame { .. } => EPROTO,
             FabricError::BadRoute { .. } => EINVAL,
@@ -171,5 +188,30 @@ impl FabricError {
             FabricError::Io(_) => EIO,
             FabricError::Remote { code, .. } => *code,
         }
+    }
+}
+
+/// Encodes the body of an error reply: an errno and a sentence (`proto/fabric.proto`'s
+/// `RpcError`). Both the node (answering for a portal with no service) and the RPC server
+/// send these.
+pub(crate) fn encode_error_body(code: u32, message: &str) -> Bytes {
+    iopath_proto::fabric::RpcError {
+        code,
+        message: message.to_owned(),
+    }
+    .encode_to_vec()
+    .into()
+}
+
+/// Decodes the body of an error reply from `peer`; a body that does not decode still yields
+/// the code.
+pub(crate) fn decode_error_body(peer: Nid, code: u32, body: &[u8]) -> FabricError {
+    let message = iopath_proto::fabric::RpcError::decode(body)
+        .map(|e| e.message)
+        .unwrap_or_else(|_| "(undecodable error body)".into());
+    FabricError::Remote {
+        peer,
+        code,
+        message,
     }
 }

@@ -2,33 +2,49 @@
 //! gateway in its routing table; a gateway that has not answered for `router_dead_timeout` is
 //! marked down and traffic moves to the next routes; it is marked alive again when it answers.
 //! (A send that fails through a gateway marks it down at once: see `NodeInner::send`.)
+//!
+//! The checker sits below the node it checks for: it sees the node only through [`Checked`]
+//! (its routing table, its clock, and LNet's ping), so the node can start it without the two
+//! importing each other.
 
-use std::sync::Weak;
-use std::sync::atomic::Ordering;
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use bytes::Bytes;
 use tracing::{info, warn};
 
-use crate::frame::PING_PORTAL;
-use crate::node::{Node, NodeInner};
-use crate::rpc::CallOptions;
+use crate::nid::Nid;
+use crate::routing::RouteTable;
 
+/// What the router checker needs from the node whose gateways it checks.
+pub(crate) trait Checked: Send + Sync + 'static {
+    /// The routing table whose gateways are pinged and marked up or down.
+    fn routes(&self) -> &Mutex<RouteTable>;
+
+    /// Time since the node started: the routing table's clock.
+    fn elapsed(&self) -> Duration;
+
+    /// True once the node has been shut down; the checker then ends.
+    fn stopped(&self) -> bool;
+
+    /// Pings `gateway` once; true if it answered within `timeout`.
+    fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> impl Future<Output = bool> + Send;
+}
+
+/// Pings every gateway each `interval` and marks silent ones down after `dead_timeout`.
 /// Runs until the node is shut down or dropped.
-pub(crate) async fn run(node: Weak<NodeInner>) {
-    let Some(interval) = node.upgrade().map(|n| n.limits.router_ping_interval) else {
-        return;
-    };
+pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_timeout: Duration) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
         let Some(inner) = node.upgrade() else { return };
-        if inner.stopped.load(Ordering::Relaxed) {
+        if inner.stopped() {
             return;
         }
         let gateways: Vec<_> = {
-            let now = inner.epoch.elapsed();
-            let mut routes = inner.routes.lock().expect("routes lock poisoned");
+            let now = inner.elapsed();
+            let mut routes = inner.routes().lock().expect("routes lock poisoned");
             let list: Vec<_> = routes.gateways().map(|(nid, _)| *nid).collect();
             for gateway in &list {
                 routes.ping_sent(*gateway, now);
@@ -37,23 +53,12 @@ pub(crate) async fn run(node: Weak<NodeInner>) {
         };
         // Each ping on a task of its own: one dead gateway must not delay the others' pings.
         for gateway in gateways {
-            let handle = Node {
-                inner: std::sync::Arc::clone(&inner),
-            };
-            let options = CallOptions {
-                timeout: Some(interval),
-                resends_max: Some(0),
-            };
+            let node = Arc::clone(&inner);
             tokio::spawn(async move {
-                if handle
-                    .call_with(gateway, PING_PORTAL, 0, Bytes::new(), options)
-                    .await
-                    .is_ok()
-                {
-                    let now = handle.inner.epoch.elapsed();
-                    let back = handle
-                        .inner
-                        .routes
+                if Arc::clone(&node).ping(gateway, interval).await {
+                    let now = node.elapsed();
+                    let back = node
+                        .routes()
                         .lock()
                         .expect("routes lock poisoned")
                         .ping_answered(gateway, now);
@@ -64,12 +69,12 @@ pub(crate) async fn run(node: Weak<NodeInner>) {
             });
         }
         let dead = {
-            let now = inner.epoch.elapsed();
-            let mut routes = inner.routes.lock().expect("routes lock poisoned");
-            routes.expire(now, inner.limits.router_dead_timeout)
+            let now = inner.elapsed();
+            let mut routes = inner.routes().lock().expect("routes lock poisoned");
+            routes.expire(now, dead_timeout)
         };
         for gateway in dead {
-            warn!(%gateway, timeout = ?inner.limits.router_dead_timeout, "router silent: marked down");
+            warn!(%gateway, timeout = ?dead_timeout, "router silent: marked down");
         }
     }
 }

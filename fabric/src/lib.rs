@@ -3,26 +3,38 @@
 //!
 //! # Layout
 //!
-//! Bottom to top, as a message travels down and back up:
+//! Bottom to top, as LNet reads: names, checksums and errors, then frames, transports (LNDs)
+//! and interfaces, routing, the node, and bulk transfers and RPC on top. Every module imports
+//! only modules listed before it, so the list is also the order to read them in.
 //!
+//! - [`status`]: the errno values frames, errors and replies carry.
 //! - [`nid`]: NIDs (`17@mem0`, `127.0.0.1:7001@tcp0`), parsed once into typed values.
-//! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
-//! - [`lnd`]: transports behind one trait — in-memory and TCP.
-//! - [`credits`]: the pure credit-accounting core (negative counts, `min`).
-//! - [`ni`]: a network interface: credit gates over the core, the send path, counters.
-//! - [`fault`]: the seeded fault hook (drop, delay, corrupt) tests install.
 //! - [`checksum`]: CRC32 / CRC32C, including combining chunk checksums.
-//! - [`region`] and [`descriptor`]: memory registered for bulk and the descriptors naming it.
-//! - [`bulk`]: GET (pull) and PUT (push) of descriptor-named bytes, in verified chunks.
-//! - [`router`]: router buffers in size classes and per-peer router credits.
-//! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
-//! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once.
 //! - [`units`]: sizes as people and IOR write them (`64k`, `1MiB`), for every command line.
-//! - [`node`]: a node with its interfaces, tying the above together and dispatching frames.
+//! - [`aligned`]: page-aligned buffers and their pools, for bytes that go to disk O_DIRECT.
+//! - [`landing`]: where a multi-chunk pull lands — one aligned buffer, lent chunk by chunk to
+//!   the LNDs that receive each REPLY straight into its place.
+//! - [`credits`]: the pure credit-accounting core (negative counts, `min`).
+//! - [`error`]: the crate's one error type (it takes in the NID parser's own).
+//! - [`limits`]: every maximum in one place.
+//! - [`gate`]: credit pools that tasks wait on, and the credits they hold.
+//! - [`reply_cache`]: the pure core that makes a resent request execute once.
+//! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
+//! - [`descriptor`]: the buffer descriptor an RPC carries instead of data.
+//! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
+//! - [`fault`]: the seeded fault hook (drop, delay, corrupt) tests install.
+//! - [`lnd`]: transports behind one trait — in-memory and TCP — and what the node grants a
+//!   message before its payload is read.
+//! - [`region`]: memory registered for bulk, which descriptors name.
+//! - `health`: the router checker, pinging gateways through a trait the node implements.
+//! - [`ni`]: a network interface: credit gates, the send path, counters.
+//! - [`router`]: router buffers in size classes and per-peer router credits.
+//! - [`node`]: a node with its interfaces, tying the above together and dispatching frames;
+//!   RPC requests go to the handler attached to their portal.
+//! - [`bulk`]: GET (pull) and PUT (push) of descriptor-named bytes, in verified chunks.
+//! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once; services.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
 //!   node's admin tree (writing `routes` adds or deletes a route).
-//! - [`limits`]: every maximum in one place.
-//! - [`error`]: the crate's one error type.
 
 pub mod aligned;
 pub mod bulk;
@@ -32,7 +44,9 @@ pub mod descriptor;
 pub mod error;
 pub mod fault;
 pub mod frame;
+pub mod gate;
 mod health;
+pub mod landing;
 pub mod limits;
 pub mod lnd;
 pub mod ni;
@@ -40,9 +54,11 @@ pub mod nid;
 pub mod node;
 pub mod params;
 pub mod region;
+pub mod reply_cache;
 pub mod router;
 pub mod routing;
 pub mod rpc;
+pub mod status;
 pub mod units;
 
 pub use checksum::{ChecksumKind, Checksummed};

@@ -1,16 +1,17 @@
-//! A fabric node: its interfaces, its regions, its RPC client and services, and the dispatch
-//! of every frame it receives.
+//! A fabric node: its interfaces, its regions, and the dispatch of every frame it receives —
+//! LNet's part of a node. The RPC layer (`rpc`) and bulk transfers (`bulk`) sit on top of it.
 //!
-//! Received frames go by kind and portal (see [`crate::frame`]): RPC requests to the service on
-//! their portal, RPC replies to the waiting caller, GETs and bulk PUTs to the region table,
-//! REPLYs and ACKs to the transfer that asked for them. Dispatch never waits: work that needs
-//! credits or a service is spawned, and everything a peer can make the node hold is bounded by
-//! a [`Limits`] entry.
+//! Received frames go by kind and portal (see [`crate::frame`]): requests to the handler the
+//! RPC layer attached to their portal (`PortalHandler`), replies to the caller waiting on
+//! their xid, GETs and bulk PUTs to the region table, REPLYs and ACKs to the transfer that
+//! asked for them. Dispatch never waits: work that needs credits or a service is spawned, and
+//! everything a peer can make the node hold is bounded by a [`Limits`] entry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
@@ -18,23 +19,25 @@ use tracing::{debug, warn};
 
 use crate::aligned::SizedPools;
 use crate::checksum::ChecksumKind;
-use crate::error::FabricError;
+use crate::error::{FabricError, NO_SERVICE, encode_error_body};
 use crate::fault::FaultHook;
 use crate::frame::{
-    BULK_PORTAL, FLAG_CRC32C, Header, Kind, Message, PING_PORTAL, REPLY_PORTAL, status,
+    BULK_PORTAL, FIRST_SERVICE_PORTAL, FLAG_CRC32C, Header, Kind, Message, PING_PORTAL,
+    REPLY_PORTAL, status,
 };
+use crate::health::Checked;
+use crate::landing::{LANDING_POOL_KEPT_BYTES_MAX, LANDING_POOLED_MAX_BYTES, Lender, Place};
 use crate::limits::Limits;
 use crate::lnd::mem::MemNetwork;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
 use crate::lnd::tcp::{POOLED_PAYLOAD_MIN_BYTES, RECEIVE_POOL_KEPT_BYTES_MAX};
-use crate::lnd::{Admit, Deliver, Lnd};
+use crate::lnd::{Admit, Deliver, Grant, Hold, Lnd};
 use crate::ni::{Ni, NiCredits};
-use crate::nid::Nid;
+use crate::nid::{NetId, Nid};
 use crate::region::Regions;
-use crate::router::{RouterBuffer, RouterBuffers, RouterConfig};
+use crate::reply_cache::ReplyCache;
+use crate::router::{RouterBuffers, RouterConfig};
 use crate::routing::{RouteSpec, RouteTable};
-use crate::rpc::Service;
-use crate::rpc::reply_cache::ReplyCache;
 
 /// One interface to bring up.
 #[derive(Debug, Clone)]
@@ -68,6 +71,15 @@ pub struct NodeConfig {
     pub router: Option<RouterConfig>,
 }
 
+/// What takes the requests (PUTs) that arrive on one service portal. The RPC layer attaches one
+/// per service (`Node::register_service`, in `rpc/server.rs`), so the node hands requests on
+/// without knowing what a service is — as LNet hands a PUT to whatever ptlrpc attached to its
+/// portal.
+pub(crate) trait PortalHandler: Send + Sync + 'static {
+    /// Takes one request that arrived for the portal. Must not wait: work is spawned.
+    fn on_request(&self, node: &NodeInner, message: Message);
+}
+
 /// Node-wide counters.
 #[derive(Debug, Default)]
 pub struct NodeCounters {
@@ -98,6 +110,10 @@ pub struct NodeCounters {
     pub bulk_get_bytes: AtomicU64,
     /// Bulk bytes pushed by this node.
     pub bulk_put_bytes: AtomicU64,
+    /// Bytes of multi-chunk pulls that the puller copied into their landing: chunks that came
+    /// as payloads of their own instead of straight into place (a REPLY that arrived while
+    /// another answer to the same chunk was being received). The LNDs count the rest.
+    pub bulk_copied_bytes: AtomicU64,
 }
 
 /// A fabric node. Cheap to clone; every clone is the same node.
@@ -120,12 +136,19 @@ pub(crate) struct NodeInner {
     nis: OnceLock<Vec<Arc<Ni>>>,
     pub(crate) regions: Arc<Regions>,
     /// Bulk transfers in progress, by cookie: where their REPLYs and ACKs go.
-    pub(crate) transfers: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
+    transfers: Mutex<HashMap<u64, TransferEntry>>,
+    /// Where multi-chunk pulls land: page-aligned buffers, by size class.
+    pub(crate) landing_pools: SizedPools,
     pub(crate) next_cookie: AtomicU64,
-    /// RPCs waiting for a reply, by xid (ordered: the oldest is sent with every request).
+    /// Requests waiting for their reply (RPCs and pings), by xid (ordered: the oldest is sent
+    /// with every RPC request).
     pub(crate) pending: Mutex<BTreeMap<u64, oneshot::Sender<Message>>>,
     pub(crate) next_xid: AtomicU64,
-    pub(crate) services: RwLock<HashMap<u32, Arc<dyn Service>>>,
+    /// What takes the requests on each service portal.
+    portals: RwLock<HashMap<u32, Arc<dyn PortalHandler>>>,
+    /// Requests executed and executing, for execute-once. Node-wide, as its bounds are
+    /// (`Limits::requests_active_max` and the saved replies); the RPC server admits every
+    /// request through it.
     pub(crate) replies: Mutex<ReplyCache>,
     /// Replies, ACKs and chunks being sent on behalf of peers right now (see `send_detached`).
     pub(crate) detached_sends: Arc<AtomicU32>,
@@ -165,10 +188,15 @@ impl Node {
             nid,
             regions: Regions::new(nid, &limits),
             transfers: Mutex::default(),
+            landing_pools: SizedPools::new(
+                limits.bulk_chunk_bytes as usize,
+                LANDING_POOLED_MAX_BYTES,
+                LANDING_POOL_KEPT_BYTES_MAX,
+            ),
             next_cookie: AtomicU64::new(1),
             pending: Mutex::default(),
             next_xid: AtomicU64::new(initial_xid()),
-            services: RwLock::default(),
+            portals: RwLock::default(),
             replies: Mutex::new(ReplyCache::new(
                 limits.replies_saved_per_client_max as usize,
                 limits.reply_clients_max as usize,
@@ -232,7 +260,11 @@ impl Node {
         for spec in config.routes {
             node.add_route(spec)?;
         }
-        tokio::spawn(crate::health::run(Arc::downgrade(&node.inner)));
+        tokio::spawn(crate::health::run(
+            Arc::downgrade(&node.inner),
+            node.inner.limits.router_ping_interval,
+            node.inner.limits.router_dead_timeout,
+        ));
         Ok(node)
     }
 
@@ -261,7 +293,7 @@ impl Node {
     }
 
     /// Removes a route; false if there was none.
-    pub fn remove_route(&self, net: crate::nid::NetId, gateway: Nid) -> bool {
+    pub fn remove_route(&self, net: NetId, gateway: Nid) -> bool {
         self.inner
             .routes
             .lock()
@@ -329,29 +361,6 @@ impl Node {
             .lock()
             .expect("pending lock poisoned")
             .len()
-    }
-
-    /// Serves RPC requests that arrive on `portal` with `service`.
-    pub fn register_service(
-        &self,
-        portal: u32,
-        service: Arc<dyn Service>,
-    ) -> Result<(), FabricError> {
-        if portal < crate::frame::FIRST_SERVICE_PORTAL {
-            return Err(FabricError::BadBulkAccess {
-                region: 0,
-                why: format!("portal {portal} is reserved"),
-            });
-        }
-        let mut services = self.inner.services.write().expect("services lock poisoned");
-        if services.contains_key(&portal) {
-            return Err(FabricError::LimitReached {
-                what: "one service per portal",
-                max: 1,
-            });
-        }
-        services.insert(portal, service);
-        Ok(())
     }
 
     /// Stops every interface. In-flight sends fail; their callers see errors.
@@ -500,13 +509,75 @@ impl NodeInner {
         });
     }
 
-    pub(crate) fn open_transfer(&self, depth: usize) -> Transfer {
+    /// Attaches `handler` to service portal `portal`: one handler per portal, and none on the
+    /// portals the fabric keeps for itself.
+    pub(crate) fn attach_portal(
+        &self,
+        portal: u32,
+        handler: Arc<dyn PortalHandler>,
+    ) -> Result<(), FabricError> {
+        if portal < FIRST_SERVICE_PORTAL {
+            return Err(FabricError::BadBulkAccess {
+                region: 0,
+                why: format!("portal {portal} is reserved"),
+            });
+        }
+        let mut portals = self.portals.write().expect("portals lock poisoned");
+        if portals.contains_key(&portal) {
+            return Err(FabricError::LimitReached {
+                what: "one service per portal",
+                max: 1,
+            });
+        }
+        portals.insert(portal, handler);
+        Ok(())
+    }
+
+    /// LNet's ping, as its router checker sends it: a PUT to [`PING_PORTAL`], which every node
+    /// answers itself, with a reply matched by xid like an RPC's. True if `target` answered
+    /// within `timeout`; sent once, never resent.
+    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> bool {
+        let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
+        let (reply_tx, reply_rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .expect("pending lock poisoned")
+            .insert(xid, reply_tx);
+        let mut header = self.header(Kind::Put, target);
+        header.portal = PING_PORTAL;
+        header.match_bits = xid;
+        let (sent_tx, sent_rx) = oneshot::channel();
+        let sent = self
+            .send(Message::new(header, Bytes::new()), Some(sent_tx))
+            .await;
+        let answered = sent.is_ok()
+            && tokio::time::timeout(timeout, async {
+                // A send that fails (gateway down) ends the wait at once.
+                if let Ok(Err(_)) = sent_rx.await {
+                    return false;
+                }
+                reply_rx
+                    .await
+                    .is_ok_and(|reply| reply.header.status == status::OK)
+            })
+            .await
+            .unwrap_or(false);
+        self.pending
+            .lock()
+            .expect("pending lock poisoned")
+            .remove(&xid);
+        answered
+    }
+
+    /// Opens a bulk transfer's mailbox, holding `depth` REPLYs or ACKs. A pull that lands in
+    /// one buffer gives its `lender`, so its REPLYs are received straight into place.
+    pub(crate) fn open_transfer(&self, depth: usize, lender: Option<Lender>) -> Transfer {
         let cookie = self.next_cookie.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel(depth.max(1));
         self.transfers
             .lock()
             .expect("transfers lock poisoned")
-            .insert(cookie, tx);
+            .insert(cookie, TransferEntry { tx, lender });
         Transfer {
             cookie,
             rx,
@@ -520,22 +591,22 @@ impl NodeInner {
             self.send_reply(header, status::OK, Bytes::new());
             return;
         }
-        let service = self
-            .services
+        let handler = self
+            .portals
             .read()
-            .expect("services lock poisoned")
+            .expect("portals lock poisoned")
             .get(&header.portal)
             .cloned();
-        let Some(service) = service else {
-            let error = format!("{} {}", crate::error::NO_SERVICE, header.portal);
+        let Some(handler) = handler else {
+            let error = format!("{NO_SERVICE} {}", header.portal);
             self.reply_error(header, status::errno::EOPNOTSUPP, &error);
             return;
         };
-        crate::rpc::server::admit(self, service, message);
+        handler.on_request(self, message);
     }
 
     pub(crate) fn reply_error(&self, request: &Header, code: u32, message: &str) {
-        let body = crate::rpc::encode_error(code, message);
+        let body = encode_error_body(code, message);
         self.send_reply(request, code, body);
     }
 
@@ -616,18 +687,37 @@ impl NodeInner {
         self.send_detached(Message::new(ack, Bytes::new()));
     }
 
-    fn on_transfer_frame(&self, message: Message) {
+    fn on_transfer_frame(&self, arrival: Arrival) {
         let sender = self
             .transfers
             .lock()
             .expect("transfers lock poisoned")
-            .get(&message.header.cookie)
-            .cloned();
+            .get(&arrival.message.header.cookie)
+            .map(|entry| entry.tx.clone());
         // A transfer holds room for its window; a frame beyond it (a duplicate after a
-        // resend) or for a finished transfer is dropped and counted.
-        if sender.is_none_or(|s| s.try_send(message).is_err()) {
+        // resend) or for a finished transfer is dropped and counted — and a place it filled
+        // opens again as it drops, to be received anew.
+        if sender.is_none_or(|s| s.try_send(arrival).is_err()) {
             self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// For a REPLY to one of this node's pulls that lands in one buffer: the place in that
+    /// buffer where the REPLY's payload goes, if its chunk is open. A REPLY without a place
+    /// (a duplicate while its chunk is being received, one for a finished transfer) is
+    /// received as bytes of its own and handed to the transfer, or dropped, as before.
+    fn place_for(&self, header: &Header) -> Option<Place> {
+        if header.kind != Kind::Reply || header.status != status::OK || header.payload_len == 0 {
+            return None;
+        }
+        let lender = self
+            .transfers
+            .lock()
+            .expect("transfers lock poisoned")
+            .get(&header.cookie)?
+            .lender
+            .clone()?;
+        lender.lend(header.offset, header.payload_len as usize)
     }
 }
 
@@ -651,7 +741,7 @@ pub(crate) fn flags_of(kind: ChecksumKind) -> u8 {
 impl NodeInner {
     /// Router side: check what can be checked, then send the message on towards its target,
     /// holding its router buffer until it has left.
-    fn forward(&self, message: Message, buffer: RouterBuffer) {
+    fn forward(&self, message: Message, buffer: Hold) {
         let Some(node) = self.me.upgrade() else {
             return;
         };
@@ -689,21 +779,45 @@ impl NodeInner {
     }
 }
 
-impl Deliver for NodeInner {
-    fn admit(&self, header: &Header) -> Admit {
-        match &self.router {
-            Some(router) if !self.is_local(&header.target) => router.admit(header),
-            _ => Admit::Now(None),
-        }
+impl Checked for NodeInner {
+    fn routes(&self) -> &Mutex<RouteTable> {
+        &self.routes
     }
 
-    fn deliver(&self, message: Message, buffer: Option<RouterBuffer>) {
+    fn elapsed(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
+    async fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> bool {
+        self.send_ping(gateway, timeout).await
+    }
+}
+
+impl Deliver for NodeInner {
+    fn admit(&self, header: &Header) -> Admit {
+        if !self.is_local(&header.target) {
+            return match &self.router {
+                Some(router) => router.admit(header),
+                None => Admit::Now(Grant::default()),
+            };
+        }
+        Admit::Now(Grant {
+            hold: None,
+            place: self.place_for(header),
+        })
+    }
+
+    fn deliver(&self, message: Message, grant: Grant) {
         let Some(ni) = self
             .nis()
             .iter()
             .find(|ni| ni.nid() == message.header.target)
         else {
-            match buffer {
+            match grant.hold {
                 Some(buffer) => self.forward(message, buffer),
                 // Not for us, and we do not forward (or could not take a buffer).
                 None => {
@@ -713,15 +827,17 @@ impl Deliver for NodeInner {
             return;
         };
         ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+        // The header's length: a payload received into its place is not in the message.
         ni.counters
             .recv_bytes
-            .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
+            .fetch_add(u64::from(message.header.payload_len), Ordering::Relaxed);
+        let place = grant.place;
         match (message.header.kind, message.header.portal) {
             (Kind::Put, REPLY_PORTAL) => self.on_rpc_reply(message),
             (Kind::Put, BULK_PORTAL) => self.on_bulk_put(message),
             (Kind::Put, _) => self.on_request(message),
             (Kind::Get, BULK_PORTAL) => self.on_get(message.header),
-            (Kind::Reply | Kind::Ack, _) => self.on_transfer_frame(message),
+            (Kind::Reply | Kind::Ack, _) => self.on_transfer_frame(Arrival { message, place }),
             (Kind::Get | Kind::Hello, _) => {
                 self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
             }
@@ -729,10 +845,32 @@ impl Deliver for NodeInner {
     }
 }
 
+/// A transfer in the node's table: where its frames go, and the landing its REPLYs are
+/// received into, for a pull that has one.
+struct TransferEntry {
+    /// The transfer's mailbox, holding its window's worth (see `open_transfer`).
+    tx: mpsc::Sender<Arrival>,
+    /// Lends places in the transfer's landing, for a pull that lands in one buffer.
+    lender: Option<Lender>,
+}
+
+/// A REPLY or ACK as it reaches its transfer. A REPLY received straight into its place in
+/// the transfer's landing comes with the filled place, and its message's payload is empty.
+#[derive(Debug)]
+pub(crate) struct Arrival {
+    /// The frame; its payload is empty when the bytes are in `place`.
+    pub(crate) message: Message,
+    /// The filled place, for a REPLY received straight into the transfer's landing.
+    pub(crate) place: Option<Place>,
+}
+
 /// A bulk transfer's mailbox for its REPLYs or ACKs; closed when dropped.
 pub(crate) struct Transfer {
+    /// Names the transfer in its GETs and PUTs; their REPLYs and ACKs carry it back.
     pub(crate) cookie: u64,
-    pub(crate) rx: mpsc::Receiver<Message>,
+    /// Where those REPLYs and ACKs arrive.
+    pub(crate) rx: mpsc::Receiver<Arrival>,
+    /// The node whose table lists the transfer, until this is dropped.
     node: Weak<NodeInner>,
 }
 

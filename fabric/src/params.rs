@@ -249,8 +249,13 @@ fn peers(node: &NodeInner) -> String {
     out
 }
 
+/// LNet's `stats` (`send_count` … `recv_length`), then iopath's own counters. The copy
+/// counters say where received bulk bytes were copied in user space: `recv_placed_bytes`
+/// went straight into a pull's landing, `recv_copied_bytes` were copied by an LND (TCP's
+/// read-ahead; the in-memory LND's copy into place), `bulk_copied_bytes` by the puller.
 fn stats(node: &NodeInner) -> String {
     let (mut sends, mut recvs, mut drops, mut send_bytes, mut recv_bytes) = (0, 0, 0, 0, 0);
+    let (mut placed, mut copied) = (0, 0);
     for ni in node.nis() {
         let c = &ni.counters;
         sends += c.send_count.load(Ordering::Relaxed);
@@ -258,12 +263,16 @@ fn stats(node: &NodeInner) -> String {
         drops += c.drop_count.load(Ordering::Relaxed);
         send_bytes += c.send_bytes.load(Ordering::Relaxed);
         recv_bytes += c.recv_bytes.load(Ordering::Relaxed);
+        let lnd = ni.lnd_counters();
+        placed += lnd.placed_bytes.load(Ordering::Relaxed);
+        copied += lnd.copied_bytes.load(Ordering::Relaxed);
     }
     let n = &node.counters;
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
          checksum_mismatches {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
-         answers_dropped {}\nforwarded {}\nrouter_checksum_mismatches {}\n",
+         answers_dropped {}\nforwarded {}\nrouter_checksum_mismatches {}\n\
+         bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
         n.rpc_resends.load(Ordering::Relaxed),
         n.requests_executed.load(Ordering::Relaxed),
@@ -274,5 +283,8 @@ fn stats(node: &NodeInner) -> String {
         n.answers_dropped.load(Ordering::Relaxed),
         n.forwarded.load(Ordering::Relaxed),
         n.router_checksum_mismatches.load(Ordering::Relaxed),
+        n.bulk_get_bytes.load(Ordering::Relaxed),
+        n.bulk_put_bytes.load(Ordering::Relaxed),
+        n.bulk_copied_bytes.load(Ordering::Relaxed),
     )
 }

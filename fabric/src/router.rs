@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::frame::Header;
-use crate::lnd::Admit;
-use crate::ni::{Credit, CreditGate, CreditSnapshot};
+use crate::gate::{Credit, CreditGate, CreditSnapshot};
+use crate::lnd::{Admit, Grant};
 use crate::nid::Nid;
 
 /// Largest payload a small buffer holds (one page, as LNet's small router buffers).
@@ -134,14 +134,14 @@ impl RouterBuffers {
         let bytes = header.payload_len;
         if let Some(peer_credit) = peer.try_acquire() {
             if let Some(buffer) = pool.try_acquire() {
-                return Admit::Now(Some(RouterBuffer {
+                return Admit::Now(Grant::holding(RouterBuffer {
                     _peer: peer_credit,
                     _buffer: buffer,
                     bytes,
                 }));
             }
             return Admit::Wait(Box::pin(async move {
-                Some(RouterBuffer {
+                Grant::holding(RouterBuffer {
                     _peer: peer_credit,
                     _buffer: pool.acquire().await,
                     bytes,
@@ -150,7 +150,7 @@ impl RouterBuffers {
         }
         Admit::Wait(Box::pin(async move {
             let peer_credit = peer.acquire().await;
-            Some(RouterBuffer {
+            Grant::holding(RouterBuffer {
                 _peer: peer_credit,
                 _buffer: pool.acquire().await,
                 bytes,

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern};
+use iopath_admin::ParamTree;
+use iopath_fabric::aligned::DIRECT_ALIGN_BYTES;
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
 use iopath_fabric::frame::Kind;
+use iopath_fabric::lnd::tcp::READ_AHEAD_BYTES;
 use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Limits};
 
 const MIB: usize = 1 << 20;
@@ -132,6 +135,94 @@ async fn many_concurrent_regions() {
             client.regions().count(),
             0,
             "every region released when its handle dropped"
+        );
+    }
+}
+
+/// One counter of the node's `stats` view, as `lctl get_param stats` shows it.
+fn stat(tree: &ParamTree, name: &str) -> u64 {
+    let stats = tree.get("stats").unwrap().remove(0).value;
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in stats:\n{stats}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_chunk_pull_lands_in_one_aligned_buffer_with_nothing_assembled() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 2, Limits::default(), None).await;
+        let (client, server) = (&nodes[0], &nodes[1]);
+        let tree = ParamTree::new();
+        iopath_fabric::params::register(server, &tree, "").unwrap();
+        let data = Bytes::from(pattern(4 * MIB + 3, 11));
+        let region = client.regions().register_source(data.clone()).unwrap();
+        // An OST write's worth: four chunks, from an unaligned offset of the owner's memory.
+        let desc = region
+            .describe(3, 4 * MIB as u64, ChecksumKind::Crc32)
+            .unwrap();
+        for pull in 1..=2u64 {
+            let pulled = server.bulk_get(&desc).await.unwrap();
+            assert_eq!(pulled, data.slice(3..), "{transport:?}");
+            assert_eq!(
+                pulled.as_ptr() as usize % DIRECT_ALIGN_BYTES,
+                0,
+                "{transport:?}: one page-aligned buffer, which a storage server writes with \
+                 O_DIRECT as it is"
+            );
+            let pulled_bytes = pull * 4 * MIB as u64;
+            assert_eq!(stat(&tree, "bulk_get_bytes"), pulled_bytes);
+            assert_eq!(
+                stat(&tree, "recv_placed_bytes"),
+                pulled_bytes,
+                "{transport:?}: every REPLY received straight into its place"
+            );
+            assert_eq!(
+                stat(&tree, "bulk_copied_bytes"),
+                0,
+                "{transport:?}: nothing copied to assemble the chunks"
+            );
+            let copied = stat(&tree, "recv_copied_bytes");
+            println!("{transport:?}, after pull {pull} of 4 MiB: {copied} bytes copied by the LND");
+            match transport {
+                // At most what the reader took in along with each chunk's header.
+                Transport::Tcp => assert!(
+                    copied <= pull * 4 * READ_AHEAD_BYTES as u64,
+                    "{copied} bytes copied by the TCP LND"
+                ),
+                // Its payloads are the owner's memory: one copy each into place.
+                Transport::Mem => assert_eq!(copied, pulled_bytes),
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_chunk_pull_whose_whole_checksum_is_wrong_fails_after_every_chunk_checks_out() {
+    for transport in BOTH {
+        let nodes = nodes(transport, 2, Limits::default(), None).await;
+        let (client, server) = (&nodes[0], &nodes[1]);
+        let data = Bytes::from(pattern(3 * MIB, 12));
+        let wrong = !ChecksumKind::Crc32.compute(&data);
+        let region = client
+            .regions()
+            .register_source(Checksummed::new(data.clone(), ChecksumKind::Crc32, wrong))
+            .unwrap();
+        let desc = region.describe_all(ChecksumKind::Crc32);
+        let err = server.bulk_get(&desc).await.unwrap_err();
+        let attempts = Limits::default().checksum_resends_max + 1;
+        assert!(
+            matches!(err, FabricError::ChecksumMismatch { attempts: a, .. } if a == attempts),
+            "{transport:?}: {err}"
+        );
+        // Every attempt pulled every chunk intact; nothing of them is handed on, and a
+        // right descriptor of the same bytes pulls them whole.
+        let region = client.regions().register_source(data.clone()).unwrap();
+        let right = region.describe_all(ChecksumKind::Crc32);
+        assert_eq!(
+            server.bulk_get(&right).await.unwrap(),
+            data,
+            "{transport:?}"
         );
     }
 }
@@ -337,36 +428,45 @@ async fn corrupted_pushes_are_refused_by_the_owner_and_resent() {
 async fn dropped_and_delayed_bulk_still_completes() {
     let seed = 0x5EED_0004;
     println!("fault seed {seed:#x}");
-    let plan = FaultPlan {
-        filter: MessageFilter {
-            kinds: vec![Kind::Get, Kind::Reply],
-            portals: vec![],
-        },
-        drop_probability: 0.2,
-        delay_probability: 0.3,
-        delay_max: Duration::from_millis(20),
-        faults_max: 30,
-        ..FaultPlan::default()
-    };
-    let faults = Arc::new(SeededFaults::new(seed, plan));
-    let limits = Limits {
-        bulk_timeout: Duration::from_millis(200),
-        ..Limits::default()
-    };
-    let nodes = nodes(Transport::Tcp, 2, limits, Some(faults.clone())).await;
-    TestService::install(&nodes[1]);
-    let data = Bytes::from(pattern(10 * MIB, 4));
-    let region = nodes[0].regions().register_source(data.clone()).unwrap();
-    let desc = region.describe_all(ChecksumKind::Crc32c);
-    let reply = nodes[0]
-        .call(nodes[1].nid(), PORTAL, OP_PULL, encode_desc(&desc))
-        .await
-        .unwrap();
-    assert_eq!(
-        u32::from_be_bytes(reply[..4].try_into().unwrap()),
-        ChecksumKind::Crc32c.compute(&data)
-    );
-    assert!(faults.injected() > 0);
+    for transport in BOTH {
+        let plan = FaultPlan {
+            filter: MessageFilter {
+                kinds: vec![Kind::Get, Kind::Reply],
+                portals: vec![],
+            },
+            drop_probability: 0.2,
+            delay_probability: 0.3,
+            delay_max: Duration::from_millis(20),
+            faults_max: 30,
+            ..FaultPlan::default()
+        };
+        let faults = Arc::new(SeededFaults::new(seed, plan));
+        let limits = Limits {
+            bulk_timeout: Duration::from_millis(200),
+            ..Limits::default()
+        };
+        let nodes = nodes(transport, 2, limits, Some(faults.clone())).await;
+        TestService::install(&nodes[1]);
+        let data = Bytes::from(pattern(10 * MIB, 4));
+        let region = nodes[0].regions().register_source(data.clone()).unwrap();
+        let desc = region.describe_all(ChecksumKind::Crc32c);
+        // Delayed REPLYs arrive after their chunk was asked for again and kept, some after
+        // the transfer is over: they must land nowhere that matters.
+        let reply = nodes[0]
+            .call(nodes[1].nid(), PORTAL, OP_PULL, encode_desc(&desc))
+            .await
+            .unwrap();
+        assert_eq!(
+            u32::from_be_bytes(reply[..4].try_into().unwrap()),
+            ChecksumKind::Crc32c.compute(&data),
+            "{transport:?}"
+        );
+        assert!(faults.injected() > 0);
+        // A second pull of the same bytes, into a landing that may reuse the first's
+        // memory, while the first's late REPLYs may still be arriving.
+        let again = nodes[1].bulk_get(&desc).await.unwrap();
+        assert_eq!(again, data, "{transport:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

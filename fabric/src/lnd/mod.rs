@@ -7,7 +7,8 @@
 //! [`SendTicket`], and they come back when the LND completes the ticket — sent or failed.
 //!
 //! - [`mem`]: many nodes in one process; delivery is a function call, payloads are shared
-//!   `Bytes`, nothing is copied.
+//!   `Bytes`, nothing is copied — except into a place the receiver named (a pull's landing),
+//!   which needs its own memory.
 //! - [`tcp`]: a raw framed stream per ordered pair of nodes (see `docs/ARCHITECTURE.md` for why
 //!   not a gRPC stream).
 
@@ -17,22 +18,61 @@ pub mod tcp;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicU64;
 
 use tokio::sync::oneshot;
 
 use crate::error::FabricError;
 use crate::frame::{Header, Message};
-use crate::ni::Credit;
+use crate::gate::Credit;
+use crate::landing::Place;
 use crate::nid::Nid;
-use crate::router::RouterBuffer;
+
+/// Whatever the node keeps for a message from its header until it is done with it — a
+/// router's buffer and its sender's router credit. An LND never looks inside: it carries it
+/// from [`Deliver::admit`] to [`Deliver::deliver`], and dropping it gives everything back.
+pub type Hold = Box<dyn fmt::Debug + Send + Sync>;
+
+/// What the node grants a message before its payload is read; handed back with the message.
+#[derive(Debug, Default)]
+pub struct Grant {
+    /// Held for the message until the node is done with it (a router's buffer).
+    pub hold: Option<Hold>,
+    /// Where the payload goes, when the node named a place for it: the chunk of a pull's
+    /// landing that this REPLY answers. The LND receives the payload into it — and then hands
+    /// on the message with an empty payload and the filled place in this grant.
+    pub place: Option<Place>,
+}
+
+impl Grant {
+    /// A grant holding `hold` for the message.
+    pub fn holding(hold: impl fmt::Debug + Send + Sync + 'static) -> Grant {
+        Grant {
+            hold: Some(Box::new(hold)),
+            place: None,
+        }
+    }
+}
+
+/// What an LND counts of the payloads it receives: where their bytes went, and which ones it
+/// copied in user space — the copies `lctl get_param stats` shows.
+#[derive(Debug, Default)]
+pub struct LndCounters {
+    /// Payload bytes received into the place the node named for them (a pull's landing).
+    pub placed_bytes: AtomicU64,
+    /// Payload bytes the LND copied in user space on the way in: the part of a large TCP
+    /// payload read ahead with its header, or an in-memory payload copied into its place.
+    /// A TCP payload read straight from the socket is not counted: only the kernel copies it.
+    pub copied_bytes: AtomicU64,
+}
 
 /// The node's answer to a header, before the payload is taken in.
 pub enum Admit {
-    /// Take the payload now; `Some` holds the router buffer it will occupy.
-    Now(Option<RouterBuffer>),
+    /// Take the payload now, with what the node granted for it.
+    Now(Grant),
     /// Wait for this before reading the payload: a router is out of buffers. A TCP LND stops
     /// reading the connection meanwhile, so the sender feels the back-pressure.
-    Wait(Pin<Box<dyn Future<Output = Option<RouterBuffer>> + Send>>),
+    Wait(Pin<Box<dyn Future<Output = Grant> + Send>>),
     /// Read and discard the payload (counted by the node).
     Refuse(&'static str),
 }
@@ -40,7 +80,7 @@ pub enum Admit {
 impl fmt::Debug for Admit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Admit::Now(buffer) => f.debug_tuple("Now").field(buffer).finish(),
+            Admit::Now(grant) => f.debug_tuple("Now").field(grant).finish(),
             Admit::Wait(_) => f.write_str("Wait"),
             Admit::Refuse(why) => f.debug_tuple("Refuse").field(why).finish(),
         }
@@ -53,8 +93,8 @@ pub trait Deliver: Send + Sync + 'static {
     /// Called with each header before its payload is read.
     fn admit(&self, header: &Header) -> Admit;
 
-    /// Takes one received message, with the buffer [`Deliver::admit`] granted for it.
-    fn deliver(&self, message: Message, buffer: Option<RouterBuffer>);
+    /// Takes one received message, with what [`Deliver::admit`] granted for it.
+    fn deliver(&self, message: Message, grant: Grant);
 }
 
 /// A transport for one network.
@@ -65,6 +105,9 @@ pub trait Lnd: Send + Sync + fmt::Debug + 'static {
 
     /// Stops accepting and sending; connections close, queued messages fail.
     fn shutdown(&self);
+
+    /// What it has counted of the payloads it received.
+    fn counters(&self) -> &LndCounters;
 }
 
 /// The credits a message holds while an LND sends it, and who to tell when it is done.

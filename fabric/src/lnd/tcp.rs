@@ -11,13 +11,23 @@
 //! the sender's `Bytes`, never copied in user space.
 //!
 //! Receiving: one reader task per accepted connection reads into a growing buffer and splits
-//! frames off it; a small payload is a slice of that buffer. A large one (bulk) is read into a
-//! page-aligned buffer from the node's pool instead: memory already faulted in and
-//! reused frame after frame, which a storage server can write with O_DIRECT as it is. The
-//! header is checked, payload length included, before any room is made for the payload.
+//! frames off it; a small payload is a slice of that buffer. The header is checked, payload
+//! length included, and shown to the node ([`Deliver::admit`]) before any room is made for the
+//! payload, and the node says where it goes:
+//!
+//! - a REPLY to one of the node's multi-chunk pulls is read straight into its chunk's place in
+//!   the pull's landing (one page-aligned buffer for the whole transfer), so the pull is
+//!   contiguous as it arrives, with nothing to assemble;
+//! - any other large payload (bulk) is read into a page-aligned buffer from the node's pool:
+//!   memory already faulted in and reused frame after frame, which a storage server can write
+//!   with O_DIRECT as it is.
+//!
+//! Either way the only user-space copy is of what was read ahead along with the header (at
+//! most [`READ_AHEAD_BYTES`] per frame), counted in [`LndCounters::copied_bytes`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -31,9 +41,8 @@ use tracing::{debug, warn};
 use crate::aligned::SizedPools;
 use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Header, Kind, Message};
-use crate::lnd::{Admit, Deliver, Lnd, SendTicket};
+use crate::lnd::{Admit, Deliver, Grant, Lnd, LndCounters, SendTicket};
 use crate::nid::Nid;
-use crate::router::RouterBuffer;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,8 +50,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
 /// How much the reader reads past the frame it needs: enough to take many small frames in
 /// one call, little enough that the start of a large payload read along with its header (and
-/// then copied into the payload's pooled buffer) stays small.
-const READ_AHEAD_BYTES: usize = 16 * 1024;
+/// then copied into the payload's pooled buffer or its place) stays small. This is the most
+/// of any payload that is copied in user space on the way in.
+pub const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
 /// Payloads at least this large are received into a pooled aligned buffer.
@@ -78,6 +88,8 @@ pub struct TcpLnd {
     peers: Mutex<HashMap<SocketAddr, Outgoing>>,
     /// Where large payloads are received.
     receive_pool: Arc<SizedPools>,
+    /// Where received payloads went, and what was copied.
+    counters: LndCounters,
     stop: watch::Sender<bool>,
 }
 
@@ -130,6 +142,7 @@ impl TcpLnd {
             settings,
             peers: Mutex::new(HashMap::new()),
             receive_pool,
+            counters: LndCounters::default(),
             stop,
         });
         tokio::spawn(accept_loop(bound.listener, Arc::clone(&lnd), node));
@@ -183,6 +196,10 @@ impl Lnd for TcpLnd {
                 },
             });
         }
+    }
+
+    fn counters(&self) -> &LndCounters {
+        &self.counters
     }
 
     fn shutdown(&self) {
@@ -260,7 +277,7 @@ async fn read_loop(
     let peer = hello.source;
     let mut buffer = BytesMut::with_capacity(2 * READ_AHEAD_BYTES);
     // The header whose payload is being read, with what the node granted for it.
-    let mut admitted: Option<(Header, Option<RouterBuffer>)> = None;
+    let mut admitted: Option<(Header, Grant)> = None;
     loop {
         // Split off every complete frame in the buffer.
         let wanted = loop {
@@ -276,7 +293,7 @@ async fn read_loop(
                 // and while we wait this connection is not read.
                 let granted = match node.admit(&header) {
                     Admit::Now(granted) => granted,
-                    Admit::Refuse(_) => None,
+                    Admit::Refuse(_) => Grant::default(),
                     Admit::Wait(granted) => tokio::select! {
                         granted = granted => granted,
                         _ = stop.wait_for(|s| *s) => return Ok(peer),
@@ -284,18 +301,37 @@ async fn read_loop(
                 };
                 admitted = Some((header, granted));
             }
-            let Some((header, _)) = &admitted else {
+            let Some((header, grant)) = admitted.as_mut() else {
                 unreachable!("admitted just above")
             };
             let payload_len = header.payload_len as usize;
             let total = HEADER_BYTES + payload_len;
-            let payload = if payload_len >= POOLED_PAYLOAD_MIN_BYTES {
+            if grant
+                .place
+                .as_ref()
+                .is_some_and(|place| place.len() != payload_len)
+            {
+                grant.place = None; // never lent so, but a place is filled whole or not at all
+            }
+            let payload = if let Some(place) = grant.place.as_mut() {
+                // A REPLY to one of the node's pulls: straight into its place in the landing.
                 buffer.advance(HEADER_BYTES);
-                let read_in = read_pooled(&mut read, &mut buffer, payload_len, lnd, &mut stop);
-                match read_in.await? {
-                    Some(payload) => payload,
-                    None => return Ok(peer),
+                let dest = place.as_mut_slice();
+                if !read_payload(&mut read, &mut buffer, dest, lnd, &mut stop).await? {
+                    return Ok(peer);
                 }
+                lnd.counters
+                    .placed_bytes
+                    .fetch_add(payload_len as u64, Ordering::Relaxed);
+                Bytes::new()
+            } else if payload_len >= POOLED_PAYLOAD_MIN_BYTES {
+                buffer.advance(HEADER_BYTES);
+                let mut pooled = lnd.receive_pool.take(payload_len);
+                let dest = pooled.as_mut_slice();
+                if !read_payload(&mut read, &mut buffer, dest, lnd, &mut stop).await? {
+                    return Ok(peer);
+                }
+                pooled.into_bytes()
             } else if buffer.len() < total {
                 break total;
             } else {
@@ -328,20 +364,23 @@ async fn read_loop(
     }
 }
 
-/// Reads a payload of `len` bytes into a buffer from the node's pool: first what `buffer`
-/// already holds of it, then straight from the socket. `None` when the node stops first.
-async fn read_pooled(
+/// Reads a payload into `slice` — a buffer from the node's pool, or the place the node named
+/// for it: first what `buffer` already holds of it (read ahead with its header: the one copy
+/// in user space, counted), then straight from the socket. False when the node stops first.
+async fn read_payload(
     read: &mut OwnedReadHalf,
     buffer: &mut BytesMut,
-    len: usize,
+    slice: &mut [u8],
     lnd: &TcpLnd,
     stop: &mut watch::Receiver<bool>,
-) -> Result<Option<Bytes>, FabricError> {
-    let mut payload = lnd.receive_pool.take(len);
-    let slice = payload.as_mut_slice();
+) -> Result<bool, FabricError> {
+    let len = slice.len();
     let buffered = buffer.len().min(len);
     slice[..buffered].copy_from_slice(&buffer[..buffered]);
     buffer.advance(buffered);
+    lnd.counters
+        .copied_bytes
+        .fetch_add(buffered as u64, Ordering::Relaxed);
     let mut filled = buffered;
     let mut low_water = 1;
     // Bounded: every pass fills at least one byte of a payload of checked length, or ends.
@@ -353,7 +392,7 @@ async fn read_pooled(
         }
         let read_bytes = tokio::select! {
             read_bytes = read.read(&mut slice[filled..]) => read_bytes?,
-            _ = stop.wait_for(|s| *s) => return Ok(None),
+            _ = stop.wait_for(|s| *s) => return Ok(false),
         };
         if read_bytes == 0 {
             return Err(FabricError::MalformedFrame {
@@ -365,7 +404,7 @@ async fn read_pooled(
     if low_water != 1 {
         set_receive_low_water(read, 1);
     }
-    Ok(Some(payload.into_bytes()))
+    Ok(true)
 }
 
 /// Sets SO_RCVLOWAT: the socket reads as ready only once `bytes` are queued. Never more than

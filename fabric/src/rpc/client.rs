@@ -8,11 +8,10 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 use tracing::debug;
 
-use crate::error::FabricError;
+use crate::error::{FabricError, decode_error_body};
 use crate::frame::{Kind, Message, status};
 use crate::nid::Nid;
 use crate::node::{Node, NodeInner};
-use crate::rpc::decode_error;
 
 /// Per-call overrides of the node's limits.
 #[derive(Debug, Clone, Copy, Default)]
@@ -115,7 +114,11 @@ impl Node {
                 }
                 Ok(Ok(reply)) if reply.header.status == status::OK => return Ok(reply.payload),
                 Ok(Ok(reply)) => {
-                    return Err(decode_error(target, reply.header.status, &reply.payload));
+                    return Err(decode_error_body(
+                        target,
+                        reply.header.status,
+                        &reply.payload,
+                    ));
                 }
                 Ok(Err(FabricError::ShuttingDown)) => return Err(FabricError::ShuttingDown),
                 Ok(Err(send_error)) => {

@@ -4,11 +4,15 @@
 //! [`BufferDescriptor`](crate::BufferDescriptor) and the server pulls or pushes by it.
 //!
 //! - [`client`]: `Node::call` — xids, the reply wait, timeouts and resends with the *same* xid.
-//! - [`server`]: admission through the reply cache, execution, the reply.
-//! - [`reply_cache`]: the pure core that makes a resent request execute once.
+//! - [`server`]: `Node::register_service`, admission through the reply cache, execution, the
+//!   reply.
+//!
+//! The reply cache that makes a resent request execute once is a pure core of its own,
+//! [`crate::reply_cache`]; the node holds it (its bounds are node-wide) and the server admits
+//! every request through it. RPC sits on top of the node: the node knows a service only as the
+//! [`PortalHandler`](crate::node) attached to its portal.
 
 pub mod client;
-pub mod reply_cache;
 pub mod server;
 
 use std::future::Future;
@@ -16,7 +20,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use prost::Message as _;
 
 use crate::error::FabricError;
 use crate::nid::Nid;
@@ -74,26 +77,4 @@ pub type Reply = Pin<Box<dyn Future<Output = Result<Bytes, ServiceError>> + Send
 pub trait Service: Send + Sync + 'static {
     /// Executes one request. Called once per xid, however often the client resends it.
     fn handle(self: Arc<Self>, request: Request) -> Reply;
-}
-
-/// Encodes the body of an error reply.
-pub(crate) fn encode_error(code: u32, message: &str) -> Bytes {
-    iopath_proto::fabric::RpcError {
-        code,
-        message: message.to_owned(),
-    }
-    .encode_to_vec()
-    .into()
-}
-
-/// Decodes the body of an error reply; a body that does not decode still yields the code.
-pub(crate) fn decode_error(peer: Nid, code: u32, body: &[u8]) -> FabricError {
-    let message = iopath_proto::fabric::RpcError::decode(body)
-        .map(|e| e.message)
-        .unwrap_or_else(|_| "(undecodable error body)".into());
-    FabricError::Remote {
-        peer,
-        code,
-        message,
-    }
 }

@@ -1,19 +1,43 @@
-//! The server side of an RPC: admission through the reply cache, execution on a task of its
-//! own, the reply.
+//! The server side of an RPC: a service attached to its portal, admission through the reply
+//! cache, execution on a task of its own, the reply.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tracing::{Instrument, debug, info_span};
 
+use crate::error::{FabricError, encode_error_body};
 use crate::frame::{Message, status};
-use crate::node::NodeInner;
-use crate::rpc::reply_cache::{Admission, SavedReply};
-use crate::rpc::{Request, Service, encode_error};
+use crate::node::{Node, NodeInner, PortalHandler};
+use crate::reply_cache::{Admission, SavedReply};
+use crate::rpc::{Request, Service};
+
+impl Node {
+    /// Serves RPC requests that arrive on `portal` with `service`.
+    pub fn register_service(
+        &self,
+        portal: u32,
+        service: Arc<dyn Service>,
+    ) -> Result<(), FabricError> {
+        self.inner
+            .attach_portal(portal, Arc::new(ServicePortal { service }))
+    }
+}
+
+/// A service attached to its portal: what the node hands the portal's requests to.
+struct ServicePortal {
+    service: Arc<dyn Service>,
+}
+
+impl PortalHandler for ServicePortal {
+    fn on_request(&self, node: &NodeInner, message: Message) {
+        admit(node, Arc::clone(&self.service), message);
+    }
+}
 
 /// Admits a request that arrived for `service`: executes it, answers a resend from the saved
 /// reply, ignores a resend of one still executing, or answers BUSY. Never waits.
-pub(crate) fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
+fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let header = message.header;
     let (client, xid) = (header.source, header.match_bits);
     let admission = node
@@ -63,7 +87,7 @@ pub(crate) fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Messag
                 Ok(body) => (status::OK, body),
                 Err(error) => {
                     debug!(code = error.code, "request failed: {}", error.message);
-                    (error.code, encode_error(error.code, &error.message))
+                    (error.code, encode_error_body(error.code, &error.message))
                 }
             };
             let inner = &handle.inner;
