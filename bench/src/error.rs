@@ -158,3 +158,10 @@ impl BenchError {
         }
     }
 }
+
+/// A NID or route that does not parse is a fabric error, said as the fabric says it.
+impl From<iopath_fabric::nid::NidError> for BenchError {
+    fn from(e: iopath_fabric::nid::NidError) -> Self {
+        BenchError::Fabric(e.into())
+    }
+}
