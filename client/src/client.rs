@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
-use iopath_mds::{FileType, MdsClient, StripeInfo as MdsStripeInfo};
+use iopath_mds::{FileType, MdsClient};
 use iopath_ost_client::ClientId;
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
@@ -416,22 +416,11 @@ impl Client {
 
     /// A file's layout, or a directory's default for new files.
     pub async fn stripe_info(&self, path: &str) -> Result<StripeInfo, ClientError> {
-        let info = self
-            .inner
+        self.inner
             .mds
             .getstripe(path)
             .await
-            .map_err(|e| ClientError::from_mds(path, e))?;
-        Ok(match info {
-            MdsStripeInfo::File(layout) => StripeInfo::File(layout),
-            MdsStripeInfo::Directory {
-                default_stripe,
-                set_here,
-            } => StripeInfo::Directory {
-                default_stripe,
-                set_here,
-            },
-        })
+            .map_err(|e| ClientError::from_mds(path, e))
     }
 
     /// Memory pinned by writes the servers acknowledged but have not committed: what this

@@ -3,7 +3,7 @@
 use iopath_mds::{Attributes, FileType};
 
 use crate::error::ClientError;
-use crate::layout::{Layout, StripeRequest};
+use crate::layout::Layout;
 
 /// What [`crate::Client::stat`] reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,20 +24,9 @@ pub struct FileStat {
     pub entries_count: u64,
 }
 
-/// What [`crate::Client::stripe_info`] reports: a file's layout or a directory's default.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StripeInfo {
-    /// A regular file's layout.
-    File(Layout),
-    /// A directory's default for new files, every inherited field filled in (count may be
-    /// -1 for "all targets", offset -1 for "any").
-    Directory {
-        /// The default.
-        default_stripe: StripeRequest,
-        /// Whether it was set on this directory rather than inherited.
-        set_here: bool,
-    },
-}
+/// What [`crate::Client::stripe_info`] reports: a file's layout or a directory's default for
+/// new files — the metadata service's answer, as it gives it.
+pub use iopath_mds::StripeInfo;
 
 /// A stat without a size yet (the caller glimpses a file's).
 pub(crate) fn stat_from_attributes(

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use iopath_bench::ior::phase::Progress;
 use iopath_bench::ior::{IorOptions, measure};
 use iopath_fabric::units::parse_size;
-use iopath_stack::StackChoice;
+
+use super::stack::StackArgs;
 
 /// `iopath bench ior`'s options: IOR's flags, and where to run.
 #[derive(clap::Args, Debug, Clone)]
@@ -66,15 +67,9 @@ pub struct IorArgs {
     /// IOR's -O options; `summaryFormat=JSON` prints JSON instead of text.
     #[arg(short = 'O', value_name = "KEY=VALUE")]
     ior_options: Vec<String>,
-    /// The stack to run on: a preset (default asci-red-mini).
-    #[arg(long, conflicts_with = "stack")]
-    preset: Option<String>,
-    /// The stack to run on: a stack file.
-    #[arg(long)]
-    stack: Option<PathBuf>,
-    /// The route set to use, for stack files that have several.
-    #[arg(long)]
-    route_set: Option<String>,
+    /// The stack to run on.
+    #[command(flatten)]
+    choice: StackArgs,
     /// A process per server node on loopback TCP (the tasks run in this process, on the
     /// stack's client nodes); default: every node in this process on in-memory networks.
     #[arg(long)]
@@ -103,11 +98,7 @@ impl From<IorArgs> for IorOptions {
             keep_file: args.keep_file,
             api: args.api,
             ior_options: args.ior_options,
-            choice: StackChoice {
-                preset: args.preset,
-                stack: args.stack,
-                route_set: args.route_set,
-            },
+            choice: args.choice.into(),
             processes: args.processes,
             dir: args.dir,
         }
@@ -133,6 +124,7 @@ pub async fn run(args: IorArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+    use iopath_stack::StackChoice;
 
     use super::*;
 
