@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
-use iopath_mds::{FileType, MdsClient};
+use iopath_mds::{DirEntry, FileType, MdsClient};
 use iopath_ost_client::ClientId;
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
@@ -26,7 +26,7 @@ use crate::config::{CREATE_MODE, ClientConfig, MKDIR_MODE, STREAM_BUFFER_MAX_BYT
 use crate::error::ClientError;
 use crate::file::{DataPath, File};
 use crate::layout::{Layout, StripeRequest};
-use crate::stat::{self, FileStat, StripeInfo};
+use crate::stat::{self, FileStat, StripeInfo, TargetCapacity};
 use crate::stream::BufferedStream;
 use crate::targets::Targets;
 
@@ -359,6 +359,16 @@ impl Client {
         Ok(entries.into_iter().map(|e| e.name).collect())
     }
 
+    /// The entries of directory `path`, in name order, each with its type and the metadata
+    /// service's inode number (what a mount's `readdir` reports without a `stat` each).
+    pub async fn readdir_entries(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
+        self.inner
+            .mds
+            .readdir(path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))
+    }
+
     /// Removes file `path` and destroys its objects.
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
         let layout = self
@@ -421,6 +431,31 @@ impl Client {
             .getstripe(path)
             .await
             .map_err(|e| ClientError::from_mds(path, e))
+    }
+
+    /// The capacity of every storage target, in index order (Lustre's `lfs df`; a mount's
+    /// `statfs` is their sum). Direct-attached only: a compute node behind a fyod reaches no
+    /// storage server, and the fyod protocol has no statfs call.
+    pub async fn statfs(&self) -> Result<Vec<TargetCapacity>, ClientError> {
+        if self.inner.fyod.is_some() {
+            return Err(ClientError::Unsupported(
+                "statfs through a fyod: the fyod protocol has no statfs call".to_owned(),
+            ));
+        }
+        let all = self.inner.targets().await?.statfs().await?;
+        Ok(all
+            .into_iter()
+            .map(|(target, r)| TargetCapacity {
+                target,
+                total_bytes: r.total_bytes,
+                free_bytes: r.free_bytes,
+                available_bytes: r.available_bytes,
+                files: r.files,
+                files_free: r.files_free,
+                block_bytes: r.block_bytes,
+                name_max: r.name_max,
+            })
+            .collect())
     }
 
     /// Memory pinned by writes the servers acknowledged but have not committed: what this

@@ -213,6 +213,31 @@ impl From<iopath_ost_client::OstClientError> for ClientError {
 }
 
 impl ClientError {
+    /// The errno a POSIX call that met this error returns (what a mount answers the kernel):
+    /// the path errors as their names say; a server's or a fyod's refusal with the errno it
+    /// sent (EIO for bytes a recovery lost, ENOSPC, ...); writes a server dropped after
+    /// evicting this client ESTALE, as Lustre's evicted clients see; a server that cannot be
+    /// reached ETIMEDOUT or EHOSTUNREACH as the fabric says; anything else EIO.
+    pub fn errno(&self) -> u32 {
+        match self {
+            ClientError::NotFound { .. } => errno::ENOENT,
+            ClientError::Exists { .. } => errno::EEXIST,
+            ClientError::IsADirectory { .. } => errno::EISDIR,
+            ClientError::NotADirectory { .. } => errno::ENOTDIR,
+            ClientError::NotEmpty { .. } => errno::ENOTEMPTY,
+            ClientError::Invalid { .. } | ClientError::Layout(_) => errno::EINVAL,
+            ClientError::TooLarge { .. } => errno::EFBIG,
+            ClientError::WritesLost { .. } => errno::ESTALE,
+            ClientError::Unsupported(_) => errno::EOPNOTSUPP,
+            ClientError::Metadata { source, .. } => nonzero(source.errno()),
+            ClientError::Forwarder { source, .. } => nonzero(source.errno()),
+            ClientError::Storage { source, .. }
+            | ClientError::Connect { source, .. }
+            | ClientError::Disconnect { source, .. } => nonzero(source.errno()),
+            _ => errno::EIO,
+        }
+    }
+
     /// A fyod error for `path`, turned into the variant a caller acts on when it carries an
     /// errno that has one (the fyod passes the metadata service's on).
     pub(crate) fn from_fyod(path: &str, source: ForwarderError) -> ClientError {
@@ -244,4 +269,9 @@ impl ClientError {
             _ => ClientError::Metadata { path, source },
         }
     }
+}
+
+/// An errno to hand on: EIO where the source had none to give.
+fn nonzero(code: u32) -> u32 {
+    if code == 0 { errno::EIO } else { code }
 }

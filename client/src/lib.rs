@@ -48,6 +48,7 @@ pub use error::ClientError;
 pub use file::File;
 pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
+pub use iopath_mds::{DirEntry, FileType};
 pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
-pub use stat::{FileStat, StripeInfo};
+pub use stat::{FileStat, StripeInfo, TargetCapacity};
 pub use stream::BufferedStream;

@@ -21,6 +21,7 @@ use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_ost_client::{ClientId, LostWrites, OstClient, OstConnections};
+use iopath_proto::ost::StatfsReply;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::debug;
@@ -190,6 +191,49 @@ impl Targets {
             return Err(error);
         }
         Ok(layout.file_size_bytes(&sizes)?)
+    }
+
+    /// Cuts or extends the file to `size_bytes`: each object to the size it has in a file
+    /// written densely up to there ([`Layout::object_size_bytes`]), all in parallel.
+    pub async fn truncate(&self, layout: &Layout, size_bytes: u64) -> Result<(), ClientError> {
+        let mut sizes = Vec::with_capacity(layout.objects().len());
+        for (index, object) in layout.objects().iter().enumerate() {
+            sizes.push((*object, layout.object_size_bytes(index as u32, size_bytes)?));
+        }
+        let sizes = Arc::new(sizes);
+        self.each_object(layout, "truncate", |oss, o| {
+            let sizes = Arc::clone(&sizes);
+            async move {
+                let size = sizes
+                    .iter()
+                    .find(|(object, _)| *object == o)
+                    .map_or(0, |(_, size)| *size);
+                oss.punch(o.target, o.object_id, size).await.map(drop)
+            }
+        })
+        .await
+    }
+
+    /// The capacity of every target, in index order, asked of all at once.
+    pub async fn statfs(&self) -> Result<Vec<(u32, StatfsReply)>, ClientError> {
+        let mut set = JoinSet::new();
+        for (&target, link) in &self.links {
+            let oss = Arc::clone(&link.oss);
+            set.spawn(async move { (target, oss.statfs(target).await) });
+        }
+        let mut all = Vec::with_capacity(self.links.len());
+        while let Some(joined) = set.join_next().await {
+            let (target, reply) = joined.map_err(|join| task_failed("statfs", join))?;
+            let reply = reply.map_err(|source| ClientError::Storage {
+                op: "statfs",
+                target,
+                object: 0,
+                source,
+            })?;
+            all.push((target, reply));
+        }
+        all.sort_by_key(|(target, _)| *target);
+        Ok(all)
     }
 
     /// Commits the journal of every target the layout uses: afterwards none of this file's

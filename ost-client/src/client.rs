@@ -599,6 +599,21 @@ impl OstClient {
         self.call_noted(target, opcode::DESTROY, body).await
     }
 
+    /// The capacity of the file system under `target` (`lfs df`, a mount's statfs). It
+    /// changes nothing, so it is sent once, without the reconnect and replay of the calls
+    /// that do.
+    pub async fn statfs(&self, target: u32) -> Result<pb::StatfsReply, FabricError> {
+        self.check_connected()?;
+        let body = pb::StatfsRequest { target }.encode_to_vec().into();
+        let reply = self
+            .node
+            .call(self.server, OST_PORTAL, opcode::STATFS, body)
+            .await?;
+        pb::StatfsReply::decode(&reply[..]).map_err(|_| FabricError::MalformedFrame {
+            why: "undecodable OST statfs reply",
+        })
+    }
+
     /// Commits the target's journal: afterwards nothing this client kept for it is needed.
     pub async fn sync(&self, target: u32) -> Result<Stamp, FabricError> {
         let body = pb::SyncRequest { target }.encode_to_vec().into();

@@ -29,6 +29,8 @@ pub mod opcode {
     pub const REPLAY_DONE: u32 = 9;
     /// A client is done: commit every target, forget the client.
     pub const DISCONNECT: u32 = 10;
+    /// A target's capacity (the file system under it).
+    pub const STATFS: u32 = 11;
 }
 
 /// Whether `error` means the server could not be reached (gone, restarting, shutting down),

@@ -101,33 +101,7 @@ pub enum LfsCommand {
 /// closed, then what the command printed.
 pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
     let LfsArgs { mds, fyod, command } = args;
-    // A client node of its own on the MDS's network: TCP on loopback (or the host's address)
-    // for a stack of processes.
-    let interface = match mds.net.net_type {
-        iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
-            nid: Nid::tcp("127.0.0.1:0".parse()?, mds.net.number),
-        },
-        other => bail!(
-            "lfs reaches a stack over TCP; {mds} is on a {} network",
-            other.name()
-        ),
-    };
-    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
-        interfaces: vec![interface],
-        ..Default::default()
-    })
-    .await
-    .context("start the client node")?;
-    // A client id of its own: time and pid, unique among the clients of this stack.
-    let client_id = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64
-        ^ u64::from(std::process::id());
-    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
-    config.forwarder = fyod;
-    let client = Client::connect(config)
-        .await
-        .with_context(|| format!("connect to the stack at {mds}"))?;
+    let (node, client) = connect(mds, fyod).await?;
     let mut out = Vec::new();
     let result = run_to(&client, command, &mut out).await;
     // Before exiting, every write the servers acknowledged is committed and the servers
@@ -145,6 +119,37 @@ pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
             .context("write to standard output")?;
     }
     result.and(closed)
+}
+
+/// A client of the stack whose metadata service is `mds` (through the fyod `fyod`, if
+/// given), on a fabric node of its own: TCP on loopback (or the host's address) on the MDS's
+/// network, with a client id of its own (time and pid, unique among the stack's clients).
+pub async fn connect(mds: Nid, fyod: Option<Nid>) -> anyhow::Result<(iopath_fabric::Node, Client)> {
+    let interface = match mds.net.net_type {
+        iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
+            nid: Nid::tcp("127.0.0.1:0".parse()?, mds.net.number),
+        },
+        other => bail!(
+            "a command reaches a stack over TCP; {mds} is on a {} network",
+            other.name()
+        ),
+    };
+    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![interface],
+        ..Default::default()
+    })
+    .await
+    .context("start the client node")?;
+    let client_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as u64
+        ^ u64::from(std::process::id());
+    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
+    config.forwarder = fyod;
+    let client = Client::connect(config)
+        .await
+        .with_context(|| format!("connect to the stack at {mds}"))?;
+    Ok((node, client))
 }
 
 /// Runs `cmd`, writing what it prints to `out`.

@@ -9,6 +9,7 @@
 //! - [`lctl`], [`lnetctl`]: a running node's parameters and routes, over its admin service.
 //! - [`journal`], [`ior`]: `bench journal` and `bench ior`.
 //! - [`lfs`]: Lustre's lfs against a running stack.
+//! - [`mount`]: a running stack mounted with FUSE, for unmodified programs.
 //! - [`oss`]: an object storage server as a process of its own.
 
 pub mod ior;
@@ -16,6 +17,7 @@ pub mod journal;
 pub mod lctl;
 pub mod lfs;
 pub mod lnetctl;
+pub mod mount;
 pub mod oss;
 pub mod selftest;
 pub mod stack;
@@ -56,6 +58,9 @@ pub enum Command {
     Bench(BenchCommand),
     /// Lustre's lfs against a running stack: setstripe, getstripe, ls, stat, put, get, rm.
     Lfs(lfs::LfsArgs),
+    /// Mount a running stack on a directory (FUSE): any program's I/O goes through the
+    /// emulated path.
+    Mount(mount::MountArgs),
     /// Run an object storage server (OSS) with its targets, until stopped.
     Oss(oss::OssArgs),
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
@@ -88,6 +93,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Journal(args)) => journal::run(args).await,
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
         Command::Lfs(args) => lfs::run(args).await,
+        Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,
         Command::SelftestNode(args) => selftest::node(args).await,
     }

@@ -273,6 +273,30 @@ impl OssService {
                     .map_err(storage_error)?;
                 self.stamp(&reply)
             }
+            opcode::STATFS => {
+                let op = decode::<pb::StatfsRequest>(body)?;
+                let ost = self.target(op.target)?;
+                let c = ost.statfs().await.map_err(|e| {
+                    ServiceError::new(
+                        errno::EIO,
+                        format!(
+                            "statfs of OST{:04} ({}): {e}",
+                            op.target,
+                            ost.dir().display()
+                        ),
+                    )
+                })?;
+                let reply = pb::StatfsReply {
+                    total_bytes: c.total_bytes,
+                    free_bytes: c.free_bytes,
+                    available_bytes: c.available_bytes,
+                    files: c.files,
+                    files_free: c.files_free,
+                    block_bytes: c.block_bytes,
+                    name_max: c.name_max,
+                };
+                return Ok(reply.encode_to_vec().into());
+            }
             other => {
                 return Err(ServiceError::new(
                     errno::EOPNOTSUPP,

@@ -1,0 +1,78 @@
+//! `iopath mount`: a running stack mounted as a directory, so any program does its I/O
+//! through the emulated path. Runs until Ctrl-C, SIGTERM or an unmount from outside
+//! (`fusermount3 -u`), then commits what it wrote and leaves the stack cleanly.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use iopath_fabric::Nid;
+use iopath_mount::Mount;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// `iopath mount`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MountArgs {
+    /// The metadata service's NID (printed when the stack starts).
+    #[arg(long, env = "IOPATH_MDS")]
+    mds: Nid,
+    /// Go through the fyod at this NID instead of straight to the storage servers.
+    #[arg(long)]
+    fyod: Option<Nid>,
+    /// An existing, empty directory to mount the stack on.
+    mountpoint: PathBuf,
+}
+
+/// Runs `iopath mount`: mounts, prints a READY line, waits for a signal or an unmount,
+/// unmounts, closes the client.
+pub async fn run(args: MountArgs) -> anyhow::Result<()> {
+    let MountArgs {
+        mds,
+        fyod,
+        mountpoint,
+    } = args;
+    let (node, client) = super::lfs::connect(mds, fyod).await?;
+    let mount = Mount::new(
+        client.clone(),
+        tokio::runtime::Handle::current(),
+        &mountpoint,
+    )
+    .context("mount the stack")?;
+    let via = fyod.map_or_else(
+        || "direct-attached".to_owned(),
+        |f| format!("through the fyod at {f}"),
+    );
+    println!(
+        "READY mounted the stack at {mds} on {} ({via}); Ctrl-C or `fusermount3 -u {}` unmounts",
+        mountpoint.display(),
+        mountpoint.display()
+    );
+    let mut interrupt = signal(SignalKind::interrupt()).context("catch SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("catch SIGTERM")?;
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    let why = loop {
+        tokio::select! {
+            _ = interrupt.recv() => break "interrupted",
+            _ = terminate.recv() => break "terminated",
+            _ = tick.tick() => if mount.is_finished() { break "unmounted from outside" },
+        }
+    };
+    eprintln!("iopath mount: {why}; unmounting {}", mountpoint.display());
+    let unmounted = tokio::task::spawn_blocking(move || mount.unmount())
+        .await
+        .context("unmount task")?;
+    // What the servers acknowledged is committed before this process, the only other copy,
+    // goes away (as `lfs` does).
+    let closed = client
+        .close()
+        .await
+        .context("commit what was written and disconnect: it may not survive a server crash");
+    node.shutdown();
+    if let Err(e) = unmounted {
+        eprintln!(
+            "iopath mount: unmount {}: {e}; clear it with `fusermount3 -u {}`",
+            mountpoint.display(),
+            mountpoint.display()
+        );
+    }
+    closed
+}
