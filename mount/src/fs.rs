@@ -640,6 +640,21 @@ impl Filesystem for IopathFs {
         reply.ok();
     }
 
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        // Objects have no preallocation: programs that ask (fio, cp) are told so and write
+        // instead, as on file systems without it.
+        reply.error(Errno::EOPNOTSUPP);
+    }
+
     // Extended attributes are not kept (Lustre keeps its layout in `lustre.lov`; here
     // `iopath lfs getstripe` reads it): every program that asks is told they are not
     // supported, which `cp -a` and `tar` take in their stride.

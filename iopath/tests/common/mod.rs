@@ -1,0 +1,193 @@
+//! What the tests that run real stacks share: `iopath`, and a stack of processes under
+//! `iopath up --processes` whose storage servers can be killed and started again.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `iopath` binary under test.
+pub fn iopath() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iopath"))
+}
+
+/// A stack running under `iopath up --processes`.
+pub struct Stack {
+    pub up: Child,
+    pub dir: tempfile::TempDir,
+    /// The metadata service's NID.
+    pub mds: String,
+    pub restarted: Vec<Child>,
+}
+
+impl Stack {
+    /// Starts the stack file `text` (its name is `crash-test.toml`).
+    pub fn start(text: &str) -> Stack {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("crash-test.toml");
+        std::fs::write(&file, text).unwrap();
+        // Another test's stack may take a port this one picked in the moment between the
+        // pick and its node's bind (a race of concurrent stacks on one machine): then the
+        // stack says so and is started again, a bounded number of times.
+        for _attempt in 0..5 {
+            let log = dir.path().join("up.log");
+            let mut up = iopath()
+                .args(["up", "--processes", "--stack"])
+                .arg(&file)
+                .arg("--dir")
+                .arg(dir.path().join("s"))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap();
+            let mut mds = None;
+            let mut ready = false;
+            for line in BufReader::new(up.stdout.take().unwrap()).lines() {
+                let line = line.unwrap();
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                if cols.first() == Some(&"mds") && cols.len() > 4 {
+                    mds = Some(cols[2].to_owned());
+                }
+                if line.starts_with("ready") {
+                    ready = true;
+                    break;
+                }
+            }
+            if ready {
+                return Stack {
+                    up,
+                    mds: mds.expect("up printed the mds"),
+                    dir,
+                    restarted: Vec::new(),
+                };
+            }
+            let _ = up.wait();
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(
+                said.contains("Address already in use"),
+                "the stack did not start: {said}"
+            );
+            let _ = std::fs::remove_dir_all(dir.path().join("s"));
+        }
+        panic!("the stack's ports were taken five times over");
+    }
+
+    pub fn storage(&self) -> PathBuf {
+        self.dir.path().join("s")
+    }
+
+    /// SIGKILL for the process of node `name`: no commit, no clean-shutdown marker.
+    pub fn kill(&self, name: &str) {
+        let pid = node_pid(&self.storage(), name).expect("the node's process is running");
+        let status = Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // Gone before anything else happens.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while node_pid(&self.storage(), name).is_some() {
+            assert!(Instant::now() < deadline, "{name} did not die");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts node `name` again on its own addresses and disk, as an operator would; returns
+    /// its admin address. Another test's stack, started meanwhile, may have picked the freed
+    /// port for a node of its own: then the start is tried again, for a bounded time, until
+    /// that stack is done with it.
+    pub fn restart(&mut self, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.start_node(name) {
+                Ok(admin) => return admin,
+                Err(why) if why.contains("Address already in use") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                Err(why) => panic!("{name} did not start again: {why}"),
+            }
+        }
+    }
+
+    /// One try at starting node `name`: its admin address, or what it said when it failed.
+    pub fn start_node(&mut self, name: &str) -> Result<String, String> {
+        let storage = self.storage();
+        let mut child = iopath()
+            .args(["node", "--stack"])
+            .arg(storage.join("stack.toml"))
+            .args(["--name", name, "--dir"])
+            .arg(storage.join(name))
+            .env("IOPATH_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let Some(admin) = wait_ready(child.stdout.take().unwrap()) else {
+            let output = child.wait_with_output().unwrap();
+            return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+        };
+        self.restarted.push(child);
+        Ok(admin)
+    }
+
+    pub fn lfs(&self, args: &[&str]) -> Output {
+        iopath()
+            .args(["lfs", "--mds", &self.mds])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Stops everything; returns what the restarted nodes logged.
+    pub fn stop(mut self) -> String {
+        drop(self.up.stdin.take());
+        let _ = self.up.wait();
+        let mut logs = String::new();
+        for mut child in self.restarted.drain(..) {
+            drop(child.stdin.take());
+            let output = child.wait_with_output().unwrap();
+            logs.push_str(&String::from_utf8_lossy(&output.stderr));
+        }
+        logs
+    }
+}
+
+/// Waits for the node's `READY NID ADMIN` line; returns the admin address, or `None` if the
+/// node ended without one.
+pub fn wait_ready(stdout: ChildStdout) -> Option<String> {
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    line.starts_with("READY ")
+        .then(|| line.split_whitespace().nth(2).unwrap().to_owned())
+}
+
+/// The pid of the `iopath node` process serving `name` under `storage`, if it runs.
+pub fn node_pid(storage: &Path, name: &str) -> Option<u32> {
+    let dir = storage.join(name);
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let named = args.windows(2).any(|w| w[0] == "--name" && w[1] == name);
+        let here = args
+            .windows(2)
+            .any(|w| w[0] == "--dir" && Path::new(&w[1]) == dir);
+        let alive = std::fs::read_to_string(entry.path().join("stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "));
+        if args.get(1).is_some_and(|a| a == "node") && named && here && alive {
+            return Some(pid);
+        }
+    }
+    None
+}

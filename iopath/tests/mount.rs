@@ -1,0 +1,468 @@
+//! Unmodified programs through `iopath mount`: `dd`, `cmp`, `cp -a`, `diff -r`, `fio` and
+//! plain POSIX calls on a stack of processes mounted with FUSE, a storage server killed under
+//! fio among them. Every byte goes through the client library (descriptors, pulls,
+//! checksums, journals, replay).
+//!
+//! Needs /dev/fuse, `fusermount3` (fuse3) and `fio`: scripts/test installs them; a machine
+//! without them fails these tests, saying which is missing.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{Stack, iopath};
+
+/// The recovery window of the stack's servers.
+const WINDOW_MS: u64 = 5_000;
+
+/// Two storage servers of two targets; files over all four in 1 MiB stripes; async journals
+/// that commit only when forced, so a killed server loses exactly what clients must replay.
+fn stack_file() -> String {
+    format!(
+        r#"name = "mount-test"
+description = "spider-mini's shape; async commits only when forced"
+
+[layout]
+stripe_size = "1m"
+stripe_count = 4
+
+[[networks]]
+name = "o2ib0"
+
+[[nodes]]
+name = "c"
+role = "client"
+count = 1
+nids = {{ o2ib0 = 100 }}
+
+[[nodes]]
+name = "oss"
+role = "oss"
+count = 2
+nids = {{ o2ib0 = 10 }}
+targets = 2
+journal = "async"
+commit_interval_ms = 60000
+recovery_window_ms = {WINDOW_MS}
+
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = {{ o2ib0 = 1 }}
+"#
+    )
+}
+
+/// A tool the tests need, or a loud failure naming it and who installs it.
+fn require(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(
+        found,
+        "{tool} is not installed: scripts/test installs it (apt-get install fuse3 fio)"
+    );
+    assert!(
+        Path::new("/dev/fuse").exists(),
+        "/dev/fuse is missing: this machine cannot mount FUSE file systems"
+    );
+}
+
+/// `iopath mount` of a stack, unmounted when dropped (also when a test fails).
+struct Mounted {
+    child: Option<Child>,
+    dir: PathBuf,
+    _scratch: tempfile::TempDir,
+}
+
+impl Mounted {
+    fn new(stack: &Stack) -> Mounted {
+        require("fusermount3");
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join("mnt");
+        std::fs::create_dir(&dir).unwrap();
+        let mut child = iopath()
+            .args(["mount", "--mds", &stack.mds])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("READY "), "iopath mount said {line:?}");
+        Mounted {
+            child: Some(child),
+            dir,
+            _scratch: scratch,
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// Ctrl-C: unmount, commit, leave. Returns whether `iopath mount` exited 0.
+    fn unmount(mut self) -> bool {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return true;
+        };
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.success();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = Command::new("fusermount3")
+                    .args(["-u", "-z"])
+                    .arg(&self.dir)
+                    .status();
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs a shell command line; panics with its output if it fails.
+fn sh(line: &str) -> String {
+    let out = Command::new("sh").args(["-c", line]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{line}` failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn dd_writes_and_cmp_reads_back_files_from_empty_to_a_gibibyte() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    // Sizes around every boundary the path has: empty, a byte, a page, a chunk, a stripe,
+    // a packet of 4 MiB, a stripe row, and a gibibyte.
+    let sizes: [u64; 10] = [
+        0,
+        1,
+        4095,
+        4096,
+        65_537,
+        (1 << 20) + 3,
+        (4 << 20) - 1,
+        (7 << 20) + 5,
+        64 << 20,
+        1 << 30,
+    ];
+    for size in sizes {
+        let from = src.path().join(format!("f{size}"));
+        sh(&format!(
+            "head -c {size} /dev/urandom > {from}",
+            from = from.display()
+        ));
+        let to = mnt.path(&format!("f{size}"));
+        sh(&format!(
+            "dd if={} of={} bs=1M status=none",
+            from.display(),
+            to.display()
+        ));
+        assert_eq!(std::fs::metadata(&to).unwrap().len(), size);
+        sh(&format!("cmp {} {}", from.display(), to.display()));
+        // Read again with another block size, not a divisor of the stripe.
+        sh(&format!(
+            "dd if={} bs=777k status=none | cmp - {}",
+            to.display(),
+            from.display()
+        ));
+    }
+    assert!(mnt.unmount(), "iopath mount exits 0 after Ctrl-C");
+    stack.stop();
+}
+
+#[test]
+fn cp_a_copies_a_nested_tree_that_diff_r_finds_equal() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let tree = src.path().join("tree");
+    for (dir, files) in [("", 3), ("a", 2), ("a/b", 4), ("a/b/c/d", 1), ("e", 0)] {
+        std::fs::create_dir_all(tree.join(dir)).unwrap();
+        for i in 0..files {
+            sh(&format!(
+                "head -c {} /dev/urandom > {}",
+                i * 300_001 + 17,
+                tree.join(dir).join(format!("file{i}")).display()
+            ));
+        }
+    }
+    std::fs::write(tree.join("empty"), b"").unwrap();
+    sh(&format!("cp -a {} {}", tree.display(), mnt.dir.display()));
+    sh(&format!(
+        "diff -r {} {}",
+        tree.display(),
+        mnt.path("tree").display()
+    ));
+    // And back out again, with a second tool.
+    let back = src.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    sh(&format!(
+        "tar -C {} -cf - tree | tar -C {} -xf -",
+        mnt.dir.display(),
+        back.display()
+    ));
+    sh(&format!(
+        "diff -r {} {}",
+        tree.display(),
+        back.join("tree").display()
+    ));
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn fio_verifies_striped_files_written_by_several_jobs_at_once() {
+    require("fio");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    // Four writers at once, each its own file over all four targets; then each reads its
+    // file back and checks every block's crc32c.
+    let out = sh(&format!(
+        "fio --name=verify --directory={} --rw=write --bs=1M --size=48M --numjobs=4 \
+         --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting \
+         --output-format=json",
+        mnt.dir.display()
+    ));
+    let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    let job = &json["jobs"][0];
+    assert_eq!(job["error"], 0, "fio reports no error: {job}");
+    assert_eq!(job["write"]["io_bytes"], 4 * 48 << 20);
+    assert_eq!(
+        job["read"]["io_bytes"],
+        4 * 48 << 20,
+        "verify read back everything"
+    );
+    // The files really are striped: lfs sees four objects on four targets.
+    let stripe = stack.lfs(&["getstripe", "/verify.0.0"]);
+    let text = String::from_utf8_lossy(&stripe.stdout);
+    assert!(text.contains("lmm_stripe_count:  4"), "{text}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn concurrent_writers_to_distinct_files_each_read_back_their_own() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let writers: Vec<(PathBuf, Child)> = (0..6)
+        .map(|i| {
+            let from = src.path().join(format!("w{i}"));
+            sh(&format!(
+                "head -c {} /dev/urandom > {}",
+                (i + 1) * 3_000_001,
+                from.display()
+            ));
+            let child = Command::new("dd")
+                .arg(format!("if={}", from.display()))
+                .arg(format!("of={}", mnt.path(&format!("w{i}")).display()))
+                .args(["bs=256k", "status=none"])
+                .spawn()
+                .unwrap();
+            (from, child)
+        })
+        .collect();
+    for (i, (from, mut child)) in writers.into_iter().enumerate() {
+        assert!(child.wait().unwrap().success(), "writer {i}");
+        sh(&format!(
+            "cmp {} {}",
+            from.display(),
+            mnt.path(&format!("w{i}")).display()
+        ));
+    }
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn names_truncate_and_errors_behave_as_posix_says() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let errno = |r: std::io::Result<()>| r.unwrap_err().raw_os_error().unwrap();
+    std::fs::write(mnt.path("a"), b"first").unwrap();
+    std::fs::write(mnt.path("b"), b"second").unwrap();
+    // A rename over an existing file replaces it; the old name is gone.
+    std::fs::rename(mnt.path("a"), mnt.path("b")).unwrap();
+    assert_eq!(std::fs::read(mnt.path("b")).unwrap(), b"first");
+    assert_eq!(
+        errno(std::fs::metadata(mnt.path("a")).map(drop)),
+        libc::ENOENT
+    );
+    // A directory renamed takes its subtree with it.
+    std::fs::create_dir_all(mnt.path("d/e")).unwrap();
+    std::fs::write(mnt.path("d/e/f"), b"deep").unwrap();
+    std::fs::rename(mnt.path("d"), mnt.path("moved")).unwrap();
+    assert_eq!(std::fs::read(mnt.path("moved/e/f")).unwrap(), b"deep");
+    assert_eq!(
+        errno(std::fs::metadata(mnt.path("d/e/f")).map(drop)),
+        libc::ENOENT
+    );
+    // Errors as POSIX names them.
+    assert_eq!(errno(std::fs::create_dir(mnt.path("moved"))), libc::EEXIST);
+    assert_eq!(
+        errno(std::fs::remove_dir(mnt.path("moved"))),
+        libc::ENOTEMPTY
+    );
+    assert_eq!(
+        errno(std::fs::write(mnt.path("b/x"), b"")),
+        libc::ENOTDIR,
+        "a file is not a directory"
+    );
+    assert_eq!(
+        errno(std::fs::remove_file(mnt.path("nothing"))),
+        libc::ENOENT
+    );
+    assert_eq!(errno(std::fs::remove_file(mnt.path("moved"))), libc::EISDIR);
+    // Unlink and rmdir remove.
+    std::fs::remove_file(mnt.path("moved/e/f")).unwrap();
+    std::fs::remove_dir(mnt.path("moved/e")).unwrap();
+    std::fs::remove_dir(mnt.path("moved")).unwrap();
+    let names: Vec<String> = std::fs::read_dir(&mnt.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["b"]);
+    // Truncate: cut, then extend with a hole that reads as zeros; O_TRUNC empties.
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8 | 1).collect();
+    std::fs::write(mnt.path("t"), &data).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mnt.path("t"))
+        .unwrap();
+    f.set_len(1_500_001).unwrap();
+    assert_eq!(std::fs::read(mnt.path("t")).unwrap(), &data[..1_500_001]);
+    f.set_len(2_500_000).unwrap();
+    let back = std::fs::read(mnt.path("t")).unwrap();
+    assert_eq!(&back[..1_500_001], &data[..1_500_001]);
+    assert!(
+        back[1_500_001..].iter().all(|&b| b == 0),
+        "the extension is a hole"
+    );
+    drop(f);
+    std::fs::write(mnt.path("t"), b"short").unwrap();
+    assert_eq!(std::fs::read(mnt.path("t")).unwrap(), b"short");
+    // statfs: the targets' file systems together, not made-up figures.
+    let df = sh(&format!("stat -f -c '%b %S' {}", mnt.dir.display()));
+    let blocks: u64 = df.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(blocks > 0, "df shows a size: {df}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn fio_verify_passes_after_a_storage_server_is_killed_under_it() {
+    require("fio");
+    let mut stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    // fio writes 2 x 96 MiB and then verifies; oss1 is SIGKILLed while it writes, with
+    // async journals that have committed nothing, and started again on the same disk. The
+    // mount's client must replay every write oss1 acknowledged for fio's verify to pass.
+    let fio = Command::new("fio")
+        .args([
+            "--name=crash",
+            &format!("--directory={}", mnt.dir.display()),
+            "--rw=write",
+            "--bs=1M",
+            "--size=96M",
+            "--numjobs=2",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--group_reporting",
+            "--output-format=json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill once some of the files are written.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::metadata(mnt.path("crash.0.0")).map_or(0, |m| m.len()) < 16 << 20 {
+        assert!(Instant::now() < deadline, "fio wrote nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stack.kill("oss1");
+    std::thread::sleep(Duration::from_millis(500));
+    stack.restart("oss1");
+    let out = fio.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fio failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let job = &json["jobs"][0];
+    assert_eq!(job["error"], 0);
+    assert_eq!(
+        job["read"]["io_bytes"],
+        2 * 96 << 20,
+        "every block verified"
+    );
+    assert!(mnt.unmount());
+    let logs = stack.stop();
+    let recoveries: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("recovery over"))
+        .collect();
+    assert!(!recoveries.is_empty(), "oss1 recovered: {logs}");
+    assert!(
+        recoveries.iter().all(|l| l.contains("evicted=0")),
+        "the mount's client replayed; nobody was evicted: {recoveries:?}"
+    );
+}
+
+#[test]
+fn a_mount_point_that_is_not_an_empty_directory_is_refused_clearly() {
+    let stack = Stack::start(&stack_file());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x"), b"").unwrap();
+    let out = iopath()
+        .args(["mount", "--mds", &stack.mds])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not empty"), "{err}");
+    let out = iopath()
+        .args(["mount", "--mds", &stack.mds])
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such directory"));
+    stack.stop();
+}
