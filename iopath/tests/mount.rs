@@ -259,10 +259,10 @@ fn fio_verifies_striped_files_written_by_several_jobs_at_once() {
     let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
     let job = &json["jobs"][0];
     assert_eq!(job["error"], 0, "fio reports no error: {job}");
-    assert_eq!(job["write"]["io_bytes"], 4 * 48 << 20);
+    assert_eq!(job["write"]["io_bytes"], (4 * 48) << 20);
     assert_eq!(
         job["read"]["io_bytes"],
-        4 * 48 << 20,
+        (4 * 48) << 20,
         "verify read back everything"
     );
     // The files really are striped: lfs sees four objects on four targets.
@@ -429,7 +429,7 @@ fn fio_verify_passes_after_a_storage_server_is_killed_under_it() {
     assert_eq!(job["error"], 0);
     assert_eq!(
         job["read"]["io_bytes"],
-        2 * 96 << 20,
+        (2 * 96) << 20,
         "every block verified"
     );
     assert!(mnt.unmount());
