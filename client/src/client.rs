@@ -434,15 +434,15 @@ impl Client {
     }
 
     /// The capacity of every storage target, in index order (Lustre's `lfs df`; a mount's
-    /// `statfs` is their sum). Direct-attached only: a compute node behind a fyod reaches no
-    /// storage server, and the fyod protocol has no statfs call.
+    /// `statfs` is their sum): asked of the servers, or of the fyod behind which they are.
     pub async fn statfs(&self) -> Result<Vec<TargetCapacity>, ClientError> {
-        if self.inner.fyod.is_some() {
-            return Err(ClientError::Unsupported(
-                "statfs through a fyod: the fyod protocol has no statfs call".to_owned(),
-            ));
-        }
-        let all = self.inner.targets().await?.statfs().await?;
+        let all = match &self.inner.fyod {
+            Some(fyod) => fyod
+                .statfs()
+                .await
+                .map_err(|e| ClientError::from_fyod("/", e))?,
+            None => self.inner.targets().await?.statfs().await?,
+        };
         Ok(all
             .into_iter()
             .map(|(target, r)| TargetCapacity {

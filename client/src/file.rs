@@ -306,20 +306,18 @@ impl File {
         }
     }
 
-    /// Cuts the file to `size_bytes`, or extends it with a hole (POSIX `ftruncate`).
-    /// Direct-attached only: a fyod has no truncate call (ASCI Red's had none either), so
-    /// through one this is [`ClientError::Unsupported`].
+    /// Cuts the file to `size_bytes`, or extends it with a hole (POSIX `ftruncate`): each
+    /// object to its share, by this client or by the fyod.
     pub async fn truncate(&self, size_bytes: u64) -> Result<(), ClientError> {
         let core = &self.inner.core;
         match &core.data {
             DataPath::Direct(targets) => targets.truncate(&core.layout, size_bytes).await,
-            DataPath::Fyod(_) => Err(ClientError::Unsupported(format!(
-                "truncate {} through a fyod: the fyod protocol has no truncate call",
-                core.path
-            ))),
+            DataPath::Fyod(file) => file
+                .truncate(size_bytes)
+                .await
+                .map_err(|e| ClientError::from_fyod(&core.path, e)),
         }
     }
-
     /// Commits every target of the file: afterwards no write to it needs keeping for replay.
     /// Asynchronous calls still queued are not waited for (as POSIX `fsync` does not wait
     /// for `aio`): `iowait` them first.

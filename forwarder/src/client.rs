@@ -183,6 +183,24 @@ impl FyodClient {
         FyodStats::from_wire(&reply)
     }
 
+    /// The capacity of every storage target behind the fyod, in index order.
+    pub async fn statfs(&self) -> Result<Vec<(u32, iopath_proto::ost::StatfsReply)>> {
+        let reply = self
+            .call(opcode::STATFS, pb::StatfsRequest {}.encode_to_vec().into())
+            .await?;
+        let reply = pb::StatfsReply::decode(reply.as_ref())
+            .map_err(|e| ForwarderError::malformed("statfs reply", e.to_string()))?;
+        reply
+            .targets
+            .into_iter()
+            .map(|t| {
+                t.capacity.map(|c| (t.target, c)).ok_or_else(|| {
+                    ForwarderError::malformed("statfs reply", "a target without its capacity")
+                })
+            })
+            .collect()
+    }
+
     /// Asks the fyod to commit every target this client has pinned memory for; the pinned
     /// regions are released.
     pub async fn commit(&self) -> Result<()> {
@@ -461,9 +479,26 @@ impl FyodFile {
             handle: self.inner.handle,
             seq,
             call: self.inner.call_default.to_wire() as i32,
+            size: 0,
         }
         .encode_to_vec()
         .into()
+    }
+
+    /// Cuts the file to `size_bytes`, or extends it with a hole.
+    pub async fn truncate(&self, size_bytes: u64) -> Result<()> {
+        self.call(opcode::TRUNCATE, |seq| {
+            pb::HandleRequest {
+                handle: self.inner.handle,
+                seq,
+                call: self.inner.call_default.to_wire() as i32,
+                size: size_bytes,
+            }
+            .encode_to_vec()
+            .into()
+        })
+        .await
+        .map(drop)
     }
 
     /// The file's size (glimpsed from its objects).

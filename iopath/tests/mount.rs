@@ -57,6 +57,49 @@ nids = {{ o2ib0 = 1 }}
     )
 }
 
+/// ASCI Red's shape: a compute node behind a fyod in `mode` (pfs or ufs) before the same
+/// two storage servers.
+fn fyod_stack_file(mode: &str) -> String {
+    format!(
+        r#"name = "mount-fyod-test"
+description = "a compute node behind a fyod"
+
+[layout]
+stripe_size = "1m"
+stripe_count = -1
+
+[[networks]]
+name = "mesh0"
+
+[[nodes]]
+name = "c"
+role = "client"
+count = 1
+nids = {{ mesh0 = 100 }}
+
+[[nodes]]
+name = "fyod"
+role = "fyod"
+count = 1
+nids = {{ mesh0 = 20 }}
+fyod_mode = "{mode}"
+
+[[nodes]]
+name = "oss"
+role = "oss"
+count = 2
+nids = {{ mesh0 = 10 }}
+targets = 2
+journal = "async"
+
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = {{ mesh0 = 1 }}
+"#
+    )
+}
+
 /// A tool the tests need, or a loud failure naming it and who installs it.
 fn require(tool: &str) {
     let found = Command::new("sh")
@@ -84,12 +127,22 @@ struct Mounted {
 
 impl Mounted {
     fn new(stack: &Stack) -> Mounted {
+        Self::with(stack, &[])
+    }
+
+    /// Mounted through the fyod at `fyod`.
+    fn through(stack: &Stack, fyod: &str) -> Mounted {
+        Self::with(stack, &["--fyod", fyod])
+    }
+
+    fn with(stack: &Stack, extra: &[&str]) -> Mounted {
         require("fusermount3");
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path().join("mnt");
         std::fs::create_dir(&dir).unwrap();
         let mut child = iopath()
             .args(["mount", "--mds", &stack.mds])
+            .args(extra)
             .arg(&dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -465,4 +518,59 @@ fn a_mount_point_that_is_not_an_empty_directory_is_refused_clearly() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such directory"));
     stack.stop();
+}
+
+/// Through a fyod, in PFS and UFS mode: data, a tree, truncate and statfs as direct-attached.
+fn through_a_fyod(mode: &str) {
+    let stack = Stack::start(&fyod_stack_file(mode));
+    let mnt = Mounted::through(&stack, stack.nid("fyod0"));
+    let src = tempfile::tempdir_in(".").unwrap();
+    let from = src.path().join("data");
+    sh(&format!(
+        "head -c 9000001 /dev/urandom > {}",
+        from.display()
+    ));
+    sh(&format!(
+        "dd if={} of={} bs=1M status=none && cmp {} {}",
+        from.display(),
+        mnt.path("data").display(),
+        from.display(),
+        mnt.path("data").display()
+    ));
+    std::fs::create_dir_all(mnt.path("d/e")).unwrap();
+    sh(&format!(
+        "cp {} {}",
+        from.display(),
+        mnt.path("d/e/copy").display()
+    ));
+    sh(&format!(
+        "cmp {} {}",
+        from.display(),
+        mnt.path("d/e/copy").display()
+    ));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mnt.path("data"))
+        .unwrap();
+    f.set_len(1_000_003).unwrap();
+    drop(f);
+    let original = std::fs::read(&from).unwrap();
+    assert_eq!(
+        std::fs::read(mnt.path("data")).unwrap(),
+        &original[..1_000_003]
+    );
+    let df = sh(&format!("stat -f -c '%b' {}", mnt.dir.display()));
+    assert!(df.trim().parse::<u64>().unwrap() > 0, "{df}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn through_a_pfs_fyod_data_truncate_and_statfs_work() {
+    through_a_fyod("pfs");
+}
+
+#[test]
+fn through_a_ufs_fyod_data_truncate_and_statfs_work() {
+    through_a_fyod("ufs");
 }

@@ -327,6 +327,40 @@ impl Backend {
             .collect()
     }
 
+    /// Cuts or extends each object to its size, all at once.
+    pub(crate) async fn punch_objects(&self, objects: Vec<(ObjectRef, u64)>) -> Result<()> {
+        let punched = self
+            .on_each(
+                objects,
+                |(o, _)| o.target,
+                |server, location, (o, size)| async move {
+                    server.ost.punch(location.index, o.object_id, size).await
+                },
+            )
+            .await?;
+        for (_, stamp) in punched {
+            stamp?;
+        }
+        Ok(())
+    }
+
+    /// The capacity of every target of the file system, asked of all at once, in index
+    /// order.
+    pub(crate) async fn statfs(&self) -> Result<Vec<(u32, iopath_proto::ost::StatfsReply)>> {
+        let list = self.mds.targets().await?;
+        let indices: Vec<u32> = list.targets.iter().map(|t| t.index).collect();
+        let all = self
+            .on_each(
+                indices,
+                |t| *t,
+                |server, location, _| async move { server.ost.statfs(location.index).await },
+            )
+            .await?;
+        all.into_iter()
+            .map(|(target, capacity)| Ok((target, capacity?)))
+            .collect()
+    }
+
     /// Commits the journals of `targets` (each once, however often named; an unknown one
     /// fails before anything is sent), all at once; afterwards everything written to them is
     /// durable.

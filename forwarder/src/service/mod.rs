@@ -75,6 +75,10 @@ pub mod opcode {
     pub const TOKEN_ACQUIRE: u32 = 11;
     /// Another fyod gives a MUNIX token back.
     pub const TOKEN_RELEASE: u32 = 12;
+    /// Cut or extend a file.
+    pub const TRUNCATE: u32 = 13;
+    /// The storage targets' capacity.
+    pub const STATFS: u32 = 14;
 }
 
 /// Permission bits of a file created without any asked for.
@@ -299,7 +303,7 @@ impl FyodService {
                 .await?
                 .encode_to_vec()
                 .into(),
-            opcode::FSYNC | opcode::CLOSE | opcode::SIZE => self
+            opcode::FSYNC | opcode::CLOSE | opcode::SIZE | opcode::TRUNCATE => self
                 .handle_call(source, request.opcode, decode(body)?)
                 .await?
                 .encode_to_vec()
@@ -316,6 +320,20 @@ impl FyodService {
                 .into()
             }
             opcode::STATS => self.stats().to_wire().encode_to_vec().into(),
+            opcode::STATFS => pb::StatfsReply {
+                targets: self
+                    .backend
+                    .statfs()
+                    .await?
+                    .into_iter()
+                    .map(|(target, capacity)| pb::TargetStatfs {
+                        target,
+                        capacity: Some(capacity),
+                    })
+                    .collect(),
+            }
+            .encode_to_vec()
+            .into(),
             opcode::TOKEN_ACQUIRE => {
                 let op: pb::TokenAcquireRequest = decode(body)?;
                 let holder = crate::policy::token::Holder {
@@ -547,7 +565,7 @@ impl FyodService {
         Ok(reply)
     }
 
-    /// fsync, close, size.
+    /// fsync, close, size, truncate.
     async fn handle_call(
         &self,
         source: Nid,
@@ -571,6 +589,12 @@ impl FyodService {
                     }
                     (opcode::SIZE, FileSystem::Ufs) => {
                         reply.size_bytes = self.ufs.size(&self.backend, &file).await?;
+                    }
+                    (opcode::TRUNCATE, FileSystem::Pfs) => {
+                        pfs::truncate(&self.backend, &file, op.size).await?
+                    }
+                    (opcode::TRUNCATE, FileSystem::Ufs) => {
+                        self.ufs.truncate(&self.backend, &file, op.size).await?
                     }
                     (_, mode) => {
                         // Close: the last call of the handle. Calls sent after it are refused.

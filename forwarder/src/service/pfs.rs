@@ -174,6 +174,19 @@ pub(crate) async fn size(backend: &Backend, file: &OpenFile) -> Result<u64> {
     Ok(file.layout.file_size_bytes(&sizes)?)
 }
 
+/// Cuts or extends the file to `size_bytes`: each object to its share of a file written
+/// densely up to there, all at once.
+pub(crate) async fn truncate(backend: &Backend, file: &OpenFile, size_bytes: u64) -> Result<()> {
+    let mut objects = Vec::with_capacity(file.layout.objects().len());
+    for (index, object) in file.layout.objects().iter().enumerate() {
+        objects.push((
+            *object,
+            file.layout.object_size_bytes(index as u32, size_bytes)?,
+        ));
+    }
+    backend.punch_objects(objects).await
+}
+
 /// Commits every target the file has an object on, all at once.
 pub(crate) async fn fsync(backend: &Backend, file: &OpenFile) -> Result<()> {
     let targets = file.layout.objects().iter().map(|o| o.target);

@@ -348,6 +348,21 @@ impl Ufs {
         self.flush_file(backend, file).await
     }
 
+    /// Cuts or extends the file: held-back bytes to storage first (so none lands past the
+    /// new end afterwards), then its one object.
+    pub(crate) async fn truncate(
+        &self,
+        backend: &Backend,
+        file: &OpenFile,
+        size_bytes: u64,
+    ) -> Result<()> {
+        let _file = self.lock(file.ino).await;
+        self.flush_file(backend, file).await?;
+        backend
+            .punch_objects(vec![(file.first_object(), size_bytes)])
+            .await
+    }
+
     /// The file's size: held-back bytes to storage, then its one object's size.
     pub(crate) async fn size(&self, backend: &Backend, file: &OpenFile) -> Result<u64> {
         let _file = self.lock(file.ino).await;

@@ -19,6 +19,8 @@ pub struct Stack {
     pub dir: tempfile::TempDir,
     /// The metadata service's NID.
     pub mds: String,
+    /// Every node's name and first NID, as `up` printed them.
+    pub nids: Vec<(String, String)>,
     pub restarted: Vec<Child>,
 }
 
@@ -44,12 +46,16 @@ impl Stack {
                 .spawn()
                 .unwrap();
             let mut mds = None;
+            let mut nids = Vec::new();
             let mut ready = false;
             for line in BufReader::new(up.stdout.take().unwrap()).lines() {
                 let line = line.unwrap();
                 let cols: Vec<&str> = line.split_whitespace().collect();
                 if cols.first() == Some(&"mds") && cols.len() > 4 {
                     mds = Some(cols[2].to_owned());
+                }
+                if cols.len() > 4 && cols[2].contains("@tcp") {
+                    nids.push((cols[0].to_owned(), cols[2].to_owned()));
                 }
                 if line.starts_with("ready") {
                     ready = true;
@@ -60,6 +66,7 @@ impl Stack {
                 return Stack {
                     up,
                     mds: mds.expect("up printed the mds"),
+                    nids,
                     dir,
                     restarted: Vec::new(),
                 };
@@ -73,6 +80,15 @@ impl Stack {
             let _ = std::fs::remove_dir_all(dir.path().join("s"));
         }
         panic!("the stack's ports were taken five times over");
+    }
+
+    /// The NID of node `name`, as `up` printed it.
+    pub fn nid(&self, name: &str) -> &str {
+        self.nids
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, nid)| nid.as_str())
+            .unwrap_or_else(|| panic!("up printed no node {name}"))
     }
 
     pub fn storage(&self) -> PathBuf {
