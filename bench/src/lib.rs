@@ -30,6 +30,7 @@ pub mod error;
 pub mod fio;
 pub mod ior;
 pub mod journal;
+pub mod mount;
 pub mod raw;
 pub mod report;
 pub mod selftest;

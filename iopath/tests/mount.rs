@@ -574,3 +574,41 @@ fn through_a_pfs_fyod_data_truncate_and_statfs_work() {
 fn through_a_ufs_fyod_data_truncate_and_statfs_work() {
     through_a_fyod("ufs");
 }
+
+#[test]
+fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
+    require("fio");
+    require("bindfs");
+    let dir = tempfile::tempdir_in(".").unwrap();
+    let out = iopath()
+        .args([
+            "bench", "mount", "--jobs", "2", "--size", "8m", "--json", "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let places = json["places"].as_array().unwrap();
+    let names: Vec<&str> = places.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["iopath mount", "bindfs passthrough", "raw directory"]
+    );
+    for p in places {
+        assert!(p["write_mib_s"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["read_mib_s"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert!(json["write_vs_passthrough"].as_f64().unwrap() > 0.0);
+    assert!(json["modeled"].as_str().unwrap().contains("nothing"));
+    // Nothing is left mounted, and the temporary directory is gone.
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(
+        !mounts.contains(&dir.path().display().to_string()),
+        "{mounts}"
+    );
+}

@@ -78,6 +78,9 @@ pub enum BenchCommand {
     /// IOR on a stack: IOR's flags and output, every byte read back and checked, beside the
     /// raw disk (and loopback TCP with --processes) measured in the same run.
     Ior(ior::IorArgs),
+    /// fio through an iopath mount, beside the same fio through a FUSE passthrough (bindfs)
+    /// and on the raw directory, in one run.
+    Mount(mount::BenchMountArgs),
 }
 
 /// Runs the command the command line names, to its end.
@@ -92,6 +95,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Lnetctl(args) => lnetctl::run(args).await,
         Command::Bench(BenchCommand::Journal(args)) => journal::run(args).await,
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
+        Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

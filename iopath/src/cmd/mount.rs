@@ -76,3 +76,51 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
     }
     closed
 }
+
+/// `iopath bench mount`'s options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchMountArgs {
+    /// The stack (default spider-mini, direct-attached).
+    #[command(flatten)]
+    choice: super::stack::StackArgs,
+    /// fio jobs, each writing and reading its own file.
+    #[arg(long, default_value_t = 4)]
+    jobs: u32,
+    /// Bytes each job writes and reads (k, m, g suffixes).
+    #[arg(long, default_value = "256m", value_parser = iopath_fabric::units::parse_size)]
+    size: u64,
+    /// Bytes per request (a multiple of 4k: the runs are O_DIRECT).
+    #[arg(long, default_value = "1m", value_parser = iopath_fabric::units::parse_size)]
+    bs: u64,
+    /// Directory for the stack's storage and the baselines' files; default: a temporary
+    /// directory in the current one.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `iopath bench mount`: progress on standard error, the table (or JSON) on standard
+/// output.
+pub async fn bench(args: BenchMountArgs) -> anyhow::Result<()> {
+    let mut choice: iopath_stack::StackChoice = args.choice.into();
+    if choice.preset.is_none() && choice.stack.is_none() {
+        choice.preset = Some("spider-mini".to_owned());
+    }
+    let options = iopath_bench::mount::MountOptions {
+        choice,
+        jobs: args.jobs,
+        size_bytes: args.size,
+        block_bytes: args.bs,
+        dir: args.dir,
+    };
+    let mut progress = |line: &str| eprintln!("{line}");
+    let result = iopath_bench::mount::measure(&options, &mut progress).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", iopath_bench::mount::table(&result));
+    }
+    Ok(())
+}
