@@ -612,3 +612,85 @@ fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
         "{mounts}"
     );
 }
+
+#[test]
+fn lfs_takes_paths_under_the_mount_and_new_files_take_their_directorys_layout() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    std::fs::create_dir(mnt.path("two")).unwrap();
+    // `lfs setstripe` on the mounted directory, with no --mds: the mount names its stack.
+    let dir = mnt.path("two");
+    let out = iopath()
+        .args(["lfs", "setstripe", "-c", "2", "-S", "2m"])
+        .arg(&dir)
+        .env_remove("IOPATH_MDS")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An unmodified program creates a file there: it takes the directory's default.
+    sh(&format!(
+        "head -c 5000000 /dev/urandom > {}",
+        mnt.path("two/f").display()
+    ));
+    let out = iopath()
+        .args(["lfs", "getstripe"])
+        .arg(mnt.path("two/f"))
+        .env_remove("IOPATH_MDS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("lmm_stripe_count:  2"), "{text}");
+    assert!(text.contains("lmm_stripe_size:   2097152"), "{text}");
+    assert!(text.starts_with("/two/f"), "named as in the stack: {text}");
+    // A path outside any mount, with no --mds, is a clear error.
+    let out = iopath()
+        .args(["lfs", "getstripe", "/nowhere/f"])
+        .env_remove("IOPATH_MDS")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("which stack?"));
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn a_mount_whose_process_died_is_reported_stale_with_the_command_that_clears_it() {
+    let stack = Stack::start(&stack_file());
+    let mut mnt = Mounted::new(&stack);
+    let child = mnt.child.as_mut().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = iopath()
+        .args(["mount", "--mds", &stack.mds])
+        .arg(&mnt.dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("stale"), "{err}");
+    assert!(
+        err.contains(&format!("fusermount3 -u {}", mnt.dir.display())),
+        "{err}"
+    );
+    // The command it names clears it.
+    let status = Command::new("fusermount3")
+        .arg("-u")
+        .arg(&mnt.dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    mnt.child = None;
+    let again = Mounted::new(&stack);
+    assert!(again.unmount());
+    stack.stop();
+}

@@ -66,10 +66,13 @@ impl Mount {
     /// Calls are answered on `runtime`, which must outlive the mount.
     pub fn new(client: Client, runtime: Handle, mountpoint: &Path) -> Result<Mount, MountError> {
         check_mount_point(mountpoint)?;
+        // The source names the stack, as Lustre's `mgsnode:/fsname` does: `iopath lfs` finds
+        // the metadata service of a path under the mount from it.
+        let source = format!("{}:/iopath", client.mds());
         let fs = IopathFs::new(client, runtime);
         let mut config = fuser::Config::default();
         config.mount_options = vec![
-            MountOption::FSName("iopath".to_owned()),
+            MountOption::FSName(source),
             MountOption::Subtype("iopath".to_owned()),
             MountOption::NoAtime,
             MountOption::DefaultPermissions,

@@ -27,9 +27,10 @@ const COPY_CHUNK_MAX_BYTES: u64 = 64 << 20;
 /// `iopath lfs`: where the stack is, and the command.
 #[derive(clap::Args, Debug)]
 pub struct LfsArgs {
-    /// The metadata service's NID (printed when the stack starts).
+    /// The metadata service's NID (printed when the stack starts). Not needed for paths
+    /// under an `iopath mount`: the mount names its stack.
     #[arg(long, env = "IOPATH_MDS")]
-    mds: Nid,
+    mds: Option<Nid>,
     /// Go through the fyod at this NID instead of straight to the storage servers.
     #[arg(long)]
     fyod: Option<Nid>,
@@ -100,7 +101,22 @@ pub enum LfsCommand {
 /// Runs `iopath lfs`: a client node of its own on the MDS's network, the command, the client
 /// closed, then what the command printed.
 pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
-    let LfsArgs { mds, fyod, command } = args;
+    let LfsArgs {
+        mds,
+        fyod,
+        mut command,
+    } = args;
+    let mds = match (mds, command.stack_path_mut().and_then(|p| on_a_mount(p))) {
+        // A path under a mount: the mount's stack, the path inside it.
+        (_, Some((mount_mds, inside))) => {
+            *command.stack_path_mut().expect("just seen") = inside;
+            mount_mds
+        }
+        (Some(mds), None) => mds,
+        (None, None) => bail!(
+            "which stack? give --mds NID (or set IOPATH_MDS), or a path under an `iopath mount`"
+        ),
+    };
     let (node, client) = connect(mds, fyod).await?;
     let mut out = Vec::new();
     let result = run_to(&client, command, &mut out).await;
@@ -119,6 +135,58 @@ pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
             .context("write to standard output")?;
     }
     result.and(closed)
+}
+
+impl LfsCommand {
+    /// The path in the stack's namespace the command works on.
+    fn stack_path_mut(&mut self) -> Option<&mut String> {
+        match self {
+            LfsCommand::Setstripe { path, .. }
+            | LfsCommand::Getstripe { path }
+            | LfsCommand::Ls { path }
+            | LfsCommand::Stat { path }
+            | LfsCommand::Rm { path } => Some(path),
+            LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => Some(remote),
+        }
+    }
+}
+
+/// If `path` (as given on the command line) lies under an `iopath mount` of this machine:
+/// the mounted stack's metadata service and the path inside the stack, as Lustre's `lfs`
+/// takes paths under a Lustre mount. A mount names its stack in its source, as Lustre's
+/// `mgsnode:/fsname` does: `NID:/iopath`.
+fn on_a_mount(path: &str) -> Option<(Nid, String)> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    let mut best: Option<(usize, Nid, String)> = None;
+    for line in mounts.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(source), Some(point), Some(kind)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        // `fuse.iopath` through fusermount; `fuse` when root mounts directly.
+        if kind != "fuse.iopath" && kind != "fuse" {
+            continue;
+        }
+        let Some(mds) = source
+            .strip_suffix(":/iopath")
+            .and_then(|n| n.parse::<Nid>().ok())
+        else {
+            continue;
+        };
+        // Mount points are written with spaces and tabs as octal escapes.
+        let point = point.replace("\\040", " ").replace("\\011", "\t");
+        let Ok(inside) = absolute.strip_prefix(&point) else {
+            continue;
+        };
+        if best.as_ref().is_some_and(|(len, ..)| *len >= point.len()) {
+            continue;
+        }
+        let inside = format!("/{}", inside.display());
+        best = Some((point.len(), mds, inside));
+    }
+    best.map(|(_, mds, inside)| (mds, inside))
 }
 
 /// A client of the stack whose metadata service is `mds` (through the fyod `fyod`, if
