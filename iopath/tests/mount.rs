@@ -694,3 +694,37 @@ fn a_mount_whose_process_died_is_reported_stale_with_the_command_that_clears_it(
     assert!(again.unmount());
     stack.stop();
 }
+
+#[test]
+fn a_storage_server_that_stays_down_is_an_io_error_not_a_hang() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    std::fs::write(mnt.path("f"), vec![7u8; 4 << 20]).unwrap();
+    sh(&format!("sync {}", mnt.path("f").display()));
+    stack.kill("oss1");
+    // The read needs oss1's objects: the client reconnects for a bounded time, then the
+    // program is told. `timeout` only guards the test against a hang; it is not a speed.
+    let started = Instant::now();
+    let out = Command::new("timeout")
+        .args(["300", "cat"])
+        .arg(mnt.path("f"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(124), "cat hung for 300 s");
+    assert!(!out.status.success());
+    assert!(err.contains("Input/output error"), "{err}");
+    eprintln!(
+        "the read failed after {:.1} s: {}",
+        started.elapsed().as_secs_f64(),
+        err.trim()
+    );
+    // Leaving, the mount cannot commit on the server that is down: it says so and exits 1.
+    assert!(
+        !mnt.unmount(),
+        "iopath mount reports the close it could not finish"
+    );
+    stack.stop();
+}

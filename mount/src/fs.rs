@@ -127,12 +127,22 @@ impl Shared {
 }
 
 /// The errno the kernel is given for a client error: the client's own, with the ones no
-/// POSIX program expects from a file (a checksum that never matched, a protocol error, a
-/// busy server) said as EIO.
+/// POSIX program expects from a file said as EIO.
 pub fn posix_errno(error: &ClientError) -> Errno {
     let code = error.errno() as i32;
     match code {
-        libc::EBADMSG | libc::EPROTO | libc::EBUSY | libc::EUSERS | libc::EINPROGRESS => Errno::EIO,
+        // A checksum that never matched, a malformed reply, a busy or recovering server, a
+        // server that cannot be reached or has shut down: what a Lustre client's
+        // programs see as EIO (the log says which).
+        libc::EBADMSG
+        | libc::EPROTO
+        | libc::EBUSY
+        | libc::EUSERS
+        | libc::EINPROGRESS
+        | libc::EHOSTUNREACH
+        | libc::ETIMEDOUT
+        | libc::ESHUTDOWN
+        | libc::ENOTCONN => Errno::EIO,
         0 => Errno::EIO,
         code => Errno::from_i32(code),
     }

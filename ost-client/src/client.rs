@@ -35,9 +35,15 @@ use crate::id::ClientId;
 use crate::replay::{Kept, KeptData, ReplayList};
 use crate::wire::{OST_PORTAL, is_connection_error, opcode};
 
-/// How often, and how long, a client tries to reach a restarting server before giving up.
+/// How often a client tries to reach a starting server whose service is not registered yet.
 const RECONNECT_ATTEMPTS: u32 = 100;
 const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+/// How long a call keeps trying a server it cannot reach (gone, restarting) before the
+/// caller is told: a bound in time, not in tries, because a try against a dead peer can
+/// itself take seconds (the fabric's resends). A server restarted within this is replayed
+/// to as if nothing happened; one that stays down is an error (EIO through a mount) after
+/// about this long, never a hang.
+pub const UNREACHABLE_FOR_MAX: Duration = Duration::from_secs(20);
 /// The longest a call waits for a server in recovery, whatever the server says its window
 /// is: a bound of our own on what a peer tells us.
 const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(600);
@@ -282,7 +288,7 @@ impl OstClient {
     /// last (its hard deadline, bounded by [`RECOVERY_WAIT_MAX`]), and says once that it waits.
     async fn call(&self, op: u32, body: Bytes) -> Result<pb::OpReply, FabricError> {
         self.check_connected()?;
-        let mut attempts = 0;
+        let mut unreachable_since: Option<tokio::time::Instant> = None;
         let mut waiting_since: Option<tokio::time::Instant> = None;
         loop {
             let error = match self
@@ -333,8 +339,12 @@ impl OstClient {
                     let left = until.map_or(0, |u| u.saturating_duration_since(now).as_secs());
                     warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
                 }
-            } else if is_connection_error(&error) && attempts < RECONNECT_ATTEMPTS {
-                attempts += 1;
+            } else if is_connection_error(&error)
+                && unreachable_since
+                    .get_or_insert_with(tokio::time::Instant::now)
+                    .elapsed()
+                    < UNREACHABLE_FOR_MAX
+            {
                 tokio::time::sleep(RECONNECT_PAUSE).await;
             } else {
                 return Err(error);
