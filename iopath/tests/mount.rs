@@ -728,3 +728,41 @@ fn a_storage_server_that_stays_down_is_an_io_error_not_a_hang() {
     );
     stack.stop();
 }
+
+#[test]
+fn up_mount_mounts_the_stack_it_starts_and_unmounts_when_it_stops() {
+    require("fusermount3");
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("mnt");
+    std::fs::create_dir(&dir).unwrap();
+    let mut up = iopath()
+        .args(["up", "--preset", "spider-mini", "--mount"])
+        .arg(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("ready") {
+            break;
+        }
+    }
+    assert!(said.contains("mounted: the client on c0"), "{said}");
+    let data: Vec<u8> = (0..2_500_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    std::fs::write(dir.join("f"), &data).unwrap();
+    assert_eq!(std::fs::read(dir.join("f")).unwrap(), data);
+    drop(up.stdin.take());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert!(up.wait().unwrap().success());
+    assert_eq!(rest.last().map(String::as_str), Some("stopped"), "{rest:?}");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(
+        !mounts.contains(&dir.display().to_string()),
+        "unmounted: {mounts}"
+    );
+}

@@ -665,6 +665,21 @@ impl Filesystem for IopathFs {
         reply.error(Errno::EOPNOTSUPP);
     }
 
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // A file here is no terminal or device (programs ask: isatty is TCGETS).
+        reply.error(Errno::ENOTTY);
+    }
+
     // Extended attributes are not kept (Lustre keeps its layout in `lustre.lov`; here
     // `iopath lfs getstripe` reads it): every program that asks is told they are not
     // supported, which `cp -a` and `tar` take in their stride.

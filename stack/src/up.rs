@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use crate::choice::StackChoice;
 use crate::describe;
 use crate::error::StackError;
-use crate::runtime::{EmbeddedStack, Launcher, Mode, ProcessStack, RunningNode, StorageDir};
+use crate::runtime::{
+    EmbeddedStack, Launcher, Mode, ProcessStack, RunningNode, StorageDir, client_config,
+};
 use crate::schema::{RoleName, Stack};
 
 /// What `iopath up` runs.
@@ -38,12 +40,21 @@ pub struct NodeProcessConfig {
     pub admin: SocketAddr,
 }
 
+/// What `iopath up --mount` does with the client it connects on the stack's first client
+/// node: mounts it, returning what unmounts when dropped (the stack crate knows nothing of
+/// FUSE; the binary brings it).
+pub type Mounter =
+    Box<dyn FnOnce(iopath_client::Client) -> Result<Box<dyn std::any::Any + Send>, String> + Send>;
+
 /// Runs `iopath up`: starts the stack, prints its nodes to `out`, and runs until `stop`
-/// completes (it is awaited only once the stack is up and printed).
+/// completes (it is awaited only once the stack is up and printed). With `mount`, a client
+/// on the stack's first client node is handed to it once the stack is up, and is closed
+/// (every acknowledged write committed) after the mount goes, before the stack stops.
 pub async fn up_until(
     args: &UpConfig,
     out: &mut dyn Write,
     stop: impl Future<Output = ()>,
+    mount: Option<Mounter>,
 ) -> Result<(), StackError> {
     let stack = args.choice.load()?;
     let storage = match &args.dir {
@@ -82,8 +93,20 @@ pub async fn up_until(
                 "\n{}",
                 describe::node_table(running.stack(), &admin)
             ));
+            let client_node = running
+                .nodes()
+                .into_iter()
+                .find(|n| n.role == RoleName::Client);
+            let mounted = match (mount, client_node) {
+                (Some(mounter), Some(node)) => {
+                    Some(mount_on(running.stack(), node, mounter, &mut say).await?)
+                }
+                (Some(_), None) => return Err(no_client_to_mount(running.stack())),
+                (None, _) => None,
+            };
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
+            unmount(mounted).await;
             running.stop().await?;
         }
         Mode::Processes => {
@@ -113,13 +136,71 @@ pub async fn up_until(
                  runs (iopath demo, iopath bench ior), on the addresses above"
                     .into(),
             );
+            let mut clients = Vec::new();
+            let mounted = match mount {
+                Some(mounter) => {
+                    clients = running.start_clients().await?;
+                    let Some(node) = clients.first() else {
+                        return Err(no_client_to_mount(running.stack()));
+                    };
+                    Some(mount_on(running.stack(), node, mounter, &mut say).await?)
+                }
+                None => None,
+            };
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
+            unmount(mounted).await;
+            for client in clients {
+                client.stop().await?;
+            }
             running.stop().await?;
         }
     }
     say("stopped".into());
     Ok(())
+}
+
+/// A mount and the client behind it.
+type Mounted = (Box<dyn std::any::Any + Send>, iopath_client::Client);
+
+/// Connects the client library on `node` and hands it to `mounter`.
+async fn mount_on(
+    stack: &Stack,
+    node: &RunningNode,
+    mounter: Mounter,
+    say: &mut dyn FnMut(String),
+) -> Result<Mounted, StackError> {
+    let what = format!("connect the client on {} ({})", node.name, node.node.nid());
+    let client = iopath_client::Client::connect(client_config(stack, node))
+        .await
+        .map_err(|e| StackError::io(what, e))?;
+    let guard = mounter(client.clone()).map_err(|why| StackError::Io {
+        what: format!("mount the stack from {}", node.name),
+        why,
+    })?;
+    say(format!(
+        "mounted: the client on {} answers the mount (its programs' I/O takes that node's path)",
+        node.name
+    ));
+    Ok((guard, client))
+}
+
+/// Unmounts (off the runtime: it waits for the calls in progress), then closes the client.
+async fn unmount(mounted: Option<Mounted>) {
+    let Some((guard, client)) = mounted else {
+        return;
+    };
+    let _ = tokio::task::spawn_blocking(move || drop(guard)).await;
+    if let Err(e) = client.close().await {
+        tracing::warn!("close the mount's client: {e}");
+    }
+}
+
+fn no_client_to_mount(stack: &Stack) -> StackError {
+    StackError::Io {
+        what: "mount the stack".into(),
+        why: format!("{} has no client node to mount from", stack.origin),
+    }
 }
 
 /// Runs `iopath node`: one node of a resolved stack file, until its standard input closes,

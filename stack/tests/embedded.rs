@@ -54,7 +54,7 @@ async fn up_prints_every_node_with_its_admin_address_and_stops() {
     };
     let mut out = Vec::new();
     // Stop as soon as it is up.
-    iopath_stack::up::up_until(&args, &mut out, std::future::ready(()))
+    iopath_stack::up::up_until(&args, &mut out, std::future::ready(()), None)
         .await
         .unwrap();
     let text = String::from_utf8(out).unwrap();
@@ -89,7 +89,7 @@ async fn up_refuses_a_bad_stack_file_with_the_field_named() {
         },
         ..Default::default()
     };
-    let error = iopath_stack::up::up_until(&args, &mut Vec::new(), std::future::ready(()))
+    let error = iopath_stack::up::up_until(&args, &mut Vec::new(), std::future::ready(()), None)
         .await
         .unwrap_err()
         .to_string();

@@ -50,6 +50,10 @@ pub struct UpArgs {
     /// restart with the same directory recovers it). Default: a temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Mount the stack on this (existing, empty) directory once it is up, from its first
+    /// client node, as `iopath mount` does; unmounted when the stack stops.
+    #[arg(long, value_name = "DIR")]
+    mount: Option<PathBuf>,
 }
 
 /// `iopath node`: run one node of a stack file as a process of its own.
@@ -97,7 +101,15 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         processes: args.processes,
         dir: args.dir,
     };
-    iopath_stack::up::up_until(&config, &mut std::io::stdout(), wait_for_stop()).await?;
+    let mounter = args.mount.map(|dir| -> iopath_stack::up::Mounter {
+        let runtime = tokio::runtime::Handle::current();
+        Box::new(move |client| {
+            iopath_mount::Mount::new(client, runtime, &dir)
+                .map(|m| Box::new(m) as Box<dyn std::any::Any + Send>)
+                .map_err(|e| e.to_string())
+        })
+    });
+    iopath_stack::up::up_until(&config, &mut std::io::stdout(), wait_for_stop(), mounter).await?;
     Ok(())
 }
 
