@@ -49,6 +49,7 @@ pub use file::File;
 pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
 pub use iopath_mds::{DirEntry, FileType};
+pub use iopath_ost_client::UNREACHABLE_FOR_MAX;
 pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
 pub use stat::{FileStat, StripeInfo, TargetCapacity};
 pub use stream::BufferedStream;

@@ -22,7 +22,7 @@ pub mod ping;
 pub mod replay;
 pub mod wire;
 
-pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, Stamp};
+pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, Stamp, UNREACHABLE_FOR_MAX};
 pub use connections::{LostWrites, OstConnections};
 pub use error::OstClientError;
 pub use id::ClientId;

@@ -49,11 +49,33 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
     let mut interrupt = signal(SignalKind::interrupt()).context("catch SIGINT")?;
     let mut terminate = signal(SignalKind::terminate()).context("catch SIGTERM")?;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+    // The stack is watched: a metadata service that stops answering for as long as a
+    // storage server may (the stack was stopped) unmounts, rather than leave a directory
+    // whose every call fails.
+    let mut watch = tokio::time::interval(std::time::Duration::from_secs(2));
+    let mut silent_since: Option<tokio::time::Instant> = None;
     let why = loop {
         tokio::select! {
             _ = interrupt.recv() => break "interrupted",
             _ = terminate.recv() => break "terminated",
             _ = tick.tick() => if mount.is_finished() { break "unmounted from outside" },
+            _ = watch.tick() => {
+                let answered = tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    client.stat("/"),
+                )
+                .await
+                .is_ok_and(|r| r.is_ok());
+                if answered {
+                    silent_since = None;
+                } else if silent_since
+                    .get_or_insert_with(tokio::time::Instant::now)
+                    .elapsed()
+                    >= iopath_client::UNREACHABLE_FOR_MAX
+                {
+                    break "the stack's metadata service stopped answering (the stack stopped?)";
+                }
+            }
         }
     };
     eprintln!("iopath mount: {why}; unmounting {}", mountpoint.display());
