@@ -84,7 +84,7 @@ impl Drop for ClientInner {
                 client = %self.client_id,
                 kept_bytes = kept,
                 kept_writes = writes,
-                "client dropped without close: it held {kept} bytes of acknowledged writes its servers had not committed;                  they are lost if a server crashes before its next commit (Client::close commits them first)"
+                "client dropped without close: it held {kept} bytes of acknowledged writes its servers had not committed; they are lost if a server crashes before its next commit (Client::close commits them first)"
             );
         }
     }

@@ -78,16 +78,24 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
             }
         }
     };
+    let stack_gone = why.starts_with("the stack's metadata service");
     eprintln!("iopath mount: {why}; unmounting {}", mountpoint.display());
     let unmounted = tokio::task::spawn_blocking(move || mount.unmount())
         .await
         .context("unmount task")?;
     // What the servers acknowledged is committed before this process, the only other copy,
-    // goes away (as `lfs` does).
-    let closed = client
-        .close()
-        .await
-        .context("commit what was written and disconnect: it may not survive a server crash");
+    // goes away (as `lfs` does). A stack that stopped has nobody to commit with: that is an
+    // error only if this client still holds writes it was told were written.
+    let closed = if stack_gone && client.kept_bytes() == 0 {
+        Err(anyhow::anyhow!(
+            "the stack at {mds} stopped answering; unmounted (no write of this mount was left uncommitted)"
+        ))
+    } else {
+        client
+            .close()
+            .await
+            .context("commit what was written and disconnect: it may not survive a server crash")
+    };
     node.shutdown();
     if let Err(e) = unmounted {
         eprintln!(
