@@ -766,3 +766,24 @@ fn up_mount_mounts_the_stack_it_starts_and_unmounts_when_it_stops() {
         "unmounted: {mounts}"
     );
 }
+
+#[test]
+fn a_mount_whose_stack_stops_unmounts_and_exits_1() {
+    let stack = Stack::start(&stack_file());
+    let mut mnt = Mounted::new(&stack);
+    assert!(std::fs::read_dir(&mnt.dir).unwrap().next().is_none());
+    stack.stop();
+    // The mount watches its metadata service; silent for about 20 s, it unmounts.
+    let mut child = mnt.child.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the mount outlived its stack");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!status.success(), "a mount that lost its stack exits 1");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    assert!(!mounts.contains(&mnt.dir.display().to_string()), "{mounts}");
+}
