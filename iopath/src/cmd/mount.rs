@@ -30,6 +30,9 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
         fyod,
         mountpoint,
     } = args;
+    // Caught from the start: a Ctrl-C right after READY unmounts cleanly too.
+    let mut interrupt = signal(SignalKind::interrupt()).context("catch SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("catch SIGTERM")?;
     let (node, client) = super::lfs::connect(mds, fyod).await?;
     let mount = Mount::new(
         client.clone(),
@@ -46,8 +49,6 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
         mountpoint.display(),
         mountpoint.display()
     );
-    let mut interrupt = signal(SignalKind::interrupt()).context("catch SIGINT")?;
-    let mut terminate = signal(SignalKind::terminate()).context("catch SIGTERM")?;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
     // The stack is watched: a metadata service that stops answering for as long as a
     // storage server may (the stack was stopped) unmounts, rather than leave a directory
