@@ -159,7 +159,10 @@ async fn answers_sent_for_peers_are_bounded_and_dropped_ones_are_asked_for_again
         .await
         .remove(0);
     TestService::install(&puller);
-    let data = Bytes::from(pattern(1 << 20, 3));
+    // 4 MiB each: every pull asks for a window of chunks at once, so 16 pulls put far more
+    // than 2 answers in demand at the same moment however the threads are scheduled (with
+    // one chunk each, a loaded machine could serve them one after another and drop none).
+    let data = Bytes::from(pattern(4 << 20, 3));
     let mut tasks = Vec::new();
     for _ in 0..16 {
         let (owner, puller, data) = (owner.clone(), puller.nid(), data.clone());
