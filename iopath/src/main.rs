@@ -11,12 +11,24 @@ use clap::Parser;
 async fn main() -> std::process::ExitCode {
     match run(cmd::Cli::parse()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // The reader went away (`iopath topo layout --csv | head`): nothing to say, as for
+        // any Unix tool, and the status a shell gives a process SIGPIPE ended (128 + 13).
+        Err(error) if is_broken_pipe(&error) => std::process::ExitCode::from(141),
         Err(error) => {
             // The chain of causes, one line: what failed and why, without a backtrace.
             eprintln!("iopath: error: {}", one_line(&error));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Whether the error is a write to a pipe whose reader has gone.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// An error and its causes on one line, each said once: many of the libraries' messages
@@ -40,7 +52,9 @@ async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
     use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(
+            // IOPATH_LOG, else RUST_LOG as Rust programs' users expect, else warnings.
             tracing_subscriber::EnvFilter::try_from_env("IOPATH_LOG")
+                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)

@@ -264,3 +264,107 @@ fn lnetctl_adds_shows_and_refuses_routes() {
     drop(router.stdin.take());
     assert!(router.wait().unwrap().success());
 }
+
+#[test]
+fn completion_scripts_are_generated_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = iopath().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        for command in ["mount", "lfs", "bench", "topo"] {
+            assert!(script.contains(command), "{shell} completes {command}");
+        }
+    }
+    // bash can read what it is given.
+    let out = iopath().args(["completions", "bash"]).output().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("iopath.bash");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let status = Command::new("bash").arg("-n").arg(&file).status().unwrap();
+    assert!(status.success(), "bash -n accepts the script");
+    assert!(
+        !iopath()
+            .args(["completions", "tcsh"])
+            .output()
+            .unwrap()
+            .status
+            .success(),
+        "an unknown shell is refused"
+    );
+}
+
+#[test]
+fn man_pages_are_generated_from_the_flags() {
+    let out = iopath().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH iopath 1"), "{page}");
+    let dir = tempfile::tempdir().unwrap();
+    let status = iopath()
+        .args(["man", "--dir"])
+        .arg(dir.path().join("man1"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mount = std::fs::read_to_string(dir.path().join("man1/iopath-mount.1")).unwrap();
+    assert!(mount.contains("\\-\\-fyod"), "{mount}");
+    assert!(dir.path().join("man1/iopath-lfs-setstripe.1").exists());
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    for args in [
+        &["topo", "layout", "--csv"][..],
+        &["topo", "layout", "--json"][..],
+        &["completions", "bash"][..],
+        &["man"][..],
+    ] {
+        let mut child = iopath()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader is gone before the first line (as after `| head -0`), so every one
+        // of these writes into a closed pipe.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.is_empty(), "{args:?} said {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(141),
+            "{args:?} ends as a process SIGPIPE ended would"
+        );
+    }
+}
+
+#[test]
+fn the_log_variables_are_documented_and_rust_log_is_honoured() {
+    let help = iopath().arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(
+        help.contains("IOPATH_LOG") && help.contains("RUST_LOG"),
+        "{help}"
+    );
+    // RUST_LOG alone turns on info messages (a stack says its nodes started).
+    let out = iopath()
+        .args(["up", "--preset", "spider-mini"])
+        .env_remove("IOPATH_LOG")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("INFO"), "{err}");
+    // IOPATH_LOG wins over RUST_LOG.
+    let out = iopath()
+        .args(["up", "--preset", "spider-mini"])
+        .env("IOPATH_LOG", "error")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("INFO"));
+}

@@ -150,12 +150,10 @@ pub async fn run(args: JournalArgs) -> anyhow::Result<()> {
     write(line.lock().unwrap_or_else(PoisonError::into_inner).finish());
     let report = measured?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).context("encode the report as JSON")?
-        );
+        let json = serde_json::to_string_pretty(&report).context("encode the report as JSON")?;
+        writeln!(std::io::stdout(), "{json}").context("write the report")?;
     } else {
-        print!("{}", render(&report));
+        write!(std::io::stdout(), "{}", render(&report)).context("write the report")?;
     }
     Ok(())
 }

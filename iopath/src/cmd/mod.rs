@@ -23,16 +23,23 @@ pub mod selftest;
 pub mod stack;
 pub mod topo;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 /// Emulate the HPC I/O path — clients, forwarders, routers, journaling storage servers — and
 /// measure how bytes travel through it.
 #[derive(Debug, Parser)]
-#[command(name = "iopath", version, about)]
+#[command(name = "iopath", version, about, after_help = LOGGING_HELP)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// What `iopath --help` says of the log, after the commands.
+pub const LOGGING_HELP: &str = "\
+Logging: messages go to standard error, warnings and errors only by default. Set IOPATH_LOG (or,
+if it is unset, RUST_LOG) to error, warn, info, debug or trace, or to a tracing filter such as
+`iopath_storage_server=debug,info`. Colour only when standard error is a terminal.";
 
 /// Every command, in the order `iopath --help` lists them.
 #[derive(Debug, Subcommand)]
@@ -63,6 +70,18 @@ pub enum Command {
     Mount(mount::MountArgs),
     /// Run an object storage server (OSS) with its targets, until stopped.
     Oss(oss::OssArgs),
+    /// Print a shell completion script for iopath (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print iopath's man page (roff) to standard output, or with --dir write one page per
+    /// command there (iopath.1, iopath-lfs.1, ...).
+    Man {
+        /// Write a page per command into this directory instead.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
     #[command(hide = true)]
     SelftestNode(selftest::SelftestNodeArgs),
@@ -100,5 +119,35 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,
         Command::SelftestNode(args) => selftest::node(args).await,
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            // Into memory first: the generator panics on a failed write (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "iopath", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)
+                .context("write the completion script")
+        }
+        Command::Man { dir } => man(dir),
+    }
+}
+
+/// `iopath man`: the top page to standard output, or every command's page into `dir`.
+fn man(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let command = <Cli as clap::CommandFactory>::command();
+    match dir {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command)
+                .render(&mut page)
+                .context("render the man page")?;
+            std::io::Write::write_all(&mut std::io::stdout(), &page).context("write the man page")
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+            clap_mangen::generate_to(command, &dir)
+                .with_context(|| format!("write the man pages into {}", dir.display()))?;
+            Ok(())
+        }
     }
 }

@@ -148,7 +148,8 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
     };
     let report = selftest::run(&config, &mut progress).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let json = serde_json::to_string_pretty(&report)?;
+        writeln!(std::io::stdout(), "{json}").map_err(anyhow::Error::from)?;
     } else {
         print!("{}", selftest::render(&report));
     }
