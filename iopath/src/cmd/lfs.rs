@@ -91,6 +91,22 @@ pub enum LfsCommand {
         /// The local file to write (replaced if it exists).
         local: PathBuf,
     },
+    /// Each storage target's space and the file system's total, as Lustre's `lfs df` (the
+    /// file system under each target, as the target reports it).
+    // `-h` is Lustre's (and df's) human-readable sizes here, as users type it; help is
+    // `--help`.
+    #[command(disable_help_flag = true)]
+    Df {
+        /// Sizes in powers of 1024 with a unit (K, M, G, T), instead of 1 KiB blocks.
+        #[arg(short = 'h', long = "human-readable")]
+        human: bool,
+        /// Print help.
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
+        /// Inodes instead of space.
+        #[arg(short = 'i', long = "inodes")]
+        inodes: bool,
+    },
     /// Remove a file (and its objects) or an empty directory.
     Rm {
         /// The file or directory.
@@ -147,6 +163,7 @@ impl LfsCommand {
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path } => Some(path),
             LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => Some(remote),
+            LfsCommand::Df { .. } => None,
         }
     }
 }
@@ -274,6 +291,10 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             if let Some(layout) = &stat.layout {
                 writeln!(out, "Layout: {layout}")?;
             }
+        }
+        LfsCommand::Df { human, inodes, .. } => {
+            let targets = client.statfs().await.context("df")?;
+            write!(out, "{}", df_text(&targets, human, inodes))?;
         }
         LfsCommand::Put { local, remote } => {
             let copied = put(client, &local, &remote)
@@ -419,3 +440,85 @@ async fn copy_out(
 
 #[cfg(test)]
 mod tests;
+
+/// `lfs df`'s table: a row per target, Lustre's columns, and the file system's summary.
+pub fn df_text(targets: &[iopath_client::TargetCapacity], human: bool, inodes: bool) -> String {
+    let size = |bytes: u64| {
+        if human {
+            human_size(bytes)
+        } else {
+            (bytes / 1024).to_string()
+        }
+    };
+    let mut text = String::new();
+    let (total_h, used_h, avail_h) = if inodes {
+        ("Inodes", "IUsed", "IFree")
+    } else if human {
+        ("bytes", "Used", "Available")
+    } else {
+        ("1K-blocks", "Used", "Available")
+    };
+    text.push_str(&format!(
+        "{:<20} {:>12} {:>12} {:>12} {:>5} Mounted on\n",
+        "UUID",
+        total_h,
+        used_h,
+        avail_h,
+        if inodes { "IUse%" } else { "Use%" }
+    ));
+    let row = |name: &str, total: u64, used: u64, avail: u64, on: &str| {
+        // As df: used over what a user could have (used + available), rounded up.
+        let pct = if used + avail == 0 {
+            0
+        } else {
+            (used * 100).div_ceil(used + avail)
+        };
+        let (t, u, a) = if inodes {
+            (total.to_string(), used.to_string(), avail.to_string())
+        } else {
+            (size(total), size(used), size(avail))
+        };
+        format!("{name:<20} {t:>12} {u:>12} {a:>12} {pct:>4}% {on}\n")
+    };
+    let (mut total, mut used, mut avail) = (0u64, 0u64, 0u64);
+    for t in targets {
+        let (tt, uu, aa) = if inodes {
+            (t.files, t.files.saturating_sub(t.files_free), t.files_free)
+        } else {
+            (
+                t.total_bytes,
+                t.total_bytes.saturating_sub(t.free_bytes),
+                t.available_bytes,
+            )
+        };
+        total += tt;
+        used += uu;
+        avail += aa;
+        text.push_str(&row(
+            &format!("OST{:04}_UUID", t.target),
+            tt,
+            uu,
+            aa,
+            &format!("/[OST:{}]", t.target),
+        ));
+    }
+    text.push('\n');
+    text.push_str(&row("filesystem_summary:", total, used, avail, "/"));
+    text
+}
+
+/// `bytes` in powers of 1024 with one decimal and a unit, as `df -h` writes them.
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "K", "M", "G", "T", "P"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{value:.1}{}", UNITS[unit])
+    }
+}
