@@ -30,6 +30,44 @@ fn demo_runs_and_verifies() {
 }
 
 #[test]
+fn demo_with_processes_shows_the_addresses_its_nodes_really_use() {
+    let out = iopath()
+        .args([
+            "demo",
+            "--preset",
+            "spider-mini",
+            "--processes",
+            "--size",
+            "8m",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let row = |name: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name}: {stdout}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    for server in ["oss0", "oss1", "mds"] {
+        let cols = row(server);
+        assert!(
+            cols[2].starts_with("127.0.0.1:") && cols[2].ends_with("@tcp0"),
+            "{cols:?}"
+        );
+        assert!(
+            cols[4].parse::<std::net::SocketAddr>().is_ok(),
+            "{server} has an admin address: {cols:?}"
+        );
+    }
+    assert!(!stdout.contains("@mem0"), "no in-memory NIDs: {stdout}");
+}
+
+#[test]
 fn lfs_and_lctl_work_against_a_stack_of_processes() {
     let mut up = iopath()
         .args(["up", "--preset", "spider-mini", "--processes"])

@@ -130,9 +130,12 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
         "storage: {} (removed at the end)\n",
         storage.path().display()
     );
-    say!(out, "{}", describe::node_table(&stack, &|_| None));
     let started = Instant::now();
     let running = RunningStack::start(stack, mode, storage, None).await?;
+    // The table of the stack as it runs: with --processes, the TCP addresses the nodes
+    // bound and their admin services.
+    let admin = |i: usize| running.admin_addr(i).map(|a| a.to_string());
+    say!(out, "{}", describe::node_table(running.stack(), &admin));
     say!(
         out,
         "started {} nodes in {:.0} ms\n",

@@ -111,6 +111,19 @@ impl RunningStack {
         }
     }
 
+    /// The admin service of node `index`, where it has one (every node process does; an
+    /// embedded stack's nodes only when started with admin services).
+    pub fn admin_addr(&self, index: usize) -> Option<std::net::SocketAddr> {
+        match self {
+            RunningStack::Embedded(e) => e.admin_addr(index),
+            RunningStack::Processes { servers, .. } => servers
+                .children()
+                .iter()
+                .find(|c| c.index == index)
+                .map(|c| c.admin),
+        }
+    }
+
     /// How it runs.
     pub fn mode(&self) -> Mode {
         match self {
