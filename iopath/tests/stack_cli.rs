@@ -163,3 +163,42 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
     drop(up.stdin.take());
     assert!(up.wait().unwrap().success());
 }
+
+#[test]
+fn a_dir_whose_parent_is_missing_is_refused_with_the_command_that_makes_it() {
+    let scratch = tempfile::tempdir().unwrap();
+    let chain = scratch.path().join("typo/run1");
+    for args in [
+        &["up", "--preset", "spider-mini"][..],
+        &["demo", "--size", "8m"][..],
+    ] {
+        let out = iopath()
+            .args(args)
+            .arg("--dir")
+            .arg(&chain)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("mkdir -p {}", chain.display())),
+            "{args:?}: {err}"
+        );
+        assert!(!scratch.path().join("typo").exists(), "nothing was made");
+    }
+    // A missing last component inside an existing directory is made, as before.
+    let fresh = scratch.path().join("run2");
+    let out = iopath()
+        .args(["up", "--preset", "spider-mini", "--dir"])
+        .arg(&fresh)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fresh.is_dir());
+}

@@ -69,8 +69,17 @@ async fn peers_view_shows_negative_credits_under_overload_and_full_credits_when_
     for task in tasks {
         task.await.unwrap();
     }
-    let view = tree.get("peers").unwrap()[0].value.clone();
-    let (tx, min) = peer_row(&view, &server.nid().to_string());
+    // A send's credit comes back when the send completes, which may be just after its reply
+    // reached the writer: idle is when the last of them is back (bounded wait).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (view, tx, min) = loop {
+        let view = tree.get("peers").unwrap()[0].value.clone();
+        let (tx, min) = peer_row(&view, &server.nid().to_string());
+        if tx == 2 || std::time::Instant::now() > deadline {
+            break (view, tx, min);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
     assert_eq!(tx, 2, "idle: every peer credit is back\n{view}");
     assert!(
         min < 0,

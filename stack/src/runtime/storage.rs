@@ -23,8 +23,7 @@ impl StorageDir {
         builder.prefix(&prefix);
         let made = match parent {
             Some(parent) => {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| StackError::system(format!("create {}", parent.display()), e))?;
+                create_dir_under_existing(parent)?;
                 builder.tempdir_in(parent)
             }
             None => builder.tempdir(),
@@ -45,8 +44,7 @@ impl StorageDir {
 
     /// `dir`, created if absent, kept afterwards.
     pub fn kept(dir: &Path) -> Result<StorageDir, StackError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StackError::system(format!("create {}", dir.display()), e))?;
+        create_dir_under_existing(dir)?;
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         Ok(StorageDir::Kept(dir))
     }
@@ -68,4 +66,39 @@ impl StorageDir {
     pub fn is_temporary(&self) -> bool {
         matches!(self, StorageDir::Temporary(_))
     }
+}
+
+/// Makes `dir` if it is missing, but only inside a directory that exists: a mistyped `--dir`
+/// (`/data/iopth/run1`) is refused with the command that makes the chain on purpose, rather
+/// than growing a tree of directories nobody asked for.
+fn create_dir_under_existing(dir: &Path) -> Result<(), StackError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = match dir.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => Path::new("/"),
+    };
+    if !parent.is_dir() {
+        return Err(StackError::BadOption {
+            option: "--dir".into(),
+            why: format!(
+                "{}: its parent {} does not exist (make the chain on purpose: mkdir -p {})",
+                dir.display(),
+                parent.display(),
+                dir.display()
+            ),
+        });
+    }
+    std::fs::create_dir(dir)
+        .or_else(|e| {
+            // Made meanwhile by someone else: fine.
+            if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| StackError::system(format!("create {}", dir.display()), e))
 }
