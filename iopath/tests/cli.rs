@@ -212,14 +212,41 @@ fn lnetctl_adds_shows_and_refuses_routes() {
         "{}",
         String::from_utf8_lossy(&added.stderr)
     );
-    let shown = String::from_utf8_lossy(&lnetctl(&["show"]).stdout).into_owned();
-    let row = shown
-        .lines()
-        .find(|l| l.starts_with("tcp7"))
+    // lnetctl's YAML, read with a YAML parser: the route as added.
+    let shown = String::from_utf8_lossy(&lnetctl(&["show", "-v"]).stdout).into_owned();
+    let yaml: serde_norway::Value = serde_norway::from_str(&shown).unwrap();
+    let routes = yaml["route"].as_sequence().unwrap();
+    let route = routes
+        .iter()
+        .find(|r| r["net"] == "tcp7")
         .unwrap_or_else(|| panic!("{shown}"));
-    assert_eq!(
-        row.split_whitespace().collect::<Vec<_>>(),
-        ["tcp7", "10", "2", "127.0.0.1:9@tcp0", "up"]
+    assert_eq!(route["gateway"], "127.0.0.1:9@tcp0");
+    assert_eq!(route["hop"], 10);
+    assert_eq!(route["priority"], 2);
+    assert_eq!(route["state"], "up");
+    // The node's other views, in lnetctl's YAML too.
+    let show = |what: &str| -> serde_norway::Value {
+        let out = iopath()
+            .args(["lnetctl", "--admin", &admin, what, "show", "-v"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_norway::from_slice(&out.stdout).unwrap()
+    };
+    let nets = show("net");
+    let ni = &nets["net"][0]["local NI(s)"][0];
+    assert!(ni["nid"].as_str().unwrap().contains('@'), "{nets:?}");
+    assert_eq!(ni["status"], "up");
+    assert!(ni["tunables"]["credits"].as_i64().unwrap() > 0);
+    assert!(show("peer")["peer"].as_sequence().is_some());
+    let stats = show("stats");
+    assert!(
+        stats["statistics"]["send_count"].as_u64().is_some(),
+        "{stats:?}"
     );
     for (args, expected) in [
         (
