@@ -202,3 +202,35 @@ fn a_dir_whose_parent_is_missing_is_refused_with_the_command_that_makes_it() {
     );
     assert!(fresh.is_dir());
 }
+
+#[test]
+fn the_stack_file_reference_example_runs() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/stack-file.md"
+    ))
+    .unwrap();
+    let start = page.find("```toml\n").unwrap() + "```toml\n".len();
+    let example = &page[start..start + page[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("example.toml");
+    std::fs::write(&file, example).unwrap();
+    let out = iopath()
+        .args(["up", "--stack"])
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for node in ["c0", "c7", "rtr1", "oss1", "mds"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("{node} "))),
+            "{node}: {stdout}"
+        );
+    }
+}
