@@ -63,6 +63,18 @@ pub enum LfsCommand {
     },
     /// Print a file's layout (or a directory's default) as Lustre does.
     Getstripe {
+        /// Only the stripe count.
+        #[arg(short = 'c', long = "stripe-count")]
+        count: bool,
+        /// Only the stripe size.
+        #[arg(short = 'S', long = "stripe-size")]
+        size: bool,
+        /// Only the index of the first target.
+        #[arg(short = 'i', long = "stripe-index")]
+        index: bool,
+        /// As YAML, Lustre's `lfs getstripe -y` form.
+        #[arg(short = 'y', long = "yaml")]
+        yaml: bool,
         /// The file or directory.
         path: String,
     },
@@ -158,7 +170,7 @@ impl LfsCommand {
     fn stack_path_mut(&mut self) -> Option<&mut String> {
         match self {
             LfsCommand::Setstripe { path, .. }
-            | LfsCommand::Getstripe { path }
+            | LfsCommand::Getstripe { path, .. }
             | LfsCommand::Ls { path }
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path } => Some(path),
@@ -256,12 +268,26 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
                 .await
                 .with_context(|| format!("setstripe {path}"))?;
         }
-        LfsCommand::Getstripe { path } => {
+        LfsCommand::Getstripe {
+            count,
+            size,
+            index,
+            yaml,
+            path,
+        } => {
             let info = client
                 .stripe_info(&path)
                 .await
                 .with_context(|| format!("getstripe {path}"))?;
-            write!(out, "{}", getstripe_text(&path, &info))?;
+            let only = Only { count, size, index };
+            let text = if yaml {
+                getstripe_yaml(&info)
+            } else if count || size || index {
+                getstripe_only(&info, only)
+            } else {
+                getstripe_text(&path, &info)
+            };
+            write!(out, "{text}")?;
         }
         LfsCommand::Ls { path } => {
             for name in client
@@ -332,6 +358,70 @@ pub fn getstripe_text(path: &str, info: &StripeInfo) -> String {
             default_stripe.stripe_offset
         ),
     }
+}
+
+/// Which of `getstripe -c -S -i` were given.
+#[derive(Debug, Clone, Copy)]
+pub struct Only {
+    /// `-c`.
+    pub count: bool,
+    /// `-S`.
+    pub size: bool,
+    /// `-i`.
+    pub index: bool,
+}
+
+/// The (count, size, offset) a file's layout or a directory's default says.
+fn stripe_values(info: &StripeInfo) -> (i64, u64, i64) {
+    match info {
+        StripeInfo::File(l) => (
+            i64::from(l.stripe_count()),
+            l.stripe_size_bytes(),
+            i64::from(l.stripe_offset()),
+        ),
+        StripeInfo::Directory { default_stripe, .. } => (
+            default_stripe.stripe_count,
+            default_stripe.stripe_size_bytes,
+            default_stripe.stripe_offset,
+        ),
+    }
+}
+
+/// `getstripe -c`, `-S`, `-i`: one alone prints the bare value, as Lustre's does; several
+/// print their labelled lines.
+pub fn getstripe_only(info: &StripeInfo, only: Only) -> String {
+    let (count, size, offset) = stripe_values(info);
+    let wanted = [
+        (only.count, "lmm_stripe_count:  ", count.to_string()),
+        (only.size, "lmm_stripe_size:   ", size.to_string()),
+        (only.index, "lmm_stripe_offset: ", offset.to_string()),
+    ];
+    let given: Vec<_> = wanted.iter().filter(|(on, ..)| *on).collect();
+    if let [(_, _, value)] = given[..] {
+        return format!("{value}\n");
+    }
+    given
+        .iter()
+        .map(|(_, label, value)| format!("{label}{value}\n"))
+        .collect()
+}
+
+/// `getstripe -y`: Lustre's YAML form (for a file, its objects as `lmm_objects`).
+pub fn getstripe_yaml(info: &StripeInfo) -> String {
+    let (count, size, offset) = stripe_values(info);
+    let mut text = format!(
+        "lmm_stripe_count:  {count}\nlmm_stripe_size:   {size}\nlmm_pattern:       raid0\nlmm_layout_gen:    0\nlmm_stripe_offset: {offset}\n"
+    );
+    if let StripeInfo::File(layout) = info {
+        text.push_str("lmm_objects:\n");
+        for object in layout.objects() {
+            text.push_str(&format!(
+                "      - l_ost_idx: {}\n        l_object_id: {:#x}\n",
+                object.target, object.object_id
+            ));
+        }
+    }
+    text
 }
 
 fn file_stripe_text(path: &str, layout: &Layout) -> String {

@@ -198,3 +198,39 @@ async fn bad_commands_fail_with_a_sentence() {
     assert!(error.contains("not empty"), "{error}");
     assert_eq!(lfs(&client, "ls /d").await, "f\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn getstripe_c_s_i_print_values_and_y_prints_yaml() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    lfs(&client, "setstripe -c 2 -S 256k -i 1 /f").await;
+    assert_eq!(lfs(&client, "getstripe -c /f").await, "2\n");
+    assert_eq!(lfs(&client, "getstripe -S /f").await, "262144\n");
+    assert_eq!(lfs(&client, "getstripe -i /f").await, "1\n");
+    assert_eq!(
+        lfs(&client, "getstripe -c -S /f").await,
+        "lmm_stripe_count:  2\nlmm_stripe_size:   262144\n"
+    );
+    let yaml: serde_norway::Value =
+        serde_norway::from_str(&lfs(&client, "getstripe -y /f").await).unwrap();
+    assert_eq!(yaml["lmm_stripe_count"], 2);
+    assert_eq!(yaml["lmm_stripe_size"], 262144);
+    let objects = yaml["lmm_objects"].as_sequence().unwrap();
+    let targets: Vec<u32> = client
+        .getstripe("/f")
+        .await
+        .unwrap()
+        .objects()
+        .iter()
+        .map(|o| o.target)
+        .collect();
+    let listed: Vec<u32> = objects
+        .iter()
+        .map(|o| o["l_ost_idx"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(listed, targets);
+    // A directory's default, the same way.
+    client.mkdir("/d").await.unwrap();
+    lfs(&client, "setstripe -c 3 /d").await;
+    assert_eq!(lfs(&client, "getstripe -c /d").await, "3\n");
+}
