@@ -427,6 +427,19 @@ fn names_truncate_and_errors_behave_as_posix_says() {
     drop(f);
     std::fs::write(mnt.path("t"), b"short").unwrap();
     assert_eq!(std::fs::read(mnt.path("t")).unwrap(), b"short");
+    // A listing's inode numbers are the ones stat gives (`ls -i` of a directory reads them
+    // from readdir).
+    let listed = sh(&format!("ls -i {}", mnt.dir.display()));
+    let stat_ino = sh(&format!("stat -c %i {}", mnt.path("t").display()));
+    let row = listed
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("t"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        row.split_whitespace().next(),
+        Some(stat_ino.trim()),
+        "{listed}"
+    );
     // statfs: the targets' file systems together, not made-up figures.
     let df = sh(&format!("stat -f -c '%b %S' {}", mnt.dir.display()));
     let blocks: u64 = df.split_whitespace().next().unwrap().parse().unwrap();

@@ -591,14 +591,20 @@ impl Filesystem for IopathFs {
                 listing.push((ino.0, FileType::Directory, ".".to_owned()));
                 listing.push((parent_ino, FileType::Directory, "..".to_owned()));
             }
-            for entry in entries {
-                let kind = match entry.file_type {
-                    iopath_client::FileType::Directory => FileType::Directory,
-                    iopath_client::FileType::Regular => FileType::RegularFile,
-                };
-                // readdir's inode numbers are hints the kernel does not keep; the metadata
-                // service's own number is a stable one to give.
-                listing.push((entry.ino, kind, entry.name));
+            {
+                let inodes = shared.inodes();
+                for entry in entries {
+                    let kind = match entry.file_type {
+                        iopath_client::FileType::Directory => FileType::Directory,
+                        iopath_client::FileType::Regular => FileType::RegularFile,
+                    };
+                    // The number `stat` gives, where the kernel holds one (so `ls -i` and
+                    // `find -inum` agree with it); else the metadata service's own, a hint
+                    // the kernel does not keep.
+                    let child = crate::inodes::join(&path, &entry.name);
+                    let ino = inodes.ino_of(&child).unwrap_or(entry.ino);
+                    listing.push((ino, kind, entry.name));
+                }
             }
             let fh = shared.handle();
             shared

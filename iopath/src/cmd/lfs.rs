@@ -78,6 +78,23 @@ pub enum LfsCommand {
         /// The file or directory.
         path: String,
     },
+    /// Make a directory on the metadata target (Lustre's `lfs mkdir`; new files in it take
+    /// the file system's default layout until `lfs setstripe` gives it one).
+    Mkdir {
+        /// The metadata target to make it on: this file system has one, MDT0000 (0 or -1).
+        #[arg(short = 'i', long = "mdt-index", default_value_t = -1, allow_negative_numbers = true)]
+        mdt_index: i64,
+        /// How many metadata targets to stripe it over: 1 here (0, 1 or -1).
+        #[arg(
+            short = 'c',
+            long = "mdt-count",
+            default_value_t = 1,
+            allow_negative_numbers = true
+        )]
+        mdt_count: i64,
+        /// The directory.
+        path: String,
+    },
     /// List a directory.
     Ls {
         /// The directory.
@@ -173,7 +190,8 @@ impl LfsCommand {
             | LfsCommand::Getstripe { path, .. }
             | LfsCommand::Ls { path }
             | LfsCommand::Stat { path }
-            | LfsCommand::Rm { path } => Some(path),
+            | LfsCommand::Rm { path }
+            | LfsCommand::Mkdir { path, .. } => Some(path),
             LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => Some(remote),
             LfsCommand::Df { .. } => None,
         }
@@ -317,6 +335,26 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             if let Some(layout) = &stat.layout {
                 writeln!(out, "Layout: {layout}")?;
             }
+        }
+        LfsCommand::Mkdir {
+            mdt_index,
+            mdt_count,
+            path,
+        } => {
+            if !matches!(mdt_index, -1 | 0) {
+                bail!(
+                    "mkdir {path}: -i {mdt_index}: this file system has one metadata target, MDT0000 (use 0)"
+                );
+            }
+            if !matches!(mdt_count, -1..=1) {
+                bail!(
+                    "mkdir {path}: -c {mdt_count}: this file system has one metadata target; a directory cannot be striped over {mdt_count}"
+                );
+            }
+            client
+                .mkdir(&path)
+                .await
+                .with_context(|| format!("mkdir {path}"))?;
         }
         LfsCommand::Df { human, inodes, .. } => {
             let targets = client.statfs().await.context("df")?;

@@ -234,3 +234,28 @@ async fn getstripe_c_s_i_print_values_and_y_prints_yaml() {
     lfs(&client, "setstripe -c 3 /d").await;
     assert_eq!(lfs(&client, "getstripe -c /d").await, "3\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lfs_mkdir_makes_a_directory_on_the_one_metadata_target() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    lfs(&client, "mkdir /a").await;
+    lfs(&client, "mkdir -i 0 -c 1 /b").await;
+    assert!(client.stat("/a").await.unwrap().is_dir);
+    assert!(client.stat("/b").await.unwrap().is_dir);
+    assert!(
+        lfs_fails(&client, "mkdir -i 1 /c")
+            .await
+            .contains("one metadata target")
+    );
+    assert!(
+        lfs_fails(&client, "mkdir -c 4 /c")
+            .await
+            .contains("one metadata target")
+    );
+    assert!(lfs_fails(&client, "mkdir /a").await.contains("exists"));
+    assert!(
+        client.stat("/c").await.is_err(),
+        "nothing made on a refusal"
+    );
+}
