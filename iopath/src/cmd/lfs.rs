@@ -95,6 +95,28 @@ pub enum LfsCommand {
         /// The directory.
         path: String,
     },
+    /// Find files and directories under a path by name, type, size, stripe count or target,
+    /// as Lustre's `lfs find`; prints each match's path.
+    Find {
+        /// Where to start.
+        path: String,
+        /// Names matching this shell pattern (`*.dat`).
+        #[arg(long)]
+        name: Option<String>,
+        /// `f` for files, `d` for directories.
+        #[arg(long = "type", short = 't', value_parser = ["f", "d"])]
+        kind: Option<String>,
+        /// Files of this size: `N` exactly, `+N` more, `-N` less (k, m, g suffixes; rounded
+        /// up to the unit as find does).
+        #[arg(long, short = 's', allow_hyphen_values = true)]
+        size: Option<String>,
+        /// Files striped over exactly this many targets (`+N`, `-N`: more, fewer).
+        #[arg(long = "stripe-count", short = 'c', allow_hyphen_values = true)]
+        stripe_count: Option<String>,
+        /// Files with an object on this target index.
+        #[arg(long = "ost", short = 'O')]
+        ost: Option<u32>,
+    },
     /// List a directory.
     Ls {
         /// The directory.
@@ -191,7 +213,8 @@ impl LfsCommand {
             | LfsCommand::Ls { path }
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path }
-            | LfsCommand::Mkdir { path, .. } => Some(path),
+            | LfsCommand::Mkdir { path, .. }
+            | LfsCommand::Find { path, .. } => Some(path),
             LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => Some(remote),
             LfsCommand::Df { .. } => None,
         }
@@ -355,6 +378,19 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
                 .mkdir(&path)
                 .await
                 .with_context(|| format!("mkdir {path}"))?;
+        }
+        LfsCommand::Find {
+            path,
+            name,
+            kind,
+            size,
+            stripe_count,
+            ost,
+        } => {
+            let filter = FindFilter::new(name, kind, size, stripe_count, ost)?;
+            for found in find(client, &path, &filter).await? {
+                writeln!(out, "{found}")?;
+            }
         }
         LfsCommand::Df { human, inodes, .. } => {
             let targets = client.statfs().await.context("df")?;
@@ -649,4 +685,162 @@ fn human_size(bytes: u64) -> String {
     } else {
         format!("{value:.1}{}", UNITS[unit])
     }
+}
+
+/// What `lfs find` keeps.
+#[derive(Debug)]
+pub struct FindFilter {
+    name: Option<glob::Pattern>,
+    dirs: Option<bool>,
+    size: Option<(std::cmp::Ordering, u64, u64)>,
+    stripe_count: Option<(std::cmp::Ordering, u64)>,
+    ost: Option<u32>,
+}
+
+/// `+N`, `-N` or `N`: more, less, or exactly.
+fn compare_arg(text: &str) -> (std::cmp::Ordering, &str) {
+    match text.as_bytes().first() {
+        Some(b'+') => (std::cmp::Ordering::Greater, &text[1..]),
+        Some(b'-') => (std::cmp::Ordering::Less, &text[1..]),
+        _ => (std::cmp::Ordering::Equal, text),
+    }
+}
+
+impl FindFilter {
+    /// The filter `lfs find`'s options describe; a bad one is an error naming it.
+    pub fn new(
+        name: Option<String>,
+        kind: Option<String>,
+        size: Option<String>,
+        stripe_count: Option<String>,
+        ost: Option<u32>,
+    ) -> anyhow::Result<FindFilter> {
+        let name = name
+            .map(|n| glob::Pattern::new(&n).with_context(|| format!("--name {n:?}")))
+            .transpose()?;
+        let size = size
+            .map(|s| {
+                let (order, number) = compare_arg(&s);
+                // find's units: the value counts units, compared after rounding up.
+                let unit = match number.chars().last() {
+                    Some('k' | 'K') => 1 << 10,
+                    Some('m' | 'M') => 1 << 20,
+                    Some('g' | 'G') => 1 << 30,
+                    Some('t' | 'T') => 1u64 << 40,
+                    _ => 1,
+                };
+                let digits = number.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+                let count: u64 = digits
+                    .parse()
+                    .with_context(|| format!("--size {s:?}: not [+-]N[kmgt]"))?;
+                Ok::<_, anyhow::Error>((order, count, unit))
+            })
+            .transpose()?;
+        let stripe_count = stripe_count
+            .map(|c| {
+                let (order, number) = compare_arg(&c);
+                number
+                    .parse()
+                    .map(|n| (order, n))
+                    .with_context(|| format!("--stripe-count {c:?}: not [+-]N"))
+            })
+            .transpose()?;
+        Ok(FindFilter {
+            name,
+            dirs: kind.map(|k| k == "d"),
+            size,
+            stripe_count,
+            ost,
+        })
+    }
+
+    /// Whether it asks about files only (size, layout).
+    fn files_only(&self) -> bool {
+        self.size.is_some() || self.stripe_count.is_some() || self.ost.is_some()
+    }
+}
+
+/// `lfs find`: every path under `root` (itself included) the filter keeps, in name order,
+/// depth first. Directories are listed once each; a file's size is glimpsed only when the
+/// filter asks about size.
+pub async fn find(client: &Client, root: &str, filter: &FindFilter) -> anyhow::Result<Vec<String>> {
+    let mut found = Vec::new();
+    let root_stat = client
+        .stat(root)
+        .await
+        .with_context(|| format!("find {root}"))?;
+    // (path, is_dir), visited in order; bounded by the namespace's size.
+    let mut stack = vec![(root.to_owned(), root_stat.is_dir)];
+    while let Some((path, is_dir)) = stack.pop() {
+        if keeps(client, filter, &path, is_dir).await? {
+            found.push(path.clone());
+        }
+        if is_dir {
+            let entries = client
+                .readdir_entries(&path)
+                .await
+                .with_context(|| format!("find: list {path}"))?;
+            for entry in entries.into_iter().rev() {
+                let child = if path == "/" {
+                    format!("/{}", entry.name)
+                } else {
+                    format!("{path}/{}", entry.name)
+                };
+                stack.push((child, entry.file_type == iopath_client::FileType::Directory));
+            }
+        }
+    }
+    Ok(found)
+}
+
+async fn keeps(
+    client: &Client,
+    filter: &FindFilter,
+    path: &str,
+    is_dir: bool,
+) -> anyhow::Result<bool> {
+    if let Some(dirs) = filter.dirs
+        && dirs != is_dir
+    {
+        return Ok(false);
+    }
+    if let Some(pattern) = &filter.name {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if !pattern.matches(name) {
+            return Ok(false);
+        }
+    }
+    if !filter.files_only() {
+        return Ok(true);
+    }
+    if is_dir {
+        return Ok(false);
+    }
+    if filter.stripe_count.is_some() || filter.ost.is_some() {
+        let layout = client
+            .getstripe(path)
+            .await
+            .with_context(|| format!("find: getstripe {path}"))?;
+        if let Some((order, n)) = filter.stripe_count
+            && u64::from(layout.stripe_count()).cmp(&n) != order
+        {
+            return Ok(false);
+        }
+        if let Some(ost) = filter.ost
+            && !layout.objects().iter().any(|o| o.target == ost)
+        {
+            return Ok(false);
+        }
+    }
+    if let Some((order, count, unit)) = filter.size {
+        let size = client
+            .stat(path)
+            .await
+            .with_context(|| format!("find: stat {path}"))?
+            .size_bytes;
+        if size.div_ceil(unit).cmp(&count) != order {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }

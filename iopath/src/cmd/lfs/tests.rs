@@ -259,3 +259,67 @@ async fn lfs_mkdir_makes_a_directory_on_the_one_metadata_target() {
         "nothing made on a refusal"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lfs_find_selects_by_name_type_size_stripe_count_and_target() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    client.mkdir("/d/e").await.unwrap();
+    lfs(&client, "setstripe -c 1 -i 2 /d/one.dat").await;
+    lfs(&client, "setstripe -c 2 -i 0 /d/e/two.dat").await;
+    lfs(&client, "setstripe -c 1 -i 1 /d/e/log.txt").await;
+    let write = |path: &'static str, len: usize| {
+        let client = client.clone();
+        async move {
+            let f = client.open(path).await.unwrap();
+            f.write_at(0, bytes::Bytes::from(vec![1u8; len]))
+                .await
+                .unwrap();
+            f.close().await.unwrap();
+        }
+    };
+    write("/d/one.dat", 3 << 20).await;
+    write("/d/e/two.dat", 100_000).await;
+    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        lines(lfs(&client, "find /d").await),
+        ["/d", "/d/e", "/d/e/log.txt", "/d/e/two.dat", "/d/one.dat"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --name *.dat").await),
+        ["/d/e/two.dat", "/d/one.dat"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --type d").await),
+        ["/d", "/d/e"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --size +1M").await),
+        ["/d/one.dat"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --size -200k").await),
+        ["/d/e/log.txt", "/d/e/two.dat"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --size -1M").await),
+        ["/d/e/log.txt"],
+        "sizes round up to the unit, as find's do: 100000 bytes is 1M, not less"
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d --stripe-count 2").await),
+        ["/d/e/two.dat"]
+    );
+    assert_eq!(lines(lfs(&client, "find / --ost 2").await), ["/d/one.dat"]);
+    assert!(
+        lfs_fails(&client, "find /d --size lots")
+            .await
+            .contains("--size")
+    );
+    assert!(
+        lfs_fails(&client, "find /nothing")
+            .await
+            .contains("/nothing")
+    );
+}
