@@ -37,7 +37,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         let digits: u128 = fraction.parse().map_err(|_| too_large())?;
         let scaled = digits << shift;
         let denominator = 10u128.pow(fraction.len() as u32);
-        if scaled % denominator != 0 {
+        if !scaled.is_multiple_of(denominator) {
             return Err(format!("size {text:?} is not a whole number of bytes"));
         }
         let part = u64::try_from(scaled / denominator).map_err(|_| too_large())?;
