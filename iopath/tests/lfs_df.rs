@@ -84,11 +84,18 @@ fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
         .split_whitespace()
         .collect();
     assert_eq!(summary[1].parse::<u64>().unwrap(), 4 * total_kib);
-    // -h: the same with units.
+    // -h: the same sizes with a unit, `252.0G`: every size column of every target row.
     let human = String::from_utf8(stack.lfs(&["df", "-h"]).stdout).unwrap();
-    assert!(
-        human.lines().nth(1).unwrap().contains('G') || human.contains('T') || human.contains('M'),
-        "{human}"
-    );
+    let rows: Vec<&str> = human.lines().filter(|l| l.starts_with("OST")).collect();
+    assert_eq!(rows.len(), 4, "{human}");
+    for row in rows {
+        for size in row.split_whitespace().skip(1).take(3) {
+            let (number, unit) = size.split_at(size.len() - 1);
+            assert!(
+                "BKMGTP".contains(unit) && number.parse::<f64>().is_ok(),
+                "{size:?} in {row:?}"
+            );
+        }
+    }
     stack.stop();
 }
