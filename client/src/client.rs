@@ -26,7 +26,7 @@ use crate::config::{CREATE_MODE, ClientConfig, MKDIR_MODE, STREAM_BUFFER_MAX_BYT
 use crate::error::ClientError;
 use crate::file::{DataPath, File};
 use crate::layout::{Layout, StripeRequest};
-use crate::stat::{self, FileStat, StripeInfo, TargetCapacity};
+use crate::stat::{self, FileStat, StripeInfo};
 use crate::stream::BufferedStream;
 use crate::targets::Targets;
 
@@ -435,27 +435,14 @@ impl Client {
 
     /// The capacity of every storage target, in index order (Lustre's `lfs df`; a mount's
     /// `statfs` is their sum): asked of the servers, or of the fyod behind which they are.
-    pub async fn statfs(&self) -> Result<Vec<TargetCapacity>, ClientError> {
-        let all = match &self.inner.fyod {
+    pub async fn statfs(&self) -> Result<Vec<(u32, iopath_ost_client::Capacity)>, ClientError> {
+        match &self.inner.fyod {
             Some(fyod) => fyod
                 .statfs()
                 .await
-                .map_err(|e| ClientError::from_fyod("/", e))?,
-            None => self.inner.targets().await?.statfs().await?,
-        };
-        Ok(all
-            .into_iter()
-            .map(|(target, r)| TargetCapacity {
-                target,
-                total_bytes: r.total_bytes,
-                free_bytes: r.free_bytes,
-                available_bytes: r.available_bytes,
-                files: r.files,
-                files_free: r.files_free,
-                block_bytes: r.block_bytes,
-                name_max: r.name_max,
-            })
-            .collect())
+                .map_err(|e| ClientError::from_fyod("/", e)),
+            None => self.inner.targets().await?.statfs().await,
+        }
     }
 
     /// Memory pinned by writes the servers acknowledged but have not committed: what this

@@ -58,24 +58,3 @@ pub(crate) fn stat_from_attributes(
         entries_count: attributes.entries_count,
     })
 }
-
-/// What [`crate::Client::statfs`] reports for one storage target: the file system under it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TargetCapacity {
-    /// The target's index (`OST{:04}`).
-    pub target: u32,
-    /// Size of the file system under it.
-    pub total_bytes: u64,
-    /// Free.
-    pub free_bytes: u64,
-    /// Free to an unprivileged writer.
-    pub available_bytes: u64,
-    /// Inodes.
-    pub files: u64,
-    /// Free inodes.
-    pub files_free: u64,
-    /// The block size its figures are counted in.
-    pub block_bytes: u32,
-    /// The longest name it takes.
-    pub name_max: u32,
-}

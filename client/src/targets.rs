@@ -20,8 +20,7 @@ use bytes::{Bytes, BytesMut};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
-use iopath_ost_client::{ClientId, LostWrites, OstClient, OstConnections};
-use iopath_proto::ost::StatfsReply;
+use iopath_ost_client::{Capacity, ClientId, LostWrites, OstClient, OstConnections};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::debug;
@@ -215,7 +214,7 @@ impl Targets {
     }
 
     /// The capacity of every target, in index order, asked of all at once.
-    pub async fn statfs(&self) -> Result<Vec<(u32, StatfsReply)>, ClientError> {
+    pub async fn statfs(&self) -> Result<Vec<(u32, Capacity)>, ClientError> {
         let mut set = JoinSet::new();
         for (&target, link) in &self.links {
             let oss = Arc::clone(&link.oss);

@@ -184,7 +184,7 @@ impl FyodClient {
     }
 
     /// The capacity of every storage target behind the fyod, in index order.
-    pub async fn statfs(&self) -> Result<Vec<(u32, iopath_proto::ost::StatfsReply)>> {
+    pub async fn statfs(&self) -> Result<Vec<(u32, iopath_ost_client::Capacity)>> {
         let reply = self
             .call(opcode::STATFS, pb::StatfsRequest {}.encode_to_vec().into())
             .await?;
@@ -194,9 +194,11 @@ impl FyodClient {
             .targets
             .into_iter()
             .map(|t| {
-                t.capacity.map(|c| (t.target, c)).ok_or_else(|| {
-                    ForwarderError::malformed("statfs reply", "a target without its capacity")
-                })
+                t.capacity
+                    .map(|c| (t.target, iopath_ost_client::Capacity::from_wire(&c)))
+                    .ok_or_else(|| {
+                        ForwarderError::malformed("statfs reply", "a target without its capacity")
+                    })
             })
             .collect()
     }

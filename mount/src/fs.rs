@@ -735,9 +735,10 @@ impl Filesystem for IopathFs {
                 Err(e) => return reply.error(failed("statfs", "/", &e)),
             };
             let block = u64::from(BLOCK_BYTES);
-            let sum =
-                |f: fn(&iopath_client::TargetCapacity) -> u64| targets.iter().map(f).sum::<u64>();
-            let name_max = targets.iter().map(|t| t.name_max).min().unwrap_or(255);
+            let sum = |f: fn(&iopath_client::Capacity) -> u64| {
+                targets.iter().map(|(_, c)| f(c)).sum::<u64>()
+            };
+            let name_max = targets.iter().map(|(_, c)| c.name_max).min().unwrap_or(255);
             reply.statfs(
                 sum(|t| t.total_bytes) / block,
                 sum(|t| t.free_bytes) / block,

@@ -612,16 +612,18 @@ impl OstClient {
     /// The capacity of the file system under `target` (`lfs df`, a mount's statfs). It
     /// changes nothing, so it is sent once, without the reconnect and replay of the calls
     /// that do.
-    pub async fn statfs(&self, target: u32) -> Result<pb::StatfsReply, FabricError> {
+    pub async fn statfs(&self, target: u32) -> Result<crate::Capacity, FabricError> {
         self.check_connected()?;
         let body = pb::StatfsRequest { target }.encode_to_vec().into();
         let reply = self
             .node
             .call(self.server, OST_PORTAL, opcode::STATFS, body)
             .await?;
-        pb::StatfsReply::decode(&reply[..]).map_err(|_| FabricError::MalformedFrame {
-            why: "undecodable OST statfs reply",
-        })
+        pb::StatfsReply::decode(&reply[..])
+            .map(|r| crate::Capacity::from_wire(&r))
+            .map_err(|_| FabricError::MalformedFrame {
+                why: "undecodable OST statfs reply",
+            })
     }
 
     /// Commits the target's journal: afterwards nothing this client kept for it is needed.

@@ -346,7 +346,7 @@ impl Backend {
 
     /// The capacity of every target of the file system, asked of all at once, in index
     /// order.
-    pub(crate) async fn statfs(&self) -> Result<Vec<(u32, iopath_proto::ost::StatfsReply)>> {
+    pub(crate) async fn statfs(&self) -> Result<Vec<(u32, iopath_ost_client::Capacity)>> {
         let list = self.mds.targets().await?;
         let indices: Vec<u32> = list.targets.iter().map(|t| t.index).collect();
         let all = self

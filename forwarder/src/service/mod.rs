@@ -328,7 +328,7 @@ impl FyodService {
                     .into_iter()
                     .map(|(target, capacity)| pb::TargetStatfs {
                         target,
-                        capacity: Some(capacity),
+                        capacity: Some(capacity.to_wire()),
                     })
                     .collect(),
             }

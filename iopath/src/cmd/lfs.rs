@@ -606,7 +606,7 @@ async fn copy_out(
 mod tests;
 
 /// `lfs df`'s table: a row per target, Lustre's columns, and the file system's summary.
-pub fn df_text(targets: &[iopath_client::TargetCapacity], human: bool, inodes: bool) -> String {
+pub fn df_text(targets: &[(u32, iopath_client::Capacity)], human: bool, inodes: bool) -> String {
     let size = |bytes: u64| {
         if human {
             human_size(bytes)
@@ -645,7 +645,7 @@ pub fn df_text(targets: &[iopath_client::TargetCapacity], human: bool, inodes: b
         format!("{name:<20} {t:>12} {u:>12} {a:>12} {pct:>4}% {on}\n")
     };
     let (mut total, mut used, mut avail) = (0u64, 0u64, 0u64);
-    for t in targets {
+    for (target, t) in targets {
         let (tt, uu, aa) = if inodes {
             (t.files, t.files.saturating_sub(t.files_free), t.files_free)
         } else {
@@ -659,11 +659,11 @@ pub fn df_text(targets: &[iopath_client::TargetCapacity], human: bool, inodes: b
         used += uu;
         avail += aa;
         text.push_str(&row(
-            &format!("OST{:04}_UUID", t.target),
+            &format!("OST{target:04}_UUID"),
             tt,
             uu,
             aa,
-            &format!("/[OST:{}]", t.target),
+            &format!("/[OST:{target}]"),
         ));
     }
     text.push('\n');

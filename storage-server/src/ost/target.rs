@@ -23,6 +23,7 @@ use crate::journal::runtime::{Journal, JournalSetup, Stamp};
 use crate::recovery::lost::{ByteRange, LostData, LostRanges, WindowOutcome};
 use crate::stop::StopFlag;
 use bytes::Bytes;
+use iopath_ost_client::Capacity;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -713,57 +714,36 @@ impl Ost {
     /// The capacity of the file system under the target, as statvfs(3) reports it.
     pub async fn statfs(&self) -> std::io::Result<Capacity> {
         let dir = self.config.dir.clone();
-        tokio::task::spawn_blocking(move || Capacity::of(&dir))
+        tokio::task::spawn_blocking(move || capacity_of(&dir))
             .await
             .map_err(std::io::Error::other)?
     }
 }
 
-/// What statvfs(3) says of the file system under a target, in bytes and files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capacity {
-    /// Its size.
-    pub total_bytes: u64,
-    /// Free.
-    pub free_bytes: u64,
-    /// Free to an unprivileged writer.
-    pub available_bytes: u64,
-    /// Inodes.
-    pub files: u64,
-    /// Free inodes.
-    pub files_free: u64,
-    /// The fragment size its block counts are in.
-    pub block_bytes: u32,
-    /// The longest file name.
-    pub name_max: u32,
-}
-
-impl Capacity {
-    /// statvfs(3) of `dir`.
-    pub fn of(dir: &Path) -> std::io::Result<Capacity> {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-        // SAFETY: `path` is a NUL-terminated string and `st` a buffer of the right type;
-        // statvfs writes only into it.
-        let rc = unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: statvfs succeeded, so it filled the buffer.
-        let st = unsafe { st.assume_init() };
-        let frag = st.f_frsize;
-        Ok(Capacity {
-            total_bytes: st.f_blocks * frag,
-            free_bytes: st.f_bfree * frag,
-            available_bytes: st.f_bavail * frag,
-            files: st.f_files,
-            files_free: st.f_ffree,
-            block_bytes: frag as u32,
-            name_max: st.f_namemax as u32,
-        })
+/// statvfs(3) of `dir`: the capacity a target under it reports.
+pub fn capacity_of(dir: &Path) -> std::io::Result<Capacity> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `path` is a NUL-terminated string and `st` a buffer of the right type;
+    // statvfs writes only into it.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: statvfs succeeded, so it filled the buffer.
+    let st = unsafe { st.assume_init() };
+    let frag = st.f_frsize;
+    Ok(Capacity {
+        total_bytes: st.f_blocks * frag,
+        free_bytes: st.f_bfree * frag,
+        available_bytes: st.f_bavail * frag,
+        files: st.f_files,
+        files_free: st.f_ffree,
+        block_bytes: frag as u32,
+        name_max: st.f_namemax as u32,
+    })
 }
 
 /// An object id reserved by a create under way; released when the create ends, done or not.

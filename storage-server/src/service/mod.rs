@@ -286,16 +286,7 @@ impl OssService {
                         ),
                     )
                 })?;
-                let reply = pb::StatfsReply {
-                    total_bytes: c.total_bytes,
-                    free_bytes: c.free_bytes,
-                    available_bytes: c.available_bytes,
-                    files: c.files,
-                    files_free: c.files_free,
-                    block_bytes: c.block_bytes,
-                    name_max: c.name_max,
-                };
-                return Ok(reply.encode_to_vec().into());
+                return Ok(c.to_wire().encode_to_vec().into());
             }
             other => {
                 return Err(ServiceError::new(
