@@ -29,6 +29,16 @@ use tracing::{debug, warn};
 
 use crate::inodes::{Inodes, ROOT_INO};
 
+/// The value, or its errno answered to the kernel and the call ended there.
+macro_rules! or_reply {
+    ($result:expr, $reply:ident) => {
+        match $result {
+            Ok(value) => value,
+            Err(errno) => return $reply.error(errno),
+        }
+    };
+}
+
 /// How long the kernel may trust an attribute or a name before asking again. Short, because
 /// other clients (other mounts, `lfs`, IOR) change the same files.
 const TTL: Duration = Duration::from_secs(1);
@@ -178,6 +188,28 @@ impl IopathFs {
     }
 }
 
+impl IopathFs {
+    /// unlink (a file) or rmdir (an empty directory); either way the name is forgotten.
+    fn remove(&self, directory: bool, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = or_reply!(self.shared.child(parent, name), reply);
+        let what = if directory { "rmdir" } else { "unlink" };
+        self.spawn(what, move |client, shared| async move {
+            let removed = if directory {
+                client.rmdir(&path).await
+            } else {
+                client.unlink(&path).await
+            };
+            match removed {
+                Ok(()) => {
+                    shared.inodes().unlinked(&path);
+                    reply.ok()
+                }
+                Err(e) => reply.error(failed(what, &path, &e)),
+            }
+        });
+    }
+}
+
 /// A client error, logged with its whole sentence and turned into the errno the kernel gets.
 fn failed(what: &str, path: &str, error: &ClientError) -> Errno {
     let errno = posix_errno(error);
@@ -212,10 +244,7 @@ impl Filesystem for IopathFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        let path = match self.shared.child(parent, name) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.child(parent, name), reply);
         self.spawn("lookup", |client, shared| async move {
             match entry_of(&client, &shared, &path).await {
                 Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
@@ -229,10 +258,7 @@ impl Filesystem for IopathFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let path = match self.shared.path(ino) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.path(ino), reply);
         self.spawn("getattr", move |client, shared| async move {
             match client.stat(&path).await {
                 Ok(stat) => reply.attr(&TTL, &shared.attr(ino.0, &stat)),
@@ -259,10 +285,7 @@ impl Filesystem for IopathFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        let path = match self.shared.path(ino) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.path(ino), reply);
         let open = fh.and_then(|fh| self.shared.file(fh).ok());
         self.spawn("setattr", move |client, shared| async move {
             // Only the size is stored: the metadata service keeps no mode, owner or times
@@ -296,10 +319,7 @@ impl Filesystem for IopathFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let path = match self.shared.child(parent, name) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.child(parent, name), reply);
         self.spawn("mkdir", |client, shared| async move {
             if let Err(e) = client.mkdir(&path).await {
                 return reply.error(failed("mkdir", &path, &e));
@@ -312,35 +332,11 @@ impl Filesystem for IopathFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let path = match self.shared.child(parent, name) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
-        self.spawn("unlink", |client, shared| async move {
-            match client.unlink(&path).await {
-                Ok(()) => {
-                    shared.inodes().unlinked(&path);
-                    reply.ok()
-                }
-                Err(e) => reply.error(failed("unlink", &path, &e)),
-            }
-        });
+        self.remove(false, parent, name, reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let path = match self.shared.child(parent, name) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
-        self.spawn("rmdir", |client, shared| async move {
-            match client.rmdir(&path).await {
-                Ok(()) => {
-                    shared.inodes().unlinked(&path);
-                    reply.ok()
-                }
-                Err(e) => reply.error(failed("rmdir", &path, &e)),
-            }
-        });
+        self.remove(true, parent, name, reply);
     }
 
     fn rename(
@@ -384,10 +380,7 @@ impl Filesystem for IopathFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let path = match self.shared.path(ino) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.path(ino), reply);
         self.spawn("open", |client, shared| async move {
             match client.open(&path).await {
                 Ok(file) => {
@@ -414,10 +407,7 @@ impl Filesystem for IopathFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let path = match self.shared.child(parent, name) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.child(parent, name), reply);
         let exclusive = flags & libc::O_EXCL != 0;
         self.spawn("create", move |client, shared| async move {
             // A new file takes its directory's default layout (`lfs setstripe` on the
@@ -461,10 +451,7 @@ impl Filesystem for IopathFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let file = match self.shared.file(fh) {
-            Ok(f) => f,
-            Err(e) => return reply.error(e),
-        };
+        let file = or_reply!(self.shared.file(fh), reply);
         self.spawn("read", move |_, _| async move {
             match file.read_at(offset, u64::from(size)).await {
                 Ok(bytes) => reply.data(&bytes),
@@ -485,10 +472,7 @@ impl Filesystem for IopathFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let file = match self.shared.file(fh) {
-            Ok(f) => f,
-            Err(e) => return reply.error(e),
-        };
+        let file = or_reply!(self.shared.file(fh), reply);
         // The kernel's buffer is lent for this call only: one copy into memory the storage
         // servers can pull from while the write is in flight (and the client keeps for
         // replay until it is committed).
@@ -551,10 +535,7 @@ impl Filesystem for IopathFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let file = match self.shared.file(fh) {
-            Ok(f) => f,
-            Err(e) => return reply.error(e),
-        };
+        let file = or_reply!(self.shared.file(fh), reply);
         self.spawn("fsync", |_, _| async move {
             match file.fsync().await {
                 Ok(()) => reply.ok(),
@@ -564,10 +545,7 @@ impl Filesystem for IopathFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let path = match self.shared.path(ino) {
-            Ok(p) => p,
-            Err(e) => return reply.error(e),
-        };
+        let path = or_reply!(self.shared.path(ino), reply);
         // The listing is taken once, at opendir, and served from memory to every readdir
         // of this handle: offsets stay valid however the directory changes meanwhile.
         self.spawn("opendir", move |client, shared| async move {
