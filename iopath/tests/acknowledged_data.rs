@@ -19,53 +19,11 @@ use iopath_client::{Client, ClientConfig, StripeRequest};
 use iopath_fabric::{Interface, Nid, Node, NodeConfig};
 
 mod common;
-use common::{Stack, iopath};
+use common::{Stack, crash_stack as stack_file, iopath};
 
 /// Files each run puts, and their size (not a multiple of the stripe, as in the issue).
 const FILES: usize = 6;
 const FILE_BYTES: usize = 3_000_000;
-/// The recovery window of the stack's servers: long enough for a client that is alive to
-/// reconnect and replay, short enough for the test.
-const WINDOW_MS: u64 = 5_000;
-
-/// A stack file: two storage servers of two targets, every file over all four, with commits
-/// only when a client forces one (`journal` async), or at every write (sync).
-fn stack_file(journal: &str) -> String {
-    format!(
-        r#"name = "crash-test"
-description = "spider-mini's shape; async commits only when forced"
-
-[layout]
-stripe_size = "1m"
-stripe_count = 4
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "c"
-role = "client"
-count = 2
-nids = {{ o2ib0 = 100 }}
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-nids = {{ o2ib0 = 10 }}
-targets = 2
-journal = "{journal}"
-commit_interval_ms = 60000
-recovery_window_ms = {WINDOW_MS}
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ o2ib0 = 1 }}
-"#
-    )
-}
-
 /// File `i`'s bytes: distinct per file, and never zeros, so a hole is never taken for data.
 fn content(i: usize) -> Vec<u8> {
     let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (i as u64 + 1);

@@ -16,45 +16,11 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{Stack, iopath};
 
-/// The recovery window of the stack's servers.
-const WINDOW_MS: u64 = 5_000;
-
-/// Two storage servers of two targets; files over all four in 1 MiB stripes; async journals
-/// that commit only when forced, so a killed server loses exactly what clients must replay.
+/// The crash tests' stack (two storage servers of two targets, files over all four, async
+/// journals that commit only when forced, so a killed server loses exactly what clients must
+/// replay).
 fn stack_file() -> String {
-    format!(
-        r#"name = "mount-test"
-description = "spider-mini's shape; async commits only when forced"
-
-[layout]
-stripe_size = "1m"
-stripe_count = 4
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "c"
-role = "client"
-count = 1
-nids = {{ o2ib0 = 100 }}
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-nids = {{ o2ib0 = 10 }}
-targets = 2
-journal = "async"
-commit_interval_ms = 60000
-recovery_window_ms = {WINDOW_MS}
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ o2ib0 = 1 }}
-"#
-    )
+    common::crash_stack("async")
 }
 
 /// ASCI Red's shape: a compute node behind a fyod in `mode` (pfs or ufs) before the same

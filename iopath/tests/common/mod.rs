@@ -8,6 +8,48 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The recovery window of the stack's servers: long enough for a client that is alive to
+/// reconnect and replay, short enough for the test.
+pub const WINDOW_MS: u64 = 5_000;
+
+/// A stack file: two storage servers of two targets, every file over all four, with commits
+/// only when a client forces one (`journal` async), or at every write (sync).
+pub fn crash_stack(journal: &str) -> String {
+    format!(
+        r#"name = "crash-test"
+description = "spider-mini's shape; async commits only when forced"
+
+[layout]
+stripe_size = "1m"
+stripe_count = 4
+
+[[networks]]
+name = "o2ib0"
+
+[[nodes]]
+name = "c"
+role = "client"
+count = 2
+nids = {{ o2ib0 = 100 }}
+
+[[nodes]]
+name = "oss"
+role = "oss"
+count = 2
+nids = {{ o2ib0 = 10 }}
+targets = 2
+journal = "{journal}"
+commit_interval_ms = 60000
+recovery_window_ms = {WINDOW_MS}
+
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = {{ o2ib0 = 1 }}
+"#
+    )
+}
+
 /// The `iopath` binary under test.
 pub fn iopath() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iopath"))
