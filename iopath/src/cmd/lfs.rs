@@ -816,11 +816,23 @@ async fn keeps(
     if is_dir {
         return Ok(false);
     }
-    if filter.stripe_count.is_some() || filter.ost.is_some() {
+    // One call per file: `stat` when the size is asked (it brings the layout too, and its
+    // glimpse of the objects is the size), else only the layout.
+    let (layout, size) = if filter.size.is_some() {
+        let stat = client
+            .stat(path)
+            .await
+            .with_context(|| format!("find: stat {path}"))?;
+        (stat.layout, Some(stat.size_bytes))
+    } else {
         let layout = client
             .getstripe(path)
             .await
             .with_context(|| format!("find: getstripe {path}"))?;
+        (Some(layout), None)
+    };
+    if filter.stripe_count.is_some() || filter.ost.is_some() {
+        let layout = layout.with_context(|| format!("find: {path} has no layout"))?;
         if let Some((order, n)) = filter.stripe_count
             && u64::from(layout.stripe_count()).cmp(&n) != order
         {
@@ -832,15 +844,10 @@ async fn keeps(
             return Ok(false);
         }
     }
-    if let Some((order, count, unit)) = filter.size {
-        let size = client
-            .stat(path)
-            .await
-            .with_context(|| format!("find: stat {path}"))?
-            .size_bytes;
-        if size.div_ceil(unit).cmp(&count) != order {
-            return Ok(false);
-        }
+    if let (Some((order, count, unit)), Some(size)) = (filter.size, size)
+        && size.div_ceil(unit).cmp(&count) != order
+    {
+        return Ok(false);
     }
     Ok(true)
 }
