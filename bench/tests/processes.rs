@@ -13,8 +13,7 @@ use iopath_bench::ior::IorOptions;
 use iopath_bench::ior::phase::Progress;
 use iopath_client::Client;
 use iopath_stack::StackChoice;
-use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
-use iopath_stack::up::NodeProcessConfig;
+use iopath_stack::testing::processes::{self, client, launcher, preset, start};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const KIB: u64 = 1 << 10;
@@ -22,45 +21,9 @@ const MIB: u64 = 1 << 20;
 
 type Outcome = Result<(), String>;
 
-/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
-/// process: the flags `iopath node` takes.
-fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
-    let mut flags = std::collections::HashMap::new();
-    // Bounded by the arguments: each pass takes a flag and its value.
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        flags.insert(flag, value);
-    }
-    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
-    let config = NodeProcessConfig {
-        stack: take("--stack")?.into(),
-        name: take("--name")?,
-        dir: take("--dir")?.into(),
-        admin: ([127, 0, 0, 1], 0).into(),
-    };
-    match flags.keys().next() {
-        Some(flag) => Err(format!("unknown flag {flag}")),
-        None => Ok(config),
-    }
-}
-
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("node") {
-        let config = match node_config(std::env::args().skip(2)) {
-            Ok(config) => config,
-            Err(e) => {
-                eprintln!("node: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("node: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Some(code) = processes::run_node_if_asked() {
+        return code;
     }
     let trials = vec![
         Trial::test("ior_runs_over_processes", || {
@@ -83,11 +46,6 @@ fn block_on(test: impl Future<Output = Result<(), String>>) -> Result<(), Failed
     runtime.block_on(test).map_err(Failed::from)
 }
 
-/// This program as the node launcher.
-fn launcher() -> Result<Launcher, String> {
-    Launcher::this_program().map_err(|e| e.to_string())
-}
-
 macro_rules! check {
     ($cond:expr, $($arg:tt)*) => {
         if !$cond {
@@ -98,28 +56,6 @@ macro_rules! check {
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-/// Starts `stack_text` (a stack file) with every server node a process.
-async fn start(stack_text: &str, what: &str) -> Result<RunningStack, String> {
-    let stack = iopath_stack::schema::Stack::parse(stack_text, what).map_err(err)?;
-    let storage = StorageDir::temporary(what, None).map_err(err)?;
-    RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
-        .await
-        .map_err(err)
-}
-
-fn preset(name: &str) -> Result<String, String> {
-    Ok(iopath_stack::preset(name).map_err(err)?.text.to_owned())
-}
-
-/// The client library on client node `index`.
-async fn client(running: &RunningStack, index: usize) -> Result<Client, String> {
-    let clients = running.clients();
-    let node = clients
-        .get(index)
-        .ok_or_else(|| format!("no client node {index}"))?;
-    running.connect(node).await.map_err(err)
 }
 
 async fn ior_runs_over_processes() -> Result<(), String> {

@@ -369,3 +369,91 @@ fn setup(why: impl std::fmt::Display) -> ClientError {
         why: why.to_string(),
     }
 }
+
+/// For test programs that are their own node processes (a harness of their own, run as
+/// `PROGRAM node --stack FILE --name NODE --dir DIR` by the stack's launcher, as `iopath
+/// node` is): the node mode, and starting a stack whose server nodes are such processes.
+pub mod processes {
+    use std::process::ExitCode;
+
+    use iopath_client::Client;
+
+    use crate::runtime::{Launcher, Mode, RunningStack, StorageDir};
+    use crate::up::NodeProcessConfig;
+
+    /// If this program was started as a node process (its first argument is `node`), runs
+    /// that node to its end and returns the exit code; otherwise `None`, and the program
+    /// runs its tests.
+    pub fn run_node_if_asked() -> Option<ExitCode> {
+        if std::env::args().nth(1).as_deref() != Some("node") {
+            return None;
+        }
+        let config = match node_config(std::env::args().skip(2)) {
+            Ok(config) => config,
+            Err(e) => {
+                eprintln!("node: {e}");
+                return Some(ExitCode::FAILURE);
+            }
+        };
+        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+        Some(match runtime.block_on(crate::up::run_node(&config)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("node: {e}");
+                ExitCode::FAILURE
+            }
+        })
+    }
+
+    /// `--stack FILE --name NODE --dir DIR`: the flags `iopath node` takes.
+    fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
+        let mut flags = std::collections::HashMap::new();
+        // Bounded by the arguments: each pass takes a flag and its value.
+        while let Some(flag) = args.next() {
+            let value = args.next().ok_or(format!("{flag} needs a value"))?;
+            flags.insert(flag, value);
+        }
+        let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
+        let config = NodeProcessConfig {
+            stack: take("--stack")?.into(),
+            name: take("--name")?,
+            dir: take("--dir")?.into(),
+            admin: ([127, 0, 0, 1], 0).into(),
+        };
+        match flags.keys().next() {
+            Some(flag) => Err(format!("unknown flag {flag}")),
+            None => Ok(config),
+        }
+    }
+
+    /// This program as the node launcher.
+    pub fn launcher() -> Result<Launcher, String> {
+        Launcher::this_program().map_err(|e| e.to_string())
+    }
+
+    /// Starts `stack_text` (a stack file) with every server node a process of this program.
+    pub async fn start(stack_text: &str, what: &str) -> Result<RunningStack, String> {
+        let stack = crate::schema::Stack::parse(stack_text, what).map_err(|e| e.to_string())?;
+        let storage = StorageDir::temporary(what, None).map_err(|e| e.to_string())?;
+        RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The text of preset `name`.
+    pub fn preset(name: &str) -> Result<String, String> {
+        Ok(crate::preset(name)
+            .map_err(|e| e.to_string())?
+            .text
+            .to_owned())
+    }
+
+    /// The client library on client node `index` of `running`.
+    pub async fn client(running: &RunningStack, index: usize) -> Result<Client, String> {
+        let clients = running.clients();
+        let node = clients
+            .get(index)
+            .ok_or_else(|| format!("no client node {index}"))?;
+        running.connect(node).await.map_err(|e| e.to_string())
+    }
+}

@@ -13,52 +13,17 @@ use std::process::ExitCode;
 
 use bytes::Bytes;
 use iopath_client::StripeRequest;
-use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
+use iopath_stack::testing::processes::{self, launcher};
 use iopath_stack::up::NodeProcessConfig;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 #[path = "processes/suite.rs"]
 mod suite;
 
-/// `processes node --stack FILE --name NODE --dir DIR`, as the stack's launcher starts a node
-/// process: the flags `iopath node` takes.
-fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
-    let mut flags = std::collections::HashMap::new();
-    // Bounded by the arguments: each pass takes a flag and its value.
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        flags.insert(flag, value);
-    }
-    let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
-    let config = NodeProcessConfig {
-        stack: take("--stack")?.into(),
-        name: take("--name")?,
-        dir: take("--dir")?.into(),
-        admin: ([127, 0, 0, 1], 0).into(),
-    };
-    match flags.keys().next() {
-        Some(flag) => Err(format!("unknown flag {flag}")),
-        None => Ok(config),
-    }
-}
-
 fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("node") {
-        let config = match node_config(std::env::args().skip(2)) {
-            Ok(config) => config,
-            Err(e) => {
-                eprintln!("node: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-        return match runtime.block_on(iopath_stack::up::run_node(&config)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("node: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    if let Some(code) = processes::run_node_if_asked() {
+        return code;
     }
     let trials = vec![
         Trial::test("spider_mini_on_loopback_tcp_serves_and_stops", || {
@@ -88,11 +53,6 @@ fn block_on(test: impl Future<Output = Result<(), String>>) -> Result<(), Failed
         .build()
         .map_err(|e| Failed::from(e.to_string()))?;
     runtime.block_on(test).map_err(Failed::from)
-}
-
-/// This program as the node launcher.
-fn launcher() -> Result<Launcher, String> {
-    Launcher::this_program().map_err(|e| e.to_string())
 }
 
 macro_rules! check {

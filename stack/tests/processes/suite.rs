@@ -12,9 +12,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_client::{Client, File, IoMode, StripeRequest};
-use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
 
-use super::launcher;
+use iopath_stack::testing::processes::{client, launcher, preset, start};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -23,28 +22,6 @@ type Outcome = Result<(), String>;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-/// Starts `stack_text` (a stack file) with every server node a process.
-async fn start(stack_text: &str, what: &str) -> Result<RunningStack, String> {
-    let stack = iopath_stack::schema::Stack::parse(stack_text, what).map_err(err)?;
-    let storage = StorageDir::temporary(what, None).map_err(err)?;
-    RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
-        .await
-        .map_err(err)
-}
-
-fn preset(name: &str) -> Result<String, String> {
-    Ok(iopath_stack::preset(name).map_err(err)?.text.to_owned())
-}
-
-/// The client library on client node `index`.
-async fn client(running: &RunningStack, index: usize) -> Result<Client, String> {
-    let clients = running.clients();
-    let node = clients
-        .get(index)
-        .ok_or_else(|| format!("no client node {index}"))?;
-    running.connect(node).await.map_err(err)
 }
 
 /// The byte at file offset `offset` of data made with `seed`.
