@@ -55,11 +55,12 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
     // whose every call fails.
     let mut watch = tokio::time::interval(std::time::Duration::from_secs(2));
     let mut silent_since: Option<tokio::time::Instant> = None;
-    let why = loop {
+    // Why the mount ends, and whether it is because the stack went away.
+    let (why, stack_gone) = loop {
         tokio::select! {
-            _ = interrupt.recv() => break "interrupted",
-            _ = terminate.recv() => break "terminated",
-            _ = tick.tick() => if mount.is_finished() { break "unmounted from outside" },
+            _ = interrupt.recv() => break ("interrupted", false),
+            _ = terminate.recv() => break ("terminated", false),
+            _ = tick.tick() => if mount.is_finished() { break ("unmounted from outside", false) },
             _ = watch.tick() => {
                 let answered = tokio::time::timeout(
                     std::time::Duration::from_secs(5),
@@ -74,12 +75,14 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
                     .elapsed()
                     >= iopath_client::UNREACHABLE_FOR_MAX
                 {
-                    break "the stack's metadata service stopped answering (the stack stopped?)";
+                    break (
+                        "the stack's metadata service stopped answering (the stack stopped?)",
+                        true,
+                    );
                 }
             }
         }
     };
-    let stack_gone = why.starts_with("the stack's metadata service");
     eprintln!("iopath mount: {why}; unmounting {}", mountpoint.display());
     let unmounted = tokio::task::spawn_blocking(move || mount.unmount())
         .await
