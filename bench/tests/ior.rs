@@ -58,6 +58,7 @@ async fn text_output_has_iors_layout() {
     })
     .await;
     assert!(text.starts_with("IOR-3.3.0 output format"), "{text}");
+    let outcome = &outcome.tests[0];
     for key in [
         "Began",
         "Command line",
@@ -162,6 +163,10 @@ async fn text_output_has_iors_layout() {
     );
     assert!(text.contains("  disk write "), "{text}");
     assert!(text.contains("  write / disk write "), "{text}");
+    assert!(
+        text.contains("modeled: nothing: real bytes"),
+        "modeled is labeled: {text}"
+    );
     assert_eq!(outcome.results.len(), 4);
     assert_eq!(outcome.facts.verified_bytes, 2 * (2 << 20));
     assert!(outcome.facts.ratios.write_vs_disk.is_some_and(|r| r > 0.0));
@@ -236,15 +241,21 @@ async fn json_output_has_iors_keys() {
         assert!(summary[0][key].is_number(), "{key}");
     }
     assert!(test["max"]["writeMiB"].is_number());
-    assert_eq!(json["iopath"]["verified_bytes"], 1 << 20);
+    assert_eq!(test["iopath"]["verified_bytes"], 1 << 20);
     assert!(
-        json["iopath"]["baselines"]["disk_write_mib_s"]
+        test["iopath"]["baselines"]["disk_write_mib_s"]
             .as_f64()
             .unwrap()
             > 0.0
     );
-    assert!(json["iopath"]["ratios"]["write_vs_disk"].is_number());
-    assert_eq!(outcome.info.tasks_per_node, 1);
+    assert!(test["iopath"]["ratios"]["write_vs_disk"].is_number());
+    assert_eq!(
+        json["iopath"]["modeled"]
+            .as_str()
+            .map(|m| m.starts_with("nothing")),
+        Some(true)
+    );
+    assert_eq!(outcome.tests[0].info.tasks_per_node, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,16 +266,16 @@ async fn through_fyods_and_routers_too() {
         ..on("asci-red-mini", 256 * KIB, MIB)
     })
     .await;
-    assert_eq!(outcome.results.len(), 1, "write only");
+    assert_eq!(outcome.tests[0].results.len(), 1, "write only");
     assert_eq!(
-        outcome.facts.verified_bytes,
+        outcome.tests[0].facts.verified_bytes,
         8 << 20,
         "write-only runs are checked too"
     );
     assert!(
-        outcome.info.api_version.contains("fyod"),
+        outcome.run.api_version.contains("fyod"),
         "{}",
-        outcome.info.api_version
+        outcome.run.api_version
     );
     // spider-mini-routed, fine-grained routes: clients -> routers -> storage servers.
     let routed = on("spider-mini-routed", 256 * KIB, MIB);
@@ -276,8 +287,8 @@ async fn through_fyods_and_routers_too() {
         ..routed
     })
     .await;
-    assert_eq!(outcome.facts.verified_bytes, 8 << 20);
-    assert!(outcome.info.api_version.contains("routers"));
+    assert_eq!(outcome.tests[0].facts.verified_bytes, 8 << 20);
+    assert!(outcome.run.api_version.contains("routers"));
 }
 
 #[tokio::test]
@@ -307,4 +318,182 @@ async fn bad_options_are_refused_before_anything_runs() {
         error.to_string().contains("no preset named \"nope\""),
         "{error}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_order_fsync_per_write_barriers_and_a_file_per_repetition() {
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(4),
+        segments: 2,
+        repetitions: 2,
+        file_per_proc: true,
+        unique_dir: true,
+        multi_file: true,
+        random_offset: true,
+        fsync_per_write: true,
+        intra_test_barriers: true,
+        store_file_offset: true,
+        verbose: 2,
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    })
+    .await;
+    assert!(text.contains("ordering in a file  : random\n"), "{text}");
+    assert!(
+        text.contains("Path                : /ior/0/testFile.00000000.0\n"),
+        "{text}"
+    );
+    // -v and -vv lines fall among the results, as IOR's log lines do.
+    assert_eq!(
+        text.matches("Commencing write performance test: ").count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("Random offsets: seed "), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("task ")).count(),
+        4 * 2 * 2,
+        "a line per task per phase with -vv: {text}"
+    );
+    let test = &outcome.tests[0];
+    assert_eq!(test.results.len(), 4);
+    // Every word of both repetitions' files checked, though written in a random order.
+    assert_eq!(test.facts.verified_bytes, 2 * 4 * 2 * 256 * KIB);
+    assert_eq!(test.facts.unchecked_bytes, 0);
+    for r in &test.results {
+        assert_eq!(r.transfers, 4 * 2 * 4, "{r:?}");
+        assert!(r.stonewall.is_none());
+    }
+}
+
+/// A script of three tests on one stack: the first writes and keeps its files, the second
+/// reads them back (a read-only test, checked against what the first wrote), the third
+/// writes over them (-E) and removes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_reads_back_what_an_earlier_test_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tests.ior");
+    std::fs::write(
+        &script,
+        "\
+# IOR's own script form
+IOR START
+    api=POSIX
+    transferSize=64k, blockSize=256k
+    writeFile=1, readFile=0
+    keepFile=1
+RUN
+    writeFile=0
+    readFile=1
+    reorderTasks=1
+    keepFile=1
+RUN
+    readFile=0
+    writeFile=1
+    useExistingTestFile=1
+    keepFile=0
+RUN
+IOR STOP
+",
+    )
+    .unwrap();
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(4),
+        segments: 2,
+        script: Some(script),
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    })
+    .await;
+    assert_eq!(outcome.tests.len(), 3, "{text}");
+    let bytes = 4 * 2 * 256 * KIB;
+    let [first, second, third] = &outcome.tests[..] else {
+        panic!("three tests")
+    };
+    assert_eq!(first.results.len(), 1, "write only");
+    assert_eq!(first.facts.verified_bytes, bytes, "read back untimed");
+    assert_eq!(second.results.len(), 1, "read only");
+    assert_eq!(
+        second.facts.verified_bytes, bytes,
+        "the second test checks every word the first wrote"
+    );
+    assert!(third.info.params.use_existing_file);
+    assert_eq!(third.facts.verified_bytes, bytes);
+    for id in 0..3 {
+        assert!(
+            text.contains(&format!("TestID              : {id}\n")),
+            "{text}"
+        );
+    }
+    // The summary has a row per test, each under its own Test#.
+    let header = line_after(&text, "Summary of all tests:");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| *l != header)
+        .skip(1)
+        .take_while(|l| l.starts_with("write") || l.starts_with("read"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let tests: Vec<(&str, &str)> = rows.iter().map(|r| (r[0], r[12])).collect();
+    assert_eq!(tests, vec![("write", "0"), ("read", "1"), ("write", "2")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_run_says_why_its_file_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = IorOptions {
+        read: true,
+        dir: Some(dir.path().to_path_buf()),
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    };
+    let error =
+        iopath_bench::ior::measure(&options, "ior -r", &mut Vec::new(), Progress::Silent, None)
+            .await
+            .unwrap_err()
+            .to_string();
+    assert!(error.contains("does not exist"), "{error}");
+    assert!(error.contains("-f script"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_results_go_to_the_summary_file_and_the_log_stays_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("results.csv");
+    let (outcome, out) = ior(IorOptions {
+        tasks: Some(2),
+        verbose: 1,
+        ior_options: vec![
+            format!("summaryFile={}", csv.display()),
+            "summaryFormat=CSV".into(),
+        ],
+        ..on("spider-mini", 64 * KIB, 256 * KIB)
+    })
+    .await;
+    let written = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter",
+            lines[1],
+            lines[2]
+        ],
+        "a header and a line per phase, nothing else:\n{written}"
+    );
+    for (line, access) in lines[1..].iter().zip(["write", "read"]) {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), 12, "{line}");
+        assert_eq!(fields[0], access);
+        for f in &fields[1..10] {
+            let (_, decimals) = f.split_once('.').unwrap_or_else(|| panic!("{f} in {line}"));
+            assert_eq!(decimals.len(), 4, "IOR's %.4f: {line}");
+        }
+        assert_eq!(fields[10], "2", "numTasks");
+        assert_eq!(fields[11], "0", "iter");
+    }
+    let bw: f64 = lines[1].split(',').nth(1).unwrap().parse().unwrap();
+    let expected = outcome.tests[0].results[0].bw_mib_s();
+    assert!((bw - expected).abs() < 1e-3, "{bw} vs {expected}");
+    // Standard output has the log lines and iopath's facts, not the results.
+    assert!(out.contains("Commencing write performance test: "), "{out}");
+    assert!(out.contains("modeled: "), "{out}");
+    assert!(!out.contains("bw(MiB/s)"), "{out}");
 }

@@ -86,10 +86,11 @@ async fn ior_runs_over_processes() -> Result<(), String> {
     )
     .await
     .map_err(|e| e.to_string())?;
+    let test = &outcome.tests[0];
     check!(
-        outcome.results.len() == 2,
+        test.results.len() == 2,
         "a write and a read: {:?}",
-        outcome.results
+        test.results
     );
     check!(
         outcome.facts.mode == "processes",
@@ -97,15 +98,15 @@ async fn ior_runs_over_processes() -> Result<(), String> {
         outcome.facts.mode
     );
     check!(
-        outcome.facts.verified_bytes == 4 << 20,
+        test.facts.verified_bytes == 4 << 20,
         "every byte read back and checked"
     );
     check!(
-        outcome.facts.baselines.tcp_mib_s.is_some(),
+        test.facts.baselines.tcp_mib_s.is_some(),
         "loopback TCP measured in the same run"
     );
     check!(
-        outcome.facts.ratios.write_vs_min_disk_tcp.is_some(),
+        test.facts.ratios.write_vs_min_disk_tcp.is_some(),
         "the processes ratio"
     );
     let json: serde_json::Value =
@@ -121,35 +122,33 @@ async fn ior_runs_over_processes() -> Result<(), String> {
 /// phase, by new clients, checks every word: nothing acknowledged lived only in the memory of
 /// the program that ended. (Before the end commits, this run lost its files' tails.)
 async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Outcome {
-    use iopath_bench::ior::params::{Api, SummaryFormat};
-    use iopath_bench::ior::phase::{self, Job, Progress};
+    use iopath_bench::ior::phase::{self, Files, Job, Progress};
     let text = preset("spider-mini")?.replace(
         "journal = \"async\"",
         "journal = \"async\"\ncommit_interval_ms = 60000",
     );
     let mut running = start(&text, "test-suite-ior-end").await?;
-    let params = iopath_bench::ior::IorParams {
-        tasks: Some(8),
-        block_size_bytes: 3 * MIB,
-        transfer_size_bytes: 256 * KIB,
-        segments: 2,
-        file_per_proc: true,
-        write: true,
-        read: true,
-        reorder_tasks: false,
-        fsync: false,
-        store_file_offset: true,
-        repetitions: 1,
-        test_file: "/ior/testFile".into(),
-        keep_file: true,
-        format: SummaryFormat::Text,
-        api: Api::Async,
-    };
+    let params = iopath_bench::ior::IorParams::from_options(
+        &IorOptions {
+            tasks: Some(8),
+            block_size_bytes: 3 * MIB,
+            transfer_size_bytes: 256 * KIB,
+            segments: 2,
+            file_per_proc: true,
+            store_file_offset: true,
+            keep_file: true,
+            api: "async".into(),
+            ..IorOptions::default()
+        },
+        0,
+    )
+    .map_err(err)?;
     let job = |clients| Job {
         buffers: iopath_bench::ior::buffers::pool(params.transfer_size_bytes as usize),
         params: params.clone(),
         tasks: 8,
         clients,
+        seed: 0,
     };
     let mut clients = Vec::new();
     for index in 0..8 {
@@ -159,14 +158,18 @@ async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Out
         .await
         .map_err(err)?;
     let writers = Arc::new(job(clients));
-    phase::write(&writers, 0, Progress::Silent)
+    let (_, written) = phase::write(&writers, 0, 1, None, Progress::Silent)
         .await
         .map_err(err)?;
+    let written = Arc::new(written);
+    let files: Files = (0..8)
+        .map(|task| (params.file_of(task, 0), Arc::clone(&written)))
+        .collect();
     let kept: u64 = writers.clients.iter().map(Client::kept_bytes).sum();
     if kept == 0 {
         return Err("the write phase left nothing uncommitted: the test proves nothing".into());
     }
-    phase::end(&writers).await.map_err(err)?;
+    phase::end(&writers.clients).await.map_err(err)?;
     drop(writers);
     for oss in ["oss0", "oss1"] {
         running.crash_node(oss).await.map_err(err)?;
@@ -180,13 +183,16 @@ async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Out
     }
     let readers = Arc::new(job(clients));
     // IOR's read phase checks every word it reads against what each task wrote.
-    let read = phase::read(&readers, 0, Progress::Silent)
+    let read = phase::read(&readers, 0, &files, None, Progress::Silent)
         .await
         .map_err(err)?;
-    if read.bytes != 8 * 2 * 3 * MIB {
-        return Err(format!("read {} bytes, not every byte written", read.bytes));
+    if read.verified_bytes != 8 * 2 * 3 * MIB {
+        return Err(format!(
+            "checked {} bytes, not every byte written",
+            read.verified_bytes
+        ));
     }
-    phase::end(&readers).await.map_err(err)?;
+    phase::end(&readers.clients).await.map_err(err)?;
     drop(readers);
     running.stop().await.map_err(err)
 }

@@ -39,3 +39,103 @@ fn bench_journal_prints_json_and_a_progress_line_per_phase() {
         "{stderr}"
     );
 }
+
+/// The random-write line of a published IOR benchmark script, flags unchanged (its sizes
+/// made small):
+///
+/// ```text
+/// $IOR_BIN -v -F --posix.odirect -C -t $TRANSFER_SIZE -b $BLOCKSIZE_PER_TASK -e -w -z -k \
+///     -o $TEST_DIRECTORY/$TEST_FILE -O summaryFile=$OUT_FILE -O summaryFormat=CSV
+/// RESULTS=$(tail -1 $OUT_FILE)
+/// ```
+///
+/// The script keeps `tail -1` of the summary file as a row under IOR's CSV header; here that
+/// row parses with IOR's columns, and the log lines (`-v`) stay out of it.
+#[test]
+fn a_published_ior_line_runs_unchanged_and_its_csv_parses_with_iors_columns() {
+    let dir = scratch();
+    let out_file = dir.path().join("rand_write_64k_4.csv");
+    let output = iopath()
+        .args(["bench", "ior"])
+        .args([
+            "-v",
+            "-F",
+            "--posix.odirect",
+            "-C",
+            "-t",
+            "64k",
+            "-b",
+            "256k",
+        ])
+        .args(["-e", "-w", "-z", "-k", "-o", "/flash/testfile"])
+        .arg("-O")
+        .arg(format!("summaryFile={}", out_file.display()))
+        .args(["-O", "summaryFormat=CSV"])
+        .args(["--preset", "spider-mini", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let csv = std::fs::read_to_string(&out_file).unwrap();
+    assert_eq!(
+        csv.lines().next(),
+        Some(
+            "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter"
+        ),
+        "{csv}"
+    );
+    let last = csv.lines().last().unwrap();
+    let columns = [
+        "access", "bw", "IOPS", "Latency", "block", "xfer", "open", "wrrd", "close", "total",
+        "numTasks", "iter",
+    ];
+    let fields: Vec<&str> = last.split(',').collect();
+    assert_eq!(fields.len(), columns.len(), "{last}");
+    assert_eq!(fields[0], "write", "-w: {csv}");
+    let number = |i: usize| -> f64 { fields[i].parse().unwrap_or_else(|_| panic!("{last}")) };
+    assert!(number(1) > 0.0 && number(2) > 0.0, "{last}");
+    assert_eq!(number(4), 256.0, "block(KiB): {last}");
+    assert_eq!(number(5), 64.0, "xfer(KiB): {last}");
+    assert!(number(9) >= number(7), "total covers the transfers: {last}");
+    assert_eq!(
+        fields[10], "8",
+        "a task per spider-mini client node: {last}"
+    );
+    assert_eq!(fields[11], "0");
+    // Standard output: IOR's log lines and iopath's facts, never the CSV.
+    assert!(
+        stdout.contains("Commencing write performance test: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Verifying contents of the file(s) just written."),
+        "{stdout}"
+    );
+    assert!(stdout.contains("modeled: "), "{stdout}");
+    assert!(!stdout.contains("access,"), "{stdout}");
+    // The progress lines are on standard error.
+    assert!(stderr.contains("ior: test 0 write iteration 0"), "{stderr}");
+}
+
+#[test]
+fn collective_io_is_refused_with_its_reason() {
+    let dir = scratch();
+    let output = iopath()
+        .args(["bench", "ior", "-c", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("-c: collective I/O is MPI-IO's"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing ran"
+    );
+}

@@ -10,12 +10,28 @@
 //! | `-w` / `-r` | writeFile / readFile | write phase / read phase (neither: both) |
 //! | `-C` | reorderTasks | read back the data of the task one node over |
 //! | `-e` | fsync | fsync before close after writing |
+//! | `-Y` | fsyncPerWrite | fsync after every write call |
+//! | `-z` | randomOffset | each task visits its transfers in a random order |
+//! | `-E` | useExistingTestFile | open the files an earlier test kept instead of creating them |
+//! | `-D` | deadlineForStonewalling | a phase stops starting transfers after this many seconds |
+//! | `-T` | maxTimeDuration | a test stops after this many minutes |
+//! | `-g` | intraTestBarriers | the tasks wait for each other between open, transfers and close |
+//! | `-m` | multiFile | a file (or set of files) per repetition |
+//! | `-u` | uniqueDir | with `-F`, each task's file in a directory of its own |
+//! | `-x` | singleXferAttempt | never retry a short transfer (iopath's transfers are whole or fail) |
+//! | `-B` | useO_DIRECT | bypass client caches (iopath's client library keeps none) |
+//! | `-c` | collective | refused: MPI-IO's collective buffering has no meaning here |
+//! | `-v` | verbose | more lines: phase start times, per-task times, the parameters |
 //! | `-i` | repetitions | write and read this many times |
 //! | `-o` | testFile | the file's path in the stack's namespace |
 //! | `-k` | keepFile | keep the files at the end |
-//! | `-O summaryFormat=JSON` | | JSON on standard output instead of text |
+//! | `-l` | storeFileOffset | stamp every word with its file offset |
+//! | `-f` | | a script of several tests (see [`super::directives`]) |
+//! | `-O summaryFormat=` | | `default`, `JSON` or `CSV` |
+//! | `-O summaryFile=` | | the results go to this file; log lines stay on standard output |
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use iopath_stack::StackChoice;
 
@@ -33,9 +49,20 @@ pub const TRANSFER_MAX_BYTES: u64 = 1 << 30;
 pub const AGGREGATE_MAX_BYTES: u64 = 1 << 40;
 /// IOR writes 8-byte words; transfers and blocks are whole words.
 pub const WORD_BYTES: u64 = 8;
+/// Most transfers of all tasks together in a test with random offsets (`-z`): each task
+/// holds its shuffled offsets, 8 bytes each, so this bounds that memory to 128 MiB.
+pub const RANDOM_TRANSFERS_MAX: u64 = 1 << 24;
+/// Longest stonewalling deadline (`-D`), seconds.
+pub const DEADLINE_MAX_S: u64 = 24 * 3600;
+/// Longest test (`-T`), minutes.
+pub const MAX_TIME_MAX_MIN: u64 = 24 * 60;
+/// Longest pause between the tests of a script (`interTestDelay`), seconds.
+pub const INTER_TEST_DELAY_MAX_S: u64 = 3600;
+/// Most `-v`.
+pub const VERBOSE_MAX: u8 = 3;
 
 /// `iopath bench ior`'s options, as given: IOR's flags (each field names its flag), and
-/// where to run. [`IorParams::from_options`] checks them.
+/// where to run. [`IorOptions::tests`] checks them into the tests to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IorOptions {
     /// Number of tasks (IOR numTasks, `-N`); default: one per client node of the stack.
@@ -56,6 +83,35 @@ pub struct IorOptions {
     pub reorder_tasks: bool,
     /// fsync each file before closing it after writing (IOR fsync, `-e`).
     pub fsync: bool,
+    /// fsync after every write call (IOR fsyncPerWrite, `-Y`).
+    pub fsync_per_write: bool,
+    /// Each task makes its transfers in a random order (IOR randomOffset, `-z`).
+    pub random_offset: bool,
+    /// Open the files an earlier test of the run kept instead of creating them (IOR
+    /// useExistingTestFile, `-E`).
+    pub use_existing_file: bool,
+    /// Seconds after which a phase starts no more transfers; 0: none (IOR
+    /// deadlineForStonewalling, `-D`).
+    pub deadline_s: u64,
+    /// Minutes after which a test stops; 0: none (IOR maxTimeDuration, `-T`).
+    pub max_minutes: u64,
+    /// Seconds to wait before each test of a script after the first (IOR interTestDelay).
+    pub inter_test_delay_s: u64,
+    /// How much more to say (IOR verbose, `-v`, repeatable).
+    pub verbose: u8,
+    /// The tasks wait for each other between open, transfers and close (IOR
+    /// intraTestBarriers, `-g`).
+    pub intra_test_barriers: bool,
+    /// MPI-IO collective calls (IOR collective, `-c`): refused, with the reason.
+    pub collective: bool,
+    /// A file per repetition (IOR multiFile, `-m`).
+    pub multi_file: bool,
+    /// With `-F`, each task's file in a directory of its own (IOR uniqueDir, `-u`).
+    pub unique_dir: bool,
+    /// Do not retry a short transfer (IOR singleXferAttempt, `-x`).
+    pub single_xfer_attempt: bool,
+    /// Bypass client caches (IOR useO_DIRECT, `-B`, `--posix.odirect`).
+    pub direct_io: bool,
     /// Stamp every word with its file offset, filling the buffer again for each transfer
     /// (IOR storeFileOffset, `-l`).
     pub store_file_offset: bool,
@@ -68,8 +124,15 @@ pub struct IorOptions {
     pub keep_file: bool,
     /// The I/O calls each transfer makes (IOR's api, `-a`): `sync` (or `posix`) or `async`.
     pub api: String,
-    /// IOR's `-O` options, `KEY=VALUE`; `summaryFormat=JSON` prints JSON instead of text.
+    /// IOR's output format (`-O summaryFormat=`): `default`, `JSON` or `CSV`.
+    pub summary_format: String,
+    /// Where the results go (`-O summaryFile=`); default: standard output.
+    pub summary_file: Option<PathBuf>,
+    /// IOR's `-O` directives, `KEY=VALUE[,KEY=VALUE...]`, applied after the flags.
     pub ior_options: Vec<String>,
+    /// A script of tests (IOR's `-f`), each starting from the one before, the first from the
+    /// flags.
+    pub script: Option<PathBuf>,
     /// The stack to run on (default asci-red-mini).
     pub choice: StackChoice,
     /// A process per server node on loopback TCP (the tasks run in this process, on the
@@ -93,16 +156,81 @@ impl Default for IorOptions {
             read: false,
             reorder_tasks: false,
             fsync: false,
+            fsync_per_write: false,
+            random_offset: false,
+            use_existing_file: false,
+            deadline_s: 0,
+            max_minutes: 0,
+            inter_test_delay_s: 0,
+            verbose: 0,
+            intra_test_barriers: false,
+            collective: false,
+            multi_file: false,
+            unique_dir: false,
+            single_xfer_attempt: false,
+            direct_io: false,
             store_file_offset: false,
             repetitions: 1,
             test_file: "/ior/testFile".to_owned(),
             keep_file: false,
             api: "async".to_owned(),
+            summary_format: "default".to_owned(),
+            summary_file: None,
             ior_options: Vec::new(),
+            script: None,
             choice: StackChoice::default(),
             processes: false,
             dir: None,
         }
+    }
+}
+
+impl IorOptions {
+    /// The tests these options ask for, checked: the flags with the `-O` directives applied,
+    /// then, with `-f`, each test of the script. One output format and summary file serve the
+    /// whole run, as in IOR.
+    pub fn tests(&self) -> Result<Vec<IorParams>, BenchError> {
+        let mut base = self.clone();
+        for option in &self.ior_options {
+            super::directives::apply_line(&mut base, option).map_err(|why| {
+                BenchError::BadOption {
+                    option: "-O".into(),
+                    why,
+                }
+            })?;
+        }
+        let tests = match &self.script {
+            None => vec![base],
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| BenchError::io(format!("-f: read {}", path.display()), e))?;
+                super::directives::script(&text, &base).map_err(|(line, why)| {
+                    BenchError::BadOption {
+                        option: format!("-f {}, line {line}", path.display()),
+                        why,
+                    }
+                })?
+            }
+        };
+        let checked = tests
+            .iter()
+            .enumerate()
+            .map(|(id, options)| IorParams::from_options(options, id as u32))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(first) = checked.first()
+            && let Some(other) = checked
+                .iter()
+                .find(|t| t.format != first.format || t.summary_file != first.summary_file)
+        {
+            return Err(BenchError::BadOption {
+                option: "-f".into(),
+                why: format!(
+                    "test {} changes summaryFormat or summaryFile: IOR writes one format to one place per run",
+                    other.test_id
+                ),
+            });
+        }
+        Ok(checked)
     }
 }
 
@@ -113,6 +241,8 @@ pub enum SummaryFormat {
     Text,
     /// IOR's JSON (`-O summaryFormat=JSON`).
     Json,
+    /// IOR's CSV (`-O summaryFormat=CSV`): a header and a line per phase.
+    Csv,
 }
 
 /// Which calls the transfers make.
@@ -134,9 +264,11 @@ impl Api {
     }
 }
 
-/// Checked IOR options (the number of tasks is fixed once the stack is known).
+/// One checked IOR test (the number of tasks is fixed once the stack is known).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IorParams {
+    /// IOR's TestID: the test's place in the run, from 0.
+    pub test_id: u32,
     /// Tasks asked for, if any.
     pub tasks: Option<u32>,
     /// IOR blockSize.
@@ -155,6 +287,30 @@ pub struct IorParams {
     pub reorder_tasks: bool,
     /// IOR fsync.
     pub fsync: bool,
+    /// IOR fsyncPerWrite.
+    pub fsync_per_write: bool,
+    /// IOR randomOffset.
+    pub random_offset: bool,
+    /// IOR useExistingTestFile.
+    pub use_existing_file: bool,
+    /// IOR deadlineForStonewalling.
+    pub deadline: Option<Duration>,
+    /// IOR maxTimeDuration.
+    pub max_duration: Option<Duration>,
+    /// IOR interTestDelay.
+    pub inter_test_delay: Duration,
+    /// IOR verbose.
+    pub verbose: u8,
+    /// IOR intraTestBarriers.
+    pub intra_test_barriers: bool,
+    /// IOR multiFile.
+    pub multi_file: bool,
+    /// IOR uniqueDir.
+    pub unique_dir: bool,
+    /// IOR singleXferAttempt.
+    pub single_xfer_attempt: bool,
+    /// IOR useO_DIRECT.
+    pub direct_io: bool,
     /// IOR storeFileOffset.
     pub store_file_offset: bool,
     /// IOR repetitions.
@@ -165,14 +321,16 @@ pub struct IorParams {
     pub keep_file: bool,
     /// Output format.
     pub format: SummaryFormat,
+    /// Where the results go; `None`: standard output.
+    pub summary_file: Option<PathBuf>,
     /// The calls transfers make.
     pub api: Api,
 }
 
 impl IorParams {
-    /// Checks `args`. IOR's rules: a transfer is whole 8-byte words, a block is whole
-    /// transfers; neither -w nor -r means both.
-    pub fn from_options(args: &IorOptions) -> Result<IorParams, BenchError> {
+    /// Checks `args` as test `test_id`. IOR's rules: a transfer is whole 8-byte words, a block
+    /// is whole transfers; neither -w nor -r means both.
+    pub fn from_options(args: &IorOptions, test_id: u32) -> Result<IorParams, BenchError> {
         let bad = |option: &str, why: String| BenchError::BadOption {
             option: option.to_owned(),
             why,
@@ -218,6 +376,43 @@ impl IorParams {
         {
             return Err(bad("-N", format!("tasks must be 1 to {TASKS_MAX}")));
         }
+        if args.deadline_s > DEADLINE_MAX_S {
+            return Err(bad(
+                "-D",
+                format!("the stonewalling deadline is at most {DEADLINE_MAX_S} seconds"),
+            ));
+        }
+        if args.max_minutes > MAX_TIME_MAX_MIN {
+            return Err(bad(
+                "-T",
+                format!("the longest test is {MAX_TIME_MAX_MIN} minutes"),
+            ));
+        }
+        if args.inter_test_delay_s > INTER_TEST_DELAY_MAX_S {
+            return Err(bad(
+                "interTestDelay",
+                format!("the longest pause between tests is {INTER_TEST_DELAY_MAX_S} seconds"),
+            ));
+        }
+        if args.verbose > VERBOSE_MAX {
+            return Err(bad("-v", format!("at most {VERBOSE_MAX} times")));
+        }
+        if args.collective {
+            return Err(bad(
+                "-c",
+                "collective I/O is MPI-IO's two-phase buffering, in which a few ranks gather \
+                 the others' data before writing; iopath's tasks make independent calls \
+                 through the client library (as IOR's POSIX api does), so there is nothing \
+                 to make collective — run without -c"
+                    .into(),
+            ));
+        }
+        if args.unique_dir && !args.file_per_proc {
+            return Err(bad(
+                "-u",
+                "a directory per task holds each task's own file: use it with -F".into(),
+            ));
+        }
         let test_file = if args.test_file.starts_with('/') {
             args.test_file.clone()
         } else {
@@ -229,31 +424,20 @@ impl IorParams {
                 format!("{:?} does not name a file", args.test_file),
             ));
         }
-        let mut format = SummaryFormat::Text;
-        for option in &args.ior_options {
-            let (key, value) = option.split_once('=').ok_or_else(|| {
-                bad(
+        let format = match args.summary_format.to_ascii_lowercase().as_str() {
+            "default" => SummaryFormat::Text,
+            "json" => SummaryFormat::Json,
+            "csv" => SummaryFormat::Csv,
+            _ => {
+                return Err(bad(
                     "-O",
-                    format!("{option:?} is not KEY=VALUE (as in summaryFormat=JSON)"),
-                )
-            })?;
-            match (key, value.to_ascii_lowercase().as_str()) {
-                ("summaryFormat", "json") => format = SummaryFormat::Json,
-                ("summaryFormat", "default") => format = SummaryFormat::Text,
-                ("summaryFormat", _) => {
-                    return Err(bad(
-                        "-O",
-                        format!("summaryFormat={value}: this IOR knows default and JSON"),
-                    ));
-                }
-                _ => {
-                    return Err(bad(
-                        "-O",
-                        format!("unknown option {key:?} (known: summaryFormat)"),
-                    ));
-                }
+                    format!(
+                        "summaryFormat={}: this IOR knows default, JSON and CSV",
+                        args.summary_format
+                    ),
+                ));
             }
-        }
+        };
         let api = match args.api.to_ascii_lowercase().as_str() {
             "sync" | "posix" => Api::Sync,
             "async" => Api::Async,
@@ -270,7 +454,9 @@ impl IorParams {
             (false, false) => (true, true),
             both => both,
         };
+        let seconds = |s: u64| (s > 0).then(|| Duration::from_secs(s));
         Ok(IorParams {
+            test_id,
             tasks: args.tasks,
             block_size_bytes: b,
             transfer_size_bytes: t,
@@ -280,11 +466,24 @@ impl IorParams {
             read,
             reorder_tasks: args.reorder_tasks,
             fsync: args.fsync,
+            fsync_per_write: args.fsync_per_write,
+            random_offset: args.random_offset,
+            use_existing_file: args.use_existing_file,
+            deadline: seconds(args.deadline_s),
+            max_duration: seconds(args.max_minutes * 60),
+            inter_test_delay: Duration::from_secs(args.inter_test_delay_s),
+            verbose: args.verbose,
+            intra_test_barriers: args.intra_test_barriers,
+            multi_file: args.multi_file,
+            unique_dir: args.unique_dir,
+            single_xfer_attempt: args.single_xfer_attempt,
+            direct_io: args.direct_io,
             store_file_offset: args.store_file_offset,
             repetitions: args.repetitions,
             test_file,
             keep_file: args.keep_file,
             format,
+            summary_file: args.summary_file.clone(),
             api,
         })
     }
@@ -320,16 +519,44 @@ impl IorParams {
                 ),
             });
         }
+        let transfers = total / self.transfer_size_bytes;
+        if self.random_offset && transfers > RANDOM_TRANSFERS_MAX {
+            return Err(BenchError::BadOption {
+                option: "-z".into(),
+                why: format!(
+                    "{transfers} transfers in random order is more than {RANDOM_TRANSFERS_MAX}: \
+                     each task keeps its shuffled offsets in memory; use a larger -t"
+                ),
+            });
+        }
         Ok(())
     }
 
-    /// The file task `task` uses.
-    pub fn file_of(&self, task: u32) -> String {
+    /// The directory task `task`'s file is in with -u (`<dir of -o>/<task>`), if any.
+    pub fn unique_dir_of(&self, task: u32) -> Option<String> {
+        self.unique_dir.then(|| {
+            let (parent, _) = self.test_file.rsplit_once('/').unwrap_or(("", ""));
+            format!("{parent}/{task}")
+        })
+    }
+
+    /// The file task `task` uses in repetition `iteration`: `-o`, in its own directory with
+    /// -u, with `.NNNNNNNN` (the task) appended with -F and `.N` (the repetition) with -m.
+    pub fn file_of(&self, task: u32, iteration: u32) -> String {
+        let mut path = match self.unique_dir_of(task) {
+            Some(dir) => {
+                let (_, name) = self.test_file.rsplit_once('/').unwrap_or(("", ""));
+                format!("{dir}/{name}")
+            }
+            None => self.test_file.clone(),
+        };
         if self.file_per_proc {
-            format!("{}.{task:08}", self.test_file)
-        } else {
-            self.test_file.clone()
+            path.push_str(&format!(".{task:08}"));
         }
+        if self.multi_file {
+            path.push_str(&format!(".{iteration}"));
+        }
+        path
     }
 
     /// Where transfer `k` of segment `segment` of `task` goes in its file (IOR's segmented
@@ -347,6 +574,34 @@ impl IorParams {
     /// Transfers per block.
     pub fn transfers_per_block(&self) -> u64 {
         self.block_size_bytes / self.transfer_size_bytes
+    }
+
+    /// Transfers one task makes in a phase.
+    pub fn transfers_per_task(&self) -> u64 {
+        self.transfers_per_block() * self.segments
+    }
+
+    /// The file offsets of `task`'s transfers, in IOR's order: segment by segment, each block
+    /// front to back; with -z shuffled by `seed` (the same seed gives the same order).
+    pub fn transfer_offsets(
+        &self,
+        tasks: u32,
+        task: u32,
+        seed: Option<u64>,
+    ) -> Box<dyn Iterator<Item = u64> + Send + '_> {
+        let per_block = self.transfers_per_block();
+        let in_order = (0..self.segments).flat_map(move |segment| {
+            (0..per_block).map(move |k| self.offset_of(tasks, task, segment, k))
+        });
+        match seed {
+            None => Box::new(in_order),
+            Some(seed) => {
+                // Bounded by RANDOM_TRANSFERS_MAX (check_tasks).
+                let mut offsets: Vec<u64> = in_order.collect();
+                fastrand::Rng::with_seed(seed ^ u64::from(task)).shuffle(&mut offsets);
+                Box::new(offsets.into_iter())
+            }
+        }
     }
 }
 
@@ -380,7 +635,7 @@ mod tests {
     use super::*;
 
     fn params(options: IorOptions) -> Result<IorParams, BenchError> {
-        IorParams::from_options(&options)
+        options.tests().map(|mut tests| tests.remove(0))
     }
 
     fn sizes(transfer_size_bytes: u64, block_size_bytes: u64) -> IorOptions {
@@ -398,6 +653,7 @@ mod tests {
         assert_eq!(p.transfer_size_bytes, 256 << 10);
         assert!(p.write && p.read, "neither -w nor -r means both");
         assert_eq!(p.api, Api::Async);
+        assert_eq!(p.format, SummaryFormat::Text);
         let posix = IorOptions {
             api: "POSIX".into(),
             ..IorOptions::default()
@@ -414,14 +670,38 @@ mod tests {
         assert!(p.write && !p.read && p.file_per_proc);
         assert_eq!(p.format, SummaryFormat::Json);
         assert_eq!(p.aggregate_bytes(8), 8 * 2 * (64 << 20));
-        assert_eq!(p.file_of(3), "/ior/testFile.00000003");
+        assert_eq!(p.file_of(3, 0), "/ior/testFile.00000003");
         let p = params(IorOptions {
             test_file: "data/x".into(),
+            ior_options: vec!["summaryFormat=csv,summaryFile=out.csv".into()],
             ..IorOptions::default()
         })
         .unwrap();
         assert_eq!(p.test_file, "/data/x");
-        assert_eq!(p.file_of(3), "/data/x");
+        assert_eq!(p.file_of(3, 0), "/data/x");
+        assert_eq!(p.format, SummaryFormat::Csv);
+        assert_eq!(p.summary_file, Some(PathBuf::from("out.csv")));
+    }
+
+    #[test]
+    fn file_names_follow_iors_rules() {
+        let p = params(IorOptions {
+            file_per_proc: true,
+            unique_dir: true,
+            multi_file: true,
+            test_file: "/scratch/ior/testFile".into(),
+            ..IorOptions::default()
+        })
+        .unwrap();
+        assert_eq!(p.unique_dir_of(5).as_deref(), Some("/scratch/ior/5"));
+        assert_eq!(p.file_of(5, 2), "/scratch/ior/5/testFile.00000005.2");
+        let shared = params(IorOptions {
+            multi_file: true,
+            ..IorOptions::default()
+        })
+        .unwrap();
+        assert_eq!(shared.file_of(5, 1), "/ior/testFile.1");
+        assert_eq!(shared.unique_dir_of(5), None);
     }
 
     #[test]
@@ -456,6 +736,34 @@ mod tests {
                 },
                 "-N",
             ),
+            (
+                IorOptions {
+                    collective: true,
+                    ..default()
+                },
+                "-c",
+            ),
+            (
+                IorOptions {
+                    unique_dir: true,
+                    ..default()
+                },
+                "-u",
+            ),
+            (
+                IorOptions {
+                    deadline_s: DEADLINE_MAX_S + 1,
+                    ..default()
+                },
+                "-D",
+            ),
+            (
+                IorOptions {
+                    verbose: VERBOSE_MAX + 1,
+                    ..default()
+                },
+                "-v",
+            ),
             (option("summaryFormat=XML"), "-O"),
             (option("verbose"), "-O"),
             (option("colour=red"), "-O"),
@@ -470,9 +778,68 @@ mod tests {
             let error = params(options.clone()).unwrap_err().to_string();
             assert!(error.starts_with(flag), "{options:?}: {error}");
         }
+        let collective = params(IorOptions {
+            collective: true,
+            ..default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(collective.contains("independent"), "{collective}");
         let p = params(sizes(1 << 20, 1 << 30)).unwrap();
         assert!(p.check_tasks(2048).is_err(), "more than 1 TiB is refused");
         assert!(p.check_tasks(8).is_ok());
+        let random = params(IorOptions {
+            random_offset: true,
+            ..sizes(8, 1 << 30)
+        })
+        .unwrap();
+        let error = random.check_tasks(2).unwrap_err().to_string();
+        assert!(error.starts_with("-z"), "{error}");
+    }
+
+    #[test]
+    fn a_script_gives_one_test_per_run_from_the_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("tests.ior");
+        std::fs::write(
+            &script,
+            "IOR START\n  writeFile=1,keepFile=1\nRUN\n  writeFile=0,readFile=1,keepFile=0\nRUN\nIOR STOP\n",
+        )
+        .unwrap();
+        let tests = IorOptions {
+            script: Some(script.clone()),
+            segments: 2,
+            ..IorOptions::default()
+        }
+        .tests()
+        .unwrap();
+        assert_eq!(tests.len(), 2);
+        assert_eq!((tests[0].test_id, tests[1].test_id), (0, 1));
+        assert!(tests[0].write && !tests[0].read && tests[0].keep_file);
+        assert!(!tests[1].write && tests[1].read && !tests[1].keep_file);
+        assert!(tests.iter().all(|t| t.segments == 2));
+        std::fs::write(
+            &script,
+            "IOR START\n  summaryFormat=JSON\nRUN\n  summaryFormat=CSV\nRUN\nIOR STOP\n",
+        )
+        .unwrap();
+        let error = IorOptions {
+            script: Some(script.clone()),
+            ..IorOptions::default()
+        }
+        .tests()
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("one format"), "{error}");
+        std::fs::write(&script, "IOR START\n  blocksize=1x\nRUN\nIOR STOP\n").unwrap();
+        let error = IorOptions {
+            script: Some(script),
+            ..IorOptions::default()
+        }
+        .tests()
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("line 2"), "{error}");
     }
 
     #[test]
@@ -491,6 +858,30 @@ mod tests {
         })
         .unwrap();
         assert_eq!(p.offset_of(4, 2, 1, 3), (4 << 20) + 3 * (1 << 20));
+    }
+
+    #[test]
+    fn random_order_visits_every_transfer_once() {
+        let p = params(IorOptions {
+            segments: 4,
+            random_offset: true,
+            ..sizes(64 << 10, 1 << 20)
+        })
+        .unwrap();
+        let in_order: Vec<u64> = p.transfer_offsets(3, 1, None).collect();
+        let shuffled: Vec<u64> = p.transfer_offsets(3, 1, Some(7)).collect();
+        assert_ne!(in_order, shuffled, "a random order");
+        let mut sorted = shuffled.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, in_order, "the same transfers");
+        let again: Vec<u64> = p.transfer_offsets(3, 1, Some(7)).collect();
+        assert_eq!(again, shuffled, "the same seed, the same order");
+        let other: Vec<u64> = p.transfer_offsets(3, 2, Some(7)).collect();
+        assert_ne!(
+            other.iter().map(|o| o % (1 << 20)).collect::<Vec<_>>(),
+            shuffled.iter().map(|o| o % (1 << 20)).collect::<Vec<_>>(),
+            "each task its own order"
+        );
     }
 
     #[test]

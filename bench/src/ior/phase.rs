@@ -2,9 +2,15 @@
 //! client library on its client node, timed as IOR times it.
 //!
 //! A task is IOR's rank: it opens its file (in a shared file, task 0 creates it and the others
-//! open it once it exists), makes its transfers one at a time — a blocking call each, as
-//! IOR's POSIX backend does — and closes (with `-e`, after an fsync). The phase's times are
-//! taken across tasks: open from the first task's start to the last task's open, and so on.
+//! open it once it exists; with -E every task opens what an earlier test left), makes its
+//! transfers one at a time — a blocking call each, as IOR's POSIX backend does, with -Y an
+//! fsync after each, with -z in a random order — until they are done or the deadline (-D,
+//! -T) passes, and closes (with `-e`, after an fsync). With -g the tasks wait for each other
+//! between open, transfers and close. The phase's times are taken across tasks: open from the
+//! first task's start to the last task's open, and so on.
+//!
+//! Every read is checked against what the run wrote there ([`Files`]): the writer's stamp,
+//! task and layout, so a test of a script reads back what an earlier test kept.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,24 +18,24 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iopath_client::{Checksummed, Client, ClientError, File, StripeRequest};
-use tokio::sync::{Barrier, watch};
+use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 
 use iopath_fabric::aligned::BufferPool;
 
 use super::buffers;
 use super::params::{Api, IorParams, node_of, reader_source};
-use super::report::{Access, PhaseResult};
+use super::report::{Access, PhaseResult, Stonewall};
 use crate::error::BenchError;
 use iopath_stack::pattern;
 
 /// How often the progress line is redrawn on a terminal.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 
-/// What every task of a run shares.
+/// What every task of a test shares.
 #[derive(Debug)]
 pub struct Job {
-    /// The options.
+    /// The test's options.
     pub params: IorParams,
     /// Tasks.
     pub tasks: u32,
@@ -37,6 +43,8 @@ pub struct Job {
     pub clients: Vec<Client>,
     /// Transfer buffers, used again once the client library lets go of them.
     pub buffers: Arc<BufferPool>,
+    /// The seed of the random order with -z (each task shuffles with it and its number).
+    pub seed: u64,
 }
 
 impl Job {
@@ -49,7 +57,48 @@ impl Job {
     fn client_of(&self, task: u32) -> Client {
         self.clients[node_of(task, self.tasks, self.nodes()) as usize].clone()
     }
+
+    /// The seed of this test's transfer order: `Some` with -z.
+    fn order_seed(&self) -> Option<u64> {
+        self.params.random_offset.then_some(self.seed)
+    }
 }
+
+/// What a write phase left in its files: enough to check every word a later read gets, in
+/// this test or a later one of the run.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The writing test's options (its layout and pattern).
+    pub params: IorParams,
+    /// Its tasks.
+    pub tasks: u32,
+    /// Its -z seed, if it wrote in a random order.
+    pub seed: Option<u64>,
+    /// The stamp its data carries (the pattern's repetition word), unique in the run.
+    pub stamp: u32,
+    /// Transfers each task made: all of its transfers, unless a deadline stopped it.
+    pub transfers: Vec<u64>,
+}
+
+impl Written {
+    /// Whether a reader with `params` and `tasks` finds this data where this writer put it.
+    fn same_layout(&self, params: &IorParams, tasks: u32) -> bool {
+        let w = &self.params;
+        w.block_size_bytes == params.block_size_bytes
+            && w.transfer_size_bytes == params.transfer_size_bytes
+            && w.segments == params.segments
+            && w.file_per_proc == params.file_per_proc
+            && (w.file_per_proc || self.tasks == tasks)
+    }
+
+    /// Whether `task` made every transfer.
+    fn complete(&self, task: u32) -> bool {
+        self.transfers.get(task as usize).copied() == Some(self.params.transfers_per_task())
+    }
+}
+
+/// The files the run has written, by path, with what is in them.
+pub type Files = std::collections::HashMap<String, Arc<Written>>;
 
 /// Where the progress line goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,69 +127,164 @@ impl Progress {
 
 /// One task's clock readings and call times.
 #[derive(Debug, Clone, Copy)]
-struct TaskTimes {
-    open_start: Instant,
-    open_end: Instant,
-    transfer_start: Instant,
-    transfer_end: Instant,
-    close_start: Instant,
-    close_end: Instant,
-    call_seconds: f64,
-    calls: u64,
+pub struct TaskTimes {
+    /// The task.
+    pub task: u32,
+    /// When it began opening its file.
+    pub open_start: Instant,
+    /// When its file was open.
+    pub open_end: Instant,
+    /// When its first transfer began.
+    pub transfer_start: Instant,
+    /// When its last transfer ended.
+    pub transfer_end: Instant,
+    /// When it began closing.
+    pub close_start: Instant,
+    /// When its file was closed.
+    pub close_end: Instant,
+    /// Seconds spent in read or write calls.
+    pub call_seconds: f64,
+    /// Read or write calls made.
+    pub calls: u64,
+    /// Whether the deadline stopped it before its last transfer.
+    pub stonewalled: bool,
+    /// Bytes read back and checked against what was written.
+    pub verified_bytes: u64,
 }
 
-/// Runs the write phase of `iteration`.
+/// A phase's result, with each task's times (for `-v -v`) and transfer counts.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    /// IOR's figures.
+    pub result: PhaseResult,
+    /// Each task's times, in task order.
+    pub tasks: Vec<TaskTimes>,
+    /// Bytes read back and checked (reads only).
+    pub verified_bytes: u64,
+}
+
+/// When a phase stops starting transfers: the earlier of its stonewalling deadline (`-D`,
+/// from the phase's start) and the test's end (`-T`).
+fn phase_deadline(params: &IorParams, test_deadline: Option<Instant>) -> Option<Instant> {
+    let stonewall = params.deadline.map(|d| Instant::now() + d);
+    match (stonewall, test_deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Runs the write phase of `iteration`, its data stamped `stamp`. Returns the phase and what
+/// it left in the files.
 pub async fn write(
     job: &Arc<Job>,
     iteration: u32,
+    stamp: u32,
+    test_deadline: Option<Instant>,
     progress: Progress,
-) -> Result<PhaseResult, BenchError> {
-    run(job, Access::Write, iteration, progress).await
+) -> Result<(Phase, Written), BenchError> {
+    let deadline = phase_deadline(&job.params, test_deadline);
+    let phase = run(
+        job,
+        Access::Write,
+        iteration,
+        progress,
+        |job, task, gates, done| {
+            let job = Arc::clone(job);
+            async move { write_task(&job, task, iteration, stamp, deadline, &gates, &done).await }
+        },
+    )
+    .await?;
+    let written = Written {
+        params: job.params.clone(),
+        tasks: job.tasks,
+        seed: job.order_seed(),
+        stamp,
+        transfers: phase.tasks.iter().map(|t| t.calls).collect(),
+    };
+    Ok((phase, written))
 }
 
-/// Runs the read phase of `iteration`, checking every word read.
+/// Runs the read phase of `iteration`, checking every word against what `files` says was
+/// written there.
 pub async fn read(
     job: &Arc<Job>,
     iteration: u32,
+    files: &Files,
+    test_deadline: Option<Instant>,
     progress: Progress,
-) -> Result<PhaseResult, BenchError> {
-    run(job, Access::Read, iteration, progress).await
+) -> Result<Phase, BenchError> {
+    let deadline = phase_deadline(&job.params, test_deadline);
+    let sources: Vec<Option<Arc<Written>>> = (0..job.tasks)
+        .map(|task| {
+            let source = reader_source(task, job.tasks, job.nodes(), job.params.reorder_tasks);
+            files.get(&job.params.file_of(source, iteration)).cloned()
+        })
+        .collect();
+    let sources = Arc::new(sources);
+    run(
+        job,
+        Access::Read,
+        iteration,
+        progress,
+        move |job, task, gates, done| {
+            let (job, sources) = (Arc::clone(job), Arc::clone(&sources));
+            async move {
+                let written = sources[task as usize].clone();
+                read_task(&job, task, iteration, written, deadline, &gates, &done).await
+            }
+        },
+    )
+    .await
 }
 
-async fn run(
+/// The barriers of a phase: every task waits at the start, and with -g between open,
+/// transfers and close too.
+#[derive(Debug)]
+struct Gates {
+    barrier: Barrier,
+    between: bool,
+}
+
+impl Gates {
+    /// The start: every task waits for the others.
+    async fn start(&self) {
+        self.barrier.wait().await;
+    }
+
+    /// Between steps: with -g, every task waits for the others.
+    async fn between(&self) {
+        if self.between {
+            self.barrier.wait().await;
+        }
+    }
+}
+
+async fn run<F, Fut>(
     job: &Arc<Job>,
     access: Access,
     iteration: u32,
     progress: Progress,
-) -> Result<PhaseResult, BenchError> {
+    task_body: F,
+) -> Result<Phase, BenchError>
+where
+    F: Fn(&Arc<Job>, u32, Arc<Gates>, Arc<AtomicU64>) -> Fut,
+    Fut: std::future::Future<Output = Result<TaskTimes, BenchError>> + Send + 'static,
+{
     let total = job.params.aggregate_bytes(job.tasks);
     let done = Arc::new(AtomicU64::new(0));
-    let barrier = Arc::new(Barrier::new(job.tasks as usize));
-    let (created_tx, created_rx) = watch::channel(None::<Result<(), String>>);
-    let created_tx = Arc::new(created_tx);
+    let gates = Arc::new(Gates {
+        barrier: Barrier::new(job.tasks as usize),
+        between: job.params.intra_test_barriers,
+    });
     let mut tasks = JoinSet::new();
     for task in 0..job.tasks {
-        let (job, done, barrier) = (Arc::clone(job), Arc::clone(&done), Arc::clone(&barrier));
-        let (created_tx, created_rx) = (Arc::clone(&created_tx), created_rx.clone());
-        tasks.spawn(async move {
-            match access {
-                Access::Write => {
-                    write_task(
-                        &job,
-                        task,
-                        iteration,
-                        &barrier,
-                        &created_tx,
-                        created_rx,
-                        &done,
-                    )
-                    .await
-                }
-                Access::Read => read_task(&job, task, iteration, &barrier, &done).await,
-            }
-        });
+        tasks.spawn(task_body(job, task, Arc::clone(&gates), Arc::clone(&done)));
     }
-    let label = format!("ior: {} iteration {iteration}", access.name());
+    let label = format!(
+        "ior: test {} {} iteration {iteration}",
+        job.params.test_id,
+        access.name()
+    );
     let started = Instant::now();
     let mut times = Vec::new();
     let mut first_error = None;
@@ -151,10 +295,16 @@ async fn run(
         tokio::select! {
             joined = tasks.join_next() => {
                 let Some(joined) = joined else { break };
-                match joined {
-                    Ok(Ok(t)) => times.push(t),
-                    Ok(Err(e)) => { first_error.get_or_insert(e); }
-                    Err(e) => { first_error.get_or_insert(BenchError::io("an IOR task", e)); }
+                let failed = match joined {
+                    Ok(Ok(t)) => { times.push(t); None }
+                    Ok(Err(e)) => Some(e),
+                    Err(e) if e.is_cancelled() => None,
+                    Err(e) => Some(BenchError::io("an IOR task", e)),
+                };
+                if let Some(e) = failed {
+                    first_error.get_or_insert(e);
+                    // The others may wait at a barrier the failed task never reaches.
+                    tasks.abort_all();
                 }
             }
             _ = ticker.tick() => {
@@ -171,32 +321,62 @@ async fn run(
         progress.show(&format!("{label}: failed"), true);
         return Err(e);
     }
-    let result = aggregate(access, iteration, total, &times);
+    times.sort_by_key(|t| t.task);
+    let t = job.params.transfer_size_bytes;
+    let moved: u64 = times.iter().map(|x| x.calls * t).sum();
+    let result = aggregate(access, iteration, moved, t, &times);
+    let verified_bytes = times.iter().map(|t| t.verified_bytes).sum();
     progress.show(
         &format!(
-            "{label}: {} MiB in {:.2} s, {:.0} MiB/s{}",
-            total >> 20,
+            "{label}: {} MiB in {:.2} s, {:.0} MiB/s{}{}",
+            moved >> 20,
             result.total_s,
             result.bw_mib_s(),
-            if access == Access::Read {
-                ", every word checked"
+            if result.stonewall.is_some() {
+                ", stopped at the deadline"
             } else {
                 ""
+            },
+            match access {
+                Access::Read if verified_bytes == moved => ", every word checked",
+                Access::Read => ", not all checked (written with another layout)",
+                Access::Write => "",
             }
         ),
         true,
     );
-    Ok(result)
+    Ok(Phase {
+        result,
+        tasks: times,
+        verified_bytes,
+    })
 }
 
 /// IOR's reduction: each interval from the earliest start to the latest end over the tasks.
-fn aggregate(access: Access, iteration: u32, bytes: u64, times: &[TaskTimes]) -> PhaseResult {
+fn aggregate(
+    access: Access,
+    iteration: u32,
+    bytes: u64,
+    transfer_size_bytes: u64,
+    times: &[TaskTimes],
+) -> PhaseResult {
     assert!(!times.is_empty(), "a phase has at least one task");
     let min = |f: fn(&TaskTimes) -> Instant| times.iter().map(f).min().expect("tasks");
     let max = |f: fn(&TaskTimes) -> Instant| times.iter().map(f).max().expect("tasks");
     let span = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
     let calls: u64 = times.iter().map(|t| t.calls).sum();
     let call_seconds: f64 = times.iter().map(|t| t.call_seconds).sum();
+    let stonewall = times.iter().any(|t| t.stonewalled).then(|| {
+        let pairs = times.iter().map(|t| t.calls);
+        Stonewall {
+            pairs_min: pairs.clone().min().unwrap_or(0),
+            pairs_max: pairs.max().unwrap_or(0),
+            tasks: times.len() as u32,
+            transfer_size_bytes,
+            seconds: span(min(|t| t.transfer_start), max(|t| t.transfer_end)),
+            bytes,
+        }
+    });
     PhaseResult {
         access,
         iteration,
@@ -207,15 +387,8 @@ fn aggregate(access: Access, iteration: u32, bytes: u64, times: &[TaskTimes]) ->
         close_s: span(min(|t| t.close_start), max(|t| t.close_end)),
         total_s: span(min(|t| t.open_start), max(|t| t.close_end)),
         latency_s: call_seconds / calls.max(1) as f64,
+        stonewall,
     }
-}
-
-/// The file offsets of `task`'s transfers, in IOR's order: segment by segment, each block
-/// front to back.
-fn transfer_offsets(p: &IorParams, tasks: u32, task: u32) -> impl Iterator<Item = u64> + '_ {
-    let per_block = p.transfers_per_block();
-    (0..p.segments)
-        .flat_map(move |segment| (0..per_block).map(move |k| p.offset_of(tasks, task, segment, k)))
 }
 
 /// One write, as `api` makes it; the task waits for it either way.
@@ -257,48 +430,80 @@ async fn create_fresh(client: &Client, path: &str) -> Result<File, ClientError> 
     }
 }
 
+/// Opens `path`, which an earlier test must have left (-E, or a read).
+async fn open_existing(client: &Client, path: &str) -> Result<File, BenchError> {
+    client.open(path).await.map_err(|e| match e {
+        ClientError::NotFound { .. } => BenchError::Refused {
+            why: format!(
+                "{path} does not exist: each `iopath bench ior` starts a fresh stack, so a \
+                 test that reads or uses existing files (-r alone, -E) needs an earlier test \
+                 of the same run (a -f script) to write them with -k"
+            ),
+        },
+        other => BenchError::io(format!("open {path}"), other),
+    })
+}
+
+/// Opens (or creates) the file `task` writes in `iteration`: with -E the one there; with -F
+/// its own, made fresh; in a shared file task 0 makes it fresh and the others open it once
+/// it exists.
+async fn open_for_write(
+    job: &Job,
+    task: u32,
+    iteration: u32,
+    gates: &Gates,
+) -> Result<File, BenchError> {
+    let p = &job.params;
+    let client = job.client_of(task);
+    let path = p.file_of(task, iteration);
+    let io = |what: &str, e: ClientError| BenchError::io(format!("task {task}: {what} {path}"), e);
+    if let Some(dir) = p.unique_dir_of(task) {
+        match client.mkdir(&dir).await {
+            Ok(()) | Err(ClientError::Exists { .. }) => {}
+            Err(e) => return Err(io("make the directory of", e)),
+        }
+    }
+    if p.use_existing_file {
+        return open_existing(&client, &path).await;
+    }
+    if p.file_per_proc {
+        return create_fresh(&client, &path)
+            .await
+            .map_err(|e| io("create", e));
+    }
+    if task == 0 {
+        let made = create_fresh(&client, &path).await;
+        // The others open it once it exists: the start barrier again, met by all.
+        gates.start().await;
+        return made.map_err(|e| io("create", e));
+    }
+    gates.start().await;
+    client.open(&path).await.map_err(|e| io("open", e))
+}
+
+#[allow(clippy::too_many_arguments)] // one call site: the task's part of the phase, named
 async fn write_task(
     job: &Job,
     task: u32,
     iteration: u32,
-    barrier: &Barrier,
-    created_tx: &watch::Sender<Option<Result<(), String>>>,
-    mut created_rx: watch::Receiver<Option<Result<(), String>>>,
+    stamp: u32,
+    deadline: Option<Instant>,
+    gates: &Gates,
     done: &AtomicU64,
 ) -> Result<TaskTimes, BenchError> {
     let p = &job.params;
     let client = job.client_of(task);
-    let path = p.file_of(task);
+    let path = p.file_of(task, iteration);
     let io = |what: &str, e: ClientError| BenchError::io(format!("task {task}: {what} {path}"), e);
-    barrier.wait().await;
+    gates.start().await;
     let open_start = Instant::now();
-    let file = if p.file_per_proc {
-        create_fresh(&client, &path)
-            .await
-            .map_err(|e| io("create", e))?
-    } else if task == 0 {
-        // Task 0 makes the shared file; the others wait for it, then open it.
-        let made = create_fresh(&client, &path).await;
-        let _ = created_tx.send(Some(made.as_ref().map(drop).map_err(ToString::to_string)));
-        made.map_err(|e| io("create", e))?
-    } else {
-        let outcome = created_rx
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| BenchError::io(format!("task {task}: open {path}"), "task 0 stopped"))?
-            .clone();
-        if let Some(Err(why)) = outcome {
-            return Err(BenchError::io(
-                format!("task {task}: open {path}"),
-                format!("task 0 could not create it: {why}"),
-            ));
-        }
-        client.open(&path).await.map_err(|e| io("open", e))?
-    };
+    let file = open_for_write(job, task, iteration, gates).await?;
     let open_end = Instant::now();
+    gates.between().await;
     let transfer_start = Instant::now();
     let mut call_seconds = 0.0;
     let mut calls = 0;
+    let mut stonewalled = false;
     let t = p.transfer_size_bytes;
     // Checksummed as it is made, as the client library would checksum it anyway: the pass
     // over the data happens while each piece is in cache, off the write's critical path.
@@ -306,7 +511,7 @@ async fn write_task(
     let make = |offset: u64| {
         let mut crc = kind.empty();
         let data = buffers::filled(&job.buffers, t as usize, |buffer| {
-            crc = pattern::fill_checksummed(buffer, task, iteration, offset, kind);
+            crc = pattern::fill_checksummed(buffer, task, stamp, offset, kind);
         });
         Checksummed::new(data, kind, crc)
     };
@@ -316,11 +521,17 @@ async fn write_task(
         Some(data) => data.clone(),
         None => make(offset),
     };
-    let mut offsets = transfer_offsets(p, job.tasks, task).peekable();
+    let mut offsets = p
+        .transfer_offsets(job.tasks, task, job.order_seed())
+        .peekable();
     let mut prepared = offsets.peek().map(|&o| make_for(o));
-    // Bounded by the task's transfers. The next buffer is filled while this write is in
-    // flight, so making the data costs the task no time of its own.
+    // Bounded by the task's transfers and the deadline. The next buffer is filled while this
+    // write is in flight, so making the data costs the task no time of its own.
     while let Some(offset) = offsets.next() {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            stonewalled = true;
+            break;
+        }
         let data = prepared
             .take()
             .expect("a buffer is prepared for every transfer");
@@ -328,7 +539,10 @@ async fn write_task(
         let call = Instant::now();
         let (written, next) = tokio::join!(
             async {
-                let r = write_call(&file, p.api, offset, data).await;
+                let mut r = write_call(&file, p.api, offset, data).await;
+                if r.is_ok() && p.fsync_per_write {
+                    r = file.fsync().await;
+                }
                 (r, Instant::now())
             },
             async { following.map(make_for) }
@@ -341,66 +555,125 @@ async fn write_task(
         prepared = next;
     }
     let transfer_end = Instant::now();
+    gates.between().await;
     let close_start = Instant::now();
     if p.fsync {
         file.fsync().await.map_err(|e| io("fsync", e))?;
     }
     file.close().await.map_err(|e| io("close", e))?;
+    let close_end = Instant::now();
+    gates.between().await;
     Ok(TaskTimes {
+        task,
         open_start,
         open_end,
         transfer_start,
         transfer_end,
         close_start,
-        close_end: Instant::now(),
+        close_end,
         call_seconds,
         calls,
+        stonewalled,
+        verified_bytes: 0,
     })
 }
 
+/// The offsets task `task` reads from `source`'s data, and whether each can be checked:
+/// where the writer's layout is this test's, the transfers it made (in this test's order);
+/// otherwise this test's own offsets, read but not checked.
+fn read_offsets<'a>(
+    job: &'a Job,
+    source: u32,
+    written: Option<&'a Written>,
+) -> (Box<dyn Iterator<Item = u64> + Send + 'a>, bool) {
+    let p = &job.params;
+    let own = || p.transfer_offsets(job.tasks, source, job.order_seed());
+    let Some(w) = written.filter(|w| w.same_layout(p, job.tasks)) else {
+        return (own(), false);
+    };
+    if w.complete(source) {
+        return (own(), true);
+    }
+    // A deadline stopped the writer: read what it made, and only that.
+    let made = w.transfers.get(source as usize).copied().unwrap_or(0) as usize;
+    let theirs = w
+        .params
+        .transfer_offsets(w.tasks, source, w.seed)
+        .take(made);
+    match (w.seed, job.order_seed()) {
+        (None, None) => (Box::new(theirs), true),
+        (_, seed) => {
+            // Bounded: a random order on either side bounds the transfers (check_tasks).
+            let mut offsets: Vec<u64> = theirs.collect();
+            match seed {
+                Some(seed) => {
+                    fastrand::Rng::with_seed(seed ^ u64::from(source)).shuffle(&mut offsets)
+                }
+                None => offsets.sort_unstable(),
+            }
+            (Box::new(offsets.into_iter()), true)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // one call site: the task's part of the phase, named
 async fn read_task(
     job: &Job,
     task: u32,
     iteration: u32,
-    barrier: &Barrier,
+    written: Option<Arc<Written>>,
+    deadline: Option<Instant>,
+    gates: &Gates,
     done: &AtomicU64,
 ) -> Result<TaskTimes, BenchError> {
     let p = &job.params;
     let client = job.client_of(task);
     // With -C the task reads what the task one node over wrote.
     let source = reader_source(task, job.tasks, job.nodes(), p.reorder_tasks);
-    let path = p.file_of(source);
+    let path = p.file_of(source, iteration);
     let io = |what: &str, e: ClientError| BenchError::io(format!("task {task}: {what} {path}"), e);
-    barrier.wait().await;
+    gates.start().await;
     let open_start = Instant::now();
-    let file = client.open(&path).await.map_err(|e| io("open", e))?;
+    let file = open_existing(&client, &path).await?;
     let open_end = Instant::now();
+    gates.between().await;
     let transfer_start = Instant::now();
     let mut call_seconds = 0.0;
     let mut calls = 0;
+    let mut stonewalled = false;
+    let mut verified_bytes = 0;
     let t = p.transfer_size_bytes;
-    let verify = |data: Bytes, offset: u64| -> Result<(), BenchError> {
+    let (offsets, checked) = read_offsets(job, source, written.as_deref());
+    let verify = |data: Bytes, offset: u64| -> Result<u64, BenchError> {
         if data.len() as u64 != t {
             return Err(BenchError::Verify {
                 what: format!(
-                    "task {task}: {path} at {offset}: read {} bytes, {t} were written",
+                    "task {task}: {path} at {offset}: read {} bytes, {t} were asked for",
                     data.len()
                 ),
             });
         }
-        let at = p.pattern_offset(offset);
-        pattern::check(&data, source, iteration, at).map_err(|mut m| {
+        let Some(w) = written.as_deref().filter(|_| checked) else {
+            return Ok(0);
+        };
+        let at = w.params.pattern_offset(offset);
+        pattern::check(&data, source, w.stamp, at).map_err(|mut m| {
             // Report where in the file, whatever offset the pattern was made for.
             m.file_offset = m.file_offset - at + offset;
             BenchError::Verify {
                 what: format!("task {task} reading task {source}'s data in {path}: {m}"),
             }
-        })
+        })?;
+        Ok(t)
     };
     let mut unchecked: Option<(Bytes, u64)> = None;
-    // Bounded by the task's transfers. Each buffer is checked while the next read is in
-    // flight; the last one after the loop.
-    for offset in transfer_offsets(p, job.tasks, source) {
+    // Bounded by the task's transfers and the deadline. Each buffer is checked while the next
+    // read is in flight; the last one after the loop.
+    for offset in offsets {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            stonewalled = true;
+            break;
+        }
         let previous = unchecked.take();
         let call = Instant::now();
         let (read, checked) = tokio::join!(
@@ -414,46 +687,65 @@ async fn read_task(
         let data = result.map_err(|e| io(&format!("read at {offset} of"), e))?;
         call_seconds += ended.saturating_duration_since(call).as_secs_f64();
         calls += 1;
-        checked.transpose()?;
+        verified_bytes += checked.transpose()?.unwrap_or(0);
         done.fetch_add(t, Ordering::Relaxed);
         unchecked = Some((data, offset));
     }
     if let Some((data, at)) = unchecked {
-        verify(data, at)?;
+        verified_bytes += verify(data, at)?;
     }
     let transfer_end = Instant::now();
+    gates.between().await;
     let close_start = Instant::now();
     file.close().await.map_err(|e| io("close", e))?;
+    let close_end = Instant::now();
+    gates.between().await;
     Ok(TaskTimes {
+        task,
         open_start,
         open_end,
         transfer_start,
         transfer_end,
         close_start,
-        close_end: Instant::now(),
+        close_end,
         call_seconds,
         calls,
+        stonewalled,
+        verified_bytes,
     })
 }
 
-/// Removes the files of a run (IOR's `remove` line): each task its own with -F, task 0 the
-/// shared one. Returns the seconds it took.
-pub async fn remove(job: &Arc<Job>) -> Result<f64, BenchError> {
+/// Removes the files of `iteration` (IOR's `remove` line): each task its own with -F (and
+/// its directory with -u), task 0 the shared one; and forgets what they held. Returns the
+/// seconds it took.
+pub async fn remove(job: &Arc<Job>, iteration: u32, files: &mut Files) -> Result<f64, BenchError> {
     let started = Instant::now();
     let owners: Vec<u32> = if job.params.file_per_proc {
         (0..job.tasks).collect()
     } else {
         vec![0]
     };
+    for &task in &owners {
+        files.remove(&job.params.file_of(task, iteration));
+    }
     let mut tasks = JoinSet::new();
     for task in owners {
         let job = Arc::clone(job);
         tasks.spawn(async move {
-            let path = job.params.file_of(task);
-            job.client_of(task)
+            let path = job.params.file_of(task, iteration);
+            let client = job.client_of(task);
+            let failed = |what: &str, e| BenchError::io(format!("task {task}: {what}"), e);
+            client
                 .unlink(&path)
                 .await
-                .map_err(|e| BenchError::io(format!("task {task}: remove {path}"), e))
+                .map_err(|e| failed(&format!("remove {path}"), e))?;
+            if let Some(dir) = job.params.unique_dir_of(task) {
+                client
+                    .rmdir(&dir)
+                    .await
+                    .map_err(|e| failed(&format!("remove the directory {dir}"), e))?;
+            }
+            Ok::<(), BenchError>(())
         });
     }
     while let Some(joined) = tasks.join_next().await {
@@ -465,8 +757,8 @@ pub async fn remove(job: &Arc<Job>) -> Result<f64, BenchError> {
 /// The tasks end, as IOR's processes do when it exits: each client commits what its servers
 /// acknowledged and disconnects (see [`Client::close`]), so nothing the run wrote lives only
 /// in this process's memory when it goes.
-pub async fn end(job: &Job) -> Result<(), BenchError> {
-    for client in &job.clients {
+pub async fn end(clients: &[Client]) -> Result<(), BenchError> {
+    for client in clients {
         client
             .close()
             .await
@@ -498,4 +790,103 @@ pub async fn make_parents(client: &Client, test_file: &str) -> Result<(), BenchE
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ior::IorOptions;
+
+    fn job(options: IorOptions, tasks: u32, seed: u64) -> Job {
+        Job {
+            params: IorParams::from_options(&options, 0).unwrap(),
+            tasks,
+            clients: Vec::new(),
+            buffers: buffers::pool(8),
+            seed,
+        }
+    }
+
+    fn written(job: &Job, transfers: Vec<u64>) -> Written {
+        Written {
+            params: job.params.clone(),
+            tasks: job.tasks,
+            seed: job.order_seed(),
+            stamp: 1,
+            transfers,
+        }
+    }
+
+    fn small(random_offset: bool) -> IorOptions {
+        IorOptions {
+            transfer_size_bytes: 64 << 10,
+            block_size_bytes: 1 << 20,
+            segments: 2,
+            random_offset,
+            ..IorOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_stonewalled_writer_is_read_back_where_it_stopped() {
+        // Sequential writer stopped after 5 of its 32 transfers: the reader reads those 5.
+        let writer = job(small(false), 4, 0);
+        let w = written(&writer, vec![32, 5, 32, 32]);
+        let reader = job(small(false), 4, 0);
+        let (offsets, checked) = read_offsets(&reader, 1, Some(&w));
+        assert!(checked);
+        let expected: Vec<u64> = writer.params.transfer_offsets(4, 1, None).take(5).collect();
+        assert_eq!(offsets.collect::<Vec<_>>(), expected);
+        // A complete task is read in full, in the reader's order.
+        let (offsets, _) = read_offsets(&reader, 0, Some(&w));
+        assert_eq!(offsets.count(), 32);
+        // A random writer stopped early: a sequential reader reads what it made, in order.
+        let random = job(small(true), 4, 99);
+        let w = written(&random, vec![7, 7, 7, 7]);
+        let (offsets, checked) = read_offsets(&reader, 2, Some(&w));
+        let got: Vec<u64> = offsets.collect();
+        let mut made: Vec<u64> = random
+            .params
+            .transfer_offsets(4, 2, Some(99))
+            .take(7)
+            .collect();
+        made.sort_unstable();
+        assert!(checked);
+        assert_eq!(got, made);
+    }
+
+    #[test]
+    fn another_layout_is_read_but_not_checked() {
+        let writer = job(small(false), 4, 0);
+        let w = written(&writer, vec![32; 4]);
+        let other = IorOptions {
+            transfer_size_bytes: 128 << 10,
+            ..small(false)
+        };
+        let reader = job(other, 4, 0);
+        let (offsets, checked) = read_offsets(&reader, 0, Some(&w));
+        assert!(!checked);
+        assert_eq!(offsets.count(), 16, "the reader's own transfers");
+        // A shared file read by fewer tasks than wrote it is laid out differently too.
+        let fewer = job(small(false), 2, 0);
+        assert!(!read_offsets(&fewer, 0, Some(&w)).1);
+        let (_, checked) = read_offsets(&writer, 0, None);
+        assert!(!checked, "nothing known of the file");
+    }
+
+    #[test]
+    fn a_deadline_is_the_earlier_of_the_phase_and_the_test() {
+        let options = IorOptions {
+            deadline_s: 30,
+            ..IorOptions::default()
+        };
+        let params = IorParams::from_options(&options, 0).unwrap();
+        let soon = Instant::now() + Duration::from_secs(1);
+        assert_eq!(phase_deadline(&params, Some(soon)), Some(soon));
+        let late = Instant::now() + Duration::from_secs(3600);
+        let d = phase_deadline(&params, Some(late)).unwrap();
+        assert!(d < late && d > Instant::now() + Duration::from_secs(20));
+        let none = IorParams::from_options(&IorOptions::default(), 0).unwrap();
+        assert_eq!(phase_deadline(&none, None), None);
+    }
 }

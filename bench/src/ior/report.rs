@@ -3,11 +3,11 @@
 //! tests" table — in IOR 3.3's column layout — and the same as IOR's JSON
 //! (`-O summaryFormat=JSON`), with iopath's baselines and ratios after them.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::params::IorParams;
+use super::params::{IorParams, SummaryFormat};
 
 /// One MiB.
 const MIB: f64 = (1u64 << 20) as f64;
@@ -57,6 +57,44 @@ pub struct PhaseResult {
     pub total_s: f64,
     /// Mean duration of one read or write call, seconds.
     pub latency_s: f64,
+    /// Where a deadline (`-D`, `-T`) stopped the phase before every transfer was made.
+    pub stonewall: Option<Stonewall>,
+}
+
+/// A phase a deadline stopped: how far the tasks got (IOR's "stonewalling pairs accessed").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stonewall {
+    /// Fewest transfers a task made.
+    pub pairs_min: u64,
+    /// Most transfers a task made.
+    pub pairs_max: u64,
+    /// Tasks.
+    pub tasks: u32,
+    /// Bytes per transfer.
+    pub transfer_size_bytes: u64,
+    /// Seconds from the first transfer to the last task's stop.
+    pub seconds: f64,
+    /// Bytes all tasks moved.
+    pub bytes: u64,
+}
+
+impl Stonewall {
+    /// IOR's line: `stonewalling pairs accessed min: 12 max: 15 -- min data: 0.1 GiB mean
+    /// data: 0.1 GiB time: 1.0s` (the data as all tasks together at the fewest, and on
+    /// average).
+    pub fn line(&self) -> String {
+        const GIB: f64 = (1u64 << 30) as f64;
+        let min_data =
+            self.pairs_min as f64 * self.transfer_size_bytes as f64 * f64::from(self.tasks);
+        format!(
+            "stonewalling pairs accessed min: {} max: {} -- min data: {:.1} GiB mean data: {:.1} GiB time: {:.1}s\n",
+            self.pairs_min,
+            self.pairs_max,
+            min_data / GIB,
+            self.bytes as f64 / GIB,
+            self.seconds
+        )
+    }
 }
 
 impl PhaseResult {
@@ -84,6 +122,13 @@ pub struct RunInfo {
     pub stack: String,
     /// What the client library talks to (direct, through fyods, routed), in words.
     pub api_version: String,
+}
+
+/// One test of the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestInfo {
+    /// When it began.
+    pub began: SystemTime,
     /// The checked options.
     pub params: IorParams,
     /// Tasks.
@@ -92,6 +137,8 @@ pub struct RunInfo {
     pub nodes: u32,
     /// Tasks per node.
     pub tasks_per_node: u32,
+    /// The seed of the random order (used with -z).
+    pub seed: u64,
 }
 
 /// The baselines measured in the same run.
@@ -161,18 +208,26 @@ impl Ratios {
     }
 }
 
-/// The run's own facts beside IOR's: what was modeled, what was verified, the journals.
+/// What the whole run was, beside IOR's facts: the stack and what of it was modeled.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IopathFacts {
+pub struct RunFacts {
     /// The stack.
     pub stack: String,
     /// `embedded` or `processes`.
     pub mode: String,
     /// Which parts were modeled rather than real.
     pub modeled: String,
+}
+
+/// One test's own facts beside IOR's: what was verified, the journals, the baselines and
+/// ratios.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IopathFacts {
     /// Bytes read back and checked word by word.
     pub verified_bytes: u64,
-    /// Journal commits on all targets during the run, as the storage servers count them.
+    /// Bytes read but not checked: files an earlier test wrote with another layout.
+    pub unchecked_bytes: u64,
+    /// Journal commits on all targets during the test, as the storage servers count them.
     pub journal_commits: Option<u64>,
     /// The baselines.
     pub baselines: Baselines,
@@ -191,7 +246,7 @@ pub struct Summary {
     pub ops: [f64; 4],
     /// Mean total time, seconds.
     pub mean_time_s: f64,
-    /// Aggregate MiB of one repetition.
+    /// Aggregate MiB of one repetition, as the options ask (a deadline may move less).
     pub aggregate_mib: f64,
 }
 
@@ -201,6 +256,7 @@ impl Summary {
         results: &[PhaseResult],
         access: Access,
         transfer_size_bytes: u64,
+        aggregate_bytes: u64,
     ) -> Option<Summary> {
         let runs: Vec<&PhaseResult> = results.iter().filter(|r| r.access == access).collect();
         if runs.is_empty() {
@@ -217,7 +273,7 @@ impl Summary {
             bw_mib_s: stats(&bw),
             ops: stats(&ops),
             mean_time_s: times.iter().sum::<f64>() / times.len() as f64,
-            aggregate_mib: runs[0].bytes as f64 / MIB,
+            aggregate_mib: aggregate_bytes as f64 / MIB,
         })
     }
 }
@@ -269,44 +325,19 @@ pub fn human_base_two(bytes: u64) -> String {
     }
 }
 
-/// A time as C's `ctime` writes it (`Mon Mar  8 23:08:17 2021`), in UTC.
+/// A time as C's `ctime` writes it (`Mon Mar  8 23:08:17 2021`), in the local time zone
+/// (`TZ`, else the system's), as IOR prints its times.
 pub fn ctime(time: SystemTime) -> String {
-    let secs = time
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:>2} {:02}:{:02}:{:02} {}",
-        WEEKDAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
-        day,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        year
-    )
+    ctime_in(time, &jiff::tz::TimeZone::system())
 }
 
-/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day number (0 is
-/// 1970-01-01).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+/// A time as C's `ctime` writes it, in time zone `zone`.
+pub fn ctime_in(time: SystemTime, zone: &jiff::tz::TimeZone) -> String {
+    let stamp = jiff::Timestamp::try_from(time).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    stamp
+        .to_zoned(zone.clone())
+        .strftime("%a %b %e %H:%M:%S %Y")
+        .to_string()
 }
 
 /// `Linux hostname`, as IOR's `Machine` line.
@@ -328,21 +359,35 @@ fn key_value(out: &mut String, key: &str, value: impl std::fmt::Display) {
     out.push_str(&format!("{key:<20}: {value}\n"));
 }
 
-/// The header and the "Options" block, printed before the run.
-pub fn header_text(info: &RunInfo) -> String {
-    let p = &info.params;
+/// The run's header, printed once before its tests (text only).
+pub fn header_text(run: &RunInfo) -> String {
     let mut out =
         String::from("IOR-3.3.0 output format, from iopath bench ior: the emulated HPC I/O path\n");
-    key_value(&mut out, "Began", ctime(info.began));
-    key_value(&mut out, "Command line", &info.command_line);
-    key_value(&mut out, "Machine", &info.machine);
-    key_value(&mut out, "Stack", &info.stack);
-    key_value(&mut out, "TestID", 0);
-    key_value(&mut out, "StartTime", ctime(info.began));
-    key_value(&mut out, "Path", p.file_of(0));
+    key_value(&mut out, "Began", ctime(run.began));
+    key_value(&mut out, "Command line", &run.command_line);
+    key_value(&mut out, "Machine", &run.machine);
+    key_value(&mut out, "Stack", &run.stack);
+    out
+}
+
+/// A test's start: its TestID, its "Options" block and the results table's header (text);
+/// the header line alone (CSV); nothing (JSON).
+pub fn test_header(test: &TestInfo) -> String {
+    let p = &test.params;
+    match p.format {
+        SummaryFormat::Json => return String::new(),
+        SummaryFormat::Csv => {
+            return "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n".to_owned();
+        }
+        SummaryFormat::Text => {}
+    }
+    let mut out = String::new();
+    key_value(&mut out, "TestID", p.test_id);
+    key_value(&mut out, "StartTime", ctime(test.began));
+    key_value(&mut out, "Path", p.file_of(0, 0));
     out.push_str("\nOptions: \n");
     key_value(&mut out, "api", format!("iopath-{}", p.api.name()));
-    key_value(&mut out, "apiVersion", &info.api_version);
+    key_value(&mut out, "apiVersion", api_version_note(p));
     key_value(&mut out, "test filename", &p.test_file);
     key_value(
         &mut out,
@@ -355,46 +400,105 @@ pub fn header_text(info: &RunInfo) -> String {
     );
     key_value(&mut out, "type", "independent");
     key_value(&mut out, "segments", p.segments);
-    key_value(&mut out, "ordering in a file", "sequential");
+    key_value(
+        &mut out,
+        "ordering in a file",
+        if p.random_offset {
+            "random"
+        } else {
+            "sequential"
+        },
+    );
     if p.reorder_tasks {
         key_value(&mut out, "ordering inter file", "constant task offset");
         key_value(&mut out, "task offset", 1);
     } else {
         key_value(&mut out, "ordering inter file", "no tasks offsets");
     }
-    key_value(&mut out, "nodes", info.nodes);
-    key_value(&mut out, "tasks", info.tasks);
-    key_value(&mut out, "clients per node", info.tasks_per_node);
+    key_value(&mut out, "nodes", test.nodes);
+    key_value(&mut out, "tasks", test.tasks);
+    key_value(&mut out, "clients per node", test.tasks_per_node);
     key_value(&mut out, "repetitions", p.repetitions);
     key_value(&mut out, "xfersize", human_base_two(p.transfer_size_bytes));
     key_value(&mut out, "blocksize", human_base_two(p.block_size_bytes));
     key_value(
         &mut out,
         "aggregate filesize",
-        human_base_two(p.aggregate_bytes(info.tasks)),
+        human_base_two(p.aggregate_bytes(test.tasks)),
     );
+    if let Some(deadline) = p.deadline {
+        key_value(&mut out, "stonewallingTime", deadline.as_secs());
+        key_value(&mut out, "stoneWallingWearOut", 0);
+    }
+    if let Some(max) = p.max_duration {
+        key_value(
+            &mut out,
+            "max time duration",
+            format!("{} min", max.as_secs() / 60),
+        );
+    }
     out.push_str("\nResults: \n\n");
     out.push_str("access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter\n");
     out.push_str("------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----\n");
     out
 }
 
-/// One per-iteration line.
-pub fn result_row(result: &PhaseResult, params: &IorParams) -> String {
-    format!(
-        "{:<10}{} {} {}  {} {} {} {} {} {} {:<4}\n",
-        result.access.name(),
-        pp_double(result.bw_mib_s()),
-        pp_double(result.iops()),
-        pp_double(result.latency_s),
-        pp_double(params.block_size_bytes as f64 / 1024.0),
-        pp_double(params.transfer_size_bytes as f64 / 1024.0),
-        pp_double(result.open_s),
-        pp_double(result.transfer_s),
-        pp_double(result.close_s),
-        pp_double(result.total_s),
-        result.iteration
-    )
+/// What -B and -x mean here, beside the api's name.
+fn api_version_note(p: &IorParams) -> String {
+    let mut notes = Vec::new();
+    if p.direct_io {
+        notes.push(
+            "O_DIRECT: the client library keeps no cache, every transfer reaches the servers",
+        );
+    }
+    if p.single_xfer_attempt {
+        notes.push("single transfer attempt: every transfer is whole or fails");
+    }
+    if notes.is_empty() {
+        "iopath client library".to_owned()
+    } else {
+        format!("iopath client library ({})", notes.join("; "))
+    }
+}
+
+/// One per-iteration line, in the test's format (nothing for JSON, which has them at the
+/// end).
+pub fn result_row(result: &PhaseResult, test: &TestInfo) -> String {
+    let p = &test.params;
+    let block_kib = p.block_size_bytes as f64 / 1024.0;
+    let xfer_kib = p.transfer_size_bytes as f64 / 1024.0;
+    match p.format {
+        SummaryFormat::Json => String::new(),
+        SummaryFormat::Csv => format!(
+            "{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{}\n",
+            result.access.name(),
+            result.bw_mib_s(),
+            result.iops(),
+            result.latency_s,
+            block_kib,
+            xfer_kib,
+            result.open_s,
+            result.transfer_s,
+            result.close_s,
+            result.total_s,
+            test.tasks,
+            result.iteration
+        ),
+        SummaryFormat::Text => format!(
+            "{:<10}{} {} {}  {} {} {} {} {} {} {:<4}\n",
+            result.access.name(),
+            pp_double(result.bw_mib_s()),
+            pp_double(result.iops()),
+            pp_double(result.latency_s),
+            pp_double(block_kib),
+            pp_double(xfer_kib),
+            pp_double(result.open_s),
+            pp_double(result.transfer_s),
+            pp_double(result.close_s),
+            pp_double(result.total_s),
+            result.iteration
+        ),
+    }
 }
 
 /// The `remove` line of an iteration that removed its files.
@@ -406,7 +510,7 @@ pub fn remove_row(seconds: f64, iteration: u32) -> String {
     )
 }
 
-/// `Max Write:` and `Max Read:` after the iterations.
+/// `Max Write:` and `Max Read:` after a test's iterations.
 pub fn max_lines(results: &[PhaseResult]) -> String {
     let mut out = String::new();
     for (access, label) in [
@@ -429,9 +533,26 @@ pub fn max_lines(results: &[PhaseResult]) -> String {
     out
 }
 
-/// The "Summary of all tests" table and the `Finished` line.
-pub fn summary_text(info: &RunInfo, results: &[PhaseResult], finished: SystemTime) -> String {
-    let p = &info.params;
+/// The mean over `results` of `access` of what a deadline left: seconds and MiB moved.
+fn stonewall_means(results: &[PhaseResult], access: Access) -> Option<(f64, f64)> {
+    let walls: Vec<Stonewall> = results
+        .iter()
+        .filter(|r| r.access == access)
+        .filter_map(|r| r.stonewall)
+        .collect();
+    if walls.is_empty() {
+        return None;
+    }
+    let n = walls.len() as f64;
+    Some((
+        walls.iter().map(|w| w.seconds).sum::<f64>() / n,
+        walls.iter().map(|w| w.bytes as f64 / MIB).sum::<f64>() / n,
+    ))
+}
+
+/// The "Summary of all tests" table (a row per operation of each test) and the `Finished`
+/// line.
+pub fn summary_text(tests: &[(&TestInfo, &[PhaseResult])], finished: SystemTime) -> String {
     let mut out = String::from("\nSummary of all tests:\n");
     out.push_str(&format!(
         "{:<9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -453,53 +574,77 @@ pub fn summary_text(info: &RunInfo, results: &[PhaseResult], finished: SystemTim
         " blksiz", "xsize", "aggs(MiB)", "API"
     ));
     out.push_str(" RefNum\n");
-    for access in [Access::Write, Access::Read] {
-        let Some(s) = Summary::of(results, access, p.transfer_size_bytes) else {
-            continue;
-        };
-        out.push_str(&format!("{:<9} ", access.name()));
-        for v in s.bw_mib_s.iter().chain(&s.ops) {
-            out.push_str(&format!("{v:>10.2} "));
+    for (test, results) in tests {
+        let p = &test.params;
+        for access in [Access::Write, Access::Read] {
+            let Some(s) = Summary::of(
+                results,
+                access,
+                p.transfer_size_bytes,
+                p.aggregate_bytes(test.tasks),
+            ) else {
+                continue;
+            };
+            out.push_str(&format!("{:<9} ", access.name()));
+            for v in s.bw_mib_s.iter().chain(&s.ops) {
+                out.push_str(&format!("{v:>10.2} "));
+            }
+            out.push_str(&format!("{:>10.5} ", s.mean_time_s));
+            match stonewall_means(results, access) {
+                Some((seconds, mib)) => {
+                    out.push_str(&format!("{seconds:>10.2} {mib:>13.2} "));
+                }
+                None => out.push_str(&format!("{:>10} {:>13} ", "NA", "NA")),
+            }
+            out.push_str(&format!(
+                "{:>5} {:>6} {:>3} {:>4} {:>3} {:>5} {:>8} {:>9} {:>4} {:>6} {:>8} {:>8} {:>9.1} {:>3} {:>6}\n",
+                p.test_id,
+                test.tasks,
+                test.tasks_per_node,
+                p.repetitions,
+                u8::from(p.file_per_proc),
+                u8::from(p.reorder_tasks),
+                1,
+                0,
+                0,
+                p.segments,
+                p.block_size_bytes,
+                p.transfer_size_bytes,
+                s.aggregate_mib,
+                "iopath",
+                0
+            ));
         }
-        out.push_str(&format!("{:>10.5} ", s.mean_time_s));
-        out.push_str(&format!("{:>10} {:>13} ", "NA", "NA"));
-        out.push_str(&format!(
-            "{:>5} {:>6} {:>3} {:>4} {:>3} {:>5} {:>8} {:>9} {:>4} {:>6} {:>8} {:>8} {:>9.1} {:>3} {:>6}\n",
-            0,
-            info.tasks,
-            info.tasks_per_node,
-            p.repetitions,
-            u8::from(p.file_per_proc),
-            u8::from(p.reorder_tasks),
-            1,
-            0,
-            0,
-            p.segments,
-            p.block_size_bytes,
-            p.transfer_size_bytes,
-            s.aggregate_mib,
-            "iopath",
-            0
-        ));
     }
     key_value(&mut out, "Finished", ctime(finished));
     out
 }
 
-/// iopath's lines after IOR's: the baselines and the ratios.
-pub fn facts_text(facts: &IopathFacts) -> String {
-    let b = &facts.baselines;
-    let r = &facts.ratios;
-    let mut out = format!(
+/// iopath's line about the run: the stack and what was modeled.
+pub fn run_facts_text(facts: &RunFacts) -> String {
+    format!(
         "\niopath: stack {} ({}); modeled: {}\n",
         facts.stack, facts.mode, facts.modeled
-    );
+    )
+}
+
+/// iopath's lines after a test: what was checked, the baselines and the ratios.
+pub fn facts_text(test_id: u32, facts: &IopathFacts) -> String {
+    let b = &facts.baselines;
+    let r = &facts.ratios;
+    let mut out = format!("\niopath, test {test_id}:\n");
     out.push_str(&format!(
         "verified: {} read back and checked word by word\n",
         human_base_two(facts.verified_bytes)
     ));
+    if facts.unchecked_bytes > 0 {
+        out.push_str(&format!(
+            "not checked: {} read from files an earlier test wrote with another layout\n",
+            human_base_two(facts.unchecked_bytes)
+        ));
+    }
     if let Some(commits) = facts.journal_commits {
-        out.push_str(&format!("journal commits during the run: {commits}\n"));
+        out.push_str(&format!("journal commits during the test: {commits}\n"));
     }
     out.push_str("baselines measured in this run:\n");
     let each = |values: &[f64]| {
@@ -554,6 +699,27 @@ pub fn facts_text(facts: &IopathFacts) -> String {
     out
 }
 
+/// The verbose lines (`-v -v`) of a phase: each task's times.
+pub fn task_lines(access: Access, iteration: u32, tasks: &[super::phase::TaskTimes]) -> String {
+    let mut out = String::new();
+    for t in tasks {
+        let span = |a: std::time::Instant, b: std::time::Instant| {
+            b.saturating_duration_since(a).as_secs_f64()
+        };
+        out.push_str(&format!(
+            "task {}: {} iteration {iteration}: open {:.6} s, {} transfers in {:.6} s{}, close {:.6} s\n",
+            t.task,
+            access.name(),
+            span(t.open_start, t.open_end),
+            t.calls,
+            span(t.transfer_start, t.transfer_end),
+            if t.stonewalled { " (stopped at the deadline)" } else { "" },
+            span(t.close_start, t.close_end),
+        ));
+    }
+    out
+}
+
 /// IOR's JSON document.
 #[derive(Debug, Serialize)]
 pub struct JsonReport {
@@ -576,8 +742,8 @@ pub struct JsonReport {
     /// IOR: `Finished`.
     #[serde(rename = "Finished")]
     pub finished: String,
-    /// iopath's own facts: baselines and ratios.
-    pub iopath: IopathFacts,
+    /// iopath's own facts about the run: the stack, what was modeled.
+    pub iopath: RunFacts,
 }
 
 /// One test of IOR's JSON.
@@ -603,6 +769,8 @@ pub struct JsonTest {
     pub results: Vec<Vec<JsonResult>>,
     /// IOR: `max`.
     pub max: serde_json::Value,
+    /// iopath's own facts about the test: verification, baselines and ratios.
+    pub iopath: IopathFacts,
 }
 
 /// One per-iteration result of IOR's JSON.
@@ -706,16 +874,41 @@ pub struct JsonSummary {
     pub xsize_mib: f64,
 }
 
+/// One test, as the reports take it.
+#[derive(Debug, Clone)]
+pub struct TestReport {
+    /// What the test was.
+    pub info: TestInfo,
+    /// Every phase of every repetition.
+    pub results: Vec<PhaseResult>,
+    /// Verification, baselines, ratios.
+    pub facts: IopathFacts,
+}
+
 /// The whole JSON document.
 pub fn json_report(
-    info: &RunInfo,
-    results: &[PhaseResult],
+    run: &RunInfo,
+    tests: &[TestReport],
     finished: SystemTime,
-    facts: IopathFacts,
+    facts: RunFacts,
 ) -> JsonReport {
+    JsonReport {
+        version: format!("3.3.0 format, iopath {}", env!("CARGO_PKG_VERSION")),
+        began: ctime(run.began),
+        command_line: run.command_line.clone(),
+        machine: run.machine.clone(),
+        tests: tests.iter().map(|t| json_test(run, t)).collect(),
+        summary: tests.iter().flat_map(json_summaries).collect(),
+        finished: ctime(finished),
+        iopath: facts,
+    }
+}
+
+fn json_test(run: &RunInfo, test: &TestReport) -> JsonTest {
+    let info = &test.info;
     let p = &info.params;
     let mut by_iteration: Vec<Vec<JsonResult>> = Vec::new();
-    for r in results {
+    for r in &test.results {
         let slot = r.iteration as usize;
         if by_iteration.len() <= slot {
             by_iteration.resize_with(slot + 1, Vec::new);
@@ -733,34 +926,52 @@ pub fn json_report(
             total_time: r.total_s,
         });
     }
-    let summaries: Vec<Summary> = [Access::Write, Access::Read]
-        .into_iter()
-        .filter_map(|a| Summary::of(results, a, p.transfer_size_bytes))
-        .collect();
     let mut max = serde_json::Map::new();
-    for s in &summaries {
-        max.insert(format!("{}MiB", s.access.name()), s.bw_mib_s[0].into());
-        max.insert(
-            format!("{}MB", s.access.name()),
-            (s.bw_mib_s[0] * MIB / MB).into(),
-        );
+    for access in [Access::Write, Access::Read] {
+        if let Some(s) = Summary::of(
+            &test.results,
+            access,
+            p.transfer_size_bytes,
+            p.aggregate_bytes(info.tasks),
+        ) {
+            max.insert(format!("{}MiB", access.name()), s.bw_mib_s[0].into());
+            max.insert(
+                format!("{}MB", access.name()),
+                (s.bw_mib_s[0] * MIB / MB).into(),
+            );
+        }
     }
+    let flag = u8::from;
     let parameters = serde_json::json!({
-        "testID": 0,
+        "testID": p.test_id,
         "refnum": 0,
         "api": "iopath",
-        "platform": info.machine,
+        "platform": run.machine,
         "testFileName": p.test_file,
+        "deadlineForStonewall": p.deadline.map_or(0, |d| d.as_secs()),
+        "maxTimeDuration": p.max_duration.map_or(0, |d| d.as_secs() / 60),
         "repetitions": p.repetitions,
-        "fsync": u8::from(p.fsync),
-        "storeFileOffset": u8::from(p.store_file_offset),
-        "readFile": u8::from(p.read),
-        "writeFile": u8::from(p.write),
-        "filePerProc": u8::from(p.file_per_proc),
-        "reorderTasks": u8::from(p.reorder_tasks),
-        "checkWrite": u8::from(p.write && !p.read),
-        "checkRead": u8::from(p.read),
-        "keepFile": u8::from(p.keep_file),
+        "multiFile": flag(p.multi_file),
+        "interTestDelay": p.inter_test_delay.as_secs(),
+        "fsync": flag(p.fsync),
+        "fsyncperwrite": flag(p.fsync_per_write),
+        "useExistingTestFile": flag(p.use_existing_file),
+        "uniqueDir": flag(p.unique_dir),
+        "singleXferAttempt": flag(p.single_xfer_attempt),
+        "readFile": flag(p.read),
+        "writeFile": flag(p.write),
+        "filePerProc": flag(p.file_per_proc),
+        "reorderTasks": flag(p.reorder_tasks),
+        "randomOffset": flag(p.random_offset),
+        "randomSeed": info.seed,
+        "checkWrite": flag(p.write && !p.read),
+        "checkRead": flag(p.read),
+        "storeFileOffset": flag(p.store_file_offset),
+        "useO_DIRECT": flag(p.direct_io),
+        "intraTestBarriers": flag(p.intra_test_barriers),
+        "keepFile": flag(p.keep_file),
+        "verbose": p.verbose,
+        "collective": 0,
         "segmentCount": p.segments,
         "transferSize": p.transfer_size_bytes,
         "blockSize": p.block_size_bytes,
@@ -768,13 +979,13 @@ pub fn json_report(
         "tasksPerNode": info.tasks_per_node,
     });
     let options = serde_json::json!({
-        "api": "iopath",
-        "apiVersion": info.api_version,
+        "api": format!("iopath-{}", p.api.name()),
+        "apiVersion": run.api_version,
         "test filename": p.test_file,
         "access": if p.file_per_proc { "file-per-process" } else { "single-shared-file" },
         "type": "independent",
         "segments": p.segments,
-        "ordering in a file": "sequential",
+        "ordering in a file": if p.random_offset { "random" } else { "sequential" },
         "ordering inter file": if p.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
         "nodes": info.nodes,
         "tasks": info.tasks,
@@ -783,61 +994,67 @@ pub fn json_report(
         "xfersize": human_base_two(p.transfer_size_bytes),
         "blocksize": human_base_two(p.block_size_bytes),
         "aggregate filesize": human_base_two(p.aggregate_bytes(info.tasks)),
-        "stack": info.stack,
+        "stack": run.stack,
     });
-    JsonReport {
-        version: format!("3.3.0 format, iopath {}", env!("CARGO_PKG_VERSION")),
-        began: ctime(info.began),
-        command_line: info.command_line.clone(),
-        machine: info.machine.clone(),
-        tests: vec![JsonTest {
-            test_id: 0,
-            start_time: ctime(info.began),
-            path: p.file_of(0),
-            parameters,
-            options,
-            results: by_iteration,
-            max: serde_json::Value::Object(max),
-        }],
-        summary: summaries
-            .iter()
-            .map(|s| JsonSummary {
-                operation: s.access,
-                api: "iopath",
-                test_id: 0,
-                reference_number: 0,
-                segment_count: p.segments,
-                block_size: p.block_size_bytes,
-                transfer_size: p.transfer_size_bytes,
-                num_tasks: info.tasks,
-                tasks_per_node: info.tasks_per_node,
-                repetitions: p.repetitions,
-                file_per_proc: u8::from(p.file_per_proc),
-                reorder_tasks: u8::from(p.reorder_tasks),
-                task_per_node_offset: 1,
-                reorder_tasks_random: 0,
-                reorder_tasks_random_seed: 0,
-                bw_max_mib: s.bw_mib_s[0],
-                bw_min_mib: s.bw_mib_s[1],
-                bw_mean_mib: s.bw_mib_s[2],
-                bw_std_mib: s.bw_mib_s[3],
-                ops_max: s.ops[0],
-                ops_min: s.ops[1],
-                ops_mean: s.ops[2],
-                ops_sd: s.ops[3],
-                mean_time: s.mean_time_s,
-                xsize_mib: s.aggregate_mib,
-            })
-            .collect(),
-        finished: ctime(finished),
-        iopath: facts,
+    JsonTest {
+        test_id: p.test_id,
+        start_time: ctime(info.began),
+        path: p.file_of(0, 0),
+        parameters,
+        options,
+        results: by_iteration,
+        max: serde_json::Value::Object(max),
+        iopath: test.facts.clone(),
     }
+}
+
+fn json_summaries(test: &TestReport) -> Vec<JsonSummary> {
+    let info = &test.info;
+    let p = &info.params;
+    [Access::Write, Access::Read]
+        .into_iter()
+        .filter_map(|a| {
+            Summary::of(
+                &test.results,
+                a,
+                p.transfer_size_bytes,
+                p.aggregate_bytes(info.tasks),
+            )
+        })
+        .map(|s| JsonSummary {
+            operation: s.access,
+            api: "iopath",
+            test_id: p.test_id,
+            reference_number: 0,
+            segment_count: p.segments,
+            block_size: p.block_size_bytes,
+            transfer_size: p.transfer_size_bytes,
+            num_tasks: info.tasks,
+            tasks_per_node: info.tasks_per_node,
+            repetitions: p.repetitions,
+            file_per_proc: u8::from(p.file_per_proc),
+            reorder_tasks: u8::from(p.reorder_tasks),
+            task_per_node_offset: 1,
+            reorder_tasks_random: 0,
+            reorder_tasks_random_seed: 0,
+            bw_max_mib: s.bw_mib_s[0],
+            bw_min_mib: s.bw_mib_s[1],
+            bw_mean_mib: s.bw_mib_s[2],
+            bw_std_mib: s.bw_mib_s[3],
+            ops_max: s.ops[0],
+            ops_min: s.ops[1],
+            ops_mean: s.ops[2],
+            ops_sd: s.ops[3],
+            mean_time: s.mean_time_s,
+            xsize_mib: s.aggregate_mib,
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn pp_double_follows_ior() {
@@ -858,13 +1075,25 @@ mod tests {
     }
 
     #[test]
-    fn ctime_matches_c() {
-        // IOR's example: Mon Mar  8 23:08:17 2021 (UTC here).
+    fn ctime_matches_c_in_the_local_zone() {
+        use jiff::tz::TimeZone;
+        // IOR's example: Mon Mar  8 23:08:17 2021 in UTC.
         let t = UNIX_EPOCH + Duration::from_secs(1_615_244_897);
-        assert_eq!(ctime(t), "Mon Mar  8 23:08:17 2021");
-        assert_eq!(ctime(UNIX_EPOCH), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime_in(t, &TimeZone::UTC), "Mon Mar  8 23:08:17 2021");
+        assert_eq!(
+            ctime_in(UNIX_EPOCH, &TimeZone::UTC),
+            "Thu Jan  1 00:00:00 1970"
+        );
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(ctime(leap), "Tue Feb 29 00:00:00 2000");
+        assert_eq!(ctime_in(leap, &TimeZone::UTC), "Tue Feb 29 00:00:00 2000");
+        // Local time, as ctime(3) prints it: five and a half hours ahead crosses the day.
+        let india = TimeZone::posix("IST-5:30").unwrap();
+        assert_eq!(ctime_in(t, &india), "Tue Mar  9 04:38:17 2021");
+        // Standard time and summer time, by the zone's rules.
+        let new_york = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").unwrap();
+        assert_eq!(ctime_in(t, &new_york), "Mon Mar  8 18:08:17 2021");
+        let july = UNIX_EPOCH + Duration::from_secs(1_625_140_800); // 2021-07-01 12:00 UTC
+        assert_eq!(ctime_in(july, &new_york), "Thu Jul  1 08:00:00 2021");
     }
 
     #[test]

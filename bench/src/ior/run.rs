@@ -1,35 +1,50 @@
-//! `iopath bench ior`, start to end: check the options, measure the baselines, start the
-//! stack, run IOR's repetitions (write, read back with every word checked, remove), print
-//! IOR's output and the ratios, stop the stack.
+//! `iopath bench ior`, start to end: check the options (and the `-f` script's tests), start
+//! the stack once, then for each test measure the disk baselines, run IOR's repetitions
+//! (write, read back with every word checked, remove), print IOR's output and the ratios;
+//! stop the stack.
+//!
+//! Two streams, as IOR has: the results (IOR's text, CSV or JSON) go to `-O summaryFile=` or
+//! standard output; the log lines (`-v`, stonewalling, warnings) go to standard output, or to
+//! standard error when standard output carries CSV or JSON that scripts parse. The progress
+//! line is always on standard error.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::baseline;
 use super::params::{IorOptions, IorParams, SummaryFormat, tasks_per_node};
-use super::phase::{self, Job, Progress};
-use super::report::{self, Baselines, IopathFacts, PhaseResult, Ratios, RunInfo};
+use super::phase::{self, Files, Job, Progress};
+use super::report::{
+    self, Baselines, IopathFacts, PhaseResult, Ratios, RunFacts, RunInfo, TestInfo, TestReport,
+};
 use crate::error::BenchError;
 use crate::fio;
+use iopath_client::Client;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{Role, RoleName, Stack};
+
+/// What modeled means in this benchmark, said with every result.
+const MODELED: &str = "nothing: real bytes through the fabric, real files, O_DIRECT writes and \
+                       fsyncs on the file system under test; torus coordinates are recorded, \
+                       not modeled";
 
 /// Everything a run measured.
 #[derive(Debug)]
 pub struct IorOutcome {
-    /// The run's facts.
-    pub info: RunInfo,
-    /// Every phase of every repetition.
-    pub results: Vec<PhaseResult>,
-    /// Baselines, ratios, verification, journals.
-    pub facts: IopathFacts,
+    /// The run.
+    pub run: RunInfo,
+    /// Each test, in order.
+    pub tests: Vec<TestReport>,
+    /// The stack and what was modeled.
+    pub facts: RunFacts,
 }
 
-/// Runs `iopath bench ior`, writing IOR's output to `out` as it goes (text) or at the end
-/// (JSON), with `command_line` as IOR's "Command line"; the progress goes where `progress`
-/// says. `launcher` starts node processes in processes mode (default: this program's `node`).
+/// Runs `iopath bench ior`, writing IOR's results to `out` (or the summary file) as it goes
+/// (text, CSV) or at the end (JSON), with `command_line` as IOR's "Command line"; the progress
+/// goes where `progress` says. `launcher` starts node processes in processes mode (default:
+/// this program's `node`).
 pub async fn measure(
     args: &IorOptions,
     command_line: &str,
@@ -37,24 +52,114 @@ pub async fn measure(
     progress: Progress,
     launcher: Option<&Launcher>,
 ) -> Result<IorOutcome, BenchError> {
-    let params = IorParams::from_options(args)?;
+    let tests = args.tests()?;
+    let first = tests.first().ok_or_else(|| BenchError::Refused {
+        why: "no test to run".into(),
+    })?;
     let stack = args.choice.load()?;
-    let client_nodes = stack.nodes_of(RoleName::Client);
-    if client_nodes.is_empty() {
+    let client_nodes = stack.nodes_of(RoleName::Client).len() as u32;
+    if client_nodes == 0 {
         return Err(BenchError::BadOption {
             option: "--stack".into(),
             why: format!("{} has no client nodes to run tasks on", stack.origin),
         });
     }
-    let tasks = params.tasks.unwrap_or(client_nodes.len() as u32);
-    params.check_tasks(tasks)?;
-    let nodes = tasks.min(client_nodes.len() as u32);
+    for test in &tests {
+        test.check_tasks(test.tasks.unwrap_or(client_nodes))?;
+    }
+    // The summary file is made before anything runs, so that a path that cannot be written
+    // is said at once.
+    let mut summary_file = match &first.summary_file {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| {
+            BenchError::io(format!("-O summaryFile: create {}", path.display()), e)
+        })?),
+        None => None,
+    };
+    let format = first.format;
+    let mut stderr = std::io::stderr();
+    let (results, log): (&mut dyn Write, &mut dyn Write) = match summary_file.as_mut() {
+        Some(file) => (file, out),
+        None if format == SummaryFormat::Text => {
+            // One stream: IOR's log lines fall among its results, as IOR prints them.
+            let shared: &mut dyn Write = out;
+            return measure_on(
+                args,
+                tests,
+                stack,
+                command_line,
+                Streams::one(shared),
+                progress,
+                launcher,
+            )
+            .await;
+        }
+        None => (out, &mut stderr),
+    };
+    measure_on(
+        args,
+        tests,
+        stack,
+        command_line,
+        Streams::two(results, log),
+        progress,
+        launcher,
+    )
+    .await
+}
+
+/// Where the results and the log lines go.
+struct Streams<'a> {
+    results: &'a mut dyn Write,
+    log: Option<&'a mut dyn Write>,
+}
+
+impl<'a> Streams<'a> {
+    fn one(out: &'a mut dyn Write) -> Self {
+        Streams {
+            results: out,
+            log: None,
+        }
+    }
+
+    fn two(results: &'a mut dyn Write, log: &'a mut dyn Write) -> Self {
+        Streams {
+            results,
+            log: Some(log),
+        }
+    }
+
+    /// Writes results. Output to a closed pipe is not worth failing the run over.
+    fn result(&mut self, text: &str) {
+        let _ = self.results.write_all(text.as_bytes());
+        let _ = self.results.flush();
+    }
+
+    /// Writes log lines.
+    fn log(&mut self, text: &str) {
+        let to: &mut dyn Write = match self.log.as_mut() {
+            Some(log) => *log,
+            None => self.results,
+        };
+        let _ = to.write_all(text.as_bytes());
+        let _ = to.flush();
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // one call site: measure's parts, named
+async fn measure_on(
+    args: &IorOptions,
+    tests: Vec<IorParams>,
+    stack: Stack,
+    command_line: &str,
+    mut streams: Streams<'_>,
+    progress: Progress,
+    launcher: Option<&Launcher>,
+) -> Result<IorOutcome, BenchError> {
     let mode = if args.processes {
         Mode::Processes
     } else {
         Mode::Embedded
     };
-
     let parent: PathBuf = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let storage = StorageDir::temporary("bench-ior", Some(&parent))?;
     note(
@@ -64,47 +169,7 @@ pub async fn measure(
             storage.path().display()
         ),
     );
-
-    // The baselines first, so that nothing of the stack competes with them.
-    let bytes_per_task = params.block_size_bytes * params.segments;
-    let t = params.transfer_size_bytes;
-    note(
-        progress,
-        "baseline: raw disk writes and reads (iopath's io_uring writer)",
-    );
-    let disk = baseline::disk(storage.path(), tasks, bytes_per_task, t).await?;
-    let fio = if t.is_multiple_of(fio::FIO_ALIGN_BYTES) {
-        note(progress, "baseline: fio, if installed");
-        baseline::fio(storage.path(), tasks, bytes_per_task, t).await
-    } else {
-        Err("fio's O_DIRECT writes need a transfer size that is a multiple of 4 KiB".into())
-    };
-    let tcp = if mode == Mode::Processes {
-        note(progress, "baseline: loopback TCP, one stream");
-        Some(baseline::loopback_tcp(params.aggregate_bytes(tasks), t).await?)
-    } else {
-        None
-    };
-    let baselines = Baselines {
-        disk_write_mib_s: disk.write_mib_s,
-        disk_read_mib_s: disk.read_mib_s,
-        disk_write_each_mib_s: vec![disk.write_mib_s],
-        disk_read_each_mib_s: vec![disk.read_mib_s],
-        disk_how: format!(
-            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the run",
-            disk.engine,
-            report::human_base_two(bytes_per_task),
-            report::human_base_two(t)
-        ),
-        fio_write_mib_s: fio.as_ref().ok().map(|(m, _)| *m),
-        fio_note: match &fio {
-            Ok((_, command)) => command.clone(),
-            Err(why) => why.clone(),
-        },
-        tcp_mib_s: tcp,
-    };
-
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let running = RunningStack::start(stack, mode, storage, launcher).await?;
     note(
         progress,
@@ -115,17 +180,7 @@ pub async fn measure(
             started.elapsed().as_secs_f64() * 1000.0
         ),
     );
-    let outcome = on_stack(
-        &running,
-        params,
-        tasks,
-        nodes,
-        baselines,
-        command_line,
-        out,
-        progress,
-    )
-    .await;
+    let outcome = on_stack(&running, tests, command_line, &mut streams, progress).await;
     let stopped = running.stop().await;
     let outcome = outcome?;
     stopped?;
@@ -156,24 +211,87 @@ fn api_version(stack: &Stack) -> String {
     )
 }
 
-#[allow(clippy::too_many_arguments)] // one call site: the run's parts, named
+/// The client library on the first `nodes` client nodes, connecting those not yet connected.
+async fn clients_for(
+    running: &RunningStack,
+    connected: &mut Vec<Client>,
+    nodes: u32,
+) -> Result<Vec<Client>, BenchError> {
+    let client_nodes = running.clients();
+    for node in client_nodes
+        .iter()
+        .take(nodes as usize)
+        .skip(connected.len())
+    {
+        connected.push(running.connect(node).await?);
+    }
+    Ok(connected[..nodes as usize].to_vec())
+}
+
+/// The baselines for a test's shape: the raw disk (iopath's writer), fio, loopback TCP.
+async fn baselines(
+    running: &RunningStack,
+    params: &IorParams,
+    tasks: u32,
+    progress: Progress,
+) -> Result<Baselines, BenchError> {
+    let dir = running.storage().path();
+    let bytes_per_task = params.block_size_bytes * params.segments;
+    let t = params.transfer_size_bytes;
+    note(
+        progress,
+        "baseline: raw disk writes and reads (iopath's io_uring writer)",
+    );
+    let disk = baseline::disk(dir, tasks, bytes_per_task, t).await?;
+    let fio = if t.is_multiple_of(fio::FIO_ALIGN_BYTES) {
+        note(progress, "baseline: fio, if installed");
+        baseline::fio(dir, tasks, bytes_per_task, t).await
+    } else {
+        Err("fio's O_DIRECT writes need a transfer size that is a multiple of 4 KiB".into())
+    };
+    let tcp = if running.mode() == Mode::Processes {
+        note(progress, "baseline: loopback TCP, one stream");
+        Some(baseline::loopback_tcp(params.aggregate_bytes(tasks), t).await?)
+    } else {
+        None
+    };
+    Ok(Baselines {
+        disk_write_mib_s: disk.write_mib_s,
+        disk_read_mib_s: disk.read_mib_s,
+        disk_write_each_mib_s: vec![disk.write_mib_s],
+        disk_read_each_mib_s: vec![disk.read_mib_s],
+        disk_how: format!(
+            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the test",
+            disk.engine,
+            report::human_base_two(bytes_per_task),
+            report::human_base_two(t)
+        ),
+        fio_write_mib_s: fio.as_ref().ok().map(|(m, _)| *m),
+        fio_note: match &fio {
+            Ok((_, command)) => command.clone(),
+            Err(why) => why.clone(),
+        },
+        tcp_mib_s: tcp,
+    })
+}
+
+async fn journal_commits(running: &RunningStack) -> Result<u64, BenchError> {
+    Ok(iopath_stack::journal::targets(running)
+        .await?
+        .iter()
+        .map(|j| j.commits)
+        .sum())
+}
+
 async fn on_stack(
     running: &RunningStack,
-    params: IorParams,
-    tasks: u32,
-    nodes: u32,
-    baselines: Baselines,
+    tests: Vec<IorParams>,
     command_line: &str,
-    out: &mut dyn Write,
+    streams: &mut Streams<'_>,
     progress: Progress,
 ) -> Result<IorOutcome, BenchError> {
     let stack = running.stack();
-    let client_nodes = running.clients();
-    let mut clients = Vec::new();
-    for node in client_nodes.iter().take(nodes as usize) {
-        clients.push(running.connect(node).await?);
-    }
-    let info = RunInfo {
+    let run = RunInfo {
         began: SystemTime::now(),
         command_line: command_line.to_owned(),
         machine: report::machine(),
@@ -184,69 +302,193 @@ async fn on_stack(
             running.storage().path().display()
         ),
         api_version: api_version(stack),
+    };
+    let facts = RunFacts {
+        stack: stack.name.clone(),
+        mode: running.mode().name().to_owned(),
+        modeled: MODELED.to_owned(),
+    };
+    let format = tests.first().map_or(SummaryFormat::Text, |t| t.format);
+    if format == SummaryFormat::Text {
+        streams.result(&report::header_text(&run));
+        streams.result(&report::run_facts_text(&facts));
+    }
+    let client_nodes = running.clients().len() as u32;
+    let mut connected = Vec::new();
+    let mut files = Files::new();
+    let mut stamp = 0;
+    let mut reports = Vec::new();
+    for params in tests {
+        if !reports.is_empty() && !params.inter_test_delay.is_zero() {
+            note(
+                progress,
+                &format!(
+                    "waiting {} s before test {} (interTestDelay)",
+                    params.inter_test_delay.as_secs(),
+                    params.test_id
+                ),
+            );
+            tokio::time::sleep(params.inter_test_delay).await;
+        }
+        let tasks = params.tasks.unwrap_or(client_nodes);
+        let nodes = tasks.min(client_nodes);
+        let clients = clients_for(running, &mut connected, nodes).await?;
+        let report = one_test(
+            running, params, tasks, clients, &mut files, &mut stamp, streams, progress,
+        )
+        .await?;
+        reports.push(report);
+    }
+    // The tasks end as a program does: each client commits what its servers acknowledged and
+    // disconnects, so nothing written lives only in this process's memory when it exits.
+    phase::end(&connected).await?;
+    let finished = SystemTime::now();
+    match format {
+        SummaryFormat::Text => {
+            let tests: Vec<(&TestInfo, &[PhaseResult])> = reports
+                .iter()
+                .map(|r| (&r.info, r.results.as_slice()))
+                .collect();
+            streams.result(&report::summary_text(&tests, finished));
+        }
+        SummaryFormat::Json => {
+            let json = report::json_report(&run, &reports, finished, facts.clone());
+            let encoded = serde_json::to_string_pretty(&json)
+                .map_err(|e| BenchError::io("encode the JSON report", e))?;
+            streams.result(&format!("{encoded}\n"));
+        }
+        SummaryFormat::Csv => {
+            streams.log(&report::run_facts_text(&facts));
+        }
+    }
+    Ok(IorOutcome {
+        run,
+        tests: reports,
+        facts,
+    })
+}
+
+/// Runs one test: its baselines, its repetitions, its lines.
+#[allow(clippy::too_many_arguments)] // one call site: the run's state, named
+async fn one_test(
+    running: &RunningStack,
+    params: IorParams,
+    tasks: u32,
+    clients: Vec<Client>,
+    files: &mut Files,
+    stamp: &mut u32,
+    streams: &mut Streams<'_>,
+    progress: Progress,
+) -> Result<TestReport, BenchError> {
+    let nodes = clients.len() as u32;
+    // The baselines first, on the idle stack, with this test's shape.
+    let mut baselines = baselines(running, &params, tasks, progress).await?;
+    let info = TestInfo {
+        began: SystemTime::now(),
         params: params.clone(),
         tasks,
         nodes,
         tasks_per_node: tasks_per_node(tasks, nodes),
+        seed: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
     };
-    let text = params.format == SummaryFormat::Text;
-    let mut print = |s: &str| {
-        if text {
-            // Output to a closed pipe is not worth failing the run over.
-            let _ = out.write_all(s.as_bytes());
-            let _ = out.flush();
+    let verbose = params.verbose;
+    if verbose >= 1 {
+        streams.log(&format!("Participating tasks: {tasks}\n"));
+        if params.random_offset {
+            streams.log(&format!("Random offsets: seed {}\n", info.seed));
         }
-    };
-    print(&report::header_text(&info));
+    }
+    streams.result(&report::test_header(&info));
     phase::make_parents(&clients[0], &params.test_file).await?;
-    let commits_before: u64 = iopath_stack::journal::targets(running)
-        .await?
-        .iter()
-        .map(|j| j.commits)
-        .sum();
+    let commits_before = journal_commits(running).await?;
     let job = Arc::new(Job {
         buffers: super::buffers::pool(params.transfer_size_bytes as usize),
         params: params.clone(),
         tasks,
         clients,
+        seed: info.seed,
     });
+    let test_deadline = params.max_duration.map(|d| Instant::now() + d);
     let mut results = Vec::new();
-    let mut verified_bytes = 0;
+    let (mut verified_bytes, mut unchecked_bytes) = (0, 0);
+    let mut account = |phase: &phase::Phase| {
+        verified_bytes += phase.verified_bytes;
+        unchecked_bytes += phase.result.bytes - phase.verified_bytes;
+    };
     for iteration in 0..params.repetitions {
+        if test_deadline.is_some_and(|d| Instant::now() >= d) {
+            streams.log(&format!(
+                "WARNING: maximum time duration of {} min reached: {iteration} of {} repetitions ran\n",
+                params.max_duration.map_or(0, |d| d.as_secs() / 60),
+                params.repetitions
+            ));
+            break;
+        }
+        let show = |streams: &mut Streams<'_>, phase: &phase::Phase| {
+            streams.result(&report::result_row(&phase.result, &info));
+            if let Some(wall) = phase.result.stonewall {
+                streams.log(&wall.line());
+            }
+            if verbose >= 2 {
+                streams.log(&report::task_lines(
+                    phase.result.access,
+                    iteration,
+                    &phase.tasks,
+                ));
+            }
+        };
         if params.write {
-            let r = phase::write(&job, iteration, progress).await?;
-            print(&report::result_row(&r, &params));
-            results.push(r);
+            *stamp += 1;
+            if verbose >= 1 {
+                streams.log(&format!(
+                    "Commencing write performance test: {}\n",
+                    report::ctime(SystemTime::now())
+                ));
+            }
+            let (phase, written) =
+                phase::write(&job, iteration, *stamp, test_deadline, progress).await?;
+            show(streams, &phase);
+            let written = Arc::new(written);
+            for task in 0..tasks {
+                files.insert(params.file_of(task, iteration), Arc::clone(&written));
+            }
+            results.push(phase.result);
         }
         if params.read {
-            let r = phase::read(&job, iteration, progress).await?;
-            print(&report::result_row(&r, &params));
-            verified_bytes += r.bytes;
-            results.push(r);
+            if verbose >= 1 {
+                streams.log(&format!(
+                    "Commencing read performance test: {}\n",
+                    report::ctime(SystemTime::now())
+                ));
+            }
+            let phase = phase::read(&job, iteration, files, test_deadline, progress).await?;
+            show(streams, &phase);
+            account(&phase);
+            results.push(phase.result);
         } else if params.write {
-            // Write-only runs are still read back and checked, untimed (IOR's checkWrite).
-            let r = phase::read(&job, iteration, Progress::Silent).await?;
-            verified_bytes += r.bytes;
+            // Write-only tests are still read back and checked, untimed (IOR's checkWrite).
+            if verbose >= 1 {
+                streams.log(&format!(
+                    "Verifying contents of the file(s) just written.\n{}\n",
+                    report::ctime(SystemTime::now())
+                ));
+            }
+            let phase = phase::read(&job, iteration, files, None, Progress::Silent).await?;
+            account(&phase);
         }
-        if !params.keep_file && params.write {
-            let seconds = phase::remove(&job).await?;
-            print(&report::remove_row(seconds, iteration));
+        if !params.keep_file {
+            let seconds = phase::remove(&job, iteration, files).await?;
+            if params.format == SummaryFormat::Text {
+                streams.result(&report::remove_row(seconds, iteration));
+            }
         }
     }
-    // The tasks end as a program does: each client commits what its servers acknowledged and
-    // disconnects, so nothing written lives only in this process's memory when it exits.
-    phase::end(&job).await?;
-    let commits_after: u64 = iopath_stack::journal::targets(running)
-        .await?
-        .iter()
-        .map(|j| j.commits)
-        .sum();
+    let commits_after = journal_commits(running).await?;
     // The disk again, now that the stack is idle: a shared machine's disk drifts, and the
     // ratio is taken against the better of the two measurements.
-    if progress == Progress::Stderr {
-        eprintln!("baseline: raw disk again, after the run");
-    }
-    let mut baselines = baselines;
+    note(progress, "baseline: raw disk again, after the test");
     let again = baseline::disk(
         running.storage().path(),
         tasks,
@@ -258,30 +500,23 @@ async fn on_stack(
     baselines.disk_read_each_mib_s.push(again.read_mib_s);
     baselines.disk_write_mib_s = baselines.disk_write_mib_s.max(again.write_mib_s);
     baselines.disk_read_mib_s = baselines.disk_read_mib_s.max(again.read_mib_s);
-    let finished = SystemTime::now();
     let ratios = Ratios::of(&results, &baselines);
     let facts = IopathFacts {
-        stack: stack.name.clone(),
-        mode: running.mode().name().to_owned(),
-        modeled: "nothing: real bytes through the fabric, real files, O_DIRECT writes and \
-                  fsyncs on the file system under test; torus coordinates are recorded, not \
-                  modeled"
-            .to_owned(),
         verified_bytes,
+        unchecked_bytes,
         journal_commits: Some(commits_after.saturating_sub(commits_before)),
         baselines,
         ratios,
     };
-    print(&report::max_lines(&results));
-    print(&report::summary_text(&info, &results, finished));
-    print(&report::facts_text(&facts));
-    if !text {
-        let json = report::json_report(&info, &results, finished, facts.clone());
-        let encoded = serde_json::to_string_pretty(&json)
-            .map_err(|e| BenchError::io("encode the JSON report", e))?;
-        let _ = writeln!(out, "{encoded}");
+    match params.format {
+        SummaryFormat::Text => {
+            streams.result(&report::max_lines(&results));
+            streams.result(&report::facts_text(params.test_id, &facts));
+        }
+        SummaryFormat::Csv => streams.log(&report::facts_text(params.test_id, &facts)),
+        SummaryFormat::Json => {}
     }
-    Ok(IorOutcome {
+    Ok(TestReport {
         info,
         results,
         facts,

@@ -41,6 +41,57 @@ pub struct IorArgs {
     /// fsync each file before closing it after writing (IOR fsync).
     #[arg(short = 'e')]
     fsync: bool,
+    /// fsync after every write call (IOR fsyncPerWrite).
+    #[arg(short = 'Y')]
+    fsync_per_write: bool,
+    /// Each task makes its transfers in a random order (IOR randomOffset); every word is
+    /// still checked on the read-back.
+    #[arg(short = 'z')]
+    random_offset: bool,
+    /// Open the files an earlier test of this run kept (-k) instead of creating them (IOR
+    /// useExistingTestFile). Each run starts a fresh stack, so this belongs in a -f script.
+    #[arg(short = 'E')]
+    use_existing_file: bool,
+    /// Stop each phase's transfers after SECONDS (IOR deadlineForStonewalling); the read-back
+    /// reads what was written. 0: no deadline.
+    #[arg(short = 'D', value_name = "SECONDS", default_value_t = 0)]
+    deadline_s: u64,
+    /// Stop a test after MINUTES (IOR maxTimeDuration): no repetition starts after it, and
+    /// the phase under way stops its transfers. 0: no limit.
+    #[arg(short = 'T', value_name = "MINUTES", default_value_t = 0)]
+    max_minutes: u64,
+    /// More lines (IOR verbose): -v the phases' start times, -vv each task's times.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// The tasks wait for each other between open, transfers and close (IOR
+    /// intraTestBarriers), so each interval times all tasks doing the same thing.
+    #[arg(short = 'g')]
+    intra_test_barriers: bool,
+    /// MPI-IO collective I/O (IOR collective): refused, with the reason — iopath's tasks make
+    /// independent calls, as IOR's POSIX api does.
+    #[arg(short = 'c')]
+    collective: bool,
+    /// A file (or a file per task) per repetition: the test file's name gets `.N` (IOR
+    /// multiFile).
+    #[arg(short = 'm')]
+    multi_file: bool,
+    /// With -F, each task's file in a directory of its own, `DIR/N/` (IOR uniqueDir).
+    #[arg(short = 'u')]
+    unique_dir: bool,
+    /// Never retry a short transfer (IOR singleXferAttempt). iopath's transfers are whole or
+    /// an error, so this is always so; accepted for IOR's scripts.
+    #[arg(short = 'x')]
+    single_xfer_attempt: bool,
+    /// Bypass client caches (IOR useO_DIRECT, IOR 4's --posix.odirect). iopath's client
+    /// library keeps no cache, so every transfer reaches the servers either way; accepted for
+    /// IOR's scripts.
+    #[arg(short = 'B', long = "posix.odirect")]
+    direct_io: bool,
+    /// A script of tests (IOR's -f): `IOR START`, `KEY=VALUE` directives, a `RUN` per test,
+    /// `IOR STOP`. Each test starts from the one before, the first from these flags; all run
+    /// on one stack, so a later test reads what an earlier one kept.
+    #[arg(short = 'f', value_name = "SCRIPT")]
+    script: Option<PathBuf>,
     /// Stamp every word with its file offset, filling the buffer again for each transfer
     /// (IOR storeFileOffset): data that lands at the wrong offset is caught too, at the cost
     /// of a fill per transfer. Without it, as in IOR, a task fills its buffer once per
@@ -64,7 +115,9 @@ pub struct IorArgs {
     /// open file). Either way a task has one transfer in flight.
     #[arg(short = 'a', value_name = "API", default_value = "async")]
     api: String,
-    /// IOR's -O options; `summaryFormat=JSON` prints JSON instead of text.
+    /// IOR directives, as IOR's -O takes them (`KEY=VALUE[,KEY=VALUE]`): any key a -f script
+    /// takes, among them `summaryFormat=JSON|CSV` (the results as JSON or IOR's CSV lines) and
+    /// `summaryFile=PATH` (the results to PATH; the log lines stay on standard output).
     #[arg(short = 'O', value_name = "KEY=VALUE")]
     ior_options: Vec<String>,
     /// The stack to run on.
@@ -92,12 +145,28 @@ impl From<IorArgs> for IorOptions {
             read: args.read,
             reorder_tasks: args.reorder_tasks,
             fsync: args.fsync,
+            fsync_per_write: args.fsync_per_write,
+            random_offset: args.random_offset,
+            use_existing_file: args.use_existing_file,
+            deadline_s: args.deadline_s,
+            max_minutes: args.max_minutes,
+            inter_test_delay_s: 0,
+            verbose: args.verbose,
+            intra_test_barriers: args.intra_test_barriers,
+            collective: args.collective,
+            multi_file: args.multi_file,
+            unique_dir: args.unique_dir,
+            single_xfer_attempt: args.single_xfer_attempt,
+            direct_io: args.direct_io,
             store_file_offset: args.store_file_offset,
             repetitions: args.repetitions,
             test_file: args.test_file,
             keep_file: args.keep_file,
             api: args.api,
+            summary_format: "default".to_owned(),
+            summary_file: None,
             ior_options: args.ior_options,
+            script: args.script,
             choice: args.choice.into(),
             processes: args.processes,
             dir: args.dir,
@@ -162,6 +231,22 @@ mod tests {
             "-r",
             "-C",
             "-e",
+            "-Y",
+            "-z",
+            "-E",
+            "-D",
+            "30",
+            "-T",
+            "2",
+            "-vv",
+            "-g",
+            "-c",
+            "-m",
+            "-u",
+            "-x",
+            "-B",
+            "-f",
+            "tests.ior",
             "-l",
             "-i",
             "5",
@@ -190,12 +275,28 @@ mod tests {
             read: true,
             reorder_tasks: true,
             fsync: true,
+            fsync_per_write: true,
+            random_offset: true,
+            use_existing_file: true,
+            deadline_s: 30,
+            max_minutes: 2,
+            inter_test_delay_s: 0,
+            verbose: 2,
+            intra_test_barriers: true,
+            collective: true,
+            multi_file: true,
+            unique_dir: true,
+            single_xfer_attempt: true,
+            direct_io: true,
             store_file_offset: true,
             repetitions: 5,
             test_file: "/x/y".into(),
             keep_file: true,
             api: "sync".into(),
+            summary_format: "default".into(),
+            summary_file: None,
             ior_options: vec!["summaryFormat=JSON".into()],
+            script: Some(PathBuf::from("tests.ior")),
             choice: StackChoice {
                 preset: Some("spider-mini".into()),
                 stack: None,
@@ -214,5 +315,10 @@ mod tests {
             "a preset or a stack file, not both"
         );
         assert!(Cli::try_parse_from(["ior", "-t", "1x"]).is_err());
+        assert!(
+            options(&["--posix.odirect"]).direct_io,
+            "IOR 4's spelling of -B"
+        );
+        assert_eq!(options(&["-t", "1.5m"]).transfer_size_bytes, 3 << 19);
     }
 }

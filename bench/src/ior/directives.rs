@@ -1,0 +1,291 @@
+//! IOR's directives — `blockSize=1m`, `filePerProc=1` — as `-O` takes them and as a script
+//! (`-f`) holds them, applied to [`IorOptions`].
+//!
+//! A script is IOR's:
+//!
+//! ```text
+//! IOR START
+//!     api=POSIX
+//!     blockSize=4m, transferSize=1m   # several on a line, separated by commas
+//!     writeFile=1
+//! RUN
+//!     readFile=1                      # the next test: the one before, with this changed
+//! RUN
+//! IOR STOP
+//! ```
+//!
+//! Lines before `IOR START` are ignored; `#` starts a comment; keys are case-insensitive.
+//! Each `RUN` runs a test; directives after a `RUN` begin the next test, a copy of the one
+//! before. A directive for something iopath does not model is refused with the reason,
+//! unless it asks for IOR's default (so that IOR's own example scripts, which list every
+//! key, run).
+
+use std::path::PathBuf;
+
+use iopath_fabric::units::parse_size;
+
+use super::params::IorOptions;
+
+/// Applies a line of directives (`KEY=VALUE[,KEY=VALUE...]`, IOR's `-O` form).
+pub fn apply_line(options: &mut IorOptions, line: &str) -> Result<(), String> {
+    for directive in line.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        apply(options, directive)?;
+    }
+    Ok(())
+}
+
+/// The tests of script `text`, the first starting from `base`. An error names its line (from
+/// 1) and says what is wrong.
+pub fn script(text: &str, base: &IorOptions) -> Result<Vec<IorOptions>, (usize, String)> {
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.split('#').next().unwrap_or("").trim()))
+        .collect();
+    let start = lines
+        .iter()
+        .position(|(_, l)| l.eq_ignore_ascii_case("IOR START"))
+        .ok_or((
+            1,
+            "no \"IOR START\" line: an IOR script's tests sit between IOR START and IOR STOP"
+                .to_owned(),
+        ))?;
+    let mut tests = vec![base.clone()];
+    let mut after_run = false;
+    let mut runs = 0;
+    for &(number, line) in &lines[start + 1..] {
+        if line.is_empty() {
+            continue;
+        }
+        if line.eq_ignore_ascii_case("IOR STOP") {
+            if runs == 0 {
+                return Err((number, "the script has no RUN line".to_owned()));
+            }
+            return Ok(tests);
+        }
+        if line.eq_ignore_ascii_case("RUN") {
+            if after_run {
+                // Two RUNs in a row run the same test twice, as in IOR.
+                let again = tests.last().cloned().unwrap_or_else(|| base.clone());
+                tests.push(again);
+            }
+            after_run = true;
+            runs += 1;
+            continue;
+        }
+        if after_run {
+            let next = tests.last().cloned().unwrap_or_else(|| base.clone());
+            tests.push(next);
+            after_run = false;
+        }
+        let test = tests.last_mut().expect("a script has a first test");
+        apply_line(test, line).map_err(|why| (number, why))?;
+    }
+    Err((
+        lines.len(),
+        "no \"IOR STOP\" line: is the script whole?".to_owned(),
+    ))
+}
+
+/// Applies one `KEY=VALUE` directive.
+fn apply(o: &mut IorOptions, directive: &str) -> Result<(), String> {
+    let (key, value) = directive
+        .split_once('=')
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .ok_or_else(|| format!("{directive:?} is not KEY=VALUE (as in blockSize=1m)"))?;
+    let int = || -> Result<i64, String> {
+        value
+            .parse::<i64>()
+            .map_err(|_| format!("{key}={value}: not a whole number"))
+    };
+    let count = || -> Result<u64, String> {
+        u64::try_from(int()?).map_err(|_| format!("{key}={value}: must not be negative"))
+    };
+    let flag = || int().map(|v| v != 0);
+    let size = || parse_size(value).map_err(|e| format!("{key}: {e}"));
+    // Directives iopath accepts only at IOR's default: what they would change is not modeled.
+    let only = |default: &str, why: &str| -> Result<(), String> {
+        if value.eq_ignore_ascii_case(default) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{key}={value}: {why} (only {key}={default} is accepted)"
+            ))
+        }
+    };
+    match key.to_ascii_lowercase().as_str() {
+        "api" => o.api = value.to_owned(),
+        "testfile" => o.test_file = value.to_owned(),
+        "blocksize" => o.block_size_bytes = size()?,
+        "transfersize" => o.transfer_size_bytes = size()?,
+        "segmentcount" => o.segments = count()?,
+        "numtasks" => {
+            // IOR: 0 or -1 means every task the job has.
+            o.tasks = match int()? {
+                n if n <= 0 => None,
+                n => Some(u32::try_from(n).map_err(|_| format!("{key}={value}: too many"))?),
+            }
+        }
+        "repetitions" => {
+            o.repetitions =
+                u32::try_from(count()?).map_err(|_| format!("{key}={value}: too many"))?
+        }
+        "fileperproc" => o.file_per_proc = flag()?,
+        "writefile" => o.write = flag()?,
+        "readfile" => o.read = flag()?,
+        "reordertasks" | "reordertasksconstant" => o.reorder_tasks = flag()?,
+        "fsync" => o.fsync = flag()?,
+        "fsyncperwrite" => o.fsync_per_write = flag()?,
+        "randomoffset" => o.random_offset = flag()?,
+        "useexistingtestfile" => o.use_existing_file = flag()?,
+        "deadlineforstonewalling" => o.deadline_s = count()?,
+        "maxtimeduration" => o.max_minutes = count()?,
+        "intertestdelay" => o.inter_test_delay_s = count()?,
+        "verbose" => {
+            o.verbose = u8::try_from(count()?).map_err(|_| format!("{key}={value}: too many"))?
+        }
+        "intratestbarriers" => o.intra_test_barriers = flag()?,
+        "collective" => o.collective = flag()?,
+        "multifile" => o.multi_file = flag()?,
+        "uniquedir" => o.unique_dir = flag()?,
+        "singlexferattempt" => o.single_xfer_attempt = flag()?,
+        "useo_direct" => o.direct_io = flag()?,
+        "storefileoffset" => o.store_file_offset = flag()?,
+        "keepfile" => o.keep_file = flag()?,
+        "summaryformat" => o.summary_format = value.to_owned(),
+        "summaryfile" => {
+            if value.is_empty() {
+                return Err(format!("{key}= needs a file name"));
+            }
+            o.summary_file = Some(PathBuf::from(value));
+        }
+        // iopath reads back and checks every word it wrote, whatever these say.
+        "checkwrite" | "checkread" => {
+            flag()?;
+        }
+        // iopath stops at the first error either way.
+        "quitonerror" => {
+            flag()?;
+        }
+        // Free text IOR only prints.
+        "platform" | "hintsfilename" => {}
+        "taskpernodeoffset" => only(
+            "1",
+            "-C reads the data of the task one node over; other offsets are not modeled",
+        )?,
+        "reordertasksrandom" => only("0", "random task reordering is not modeled")?,
+        "outlierthreshold" => only("0", "outlier warnings are not modeled")?,
+        "setalignment" => only(
+            "1",
+            "alignment is an HDF5 setting; there is no HDF5 api here",
+        )?,
+        "individualdatasets" => only("0", "datasets are HDF5's; there is no HDF5 api here")?,
+        "preallocate" => only(
+            "0",
+            "preallocation is MPI-IO's; there is no MPI-IO api here",
+        )?,
+        "usefileview" => only("0", "file views are MPI-IO's; there is no MPI-IO api here")?,
+        "usesharedfilepointer" => only("0", "shared file pointers are MPI-IO's")?,
+        "usestrideddatatype" => only("0", "strided datatypes are MPI-IO's")?,
+        "keepfilewitherror" => only("0", "a run stops at the first error and removes its files")?,
+        "settimestampsignature" => only(
+            "0",
+            "iopath's data pattern is its own (task, repetition, offset), checked on every read",
+        )?,
+        "showhints" => only("0", "there are no MPI-IO hints")?,
+        "showhelp" => only("0", "run iopath bench ior --help")?,
+        "memorypertask" | "memorypernode" => only("0", "memory hogging is not modeled")?,
+        "stonewallingwearout" => only(
+            "0",
+            "a stonewalled phase stops every task at the deadline; wear-out is not modeled",
+        )?,
+        _ => {
+            return Err(format!(
+                "unknown directive {key:?} (see `iopath bench ior --help` and docs/ior.md for the keys iopath knows)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn o_directives_set_their_options() {
+        let mut o = IorOptions::default();
+        apply_line(
+            &mut o,
+            "blockSize=4m, transferSize = 1.5m,randomOffset=1,summaryFormat=CSV",
+        )
+        .unwrap();
+        assert_eq!(o.block_size_bytes, 4 << 20);
+        assert_eq!(o.transfer_size_bytes, 3 << 19);
+        assert!(o.random_offset);
+        assert_eq!(o.summary_format, "CSV");
+        apply_line(&mut o, "numTasks=0,summaryFile=/tmp/x.csv").unwrap();
+        assert_eq!(o.tasks, None);
+        assert_eq!(o.summary_file, Some(PathBuf::from("/tmp/x.csv")));
+        for (bad, says) in [
+            ("colour=red", "unknown directive"),
+            ("blockSize", "not KEY=VALUE"),
+            ("fsync=yes", "not a whole number"),
+            ("useFileView=1", "MPI-IO"),
+            ("segmentCount=-2", "negative"),
+        ] {
+            let error = apply_line(&mut o, bad).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+        apply_line(&mut o, "useFileView=0,collective=0,outlierThreshold=0").unwrap();
+    }
+
+    #[test]
+    fn a_script_runs_each_test_from_the_one_before() {
+        let text = "\
+# made by hand
+IOR START
+    api=POSIX
+    blockSize=2m, transferSize=1m   # two on a line
+    writeFile=1
+    keepFile=1
+RUN
+    writeFile=0
+    readFile=1
+RUN
+RUN
+IOR STOP
+ignored after the end
+";
+        let base = IorOptions {
+            segments: 3,
+            ..IorOptions::default()
+        };
+        let tests = script(text, &base).unwrap();
+        assert_eq!(tests.len(), 3, "RUN RUN runs the test twice");
+        assert!(tests[0].write && !tests[0].read && tests[0].keep_file);
+        assert_eq!(tests[0].segments, 3, "the flags are the first test's start");
+        assert_eq!(tests[0].api, "POSIX");
+        assert!(!tests[1].write && tests[1].read, "{:?}", tests[1]);
+        assert_eq!(tests[1].block_size_bytes, 2 << 20, "the rest is kept");
+        assert_eq!(tests[2], tests[1]);
+    }
+
+    #[test]
+    fn script_errors_name_their_line() {
+        let base = IorOptions::default();
+        assert_eq!(script("api=POSIX\nRUN\n", &base).unwrap_err().0, 1);
+        let (line, why) = script(
+            "IOR START\n  api=POSIX\n  colour=red\nRUN\nIOR STOP\n",
+            &base,
+        )
+        .unwrap_err();
+        assert_eq!(line, 3);
+        assert!(why.contains("colour"), "{why}");
+        let (_, why) = script("IOR START\n  api=POSIX\nRUN\n", &base).unwrap_err();
+        assert!(why.contains("IOR STOP"), "{why}");
+        let (line, why) = script("IOR START\n  api=POSIX\nIOR STOP\n", &base).unwrap_err();
+        assert_eq!(line, 3);
+        assert!(why.contains("no RUN"), "{why}");
+    }
+}
