@@ -381,7 +381,8 @@ pub fn test_header(test: &TestInfo) -> String {
         }
         SummaryFormat::Text => {}
     }
-    let mut out = String::new();
+    // A blank line between one test's lines and the next's.
+    let mut out = String::from(if p.test_id > 0 { "\n" } else { "" });
     key_value(&mut out, "TestID", p.test_id);
     key_value(&mut out, "StartTime", ctime(test.began));
     key_value(&mut out, "Path", p.file_of(0, 0));
