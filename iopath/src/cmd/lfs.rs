@@ -224,7 +224,7 @@ impl LfsCommand {
 /// If `path` (as given on the command line) lies under an `iopath mount` of this machine:
 /// the mounted stack's metadata service and the path inside the stack, as Lustre's `lfs`
 /// takes paths under a Lustre mount. A mount names its stack in its source, as Lustre's
-/// `mgsnode:/fsname` does: `NID:/iopath`.
+/// `mgsnode:/fsname` does: `NID:/iopath` (`iopath` is the stack's file system name).
 fn on_a_mount(path: &str) -> Option<(Nid, String)> {
     let absolute = std::path::absolute(path).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
@@ -240,8 +240,9 @@ fn on_a_mount(path: &str) -> Option<(Nid, String)> {
             continue;
         }
         let Some(mds) = source
-            .strip_suffix(":/iopath")
-            .and_then(|n| n.parse::<Nid>().ok())
+            .rsplit_once(":/")
+            .filter(|(_, fsname)| iopath_client::FsName::new(fsname).is_ok())
+            .and_then(|(nid, _)| nid.parse::<Nid>().ok())
         else {
             continue;
         };

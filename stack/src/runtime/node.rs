@@ -258,6 +258,7 @@ async fn start_role(
                 })
                 .collect();
             let mut config = MdsConfig::new(storage.to_path_buf(), targets);
+            config.fsname = stack.fsname.clone();
             config.default_stripe = StripeRequest {
                 stripe_size_bytes: stack.layout.stripe_size_bytes,
                 stripe_count: stack.layout.stripe_count,
@@ -281,6 +282,7 @@ async fn start_role(
                 engine: EngineConfig::default(),
                 disk_model: None,
                 external_journal_dir: None,
+                fsname: stack.fsname.clone(),
             };
             let service = OssService::open(
                 node,

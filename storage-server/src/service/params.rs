@@ -1,4 +1,5 @@
-//! The OSS's parameters on the admin tree, named as Lustre's: `obdfilter.OST0000.sync_journal`
+//! The OSS's parameters on the admin tree, named as Lustre's after the file system and the
+//! target (`obdfilter.iopath-OST0000.sync_journal`): `sync_journal`
 //! (writable: 1 for sync commits, 0 for async), `last_committed`, `commits` (journal commits
 //! so far), `stats`, and `lost`: the bytes acknowledged to clients that a restart dropped and
 //! no client replayed, one line per object and range (`object START END`), which reads of
@@ -13,7 +14,8 @@ use crate::ost::Oss;
 /// Hangs every target's parameters on `tree`.
 pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
     for (position, target) in oss.targets().iter().enumerate() {
-        let name = |leaf: &str| format!("obdfilter.OST{:04}.{leaf}", target.index());
+        let target_name = oss.target_name(target.index());
+        let name = |leaf: &str| format!("obdfilter.{target_name}.{leaf}");
         let weak = Arc::downgrade(oss);
         let (get, set) = (weak.clone(), weak.clone());
         tree.register(
