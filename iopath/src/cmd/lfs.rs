@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use iopath_client::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
-use iopath_client::{Client, ClientError, StripeInfo};
+use iopath_client::{Client, ClientError, FsName, StripeInfo};
 use iopath_fabric::Nid;
 use iopath_fabric::units::parse_size;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -81,7 +81,8 @@ pub enum LfsCommand {
     /// Make a directory on the metadata target (Lustre's `lfs mkdir`; new files in it take
     /// the file system's default layout until `lfs setstripe` gives it one).
     Mkdir {
-        /// The metadata target to make it on: this file system has one, MDT0000 (0 or -1).
+        /// The metadata target to make it on: this file system has one, `<fsname>-MDT0000` (0
+        /// or -1).
         #[arg(short = 'i', long = "mdt-index", default_value_t = -1, allow_negative_numbers = true)]
         mdt_index: i64,
         /// How many metadata targets to stripe it over: 1 here (0, 1 or -1).
@@ -113,9 +114,10 @@ pub enum LfsCommand {
         /// Files striped over exactly this many targets (`+N`, `-N`: more, fewer).
         #[arg(long = "stripe-count", short = 'c', allow_hyphen_values = true)]
         stripe_count: Option<String>,
-        /// Files with an object on this target index.
+        /// Files with an object on this target: its index (`3`), name (`iopath-OST0003`) or
+        /// UUID (`iopath-OST0003_UUID`).
         #[arg(long = "ost", short = 'O')]
-        ost: Option<u32>,
+        ost: Option<String>,
     },
     /// List a directory.
     Ls {
@@ -367,7 +369,8 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
         } => {
             if !matches!(mdt_index, -1 | 0) {
                 bail!(
-                    "mkdir {path}: -i {mdt_index}: this file system has one metadata target, MDT0000 (use 0)"
+                    "mkdir {path}: -i {mdt_index}: this file system has one metadata target, {} (use 0)",
+                    client.fsname().mdt(0)
                 );
             }
             if !matches!(mdt_count, -1..=1) {
@@ -388,6 +391,9 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             stripe_count,
             ost,
         } => {
+            let ost = ost
+                .map(|text| ost_index(client, &text).with_context(|| format!("find --ost {text}")))
+                .transpose()?;
             let filter = FindFilter::new(name, kind, size, stripe_count, ost)?;
             for found in find(client, &path, &filter).await? {
                 writeln!(out, "{found}")?;
@@ -395,7 +401,7 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
         }
         LfsCommand::Df { human, inodes, .. } => {
             let targets = client.statfs().await.context("df")?;
-            write!(out, "{}", df_text(&targets, human, inodes))?;
+            write!(out, "{}", df_text(client.fsname(), &targets, human, inodes))?;
         }
         LfsCommand::Put { local, remote } => {
             let copied = put(client, &local, &remote)
@@ -606,8 +612,14 @@ async fn copy_out(
 #[cfg(test)]
 mod tests;
 
-/// `lfs df`'s table: a row per target, Lustre's columns, and the file system's summary.
-pub fn df_text(targets: &[(u32, iopath_client::Capacity)], human: bool, inodes: bool) -> String {
+/// `lfs df`'s table: a row per target named by its UUID (`iopath-OST0003_UUID`), Lustre's
+/// columns, and the file system's summary.
+pub fn df_text(
+    fsname: &FsName,
+    targets: &[(u32, iopath_client::Capacity)],
+    human: bool,
+    inodes: bool,
+) -> String {
     let size = |bytes: u64| {
         if human {
             human_size(bytes)
@@ -660,7 +672,7 @@ pub fn df_text(targets: &[(u32, iopath_client::Capacity)], human: bool, inodes: 
         used += uu;
         avail += aa;
         text.push_str(&row(
-            &format!("OST{target:04}_UUID"),
+            &fsname.ost(*target).uuid(),
             tt,
             uu,
             aa,
@@ -686,6 +698,27 @@ fn human_size(bytes: u64) -> String {
     } else {
         format!("{value:.1}{}", UNITS[unit])
     }
+}
+
+/// The index of the storage target `text` names — `3`, `iopath-OST0003` or
+/// `iopath-OST0003_UUID` — if the file system has it.
+fn ost_index(client: &Client, text: &str) -> anyhow::Result<u32> {
+    let index = client.fsname().ost_index(text)?;
+    if !client.targets().contains(&index) {
+        let fsname = client.fsname();
+        let targets = client.targets();
+        let range = match (targets.iter().min(), targets.iter().max()) {
+            (Some(&first), Some(&last)) => format!(
+                "its {} targets are {} to {}",
+                targets.len(),
+                fsname.ost(first),
+                fsname.ost(last)
+            ),
+            _ => "it has no targets".to_owned(),
+        };
+        bail!("{fsname} has no {}: {range}", fsname.ost(index));
+    }
+    Ok(index)
 }
 
 /// What `lfs find` keeps.

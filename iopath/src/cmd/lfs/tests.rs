@@ -5,6 +5,7 @@
 
 use clap::Parser;
 use iopath_client::Client;
+use iopath_client::FsName;
 use iopath_fabric::units::parse_size;
 use iopath_stack::testing::{TestStack, TestStackConfig};
 
@@ -321,5 +322,55 @@ async fn lfs_find_selects_by_name_type_size_stripe_count_and_target() {
         lfs_fails(&client, "find /nothing")
             .await
             .contains("/nothing")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_carry_the_file_system_name_in_df_and_find() {
+    let stack = TestStack::start(TestStackConfig {
+        fsname: FsName::new("scratch").unwrap(),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = stack.client().await.unwrap();
+    assert_eq!(client.fsname().as_str(), "scratch");
+    let df = lfs(&client, "df").await;
+    let names: Vec<&str> = df
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "scratch-OST0000_UUID",
+            "scratch-OST0001_UUID",
+            "scratch-OST0002_UUID",
+            "scratch-OST0003_UUID",
+            "filesystem_summary:"
+        ],
+        "{df}"
+    );
+    lfs(&client, "setstripe -c 1 -i 2 /on2").await;
+    lfs(&client, "setstripe -c 1 -i 1 /on1").await;
+    for ost in ["2", "scratch-OST0002", "scratch-OST0002_UUID"] {
+        assert_eq!(
+            lfs(&client, &format!("find / --ost {ost}")).await,
+            "/on2\n",
+            "{ost}"
+        );
+    }
+    let error = lfs_fails(&client, "find / --ost iopath-OST0002").await;
+    assert_eq!(
+        error,
+        "find --ost iopath-OST0002: iopath-OST0002: this file system is scratch: its storage \
+         targets are scratch-OST0000, ..."
+    );
+    let error = lfs_fails(&client, "find / --ost scratch-OST0009").await;
+    assert_eq!(
+        error,
+        "find --ost scratch-OST0009: scratch has no scratch-OST0009: its 4 targets are \
+         scratch-OST0000 to scratch-OST0003"
     );
 }
