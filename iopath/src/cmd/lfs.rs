@@ -75,6 +75,10 @@ pub enum LfsCommand {
         /// As YAML, Lustre's `lfs getstripe -y` form.
         #[arg(short = 'y', long = "yaml")]
         yaml: bool,
+        /// Everything Lustre's `lfs getstripe -v` prints of a file: `lmm_magic`, the file's
+        /// identity (`lmm_seq`, `lmm_object_id`, `lmm_fid`), then the layout and its objects.
+        #[arg(short = 'v', long = "verbose", conflicts_with_all = ["count", "size", "index", "yaml"])]
+        verbose: bool,
         /// The file or directory.
         path: String,
     },
@@ -313,10 +317,18 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
                 .with_context(|| format!("setstripe {path}"))?;
         }
         LfsCommand::Getstripe {
+            verbose: true,
+            path,
+            ..
+        } => {
+            write!(out, "{}", getstripe_verbose(client, &path).await?)?;
+        }
+        LfsCommand::Getstripe {
             count,
             size,
             index,
             yaml,
+            verbose: false,
             path,
         } => {
             let info = client
@@ -505,9 +517,72 @@ pub fn getstripe_yaml(info: &StripeInfo) -> String {
     text
 }
 
+/// `lfs getstripe -v`: a file's layout as [`getstripe_text`] prints it, after the fields
+/// Lustre adds — a directory's default as without `-v` (Lustre adds nothing for one either).
+pub async fn getstripe_verbose(client: &Client, path: &str) -> anyhow::Result<String> {
+    // stat, not getstripe: the layout and the file's inode number in one answer.
+    let stat = client
+        .stat(path)
+        .await
+        .with_context(|| format!("getstripe {path}"))?;
+    Ok(match &stat.layout {
+        Some(layout) => file_verbose_text(path, stat.ino, layout),
+        None => {
+            let info = client
+                .stripe_info(path)
+                .await
+                .with_context(|| format!("getstripe {path}"))?;
+            getstripe_text(path, &info)
+        }
+    })
+}
+
+/// Lustre's `LOV_USER_MAGIC_V1` (`0x0BD10BD0`): a plain RAID-0 layout — no pool, no
+/// components — the one kind of layout iopath has.
+pub const LOV_USER_MAGIC_V1: u32 = 0x0BD1_0BD0;
+
+/// `lfs getstripe -v`'s text for the file at `path`, inode `ino` at the metadata service.
+/// Lustre's fields, with what each holds here:
+///
+/// - `lmm_magic`: [`LOV_USER_MAGIC_V1`], the kind of layout (plain RAID-0, no pool).
+/// - `lmm_seq`, `lmm_object_id`, `lmm_fid`: the file's identity at the metadata service. iopath
+///   names a file by its inode number, as Lustre 1.x did, and has no FID sequences: so the
+///   sequence is 0 and the object id the inode number, and `lmm_fid` is what Lustre prints
+///   for such a layout, the inode number as an IGIF FID (`[0x12:0x0:0x0]`).
+/// - `lmm_layout_gen`: 0 — a layout is fixed when its file is created and never changes.
+/// - each object's `group`: 0 — objects are named by their id on their target alone, as
+///   Lustre's were in group 0.
+pub fn file_verbose_text(path: &str, ino: u64, layout: &Layout) -> String {
+    // C's `%#jx` writes 0 as `0`, without the prefix.
+    let alt_hex = |value: u64| {
+        if value == 0 {
+            "0".to_owned()
+        } else {
+            format!("{value:#x}")
+        }
+    };
+    let (seq, object_id) = (0u64, ino);
+    // Lustre prints a layout with sequence 0 as the IGIF FID [object_id:0:object_id >> 32].
+    let fid = format!("[{}:0x0:{:#x}]", alt_hex(object_id), object_id >> 32);
+    let details = format!(
+        "lmm_magic:         0x{LOV_USER_MAGIC_V1:08X}\n\
+         lmm_seq:           {}\n\
+         lmm_object_id:     {}\n\
+         lmm_fid:           {fid}\n",
+        alt_hex(seq),
+        alt_hex(object_id),
+    );
+    file_stripe_text_with(path, &details, layout)
+}
+
 fn file_stripe_text(path: &str, layout: &Layout) -> String {
+    file_stripe_text_with(path, "", layout)
+}
+
+/// A file's `getstripe` text, with `details` (`-v`'s lines) between the path and the layout.
+fn file_stripe_text_with(path: &str, details: &str, layout: &Layout) -> String {
     let mut text = format!(
-        "{path}\n\
+        "{path}\n{details}\
          lmm_stripe_count:  {}\n\
          lmm_stripe_size:   {}\n\
          lmm_pattern:       raid0\n\

@@ -95,6 +95,10 @@ fn options_parse_as_lfs_spells_them() {
         }
     );
     assert_eq!(parse("ls"), LfsCommand::Ls { path: "/".into() });
+    assert!(
+        Lfs::try_parse_from(["lfs", "getstripe", "-v", "-y", "/f"]).is_err(),
+        "-v is a form of its own, not a modifier of -y"
+    );
     assert_eq!(parse_size("64k"), Ok(65536));
     assert_eq!(parse_size("1g"), Ok(1 << 30));
     assert_eq!(
@@ -322,6 +326,68 @@ async fn lfs_find_selects_by_name_type_size_stripe_count_and_target() {
         lfs_fails(&client, "find /nothing")
             .await
             .contains("/nothing")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn getstripe_v_prints_lustres_fields_of_the_files_real_layout() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    lfs(&client, "setstripe -c 3 -S 128k -i 2 /d/f").await;
+    let stat = client.stat("/d/f").await.unwrap();
+    let layout = stat.layout.clone().unwrap();
+    let objects = layout.objects();
+    let targets: Vec<u32> = objects.iter().map(|o| o.target).collect();
+    assert_eq!(targets, [2, 3, 0], "round-robin from target 2 over four");
+    let ino = stat.ino;
+    assert!(ino > 1, "a file's inode is not the root's");
+    // Lustre's `lfs getstripe -v` of a plain layout, field for field and space for space:
+    // the file's identity is its inode number (sequence 0, shown as an IGIF FID).
+    let mut expected = format!(
+        "/d/f\n\
+         lmm_magic:         0x0BD10BD0\n\
+         lmm_seq:           0\n\
+         lmm_object_id:     {ino:#x}\n\
+         lmm_fid:           [{ino:#x}:0x0:0x0]\n\
+         lmm_stripe_count:  3\n\
+         lmm_stripe_size:   131072\n\
+         lmm_pattern:       raid0\n\
+         lmm_layout_gen:    0\n\
+         lmm_stripe_offset: 2\n\
+         \tobdidx\t\t objid\t\t objid\t\t group\n"
+    );
+    for object in objects {
+        expected.push_str(&format!(
+            "\t{:>6}\t{:>14}\t{:>#13x}\t{:>14}\n",
+            object.target, object.object_id, object.object_id, 0
+        ));
+    }
+    expected.push('\n');
+    assert_eq!(lfs(&client, "getstripe -v /d/f").await, expected);
+    // The same layout without -v is the same text without the identity lines.
+    let plain = lfs(&client, "getstripe /d/f").await;
+    let without: String = expected
+        .lines()
+        .filter(|l| {
+            !["lmm_magic", "lmm_seq", "lmm_object_id", "lmm_fid"]
+                .iter()
+                .any(|f| l.starts_with(f))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(plain, without);
+    // A second file has another identity.
+    lfs(&client, "setstripe -c 1 /d/g").await;
+    let other = lfs(&client, "getstripe -v /d/g").await;
+    assert!(
+        !other.contains(&format!("lmm_object_id:     {ino:#x}\n")),
+        "{other}"
+    );
+    // A directory has no identity lines in Lustre's output either.
+    assert_eq!(
+        lfs(&client, "getstripe -v /d").await,
+        lfs(&client, "getstripe /d").await
     );
 }
 
