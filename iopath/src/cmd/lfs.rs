@@ -1,6 +1,8 @@
 //! `iopath lfs`: Lustre's `lfs` against a running stack — layouts (`setstripe -c -S -i`,
-//! `getstripe` in Lustre's own output format), `ls`, `stat`, and `put`/`get`/`rm` to move
-//! whole files in and out.
+//! `getstripe [-c -S -i -y -v]` in Lustre's own output formats), `mkdir`, `find`, `df`, `ls
+//! [-l]`, `stat`, and `put`/`get`/`rm` to move whole files in and out. Targets are named after
+//! the file system, as Lustre's are (`iopath-OST0003`); `docs/lfs.md` says what each field
+//! holds here.
 //!
 //! [`run`] connects a client of its own to the stack at `--mds` (through `--fyod` if given),
 //! runs the command into a buffer, closes the client — what was written is committed and the
@@ -123,9 +125,23 @@ pub enum LfsCommand {
         #[arg(long = "ost", short = 'O')]
         ost: Option<String>,
     },
-    /// List a directory.
+    /// List a directory; with `-l`, as `ls -l` does: type and permissions, links, owner,
+    /// group, size, modification time and name.
+    // `-h` is ls's human-readable sizes here, as users type it; help is `--help`.
+    #[command(disable_help_flag = true)]
     Ls {
-        /// The directory.
+        /// One line per entry, as `ls -l`. The metadata service keeps no owner or link count:
+        /// entries show the invoking user, 1 link a file and 2 a directory, as an `iopath
+        /// mount` does; a file's time is its creation (docs/lfs.md says what each column holds).
+        #[arg(short = 'l')]
+        long: bool,
+        /// With `-l`: sizes with a unit (K, M, G: powers of 1024), as `ls -lh`.
+        #[arg(short = 'h', long = "human-readable")]
+        human: bool,
+        /// Print help.
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
+        /// The directory (or, with `-l`, a file).
         #[arg(default_value = "/")]
         path: String,
     },
@@ -216,7 +232,7 @@ impl LfsCommand {
         match self {
             LfsCommand::Setstripe { path, .. }
             | LfsCommand::Getstripe { path, .. }
-            | LfsCommand::Ls { path }
+            | LfsCommand::Ls { path, .. }
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path }
             | LfsCommand::Mkdir { path, .. }
@@ -345,7 +361,17 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             };
             write!(out, "{text}")?;
         }
-        LfsCommand::Ls { path } => {
+        LfsCommand::Ls {
+            long: true,
+            human,
+            path,
+            ..
+        } => {
+            write!(out, "{}", ls::long_listing(client, &path, human).await?)?;
+        }
+        LfsCommand::Ls {
+            long: false, path, ..
+        } => {
             for name in client
                 .readdir(&path)
                 .await
@@ -684,6 +710,7 @@ async fn copy_out(
     Ok(offset)
 }
 
+mod ls;
 #[cfg(test)]
 mod tests;
 

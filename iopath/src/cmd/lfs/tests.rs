@@ -9,6 +9,7 @@ use iopath_client::FsName;
 use iopath_fabric::units::parse_size;
 use iopath_stack::testing::{TestStack, TestStackConfig};
 
+use super::ls::{Civil, Owner, time_text};
 use super::{LfsCommand, run_to};
 
 const MIB: u64 = 1 << 20;
@@ -94,7 +95,24 @@ fn options_parse_as_lfs_spells_them() {
             path: "/d".into()
         }
     );
-    assert_eq!(parse("ls"), LfsCommand::Ls { path: "/".into() });
+    assert_eq!(
+        parse("ls"),
+        LfsCommand::Ls {
+            long: false,
+            human: false,
+            help: None,
+            path: "/".into()
+        }
+    );
+    assert_eq!(
+        parse("ls -lh /d"),
+        LfsCommand::Ls {
+            long: true,
+            human: true,
+            help: None,
+            path: "/d".into()
+        }
+    );
     assert!(
         Lfs::try_parse_from(["lfs", "getstripe", "-v", "-y", "/f"]).is_err(),
         "-v is a form of its own, not a modifier of -y"
@@ -388,6 +406,63 @@ async fn getstripe_v_prints_lustres_fields_of_the_files_real_layout() {
     assert_eq!(
         lfs(&client, "getstripe -v /d").await,
         lfs(&client, "getstripe /d").await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_l_lists_type_mode_links_owner_size_time_and_name() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    client.mkdir("/d/sub").await.unwrap();
+    lfs(&client, "setstripe -c 2 -S 64k /d/data").await;
+    let file = client.open("/d/data").await.unwrap();
+    file.write_at(0, bytes::Bytes::from(vec![7u8; 200_000]))
+        .await
+        .unwrap();
+    file.close().await.unwrap();
+    let owner = Owner::invoking();
+    let text = lfs(&client, "ls -l /d").await;
+    let lines: Vec<&str> = text.lines().collect();
+    // 200000 bytes are 391 sectors of 512 bytes: 196 KiB.
+    assert_eq!(lines[0], "total 196", "{text}");
+    let when = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let stat = client.stat(path).await.unwrap();
+            time_text(Civil::local(stat.mtime_ns / 1_000_000_000), true)
+        }
+    };
+    assert_eq!(
+        lines[1],
+        format!(
+            "-rw-r--r-- 1 {} {} 200000 {} data",
+            owner.user,
+            owner.group,
+            when("/d/data").await
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "drwxr-xr-x 2 {} {}      0 {} sub",
+            owner.user,
+            owner.group,
+            when("/d/sub").await
+        ),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    // -h: sizes with a unit; a file alone: its line, no total.
+    let human = lfs(&client, "ls -lh /d/data").await;
+    assert!(human.starts_with("-rw-r--r-- 1 "), "{human}");
+    assert!(human.contains(" 196K "), "{human}");
+    assert!(human.trim_end().ends_with(" /d/data"), "{human}");
+    assert!(
+        lfs_fails(&client, "ls -l /nothing")
+            .await
+            .contains("/nothing")
     );
 }
 
