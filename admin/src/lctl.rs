@@ -1,4 +1,5 @@
-//! `iopath lctl`: get, set and list a node's parameters, printed the way Lustre's `lctl` does.
+//! `iopath lctl`: get, set and list a node's parameters, and list its devices (`dl`), printed
+//! the way Lustre's `lctl` does.
 //!
 //! ```text
 //! $ iopath lctl --admin 127.0.0.1:7000 get_param fabric.*.credits
@@ -10,6 +11,9 @@
 //! 17@mem0 8
 //! $ iopath lctl --admin 127.0.0.1:7000 set_param fabric.tcp0.credits=16
 //! fabric.tcp0.credits=16
+//! $ iopath lctl --admin 127.0.0.1:7001 dl
+//!   0 UP obdfilter iopath-OST0000 iopath-OST0000_UUID
+//!   1 UP obdfilter iopath-OST0002 iopath-OST0002_UUID
 //! ```
 
 use std::net::SocketAddr;
@@ -45,6 +49,10 @@ pub enum LctlCommand {
         #[arg(required = true, value_name = "PATTERN=VALUE")]
         assignments: Vec<String>,
     },
+    /// List the node's devices — a storage server's targets, the metadata service's target —
+    /// as Lustre's `lctl dl` does (the node's `devices` parameter).
+    #[command(name = "dl", alias = "device_list")]
+    DeviceList,
     /// List the names of parameters matching the patterns, or below a match.
     #[command(name = "list_param")]
     ListParam {
@@ -105,6 +113,15 @@ pub async fn execute(
                 }
             }
         }
+        LctlCommand::DeviceList => match client.get_param(DEVICES_PARAM).await {
+            Ok(values) => print_values(out, &values, true, false),
+            // A node without devices (a client, a router) has no such parameter: none listed.
+            Err(crate::AdminError::Remote {
+                code: tonic::Code::NotFound,
+                ..
+            }) => {}
+            Err(err) => failures.push(format!("dl: {err}")),
+        },
         LctlCommand::ListParam { classify, patterns } => {
             for pattern in patterns {
                 match client.list_param(pattern).await {
@@ -118,6 +135,31 @@ pub async fn execute(
         return Ok(());
     }
     Err(anyhow!(failures.join("\n"))).context(format!("lctl against {admin_addr}"))
+}
+
+/// The parameter a node lists its devices in, as Lustre's `devices` file: what `lctl dl`
+/// prints.
+pub const DEVICES_PARAM: &str = "devices";
+
+/// One device of a node: its type (`obdfilter`, `mdt`) and name (`iopath-OST0003`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    /// Lustre's device type: `obdfilter` for an object storage target, `mdt` for a metadata
+    /// target.
+    pub kind: &'static str,
+    /// Its name; its UUID is the name and `_UUID`.
+    pub name: String,
+}
+
+/// The `devices` parameter's text: a line per device as `lctl dl` prints it — number, status
+/// (`UP` while the node runs), type, name, UUID. Lustre's last column, the device's reference
+/// count, is left out: iopath's devices keep none.
+pub fn devices_text(devices: &[Device]) -> String {
+    devices
+        .iter()
+        .enumerate()
+        .map(|(number, d)| format!("{number:3} UP {} {} {}_UUID\n", d.kind, d.name, d.name))
+        .collect()
 }
 
 /// `name=value` for one-line values; `name=` then the lines for tables; only values with `-n`.
@@ -223,6 +265,26 @@ mod tests {
     }
 
     #[test]
+    fn devices_list_as_lctl_dl_lists_them() {
+        let devices = [
+            Device {
+                kind: "obdfilter",
+                name: "scratch-OST0001".into(),
+            },
+            Device {
+                kind: "obdfilter",
+                name: "scratch-OST0003".into(),
+            },
+        ];
+        assert_eq!(
+            devices_text(&devices),
+            "  0 UP obdfilter scratch-OST0001 scratch-OST0001_UUID\n\
+             \x20 1 UP obdfilter scratch-OST0003 scratch-OST0003_UUID\n"
+        );
+        assert_eq!(devices_text(&[]), "");
+    }
+
+    #[test]
     fn assignments_split_at_the_first_equals() {
         assert_eq!(parse_assignment("a.b=3").unwrap(), ("a.b", "3"));
         assert_eq!(parse_assignment("a.b=x=y").unwrap(), ("a.b", "x=y"));
@@ -264,6 +326,7 @@ mod tests {
                 patterns: vec!["a".into()],
             }
         );
+        assert_eq!(parse(&["dl"]).unwrap().cmd, LctlCommand::DeviceList);
         assert!(parse(&["get_param"]).is_err());
         assert!(parse(&["get_param", "-n", "-N", "a"]).is_err());
         assert!(parse(&["set_param"]).is_err());

@@ -12,7 +12,8 @@
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
-//! - [`lctl`]: the `iopath lctl get_param|set_param|list_param` command line.
+//! - [`lctl`]: the `iopath lctl get_param|set_param|list_param|dl` command line, and the
+//!   `devices` list `dl` reads.
 //! - [`error`]: [`AdminError`], the crate's one error type.
 //!
 //! A component hangs its parameters on the tree when it starts and removes them when it stops:
@@ -44,7 +45,7 @@ pub mod tree;
 pub use client::Client;
 pub use error::AdminError;
 pub use glob::Glob;
-pub use lctl::LctlCommand;
+pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text};
 pub use param::Param;
 pub use service::{AdminHandle, AdminService, NodeInfo, serve};
 pub use shutdown::Shutdown;

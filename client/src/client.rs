@@ -25,7 +25,7 @@ use crate::aio::{AsyncCounters, AsyncStats};
 use crate::config::{CREATE_MODE, ClientConfig, MKDIR_MODE, STREAM_BUFFER_MAX_BYTES};
 use crate::error::ClientError;
 use crate::file::{DataPath, File};
-use crate::layout::{Layout, StripeRequest};
+use crate::layout::{FsName, Layout, StripeRequest};
 use crate::stat::{self, FileStat, StripeInfo};
 use crate::stream::BufferedStream;
 use crate::targets::Targets;
@@ -47,6 +47,9 @@ pub(crate) struct ClientInner {
     target_list: Vec<(u32, Nid)>,
     /// The target indices alone, in the same order.
     target_indices: Vec<u32>,
+    /// The file system's name, as the metadata service gives it: its targets are named
+    /// after it (`iopath-OST0003`).
+    fsname: FsName,
     /// Connections to the storage servers: made at connect when direct-attached, at first
     /// need (an unlink) through a fyod.
     targets: OnceCell<Arc<Targets>>,
@@ -104,9 +107,9 @@ impl ClientInner {
 }
 
 impl Client {
-    /// Connects: learns the targets from the metadata service, then connects to each storage
-    /// server (one connection per server, shared by its targets, each pinged every second) —
-    /// or, with `config.forwarder`, to that fyod instead.
+    /// Connects: learns the targets and the file system's name from the metadata service,
+    /// then connects to each storage server (one connection per server, shared by its
+    /// targets, each pinged every second) — or, with `config.forwarder`, to that fyod instead.
     pub async fn connect(config: ClientConfig) -> Result<Client, ClientError> {
         let mds = MdsClient::new(config.node.clone(), config.mds);
         let list = mds
@@ -145,6 +148,7 @@ impl Client {
                 checksum: config.checksum,
                 target_indices: target_list.iter().map(|&(index, _)| index).collect(),
                 target_list,
+                fsname: list.fsname,
                 targets,
                 fyod,
                 io_mode: Mutex::new(IoMode::default()),
@@ -209,6 +213,12 @@ impl Client {
     /// The target indices layouts are placed on, in the metadata service's order.
     pub fn targets(&self) -> &[u32] {
         &self.inner.target_indices
+    }
+
+    /// The file system's name (`iopath` unless its stack file names it), which its targets'
+    /// names carry: `iopath-OST0003`.
+    pub fn fsname(&self) -> &FsName {
+        &self.inner.fsname
     }
 
     /// Makes directory `path`.

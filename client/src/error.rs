@@ -77,7 +77,7 @@ pub enum ClientError {
     },
     /// A storage-server call for one object failed (after the OST client's own reconnect and
     /// replay attempts).
-    #[error("{op} of object {object} on OST{target:04}: {source}")]
+    #[error("{op} of object {object} on OST{target:04x}: {source}")]
     Storage {
         /// Which call ("write", "read", "create", ...).
         op: &'static str,
@@ -123,7 +123,7 @@ pub enum ClientError {
     },
     /// A layout names a target this client has no connection for (the metadata service's
     /// target list changed since the client connected).
-    #[error("the layout names OST{target:04}, which this client does not know")]
+    #[error("the layout names OST{target:04x}, which this client does not know")]
     UnknownTarget {
         /// The target index.
         target: u32,

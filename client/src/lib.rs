@@ -51,6 +51,6 @@ pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
 pub use iopath_mds::{DirEntry, FileType};
 pub use iopath_ost_client::Capacity;
 pub use iopath_ost_client::UNREACHABLE_FOR_MAX;
-pub use layout::{Layout, LayoutError, ObjectRef, StripeRequest};
+pub use layout::{FsName, Layout, LayoutError, ObjectRef, StripeRequest, TargetName};
 pub use stat::{FileStat, StripeInfo};
 pub use stream::BufferedStream;

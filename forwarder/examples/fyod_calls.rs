@@ -55,6 +55,7 @@ async fn run(mode: FileSystem, call: CallKind, clients: u32, bytes: u64) -> Resu
             engine: EngineConfig::default(),
             disk_model: None,
             external_journal_dir: None,
+            fsname: Default::default(),
         };
         OssService::open(&server, storage, ServiceConfig::default()).await?;
         for t in 0..2 {

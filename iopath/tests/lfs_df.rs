@@ -1,5 +1,6 @@
-//! `iopath lfs df` against a running stack of processes: a row per storage target, with the
-//! figures the targets' file systems report, and their sum.
+//! `iopath lfs df` against a running stack of processes: a row per storage target, named
+//! after the file system as Lustre names it, with the figures the targets' file systems
+//! report, and their sum.
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
@@ -57,17 +58,17 @@ fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
     let text = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<Vec<&str>> = text
         .lines()
-        .filter(|l| l.starts_with("OST"))
+        .filter(|l| l.starts_with("iopath-OST"))
         .map(|l| l.split_whitespace().collect())
         .collect();
     let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
     assert_eq!(
         names,
         [
-            "OST0000_UUID",
-            "OST0001_UUID",
-            "OST0002_UUID",
-            "OST0003_UUID"
+            "iopath-OST0000_UUID",
+            "iopath-OST0001_UUID",
+            "iopath-OST0002_UUID",
+            "iopath-OST0003_UUID"
         ],
         "{text}"
     );
@@ -86,7 +87,10 @@ fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
     assert_eq!(summary[1].parse::<u64>().unwrap(), 4 * total_kib);
     // -h: the same sizes with a unit, `252.0G`: every size column of every target row.
     let human = String::from_utf8(stack.lfs(&["df", "-h"]).stdout).unwrap();
-    let rows: Vec<&str> = human.lines().filter(|l| l.starts_with("OST")).collect();
+    let rows: Vec<&str> = human
+        .lines()
+        .filter(|l| l.starts_with("iopath-OST"))
+        .collect();
     assert_eq!(rows.len(), 4, "{human}");
     for row in rows {
         for size in row.split_whitespace().skip(1).take(3) {
@@ -97,5 +101,83 @@ fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
             );
         }
     }
+    stack.stop();
+}
+
+#[test]
+fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
+    let stack =
+        Stack::start(&STACK.replacen("description", "fsname = \"scratch\"\ndescription", 1));
+    // The table `up` prints: each storage server's targets, by name.
+    let oss1 = stack.table.iter().find(|l| l.starts_with("oss1 ")).unwrap();
+    assert!(
+        oss1.contains("targets scratch-OST0001 scratch-OST0003"),
+        "{oss1}"
+    );
+    // lfs df: a row per target UUID.
+    let out = stack.lfs(&["df"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.contains("OST"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "scratch-OST0000_UUID",
+            "scratch-OST0001_UUID",
+            "scratch-OST0002_UUID",
+            "scratch-OST0003_UUID"
+        ],
+        "{text}"
+    );
+    // lctl: the storage server's parameters, named after its targets.
+    let lctl = |args: &[&str]| {
+        let out = common::iopath()
+            .args(["lctl", "--admin", stack.admin("oss1")])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        lctl(&["get_param", "-N", "obdfilter.*.sync_journal"]),
+        "obdfilter.scratch-OST0001.sync_journal\nobdfilter.scratch-OST0003.sync_journal\n"
+    );
+    assert_eq!(
+        lctl(&["get_param", "obdfilter.scratch-OST0003.sync_journal"]),
+        "obdfilter.scratch-OST0003.sync_journal=0\n"
+    );
+    assert!(
+        lctl(&["list_param", "obdfilter"]).contains("obdfilter.scratch-OST0001.last_committed\n")
+    );
+    assert_eq!(
+        lctl(&["dl"]),
+        "  0 UP obdfilter scratch-OST0001 scratch-OST0001_UUID\n  \
+         1 UP obdfilter scratch-OST0003 scratch-OST0003_UUID\n"
+    );
+    let out = common::iopath()
+        .args(["lctl", "--admin", stack.admin("mds"), "dl"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "  0 UP mdt scratch-MDT0000 scratch-MDT0000_UUID\n"
+    );
+    // The mount-less path: lfs find takes the target by its name.
+    assert!(
+        stack
+            .lfs(&["setstripe", "-c", "1", "-i", "3", "/f"])
+            .status
+            .success()
+    );
+    let out = stack.lfs(&["find", "/", "--ost", "scratch-OST0003"]);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "/f\n");
     stack.stop();
 }

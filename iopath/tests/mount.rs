@@ -643,6 +643,77 @@ fn lfs_takes_paths_under_the_mount_and_new_files_take_their_directorys_layout() 
 }
 
 #[test]
+fn a_mount_names_its_file_system_and_lfs_ls_l_agrees_with_ls_l_on_it() {
+    let stack =
+        Stack::start(&stack_file().replacen("description", "fsname = \"scratch\"\ndescription", 1));
+    let mnt = Mounted::new(&stack);
+    // The source names the stack and its file system, as Lustre's `mgsnode:/fsname`.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let source = mounts
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(mnt.dir.to_str().unwrap()))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(source, format!("{}:/scratch", stack.mds));
+    // Files made through lfs (no kernel cache of their attributes), a directory, then the
+    // listing both ways: lfs on the mounted path, and ls on the mount.
+    let local = mnt._scratch.path().join("local");
+    std::fs::write(&local, vec![5u8; 1_234_567]).unwrap();
+    let lfs = |args: &[&str]| {
+        let out = iopath()
+            .arg("lfs")
+            .args(args)
+            .env_remove("IOPATH_MDS")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lfs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let under = |rel: &str| mnt.path(rel).display().to_string();
+    lfs(&["mkdir", &under("d")]);
+    lfs(&["mkdir", &under("d/sub")]);
+    lfs(&["put", local.to_str().unwrap(), &under("d/big")]);
+    lfs(&["setstripe", "-c", "2", &under("d/empty")]);
+    let listed = lfs(&["ls", "-l", &under("d")]);
+    let out = Command::new("ls")
+        .args(["-l"])
+        .arg(mnt.path("d"))
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let ls = String::from_utf8(out.stdout).unwrap();
+    // Every column but the time, which the kernel may keep for itself.
+    let columns = |text: &str| -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| {
+                let cols: Vec<String> = l.split_whitespace().map(str::to_owned).collect();
+                if cols[0] == "total" {
+                    cols
+                } else {
+                    [&cols[..5], &cols[8..]].concat()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(columns(&listed), columns(&ls), "lfs:\n{listed}ls:\n{ls}");
+    assert_eq!(listed.lines().count(), 4, "{listed}");
+    // getstripe -v through the mount: the targets' layout, as Lustre prints it.
+    let verbose = lfs(&["getstripe", "-v", &under("d/empty")]);
+    assert!(
+        verbose.contains("lmm_magic:         0x0BD10BD0\n"),
+        "{verbose}"
+    );
+    assert!(verbose.contains("lmm_stripe_count:  2\n"), "{verbose}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
 fn a_mount_whose_process_died_is_reported_stale_with_the_command_that_clears_it() {
     let stack = Stack::start(&stack_file());
     let mut mnt = Mounted::new(&stack);

@@ -319,8 +319,8 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
     assert_eq!(
         out.lines().collect::<Vec<_>>(),
         [
-            "obdfilter.OST0000.sync_journal=0",
-            "obdfilter.OST0001.sync_journal=0"
+            "obdfilter.iopath-OST0000.sync_journal=0",
+            "obdfilter.iopath-OST0001.sync_journal=0"
         ]
     );
 
@@ -335,7 +335,7 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
     );
 
     assert!(lctl(&["set_param", "obdfilter.*.sync_journal=1"]).0);
-    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.OST0000.sync_journal"]);
+    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.iopath-OST0000.sync_journal"]);
     assert_eq!(out.trim(), "1");
     let stamp = client
         .write(0, 1, BLOCK as u64, block(1, 1, 1))
@@ -351,9 +351,9 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
         "the sync commit covered the earlier async write too"
     );
 
-    let (ok, _, err) = lctl(&["set_param", "obdfilter.OST0000.sync_journal=maybe"]);
+    let (ok, _, err) = lctl(&["set_param", "obdfilter.iopath-OST0000.sync_journal=maybe"]);
     assert!(!ok && err.contains("sync_journal takes 0"), "{err}");
-    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.OST0000.last_committed"]);
+    let (_, out, _) = lctl(&["get_param", "-n", "obdfilter.iopath-OST0000.last_committed"]);
     assert!(out.trim().parse::<u64>().unwrap() >= stamp.transno);
     stop(server);
 }

@@ -143,7 +143,7 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
         .unwrap();
     assert!(out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("obdfilter.OST"),
+        String::from_utf8_lossy(&out.stdout).contains("obdfilter.iopath-OST"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );

@@ -101,13 +101,13 @@ pub enum LayoutError {
         targets_count: u32,
     },
     /// A target index the file system does not have.
-    #[error("the file system has no OST{target:04}")]
+    #[error("the file system has no OST{target:04x}")]
     UnknownTarget {
         /// The index.
         target: u32,
     },
     /// A target list naming one index twice.
-    #[error("OST{target:04} is listed twice")]
+    #[error("OST{target:04x} is listed twice")]
     TargetListedTwice {
         /// The index.
         target: u32,
@@ -178,6 +178,22 @@ pub enum LayoutError {
         sizes_count: usize,
         /// How many objects the layout has.
         stripe_count: u32,
+    },
+    /// A file system name Lustre would refuse (`mkfs.lustre --fsname`).
+    #[error("{name:?} is not a file system name: {why}")]
+    FsNameInvalid {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Text that names no target of the file system (`lfs find --ost`).
+    #[error("{text}: {why}")]
+    TargetNameInvalid {
+        /// The text given.
+        text: String,
+        /// What is wrong with it.
+        why: String,
     },
     /// An object byte whose file offset does not fit in 64 bits.
     #[error("object {object_index} offset {object_offset_bytes} maps past the largest file offset")]

@@ -1,9 +1,10 @@
 //! [`TargetMap`]: the file system's targets and the storage server holding each, as the
 //! metadata service lists them.
 //!
-//! A target has one index in the whole file system (`OST0003` is index 3): the index layouts
-//! name, its server answers to on the wire, and `lctl` and every table show. A stack deals
-//! targets out to its servers in turn; nothing else translates indices.
+//! A target has one index in the whole file system (`iopath-OST0003` is index 3): the index
+//! layouts name, its server answers to on the wire, and `lctl` and every table show (its name
+//! around it: [`crate::names`]). A stack deals targets out to its servers in turn; nothing
+//! else translates indices.
 
 use std::collections::BTreeMap;
 

@@ -13,18 +13,21 @@ use crate::limits::READDIR_PAGE_ENTRIES_MAX;
 use crate::namespace::inode::{Attributes, DirEntry, DirPage, StripeInfo};
 use crate::service::{MDS_PORTAL, MdsTarget, opcode};
 use crate::wire;
-use iopath_layout::{Layout, StripeRequest};
+use iopath_layout::{FsName, Layout, StripeRequest};
 
 /// Most pages [`MdsClient::readdir`] reads before giving up (4 Mi entries at 1024 a page).
 pub const READDIR_PAGES_MAX: u32 = 4096;
 
-/// The targets a service places layouts on, and its file-system default.
+/// The targets a service places layouts on, its file-system default, and the file system's
+/// name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetList {
     /// The targets, in round-robin order.
     pub targets: Vec<MdsTarget>,
     /// The default layout for new files where no directory sets one.
     pub default_stripe: StripeRequest,
+    /// The file system's name.
+    pub fsname: FsName,
 }
 
 /// A client of one metadata service.
@@ -202,7 +205,7 @@ impl MdsClient {
         }
     }
 
-    /// The targets and the file-system default.
+    /// The targets, the file-system default and the file system's name.
     pub async fn targets(&self) -> Result<TargetList> {
         let reply: pb::TargetsReply = self.call(opcode::TARGETS, &pb::TargetsRequest {}).await?;
         let targets = reply
@@ -227,9 +230,14 @@ impl MdsClient {
                 what: "targets reply",
                 why: "no default layout".into(),
             })?;
+        let fsname = FsName::new(&reply.fsname).map_err(|e| MdsError::Malformed {
+            what: "targets reply",
+            why: e.to_string(),
+        })?;
         Ok(TargetList {
             targets,
             default_stripe,
+            fsname,
         })
     }
 

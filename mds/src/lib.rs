@@ -36,7 +36,7 @@ pub use client::MdsClient;
 pub use error::{MdsError, Result};
 /// The stripe layout core (`iopath_layout`).
 pub use iopath_layout as layout;
-pub use iopath_layout::{Layout, ObjectRef, StripeRequest};
+pub use iopath_layout::{FsName, Layout, ObjectRef, StripeRequest};
 pub use limits::MdsLimits;
 pub use namespace::inode::{Attributes, DirEntry, DirPage, FileType, Ino, StripeInfo};
 pub use namespace::op::{Op, Outcome};

@@ -21,7 +21,7 @@ use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
 use crate::store::MdsStore;
 use crate::wire;
-use iopath_layout::StripeRequest;
+use iopath_layout::{FsName, StripeRequest};
 
 /// The portal the metadata service listens on (Lustre's MDS_REQUEST_PORTAL is 12; iopath's
 /// service portals start at 16, so 12 + 32).
@@ -73,16 +73,21 @@ pub struct MdsConfig {
     pub default_stripe: StripeRequest,
     /// Sizes of the namespace.
     pub limits: MdsLimits,
+    /// The file system's name, which clients learn with the targets (its targets are named
+    /// after it: `iopath-OST0003`).
+    pub fsname: FsName,
 }
 
 impl MdsConfig {
-    /// A service in `dir` over `targets`, with Lustre's default layout and the default limits.
+    /// A service in `dir` over `targets`, with Lustre's default layout, the default limits
+    /// and the default file system name ([`FsName::DEFAULT`]).
     pub fn new(dir: impl Into<PathBuf>, targets: Vec<MdsTarget>) -> MdsConfig {
         MdsConfig {
             dir: dir.into(),
             targets,
             default_stripe: StripeRequest::LUSTRE_DEFAULT,
             limits: MdsLimits::default(),
+            fsname: FsName::default(),
         }
     }
 
@@ -100,6 +105,7 @@ impl MdsConfig {
 pub struct MdsService {
     store: Arc<MdsStore>,
     targets: Vec<MdsTarget>,
+    fsname: FsName,
 }
 
 impl MdsService {
@@ -124,6 +130,7 @@ impl MdsService {
         Ok(MdsService {
             store: Arc::new(store),
             targets: config.targets,
+            fsname: config.fsname,
         })
     }
 
@@ -135,6 +142,11 @@ impl MdsService {
     /// The targets it places layouts on.
     pub fn targets(&self) -> &[MdsTarget] {
         &self.targets
+    }
+
+    /// The file system's name.
+    pub fn fsname(&self) -> &FsName {
+        &self.fsname
     }
 
     async fn dispatch(&self, opcode: u32, body: &[u8]) -> Result<Bytes> {
@@ -266,6 +278,7 @@ impl MdsService {
                         })
                         .collect(),
                     default_stripe: Some(wire::stripe_to_wire(&default_stripe)),
+                    fsname: self.fsname.to_string(),
                 }
                 .encode_to_vec()
             }

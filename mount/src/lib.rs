@@ -66,9 +66,9 @@ impl Mount {
     /// Calls are answered on `runtime`, which must outlive the mount.
     pub fn new(client: Client, runtime: Handle, mountpoint: &Path) -> Result<Mount, MountError> {
         check_mount_point(mountpoint)?;
-        // The source names the stack, as Lustre's `mgsnode:/fsname` does: `iopath lfs` finds
-        // the metadata service of a path under the mount from it.
-        let source = format!("{}:/iopath", client.mds());
+        // The source names the stack and its file system, as Lustre's `mgsnode:/fsname`
+        // does: `iopath lfs` finds the metadata service of a path under the mount from it.
+        let source = format!("{}:/{}", client.mds(), client.fsname());
         let fs = IopathFs::new(client, runtime);
         let mut config = fuser::Config::default();
         config.mount_options = vec![

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::choice::StackChoice;
-use crate::describe::{self, describe_size, ost_name};
+use crate::describe::{self, describe_size};
 use crate::error::StackError;
 use crate::journal::{self, TargetJournal};
 use crate::pattern;
@@ -183,7 +183,7 @@ async fn exercise(
     let objects: Vec<String> = layout
         .objects()
         .iter()
-        .map(|o| ost_name(o.target as usize))
+        .map(|o| stack.target_name(o.target as usize).to_string())
         .collect();
     say!(
         out,
@@ -468,7 +468,7 @@ pub fn path_lines(stack: &Stack, client: usize) -> Vec<String> {
                 .iter()
                 .enumerate()
                 .filter(|(_, (o, _))| *o == oss)
-                .map(|(g, _)| ost_name(g))
+                .map(|(g, _)| stack.target_name(g).to_string())
                 .collect();
             format!("{} [{}]", at(oss), osts.join(" "))
         })
@@ -655,7 +655,7 @@ mod tests {
         );
         assert!(lines[1].contains("PFS"), "{lines:?}");
         assert!(
-            lines[1].contains("oss0 (10@mem0, torus 0,1,1) [OST0000 OST0002]"),
+            lines[1].contains("oss0 (10@mem0, torus 0,1,1) [iopath-OST0000 iopath-OST0002]"),
             "{lines:?}"
         );
         let spider = crate::preset("spider-mini").unwrap().stack().unwrap();

@@ -6,11 +6,6 @@ use iopath_topology::torus::Torus;
 
 use crate::schema::{FyodMode, Role, RoleName, Stack};
 
-/// Lustre's name of global target `index`: `OST0003`.
-pub fn ost_name(index: usize) -> String {
-    format!("OST{index:04}")
-}
-
 /// `64 MiB`, `1.50 GiB`, `512 KiB`.
 pub fn describe_size(bytes: u64) -> String {
     const KIB: u64 = 1 << 10;
@@ -47,7 +42,7 @@ pub fn node_detail(stack: &Stack, index: usize) -> String {
                 .iter()
                 .enumerate()
                 .filter(|(_, (oss, _))| *oss == index)
-                .map(|(global, _)| ost_name(global))
+                .map(|(global, _)| stack.target_name(global).to_string())
                 .collect();
             format!(
                 "{} {}, {} journal",
@@ -176,7 +171,7 @@ mod tests {
         let oss0 = stack.node_index("oss0").unwrap();
         assert_eq!(
             node_detail(&stack, oss0),
-            "targets OST0000 OST0002, async journal"
+            "targets iopath-OST0000 iopath-OST0002, async journal"
         );
         let fyod1 = stack.node_index("fyod1").unwrap();
         assert_eq!(node_detail(&stack, fyod1), "PFS mode, serves c4 c5 c6 c7");

@@ -1,10 +1,9 @@
 //! What the storage targets' journals did: commits and `last_committed` per target, read from
 //! the targets themselves (embedded) or from each storage server's admin service
-//! (`obdfilter.OSTnnnn.last_committed` and `stats`, in processes mode).
+//! (`obdfilter.iopath-OSTnnnn.last_committed` and `commits`, in processes mode).
 
 use serde::Serialize;
 
-use crate::describe::ost_name;
 use crate::error::StackError;
 use crate::runtime::RunningStack;
 use crate::schema::RoleName;
@@ -12,7 +11,7 @@ use crate::schema::RoleName;
 /// One target's journal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TargetJournal {
-    /// `OST0002`: the file system's name of the target.
+    /// `iopath-OST0002`: the target's name, after its file system.
     pub target: String,
     /// The storage server holding it.
     pub oss: String,
@@ -38,10 +37,10 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                 };
                 let stats = server
                     .target(global as u32)
-                    .map_err(|e| StackError::io(format!("find {}", ost_name(global)), e))?
+                    .map_err(|e| StackError::io(format!("find {}", stack.target_name(global)), e))?
                     .stats();
                 out.push(TargetJournal {
-                    target: ost_name(global),
+                    target: stack.target_name(global).to_string(),
                     oss: node.name.clone(),
                     commits: stats.journal.commits,
                     last_committed: stats.last_committed.0,
@@ -63,7 +62,8 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                     if oss != child.index {
                         continue;
                     }
-                    let param = |leaf: &str| format!("obdfilter.{}.{leaf}", ost_name(global));
+                    let param =
+                        |leaf: &str| format!("obdfilter.{}.{leaf}", stack.target_name(global));
                     let get = |name: String| {
                         let admin = &admin;
                         async move {
@@ -78,7 +78,7 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                     let last_committed = number(&last, &get(last.clone()).await?)?;
                     let commits = number(&commits, &get(commits.clone()).await?)?;
                     out.push(TargetJournal {
-                        target: ost_name(global),
+                        target: stack.target_name(global).to_string(),
                         oss: child.name.clone(),
                         commits,
                         last_committed,

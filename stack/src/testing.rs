@@ -7,14 +7,15 @@
 //! ```text
 //! client 1000@mem0 ─┐                 (fyod 20@mem0, 21@mem0, ... when asked for)
 //! client 1001@mem0 ─┼── MDS 1@mem0
-//!       ...         ├── OSS 10@mem0  (OST0000, OST0002, ...)
-//!                   └── OSS 11@mem0  (OST0001, OST0003, ...)
+//!       ...         ├── OSS 10@mem0  (iopath-OST0000, iopath-OST0002, ...)
+//!                   └── OSS 11@mem0  (iopath-OST0001, iopath-OST0003, ...)
 //! ```
 //!
 //! Targets are numbered across servers as every stack numbers them: the servers take turns,
-//! so OST0000 is on the first server, OST0001 on the second, and so on. Nothing here is
-//! modeled: the bytes reach files under the temporary directory through the storage server's
-//! real engine and journal.
+//! so iopath-OST0000 is on the first server, iopath-OST0001 on the second, and so on (the
+//! file system's name is [`TestStackConfig::fsname`]). Nothing here is modeled: the bytes
+//! reach files under the temporary directory through the storage server's real engine and
+//! journal.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,6 +71,8 @@ pub struct TestStackConfig {
     pub fyod_faults: Vec<Option<Arc<dyn FaultHook>>>,
     /// A fault hook on every storage server, restarts included.
     pub oss_fault: Option<Arc<dyn FaultHook>>,
+    /// The file system's name (its targets: `iopath-OST0000`, ...).
+    pub fsname: iopath_mds::FsName,
 }
 
 impl Default for TestStackConfig {
@@ -88,6 +91,7 @@ impl Default for TestStackConfig {
             clients_per_fyod: CLIENTS_PER_FYOD_DEFAULT,
             fyod_faults: Vec::new(),
             oss_fault: None,
+            fsname: iopath_mds::FsName::default(),
         }
     }
 }
@@ -103,6 +107,7 @@ impl TestStackConfig {
         let mut text = format!(
             r#"name = "test-stack"
 description = "a test stack: {oss} storage servers x {targets} targets, {fyods} fyods, in one process"
+fsname = "{fsname}"
 
 [layout]
 stripe_size = "1m"
@@ -129,6 +134,7 @@ recovery_window_ms = {window}
             oss = self.oss_count,
             targets = self.targets_per_oss,
             fyods = self.fyods,
+            fsname = self.fsname,
             interval = self.commit_interval_ms,
             window = self.recovery_window.as_millis().max(1),
         );

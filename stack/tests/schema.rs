@@ -300,3 +300,46 @@ fn an_unknown_preset_lists_the_known_ones() {
         "{error}"
     );
 }
+
+#[test]
+fn the_file_system_name_defaults_to_iopath_and_is_checked_as_lustre_checks_it() {
+    let oss = "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\ntargets = 4\n";
+    let named = |fsname: &str| format!("fsname = {fsname:?}\n{}", with(oss));
+    let stack = Stack::parse(&with(oss), "test.toml").unwrap();
+    assert_eq!(stack.fsname.as_str(), "iopath");
+    assert_eq!(stack.target_name(3).to_string(), "iopath-OST0003");
+
+    let stack = Stack::parse(&named("my-fs_1"), "test.toml").unwrap();
+    assert_eq!(stack.target_name(3).to_string(), "my-fs_1-OST0003");
+    assert_eq!(stack.target_name(3).uuid(), "my-fs_1-OST0003_UUID");
+    let again = Stack::parse(&stack.to_toml(), "resolved").unwrap();
+    assert_eq!(
+        again.fsname, stack.fsname,
+        "the resolved file keeps the name"
+    );
+
+    let table = [
+        (
+            "",
+            "test.toml: fsname: \"\" is not a file system name: it is empty",
+        ),
+        (
+            "ninechars",
+            "test.toml: fsname: \"ninechars\" is not a file system name: it has 9 characters; \
+             Lustre allows 1 to 8",
+        ),
+        (
+            "lustre.1",
+            "test.toml: fsname: \"lustre.1\" is not a file system name: it has '.'; Lustre \
+             allows letters, digits, '_' and '-'",
+        ),
+        (
+            "a b",
+            "test.toml: fsname: \"a b\" is not a file system name: it has ' '; Lustre allows \
+             letters, digits, '_' and '-'",
+        ),
+    ];
+    for (fsname, error) in table {
+        assert_eq!(refused(&named(fsname)), error, "{fsname:?}");
+    }
+}

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     /// The object does not exist on this target.
-    #[error("OST{target:04}: no such object {object}")]
+    #[error("OST{target:04x}: no such object {object}")]
     NoSuchObject {
         /// Target index.
         target: u32,
@@ -18,7 +18,7 @@ pub enum StorageError {
         object: ObjectId,
     },
     /// `create` of an object that already exists.
-    #[error("OST{target:04}: object {object} already exists")]
+    #[error("OST{target:04x}: object {object} already exists")]
     ObjectExists {
         /// Target index.
         target: u32,
@@ -27,7 +27,7 @@ pub enum StorageError {
     },
     /// A write or truncate would make the object larger than the target allows.
     #[error(
-        "OST{target:04}: object {object} would end at {end_bytes} bytes, past the maximum object size of {max_bytes} bytes"
+        "OST{target:04x}: object {object} would end at {end_bytes} bytes, past the maximum object size of {max_bytes} bytes"
     )]
     ObjectTooLarge {
         /// Target index.
@@ -41,7 +41,7 @@ pub enum StorageError {
     },
     /// One request asks to move more bytes than the target accepts in one operation.
     #[error(
-        "OST{target:04}: request of {length_bytes} bytes exceeds the limit of {max_bytes} bytes"
+        "OST{target:04x}: request of {length_bytes} bytes exceeds the limit of {max_bytes} bytes"
     )]
     RequestTooLarge {
         /// Target index.
@@ -52,7 +52,7 @@ pub enum StorageError {
         max_bytes: u64,
     },
     /// A write of zero bytes (it would change nothing and has no extent to journal).
-    #[error("OST{target:04}: empty write to object {object}")]
+    #[error("OST{target:04x}: empty write to object {object}")]
     EmptyWrite {
         /// Target index.
         target: u32,
@@ -60,7 +60,7 @@ pub enum StorageError {
         object: ObjectId,
     },
     /// The target holds as many objects as it is configured to.
-    #[error("OST{target:04}: object table full ({max} objects)")]
+    #[error("OST{target:04x}: object table full ({max} objects)")]
     TooManyObjects {
         /// Target index.
         target: u32,
@@ -83,7 +83,7 @@ pub enum StorageError {
     },
     /// A replayed request's transno is not above the last one executed.
     #[error(
-        "OST{target:04}: replay transno {transno} is not above the last executed transno {last}"
+        "OST{target:04x}: replay transno {transno} is not above the last executed transno {last}"
     )]
     ReplayOutOfOrder {
         /// Target index.
@@ -95,7 +95,7 @@ pub enum StorageError {
     },
     /// The target has stopped after a failure it cannot vouch past (an fsync error): every later
     /// operation gets this error instead of a pretended success.
-    #[error("OST{target:04} stopped: {reason}")]
+    #[error("OST{target:04x} stopped: {reason}")]
     TargetStopped {
         /// Target index.
         target: u32,
@@ -130,7 +130,7 @@ pub enum StorageError {
     /// Recovery found an object whose file is shorter than its committed size: committed data is
     /// missing, which the journal cannot repair.
     #[error(
-        "OST{target:04}: object {object} is {file_bytes} bytes on disk but {committed_bytes} bytes were committed; refusing to start"
+        "OST{target:04x}: object {object} is {file_bytes} bytes on disk but {committed_bytes} bytes were committed; refusing to start"
     )]
     CommittedDataMissing {
         /// Target index.
@@ -147,7 +147,7 @@ pub enum StorageError {
     /// came back without them). The object is marked until they are written again, the object
     /// is cut before them, or it is destroyed.
     #[error(
-        "OST{target:04}: object {object} lost {bytes} acknowledged bytes at {ranges} when the server restarted: no client replayed them (the one that held them was evicted or came back without them); rewrite or remove the file"
+        "OST{target:04x}: object {object} lost {bytes} acknowledged bytes at {ranges} when the server restarted: no client replayed them (the one that held them was evicted or came back without them); rewrite or remove the file"
     )]
     DataLost {
         /// Target index.

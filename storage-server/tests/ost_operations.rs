@@ -285,6 +285,7 @@ async fn a_server_hosts_several_targets_by_index() {
         engine: Default::default(),
         disk_model: None,
         external_journal_dir: Some(dir.path().join("journals")),
+        fsname: Default::default(),
     })
     .await;
     // The external journal directory must exist first.
@@ -297,6 +298,7 @@ async fn a_server_hosts_several_targets_by_index() {
         engine: Default::default(),
         disk_model: None,
         external_journal_dir: Some(dir.path().join("journals")),
+        fsname: Default::default(),
     })
     .await
     .unwrap();
@@ -347,10 +349,15 @@ async fn a_server_answers_to_its_targets_file_system_indices() {
             engine: Default::default(),
             disk_model: None,
             external_journal_dir: None,
+            fsname: Default::default(),
         })
     };
     assert!(open(vec![]).await.is_err(), "a server hosts a target");
     assert!(open(vec![3, 3]).await.is_err(), "each index once");
+    assert!(
+        open(vec![0x1_0000]).await.is_err(),
+        "an index a target's name (OSTffff at most) can carry"
+    );
     let oss = open(vec![3, 1]).await.unwrap();
     assert_eq!(oss.indices(), [1, 3]);
     assert!(dir.path().join("ost1").is_dir() && dir.path().join("ost3").is_dir());

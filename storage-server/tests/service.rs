@@ -33,6 +33,7 @@ async fn setup(sync_journal: bool) -> Setup {
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
+        fsname: Default::default(),
     };
     let network = MemNetwork::new();
     let start = |n| {
@@ -232,6 +233,7 @@ async fn the_client_list_peers_grow_is_bounded() {
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
+        fsname: Default::default(),
     };
     let network = MemNetwork::new();
     let node = |n| {

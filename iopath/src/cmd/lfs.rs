@@ -1,6 +1,8 @@
 //! `iopath lfs`: Lustre's `lfs` against a running stack — layouts (`setstripe -c -S -i`,
-//! `getstripe` in Lustre's own output format), `ls`, `stat`, and `put`/`get`/`rm` to move
-//! whole files in and out.
+//! `getstripe [-c -S -i -y -v]` in Lustre's own output formats), `mkdir`, `find`, `df`, `ls
+//! [-l]`, `stat`, and `put`/`get`/`rm` to move whole files in and out. Targets are named after
+//! the file system, as Lustre's are (`iopath-OST0003`); `docs/lfs.md` says what each field
+//! holds here.
 //!
 //! [`run`] connects a client of its own to the stack at `--mds` (through `--fyod` if given),
 //! runs the command into a buffer, closes the client — what was written is committed and the
@@ -13,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
 use iopath_client::layout::{Layout, STRIPE_OFFSET_ANY, StripeRequest};
-use iopath_client::{Client, ClientError, StripeInfo};
+use iopath_client::{Client, ClientError, FsName, StripeInfo};
 use iopath_fabric::Nid;
 use iopath_fabric::units::parse_size;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -75,13 +77,18 @@ pub enum LfsCommand {
         /// As YAML, Lustre's `lfs getstripe -y` form.
         #[arg(short = 'y', long = "yaml")]
         yaml: bool,
+        /// Everything Lustre's `lfs getstripe -v` prints of a file: `lmm_magic`, the file's
+        /// identity (`lmm_seq`, `lmm_object_id`, `lmm_fid`), then the layout and its objects.
+        #[arg(short = 'v', long = "verbose", conflicts_with_all = ["count", "size", "index", "yaml"])]
+        verbose: bool,
         /// The file or directory.
         path: String,
     },
     /// Make a directory on the metadata target (Lustre's `lfs mkdir`; new files in it take
     /// the file system's default layout until `lfs setstripe` gives it one).
     Mkdir {
-        /// The metadata target to make it on: this file system has one, MDT0000 (0 or -1).
+        /// The metadata target to make it on: this file system has one, `<fsname>-MDT0000` (0
+        /// or -1).
         #[arg(short = 'i', long = "mdt-index", default_value_t = -1, allow_negative_numbers = true)]
         mdt_index: i64,
         /// How many metadata targets to stripe it over: 1 here (0, 1 or -1).
@@ -113,13 +120,28 @@ pub enum LfsCommand {
         /// Files striped over exactly this many targets (`+N`, `-N`: more, fewer).
         #[arg(long = "stripe-count", short = 'c', allow_hyphen_values = true)]
         stripe_count: Option<String>,
-        /// Files with an object on this target index.
+        /// Files with an object on this target: its index (`3`), name (`iopath-OST0003`) or
+        /// UUID (`iopath-OST0003_UUID`).
         #[arg(long = "ost", short = 'O')]
-        ost: Option<u32>,
+        ost: Option<String>,
     },
-    /// List a directory.
+    /// List a directory; with `-l`, as `ls -l` does: type and permissions, links, owner,
+    /// group, size, modification time and name.
+    // `-h` is ls's human-readable sizes here, as users type it; help is `--help`.
+    #[command(disable_help_flag = true)]
     Ls {
-        /// The directory.
+        /// One line per entry, as `ls -l`. The metadata service keeps no owner or link count:
+        /// entries show the invoking user, 1 link a file and 2 a directory, as an `iopath
+        /// mount` does; a file's time is its creation (docs/lfs.md says what each column holds).
+        #[arg(short = 'l')]
+        long: bool,
+        /// With `-l`: sizes with a unit (K, M, G: powers of 1024), as `ls -lh`.
+        #[arg(short = 'h', long = "human-readable")]
+        human: bool,
+        /// Print help.
+        #[arg(long, action = clap::ArgAction::Help)]
+        help: Option<bool>,
+        /// The directory (or, with `-l`, a file).
         #[arg(default_value = "/")]
         path: String,
     },
@@ -210,7 +232,7 @@ impl LfsCommand {
         match self {
             LfsCommand::Setstripe { path, .. }
             | LfsCommand::Getstripe { path, .. }
-            | LfsCommand::Ls { path }
+            | LfsCommand::Ls { path, .. }
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path }
             | LfsCommand::Mkdir { path, .. }
@@ -224,7 +246,7 @@ impl LfsCommand {
 /// If `path` (as given on the command line) lies under an `iopath mount` of this machine:
 /// the mounted stack's metadata service and the path inside the stack, as Lustre's `lfs`
 /// takes paths under a Lustre mount. A mount names its stack in its source, as Lustre's
-/// `mgsnode:/fsname` does: `NID:/iopath`.
+/// `mgsnode:/fsname` does: `NID:/iopath` (`iopath` is the stack's file system name).
 fn on_a_mount(path: &str) -> Option<(Nid, String)> {
     let absolute = std::path::absolute(path).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
@@ -240,8 +262,9 @@ fn on_a_mount(path: &str) -> Option<(Nid, String)> {
             continue;
         }
         let Some(mds) = source
-            .strip_suffix(":/iopath")
-            .and_then(|n| n.parse::<Nid>().ok())
+            .rsplit_once(":/")
+            .filter(|(_, fsname)| iopath_client::FsName::new(fsname).is_ok())
+            .and_then(|(nid, _)| nid.parse::<Nid>().ok())
         else {
             continue;
         };
@@ -310,10 +333,18 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
                 .with_context(|| format!("setstripe {path}"))?;
         }
         LfsCommand::Getstripe {
+            verbose: true,
+            path,
+            ..
+        } => {
+            write!(out, "{}", getstripe_verbose(client, &path).await?)?;
+        }
+        LfsCommand::Getstripe {
             count,
             size,
             index,
             yaml,
+            verbose: false,
             path,
         } => {
             let info = client
@@ -330,7 +361,17 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             };
             write!(out, "{text}")?;
         }
-        LfsCommand::Ls { path } => {
+        LfsCommand::Ls {
+            long: true,
+            human,
+            path,
+            ..
+        } => {
+            write!(out, "{}", ls::long_listing(client, &path, human).await?)?;
+        }
+        LfsCommand::Ls {
+            long: false, path, ..
+        } => {
             for name in client
                 .readdir(&path)
                 .await
@@ -366,7 +407,8 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
         } => {
             if !matches!(mdt_index, -1 | 0) {
                 bail!(
-                    "mkdir {path}: -i {mdt_index}: this file system has one metadata target, MDT0000 (use 0)"
+                    "mkdir {path}: -i {mdt_index}: this file system has one metadata target, {} (use 0)",
+                    client.fsname().mdt(0)
                 );
             }
             if !matches!(mdt_count, -1..=1) {
@@ -387,6 +429,9 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             stripe_count,
             ost,
         } => {
+            let ost = ost
+                .map(|text| ost_index(client, &text).with_context(|| format!("find --ost {text}")))
+                .transpose()?;
             let filter = FindFilter::new(name, kind, size, stripe_count, ost)?;
             for found in find(client, &path, &filter).await? {
                 writeln!(out, "{found}")?;
@@ -394,7 +439,7 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
         }
         LfsCommand::Df { human, inodes, .. } => {
             let targets = client.statfs().await.context("df")?;
-            write!(out, "{}", df_text(&targets, human, inodes))?;
+            write!(out, "{}", df_text(client.fsname(), &targets, human, inodes))?;
         }
         LfsCommand::Put { local, remote } => {
             let copied = put(client, &local, &remote)
@@ -498,9 +543,72 @@ pub fn getstripe_yaml(info: &StripeInfo) -> String {
     text
 }
 
+/// `lfs getstripe -v`: a file's layout as [`getstripe_text`] prints it, after the fields
+/// Lustre adds — a directory's default as without `-v` (Lustre adds nothing for one either).
+pub async fn getstripe_verbose(client: &Client, path: &str) -> anyhow::Result<String> {
+    // stat, not getstripe: the layout and the file's inode number in one answer.
+    let stat = client
+        .stat(path)
+        .await
+        .with_context(|| format!("getstripe {path}"))?;
+    Ok(match &stat.layout {
+        Some(layout) => file_verbose_text(path, stat.ino, layout),
+        None => {
+            let info = client
+                .stripe_info(path)
+                .await
+                .with_context(|| format!("getstripe {path}"))?;
+            getstripe_text(path, &info)
+        }
+    })
+}
+
+/// Lustre's `LOV_USER_MAGIC_V1` (`0x0BD10BD0`): a plain RAID-0 layout — no pool, no
+/// components — the one kind of layout iopath has.
+pub const LOV_USER_MAGIC_V1: u32 = 0x0BD1_0BD0;
+
+/// `lfs getstripe -v`'s text for the file at `path`, inode `ino` at the metadata service.
+/// Lustre's fields, with what each holds here:
+///
+/// - `lmm_magic`: [`LOV_USER_MAGIC_V1`], the kind of layout (plain RAID-0, no pool).
+/// - `lmm_seq`, `lmm_object_id`, `lmm_fid`: the file's identity at the metadata service. iopath
+///   names a file by its inode number, as Lustre 1.x did, and has no FID sequences: so the
+///   sequence is 0 and the object id the inode number, and `lmm_fid` is what Lustre prints
+///   for such a layout, the inode number as an IGIF FID (`[0x12:0x0:0x0]`).
+/// - `lmm_layout_gen`: 0 — a layout is fixed when its file is created and never changes.
+/// - each object's `group`: 0 — objects are named by their id on their target alone, as
+///   Lustre's were in group 0.
+pub fn file_verbose_text(path: &str, ino: u64, layout: &Layout) -> String {
+    // C's `%#jx` writes 0 as `0`, without the prefix.
+    let alt_hex = |value: u64| {
+        if value == 0 {
+            "0".to_owned()
+        } else {
+            format!("{value:#x}")
+        }
+    };
+    let (seq, object_id) = (0u64, ino);
+    // Lustre prints a layout with sequence 0 as the IGIF FID [object_id:0:object_id >> 32].
+    let fid = format!("[{}:0x0:{:#x}]", alt_hex(object_id), object_id >> 32);
+    let details = format!(
+        "lmm_magic:         0x{LOV_USER_MAGIC_V1:08X}\n\
+         lmm_seq:           {}\n\
+         lmm_object_id:     {}\n\
+         lmm_fid:           {fid}\n",
+        alt_hex(seq),
+        alt_hex(object_id),
+    );
+    file_stripe_text_with(path, &details, layout)
+}
+
 fn file_stripe_text(path: &str, layout: &Layout) -> String {
+    file_stripe_text_with(path, "", layout)
+}
+
+/// A file's `getstripe` text, with `details` (`-v`'s lines) between the path and the layout.
+fn file_stripe_text_with(path: &str, details: &str, layout: &Layout) -> String {
     let mut text = format!(
-        "{path}\n\
+        "{path}\n{details}\
          lmm_stripe_count:  {}\n\
          lmm_stripe_size:   {}\n\
          lmm_pattern:       raid0\n\
@@ -602,11 +710,18 @@ async fn copy_out(
     Ok(offset)
 }
 
+mod ls;
 #[cfg(test)]
 mod tests;
 
-/// `lfs df`'s table: a row per target, Lustre's columns, and the file system's summary.
-pub fn df_text(targets: &[(u32, iopath_client::Capacity)], human: bool, inodes: bool) -> String {
+/// `lfs df`'s table: a row per target named by its UUID (`iopath-OST0003_UUID`), Lustre's
+/// columns, and the file system's summary.
+pub fn df_text(
+    fsname: &FsName,
+    targets: &[(u32, iopath_client::Capacity)],
+    human: bool,
+    inodes: bool,
+) -> String {
     let size = |bytes: u64| {
         if human {
             human_size(bytes)
@@ -659,7 +774,7 @@ pub fn df_text(targets: &[(u32, iopath_client::Capacity)], human: bool, inodes: 
         used += uu;
         avail += aa;
         text.push_str(&row(
-            &format!("OST{target:04}_UUID"),
+            &fsname.ost(*target).uuid(),
             tt,
             uu,
             aa,
@@ -685,6 +800,27 @@ fn human_size(bytes: u64) -> String {
     } else {
         format!("{value:.1}{}", UNITS[unit])
     }
+}
+
+/// The index of the storage target `text` names — `3`, `iopath-OST0003` or
+/// `iopath-OST0003_UUID` — if the file system has it.
+fn ost_index(client: &Client, text: &str) -> anyhow::Result<u32> {
+    let index = client.fsname().ost_index(text)?;
+    if !client.targets().contains(&index) {
+        let fsname = client.fsname();
+        let targets = client.targets();
+        let range = match (targets.iter().min(), targets.iter().max()) {
+            (Some(&first), Some(&last)) => format!(
+                "its {} targets are {} to {}",
+                targets.len(),
+                fsname.ost(first),
+                fsname.ost(last)
+            ),
+            _ => "it has no targets".to_owned(),
+        };
+        bail!("{fsname} has no {}: {range}", fsname.ost(index));
+    }
+    Ok(index)
 }
 
 /// What `lfs find` keeps.

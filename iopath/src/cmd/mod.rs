@@ -56,14 +56,15 @@ pub enum Command {
     /// The torus model: link loads, placement, LNET routes, router layout.
     #[command(subcommand)]
     Topo(topo::TopoCommand),
-    /// Read and set parameters of a running node, as Lustre's lctl does.
+    /// Read and set parameters of a running node, and list its devices, as Lustre's lctl does.
     Lctl(lctl::LctlArgs),
     /// Configure a running node's LNet routes, as lnetctl does.
     Lnetctl(lnetctl::LnetctlArgs),
     /// Benchmarks beside baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Lustre's lfs against a running stack: setstripe, getstripe, ls, stat, put, get, rm.
+    /// Lustre's lfs against a running stack: setstripe, getstripe, mkdir, find, df, ls, stat,
+    /// put, get, rm.
     Lfs(lfs::LfsArgs),
     /// Mount a running stack on a directory (FUSE): any program's I/O goes through the
     /// emulated path.

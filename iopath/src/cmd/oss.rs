@@ -34,6 +34,10 @@ pub struct OssArgs {
     /// The admin service's address.
     #[arg(long, default_value = "127.0.0.1:0")]
     admin: SocketAddr,
+    /// The file system's name, which the targets are named after (`iopath-OST0000`): 1 to 8
+    /// letters, digits, `_` or `-`, as Lustre's `mkfs.lustre --fsname`.
+    #[arg(long, default_value = iopath_client::FsName::DEFAULT)]
+    fsname: iopath_client::FsName,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,6 +59,7 @@ pub async fn run(args: OssArgs) -> anyhow::Result<()> {
         commit_interval_ms: args.commit_interval_ms,
         object_size_max_bytes: args.object_size_max,
         admin: args.admin,
+        fsname: args.fsname,
     };
     role::run(role).await?;
     Ok(())

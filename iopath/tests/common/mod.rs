@@ -63,6 +63,8 @@ pub struct Stack {
     pub mds: String,
     /// Every node's name and first NID, as `up` printed them.
     pub nids: Vec<(String, String)>,
+    /// What `up` printed before `ready`: the stack's table.
+    pub table: Vec<String>,
     pub restarted: Vec<Child>,
 }
 
@@ -89,9 +91,11 @@ impl Stack {
                 .unwrap();
             let mut mds = None;
             let mut nids = Vec::new();
+            let mut table = Vec::new();
             let mut ready = false;
             for line in BufReader::new(up.stdout.take().unwrap()).lines() {
                 let line = line.unwrap();
+                table.push(line.clone());
                 let cols: Vec<&str> = line.split_whitespace().collect();
                 if cols.first() == Some(&"mds") && cols.len() > 4 {
                     mds = Some(cols[2].to_owned());
@@ -109,6 +113,7 @@ impl Stack {
                     up,
                     mds: mds.expect("up printed the mds"),
                     nids,
+                    table,
                     dir,
                     restarted: Vec::new(),
                 };
@@ -131,6 +136,16 @@ impl Stack {
             .find(|(n, _)| n == name)
             .map(|(_, nid)| nid.as_str())
             .unwrap_or_else(|| panic!("up printed no node {name}"))
+    }
+
+    /// The admin address of node `name`, as `up` printed it in its table.
+    pub fn admin(&self, name: &str) -> &str {
+        self.table
+            .iter()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&name) && cols.len() > 4)
+            .map(|cols| cols[4])
+            .unwrap_or_else(|| panic!("up printed no row for {name}"))
     }
 
     pub fn storage(&self) -> PathBuf {

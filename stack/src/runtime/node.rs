@@ -258,6 +258,7 @@ async fn start_role(
                 })
                 .collect();
             let mut config = MdsConfig::new(storage.to_path_buf(), targets);
+            config.fsname = stack.fsname.clone();
             config.default_stripe = StripeRequest {
                 stripe_size_bytes: stack.layout.stripe_size_bytes,
                 stripe_count: stack.layout.stripe_count,
@@ -266,6 +267,16 @@ async fn start_role(
             let service = MdsService::start(node, config)
                 .await
                 .map_err(|e| format!("open the namespace in {}: {e}", storage.display()))?;
+            // `lctl dl` on the MDS: its one metadata target.
+            let devices = iopath_admin::devices_text(&[iopath_admin::Device {
+                kind: "mdt",
+                name: stack.fsname.mdt(0).to_string(),
+            }]);
+            tree.register(
+                iopath_admin::DEVICES_PARAM,
+                iopath_admin::Param::read_only(move || devices.clone()),
+            )
+            .map_err(|e| format!("register its parameters: {e}"))?;
             Ok(Served::Mds(service))
         }
         Role::Oss(oss) => {
@@ -281,6 +292,7 @@ async fn start_role(
                 engine: EngineConfig::default(),
                 disk_model: None,
                 external_journal_dir: None,
+                fsname: stack.fsname.clone(),
             };
             let service = OssService::open(
                 node,

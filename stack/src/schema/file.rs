@@ -5,6 +5,7 @@
 //! ```toml
 //! name = "spider-mini"
 //! description = "clients talk to the storage servers directly"
+//! fsname = "spider"              # targets spider-OST0000, ...; absent: iopath
 //!
 //! [layout]                       # the file system's default layout
 //! stripe_size = "1m"
@@ -40,6 +41,10 @@ pub struct StackFile {
     /// A sentence or two for people.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The file system's name (Lustre's `--fsname`), which its targets are named after
+    /// (`iopath-OST0003`); absent: `iopath`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsname: Option<String>,
     /// The file system's default layout, given to the metadata service.
     #[serde(default)]
     pub layout: LayoutSection,

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use iopath_fabric::Nid;
 use iopath_fabric::routing::RouteSpec;
+use iopath_mds::layout::{FsName, TargetName};
 
 use super::file::{
     AddressValue, FyodModeName, JournalName, LayoutSection, NetworkEntry, NodeEntry, RoleName,
@@ -43,6 +44,8 @@ pub struct Stack {
     pub name: String,
     /// Its description.
     pub description: String,
+    /// The file system's name: its targets are named after it (`iopath-OST0003`).
+    pub fsname: FsName,
     /// The file system's default layout.
     pub layout: DefaultLayout,
     /// The networks; `networks[i].number == i`.
@@ -216,6 +219,10 @@ impl Stack {
     pub fn from_file(file: &StackFile, origin: &str) -> Result<Stack, StackError> {
         let bad = |field: String, why: String| StackError::invalid(origin, field, why);
         check_name(&file.name).map_err(|why| bad("name".into(), why))?;
+        let fsname = match &file.fsname {
+            None => FsName::default(),
+            Some(name) => FsName::new(name).map_err(|e| bad("fsname".into(), e.to_string()))?,
+        };
         let layout = check_layout(&file.layout).map_err(|(field, why)| bad(field, why))?;
         let networks = check_networks(&file.networks).map_err(|(field, why)| bad(field, why))?;
         let (mut nodes, forwarders) =
@@ -246,6 +253,7 @@ impl Stack {
             origin: origin.to_owned(),
             name: file.name.clone(),
             description: file.description.trim().to_owned(),
+            fsname,
             layout,
             networks,
             nodes,
@@ -353,8 +361,9 @@ impl Stack {
 
     /// The storage targets in the metadata service's order: `(oss node, local index)`,
     /// numbered globally from 0 in this order. Lustre numbers OSTs across servers; the
-    /// servers take turns (`OST0000` on the first, `OST0001` on the second, ...) so that
-    /// round-robin placement spreads files over servers before it doubles up on one.
+    /// servers take turns (`iopath-OST0000` on the first, `iopath-OST0001` on the second,
+    /// ...) so that round-robin placement spreads files over servers before it doubles up on
+    /// one.
     pub fn targets(&self) -> Vec<(usize, u32)> {
         let osss: Vec<(usize, u32)> = self
             .nodes_of(RoleName::Oss)
@@ -376,7 +385,15 @@ impl Stack {
         out
     }
 
-    /// The file-system indices of the targets OSS node `oss` serves (its `OSTnnnn` names),
+    /// The name of the target with file-system index `global` (see [`Stack::targets`]):
+    /// `iopath-OST0003`.
+    pub fn target_name(&self, global: usize) -> TargetName {
+        // At most NODES_MAX servers of TARGETS_PER_OSS_MAX targets: within a name's 0xffff.
+        let index = u32::try_from(global).expect("a checked stack has fewer than 2^32 targets");
+        self.fsname.ost(index)
+    }
+
+    /// The file-system indices of the targets OSS node `oss` serves (`iopath-OST0000`, ...),
     /// in increasing order: see [`Stack::targets`].
     pub fn target_indices(&self, oss: usize) -> Vec<u32> {
         self.targets()
@@ -480,6 +497,7 @@ impl Stack {
         StackFile {
             name: self.name.clone(),
             description: self.description.clone(),
+            fsname: Some(self.fsname.to_string()),
             layout: LayoutSection {
                 stripe_size: Some(SizeValue::Bytes(self.layout.stripe_size_bytes)),
                 stripe_count: Some(self.layout.stripe_count),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// One object storage target's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OstConfig {
-    /// The target's index in the file system (`OST0003` is index 3): one name for it
+    /// The target's index in the file system (`iopath-OST0003` is index 3): one name for it
     /// everywhere — in layouts, on the wire, in `lctl` and in every table — as Lustre has.
     pub index: u32,
     /// The target's directory: `O/` (objects), `journal`, `checkpoint`.

@@ -5,6 +5,7 @@ use super::target::{Ost, OstEngines};
 use crate::engine::modeled::{DiskModel, ModeledEngine};
 use crate::engine::{DiskEngine, EngineConfig, open_engine};
 use crate::error::{Result, StorageError};
+use iopath_layout::{FsName, TargetName};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ pub struct OssConfig {
     /// in `root` itself.
     pub root: PathBuf,
     /// The file-system indices of the targets this server hosts (a stack deals them out to
-    /// its servers in turn: `OST0000` on the first, `OST0001` on the second, ...).
+    /// its servers in turn: `iopath-OST0000` on the first, `iopath-OST0001` on the second, ...).
     pub targets: Vec<u32>,
     /// Settings every target starts from (`index` and `dir` are filled in per target).
     pub template: OstConfig,
@@ -25,6 +26,9 @@ pub struct OssConfig {
     pub disk_model: Option<DiskModel>,
     /// External journals in `dir/ost<index>.journal`, if set.
     pub external_journal_dir: Option<PathBuf>,
+    /// The file system the targets belong to: they are named after it (`iopath-OST0003`) in
+    /// the server's parameters and messages.
+    pub fsname: FsName,
 }
 
 impl OssConfig {
@@ -39,6 +43,8 @@ impl OssConfig {
 pub struct Oss {
     /// In increasing index order.
     targets: Vec<Arc<Ost>>,
+    /// The file system they belong to.
+    fsname: FsName,
 }
 
 impl Oss {
@@ -64,15 +70,28 @@ impl Oss {
             };
             targets.push(Arc::new(Ost::open(target, OstEngines::shared(data)).await?));
         }
-        Ok(Oss { targets })
+        Ok(Oss {
+            targets,
+            fsname: config.fsname,
+        })
     }
 
-    /// Hosts already opened targets (each index once).
-    pub fn from_targets(mut targets: Vec<Arc<Ost>>) -> Result<Oss> {
+    /// Hosts already opened targets (each index once) of file system `fsname`.
+    pub fn from_targets(mut targets: Vec<Arc<Ost>>, fsname: FsName) -> Result<Oss> {
         let indices: Vec<u32> = targets.iter().map(|t| t.index()).collect();
         check_indices(&indices)?;
         targets.sort_by_key(|t| t.index());
-        Ok(Oss { targets })
+        Ok(Oss { targets, fsname })
+    }
+
+    /// The file system its targets belong to.
+    pub fn fsname(&self) -> &FsName {
+        &self.fsname
+    }
+
+    /// The name of target `index` of its file system: `iopath-OST0003`.
+    pub fn target_name(&self, index: u32) -> TargetName {
+        self.fsname.ost(index)
     }
 
     /// The target with this file-system index.
@@ -115,7 +134,8 @@ impl Oss {
     }
 }
 
-/// A server hosts at least one target, each index once.
+/// A server hosts at least one target, each index once, each within a name's four
+/// hexadecimal digits.
 fn check_indices(indices: &[u32]) -> Result<()> {
     if indices.is_empty() {
         return Err(StorageError::InvalidConfig {
@@ -123,6 +143,15 @@ fn check_indices(indices: &[u32]) -> Result<()> {
         });
     }
     for (position, index) in indices.iter().enumerate() {
+        // A target's name carries its index in four hexadecimal digits, as Lustre's does.
+        if *index > iopath_layout::names::TARGET_NAME_INDEX_MAX {
+            return Err(StorageError::InvalidConfig {
+                reason: format!(
+                    "target index {index} is above {}, the largest a target's name can carry",
+                    iopath_layout::names::TARGET_NAME_INDEX_MAX
+                ),
+            });
+        }
         if indices[..position].contains(index) {
             return Err(StorageError::InvalidConfig {
                 reason: format!("target index {index} is given twice"),

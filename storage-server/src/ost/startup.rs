@@ -220,7 +220,7 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
         return Err(StorageError::NotATarget {
             path: checkpoint_path,
             reason: format!(
-                "checkpoint belongs to OST{:04}, not OST{:04}",
+                "checkpoint belongs to OST{:04x}, not OST{:04x}",
                 checkpoint.target, config.index
             ),
         });
@@ -254,7 +254,7 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
         return Err(StorageError::NotATarget {
             path: journal_path,
             reason: format!(
-                "journal belongs to OST{:04}, not OST{:04}",
+                "journal belongs to OST{:04x}, not OST{:04x}",
                 report.header.target, config.index
             ),
         });

@@ -162,7 +162,10 @@ impl OssService {
             // reconnect and replay what it kept — recovery waits for exactly that.
             return Err(ServiceError::new(
                 errno::EINPROGRESS,
-                format!("OST{target:04} is recovering: reconnect, replay, then try again"),
+                format!(
+                    "{} is recovering: reconnect, replay, then try again",
+                    self.oss.target_name(target)
+                ),
             ));
         }
         Ok(())
@@ -280,8 +283,8 @@ impl OssService {
                     ServiceError::new(
                         errno::EIO,
                         format!(
-                            "statfs of OST{:04} ({}): {e}",
-                            op.target,
+                            "statfs of {} ({}): {e}",
+                            self.oss.target_name(op.target),
                             ost.dir().display()
                         ),
                     )

@@ -1,19 +1,33 @@
-//! The OSS's parameters on the admin tree, named as Lustre's: `obdfilter.OST0000.sync_journal`
+//! The OSS's parameters on the admin tree, named as Lustre's after the file system and the
+//! target (`obdfilter.iopath-OST0000.sync_journal`): `sync_journal`
 //! (writable: 1 for sync commits, 0 for async), `last_committed`, `commits` (journal commits
 //! so far), `stats`, and `lost`: the bytes acknowledged to clients that a restart dropped and
 //! no client replayed, one line per object and range (`object START END`), which reads of
-//! them are refused until they are written again.
+//! them are refused until they are written again. And `devices`, the targets as `lctl dl`
+//! lists them.
 
 use std::sync::Arc;
 
-use iopath_admin::{AdminError, Param, ParamTree};
+use iopath_admin::{AdminError, DEVICES_PARAM, Device, Param, ParamTree, devices_text};
 
 use crate::ost::Oss;
 
-/// Hangs every target's parameters on `tree`.
+/// Hangs every target's parameters on `tree`, and the `devices` list `lctl dl` prints: one
+/// `obdfilter` device per target.
 pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
+    let devices: Vec<Device> = oss
+        .targets()
+        .iter()
+        .map(|target| Device {
+            kind: "obdfilter",
+            name: oss.target_name(target.index()).to_string(),
+        })
+        .collect();
+    let devices = devices_text(&devices);
+    tree.register(DEVICES_PARAM, Param::read_only(move || devices.clone()))?;
     for (position, target) in oss.targets().iter().enumerate() {
-        let name = |leaf: &str| format!("obdfilter.OST{:04}.{leaf}", target.index());
+        let target_name = oss.target_name(target.index());
+        let name = |leaf: &str| format!("obdfilter.{target_name}.{leaf}");
         let weak = Arc::downgrade(oss);
         let (get, set) = (weak.clone(), weak.clone());
         tree.register(

@@ -260,7 +260,7 @@ impl Recovery {
         let Some(target) = self.target(index) else {
             return Err(ServiceError::new(
                 19,
-                format!("no OST{index:04} on this server"),
+                format!("no OST{index:04x} on this server"),
             ));
         };
         let (done, outcome) = oneshot::channel();
@@ -283,7 +283,7 @@ impl Recovery {
                     ReplayDecision::AlreadyCommitted
                 }
                 None => ReplayDecision::Refused(format!(
-                    "OST{index:04} is out of recovery: transno {transno} is above last_committed {} and \
+                    "OST{index:04x} is out of recovery: transno {transno} is above last_committed {} and \
                      was not replayed in time; the write is lost (client {client} was evicted or came late)",
                     ost.last_committed().0
                 )),

@@ -32,6 +32,8 @@ pub struct OssRole {
     pub object_size_max_bytes: u64,
     /// The admin service's address.
     pub admin: std::net::SocketAddr,
+    /// The file system its targets belong to (their names: `iopath-OST0000`, ...).
+    pub fsname: iopath_layout::FsName,
 }
 
 /// Errors of the OSS process, with what was being done.
@@ -84,6 +86,7 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
         engine: EngineConfig::default(),
         disk_model: None,
         external_journal_dir: None,
+        fsname: role.fsname.clone(),
     };
     let interface = match role.nid.socket_addr() {
         Some(_) => Interface::Tcp { nid: role.nid },

@@ -5,9 +5,11 @@
 
 use clap::Parser;
 use iopath_client::Client;
+use iopath_client::FsName;
 use iopath_fabric::units::parse_size;
 use iopath_stack::testing::{TestStack, TestStackConfig};
 
+use super::ls::{Civil, Owner, time_text};
 use super::{LfsCommand, run_to};
 
 const MIB: u64 = 1 << 20;
@@ -93,7 +95,28 @@ fn options_parse_as_lfs_spells_them() {
             path: "/d".into()
         }
     );
-    assert_eq!(parse("ls"), LfsCommand::Ls { path: "/".into() });
+    assert_eq!(
+        parse("ls"),
+        LfsCommand::Ls {
+            long: false,
+            human: false,
+            help: None,
+            path: "/".into()
+        }
+    );
+    assert_eq!(
+        parse("ls -lh /d"),
+        LfsCommand::Ls {
+            long: true,
+            human: true,
+            help: None,
+            path: "/d".into()
+        }
+    );
+    assert!(
+        Lfs::try_parse_from(["lfs", "getstripe", "-v", "-y", "/f"]).is_err(),
+        "-v is a form of its own, not a modifier of -y"
+    );
     assert_eq!(parse_size("64k"), Ok(65536));
     assert_eq!(parse_size("1g"), Ok(1 << 30));
     assert_eq!(
@@ -321,5 +344,174 @@ async fn lfs_find_selects_by_name_type_size_stripe_count_and_target() {
         lfs_fails(&client, "find /nothing")
             .await
             .contains("/nothing")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn getstripe_v_prints_lustres_fields_of_the_files_real_layout() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    lfs(&client, "setstripe -c 3 -S 128k -i 2 /d/f").await;
+    let stat = client.stat("/d/f").await.unwrap();
+    let layout = stat.layout.clone().unwrap();
+    let objects = layout.objects();
+    let targets: Vec<u32> = objects.iter().map(|o| o.target).collect();
+    assert_eq!(targets, [2, 3, 0], "round-robin from target 2 over four");
+    let ino = stat.ino;
+    assert!(ino > 1, "a file's inode is not the root's");
+    // Lustre's `lfs getstripe -v` of a plain layout, field for field and space for space:
+    // the file's identity is its inode number (sequence 0, shown as an IGIF FID).
+    let mut expected = format!(
+        "/d/f\n\
+         lmm_magic:         0x0BD10BD0\n\
+         lmm_seq:           0\n\
+         lmm_object_id:     {ino:#x}\n\
+         lmm_fid:           [{ino:#x}:0x0:0x0]\n\
+         lmm_stripe_count:  3\n\
+         lmm_stripe_size:   131072\n\
+         lmm_pattern:       raid0\n\
+         lmm_layout_gen:    0\n\
+         lmm_stripe_offset: 2\n\
+         \tobdidx\t\t objid\t\t objid\t\t group\n"
+    );
+    for object in objects {
+        expected.push_str(&format!(
+            "\t{:>6}\t{:>14}\t{:>#13x}\t{:>14}\n",
+            object.target, object.object_id, object.object_id, 0
+        ));
+    }
+    expected.push('\n');
+    assert_eq!(lfs(&client, "getstripe -v /d/f").await, expected);
+    // The same layout without -v is the same text without the identity lines.
+    let plain = lfs(&client, "getstripe /d/f").await;
+    let without: String = expected
+        .lines()
+        .filter(|l| {
+            !["lmm_magic", "lmm_seq", "lmm_object_id", "lmm_fid"]
+                .iter()
+                .any(|f| l.starts_with(f))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(plain, without);
+    // A second file has another identity.
+    lfs(&client, "setstripe -c 1 /d/g").await;
+    let other = lfs(&client, "getstripe -v /d/g").await;
+    assert!(
+        !other.contains(&format!("lmm_object_id:     {ino:#x}\n")),
+        "{other}"
+    );
+    // A directory has no identity lines in Lustre's output either.
+    assert_eq!(
+        lfs(&client, "getstripe -v /d").await,
+        lfs(&client, "getstripe /d").await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_l_lists_type_mode_links_owner_size_time_and_name() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    client.mkdir("/d/sub").await.unwrap();
+    lfs(&client, "setstripe -c 2 -S 64k /d/data").await;
+    let file = client.open("/d/data").await.unwrap();
+    file.write_at(0, bytes::Bytes::from(vec![7u8; 200_000]))
+        .await
+        .unwrap();
+    file.close().await.unwrap();
+    let owner = Owner::invoking();
+    let text = lfs(&client, "ls -l /d").await;
+    let lines: Vec<&str> = text.lines().collect();
+    // 200000 bytes are 391 sectors of 512 bytes: 196 KiB.
+    assert_eq!(lines[0], "total 196", "{text}");
+    let when = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let stat = client.stat(path).await.unwrap();
+            time_text(Civil::local(stat.mtime_ns / 1_000_000_000), true)
+        }
+    };
+    assert_eq!(
+        lines[1],
+        format!(
+            "-rw-r--r-- 1 {} {} 200000 {} data",
+            owner.user,
+            owner.group,
+            when("/d/data").await
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "drwxr-xr-x 2 {} {}      0 {} sub",
+            owner.user,
+            owner.group,
+            when("/d/sub").await
+        ),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    // -h: sizes with a unit; a file alone: its line, no total.
+    let human = lfs(&client, "ls -lh /d/data").await;
+    assert!(human.starts_with("-rw-r--r-- 1 "), "{human}");
+    assert!(human.contains(" 196K "), "{human}");
+    assert!(human.trim_end().ends_with(" /d/data"), "{human}");
+    assert!(
+        lfs_fails(&client, "ls -l /nothing")
+            .await
+            .contains("/nothing")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_carry_the_file_system_name_in_df_and_find() {
+    let stack = TestStack::start(TestStackConfig {
+        fsname: FsName::new("scratch").unwrap(),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = stack.client().await.unwrap();
+    assert_eq!(client.fsname().as_str(), "scratch");
+    let df = lfs(&client, "df").await;
+    let names: Vec<&str> = df
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "scratch-OST0000_UUID",
+            "scratch-OST0001_UUID",
+            "scratch-OST0002_UUID",
+            "scratch-OST0003_UUID",
+            "filesystem_summary:"
+        ],
+        "{df}"
+    );
+    lfs(&client, "setstripe -c 1 -i 2 /on2").await;
+    lfs(&client, "setstripe -c 1 -i 1 /on1").await;
+    for ost in ["2", "scratch-OST0002", "scratch-OST0002_UUID"] {
+        assert_eq!(
+            lfs(&client, &format!("find / --ost {ost}")).await,
+            "/on2\n",
+            "{ost}"
+        );
+    }
+    let error = lfs_fails(&client, "find / --ost iopath-OST0002").await;
+    assert_eq!(
+        error,
+        "find --ost iopath-OST0002: iopath-OST0002: this file system is scratch: its storage \
+         targets are scratch-OST0000, ..."
+    );
+    let error = lfs_fails(&client, "find / --ost scratch-OST0009").await;
+    assert_eq!(
+        error,
+        "find --ost scratch-OST0009: scratch has no scratch-OST0009: its 4 targets are \
+         scratch-OST0000 to scratch-OST0003"
     );
 }
