@@ -497,3 +497,34 @@ async fn csv_results_go_to_the_summary_file_and_the_log_stays_out() {
     assert!(out.contains("modeled: "), "{out}");
     assert!(!out.contains("bw(MiB/s)"), "{out}");
 }
+
+/// A write a deadline stopped is still read back and checked in full by IOR's untimed check,
+/// which no deadline stops. With an fsync after every 4 KiB write the tasks rarely finish in
+/// the second they have; either way every byte written must be checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stonewalled_write_is_checked_in_full() {
+    let (outcome, text) = ior(IorOptions {
+        tasks: Some(2),
+        write: true,
+        fsync_per_write: true,
+        deadline_s: 1,
+        ..on("spider-mini", 4 * KIB, 4 * MIB)
+    })
+    .await;
+    let test = &outcome.tests[0];
+    let write = test.results[0];
+    assert_eq!(
+        test.facts.verified_bytes, write.bytes,
+        "every byte the write made is checked: {text}"
+    );
+    match write.stonewall {
+        Some(wall) => {
+            assert!(write.bytes < 2 * 4 * MIB, "{write:?}");
+            assert_eq!(wall.bytes, write.bytes);
+            assert!(wall.pairs_min <= wall.pairs_max);
+            assert!(text.contains("stonewalling pairs accessed min: "), "{text}");
+            eprintln!("stonewalled after {} bytes", write.bytes);
+        }
+        None => assert_eq!(write.bytes, 2 * 4 * MIB, "{write:?}"),
+    }
+}

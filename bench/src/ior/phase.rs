@@ -163,9 +163,9 @@ pub struct Phase {
     pub verified_bytes: u64,
 }
 
-/// When a phase stops starting transfers: the earlier of its stonewalling deadline (`-D`,
-/// from the phase's start) and the test's end (`-T`).
-fn phase_deadline(params: &IorParams, test_deadline: Option<Instant>) -> Option<Instant> {
+/// When a timed phase starting now stops starting transfers: the earlier of its stonewalling
+/// deadline (`-D`, from the phase's start) and the test's end (`-T`).
+pub fn phase_deadline(params: &IorParams, test_deadline: Option<Instant>) -> Option<Instant> {
     let stonewall = params.deadline.map(|d| Instant::now() + d);
     match (stonewall, test_deadline) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -173,16 +173,16 @@ fn phase_deadline(params: &IorParams, test_deadline: Option<Instant>) -> Option<
     }
 }
 
-/// Runs the write phase of `iteration`, its data stamped `stamp`. Returns the phase and what
-/// it left in the files.
+/// Runs the write phase of `iteration`, its data stamped `stamp`, its tasks starting no
+/// transfer after `deadline` (see [`phase_deadline`]). Returns the phase and what it left in
+/// the files.
 pub async fn write(
     job: &Arc<Job>,
     iteration: u32,
     stamp: u32,
-    test_deadline: Option<Instant>,
+    deadline: Option<Instant>,
     progress: Progress,
 ) -> Result<(Phase, Written), BenchError> {
-    let deadline = phase_deadline(&job.params, test_deadline);
     let phase = run(
         job,
         Access::Write,
@@ -205,15 +205,15 @@ pub async fn write(
 }
 
 /// Runs the read phase of `iteration`, checking every word against what `files` says was
-/// written there.
+/// written there, its tasks starting no transfer after `deadline` (none for IOR's untimed
+/// check of a write-only test).
 pub async fn read(
     job: &Arc<Job>,
     iteration: u32,
     files: &Files,
-    test_deadline: Option<Instant>,
+    deadline: Option<Instant>,
     progress: Progress,
 ) -> Result<Phase, BenchError> {
-    let deadline = phase_deadline(&job.params, test_deadline);
     let sources: Vec<Option<Arc<Written>>> = (0..job.tasks)
         .map(|task| {
             let source = reader_source(task, job.tasks, job.nodes(), job.params.reorder_tasks);

@@ -411,6 +411,8 @@ async fn one_test(
         seed: info.seed,
     });
     let test_deadline = params.max_duration.map(|d| Instant::now() + d);
+    // A timed phase's deadline, from its start.
+    let deadline = || phase::phase_deadline(&params, test_deadline);
     let mut results = Vec::new();
     let (mut verified_bytes, mut unchecked_bytes) = (0, 0);
     let mut account = |phase: &phase::Phase| {
@@ -448,7 +450,7 @@ async fn one_test(
                 ));
             }
             let (phase, written) =
-                phase::write(&job, iteration, *stamp, test_deadline, progress).await?;
+                phase::write(&job, iteration, *stamp, deadline(), progress).await?;
             show(streams, &phase);
             let written = Arc::new(written);
             for task in 0..tasks {
@@ -463,7 +465,7 @@ async fn one_test(
                     report::ctime(SystemTime::now())
                 ));
             }
-            let phase = phase::read(&job, iteration, files, test_deadline, progress).await?;
+            let phase = phase::read(&job, iteration, files, deadline(), progress).await?;
             show(streams, &phase);
             account(&phase);
             results.push(phase.result);
