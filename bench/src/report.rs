@@ -59,3 +59,31 @@ pub fn rate(value: f64) -> String {
         format!("{value:.2}")
     }
 }
+
+/// A size as a person reads it: in the largest binary unit it is a whole number of (`4 KiB`,
+/// `1 MiB`, `1536 B`).
+pub fn size_text(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    UNITS
+        .iter()
+        .find(|&&(unit, _)| bytes >= unit && bytes.is_multiple_of(unit))
+        .map_or_else(
+            || format!("{bytes} B"),
+            |&(unit, name)| format!("{} {name}", bytes / unit),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_in_the_largest_whole_unit() {
+        assert_eq!(size_text(4096), "4 KiB");
+        assert_eq!(size_text(1 << 20), "1 MiB");
+        assert_eq!(size_text(3 << 20), "3 MiB");
+        assert_eq!(size_text(1536), "1536 B");
+        assert_eq!(size_text(2 << 30), "2 GiB");
+        assert_eq!(size_text(0), "0 B");
+    }
+}

@@ -1,10 +1,12 @@
-//! The `iopath` binary as a user runs it: selftest in every mode, and lctl against a running
-//! node's admin service.
+//! The `iopath` binary as a user runs it: selftest in every mode and over sizes, and lctl
+//! against a running node's admin service.
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+
+use iopath_plot::check::Drawing;
 
 fn iopath() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iopath"))
@@ -64,6 +66,36 @@ fn selftest_runs_on_every_transport_and_mode() {
 }
 
 #[test]
+fn a_selftest_sweep_reports_and_draws_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("sweep.svg");
+    let output = iopath()
+        .args(["selftest", "--seconds", "0.2", "--json", "--test", "brw"])
+        .args(["--sizes", "4k,64k,1m", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let sizes: Vec<u64> = runs
+        .iter()
+        .map(|r| r["size_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [4 << 10, 64 << 10, 1 << 20]);
+    let drawing = Drawing::read(&std::fs::read_to_string(&svg).unwrap()).unwrap();
+    assert_eq!(drawing.problems(), []);
+    let [brw] = &drawing.series[..] else {
+        panic!("one line, brw write: {:?}", drawing.series);
+    };
+    assert_eq!(brw.points.len(), 3);
+}
+
+#[test]
 fn selftest_refuses_impossible_settings() {
     for (args, expected) in [
         (&["--processes"][..], "needs --transport tcp"),
@@ -71,6 +103,9 @@ fn selftest_refuses_impossible_settings() {
         (&["--size", "0"], "--size must be"),
         (&["--size", "1x"], "unknown unit"),
         (&["--checksum", "md5"], "unknown checksum"),
+        (&["--sizes", "4k,4k"], "lists 4 KiB twice"),
+        (&["--sizes", "4k", "--size", "1m"], "cannot be used with"),
+        (&["--svg", "plot.svg"], "--sizes"),
     ] {
         let output = iopath()
             .args(["selftest", "--seconds", "0.1"])

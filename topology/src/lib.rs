@@ -26,9 +26,9 @@
 //! Machines and studies:
 //! - [`presets`]: `jaguar-spider` and `titan-spider2` at full scale, every number sourced.
 //! - [`study`]: the `analyze` experiment (default vs placed, runs, confined, routed).
-//! - [`svg`]: hand-written SVG plots (histogram, CDF) with no fonts or system libraries.
-//! - [`render`]: what `iopath topo analyze | routes | layout` prints — tables, CSV, plot
-//!   files — as pure functions of the model's results.
+//! - [`render`]: what `iopath topo analyze | routes | layout` prints — tables, CSV, and the
+//!   plots (link-load histogram, completion-time CDF, drawn by `iopath-plot`) — as pure
+//!   functions of the model's results.
 //! - [`error`]: [`TopologyError`], the crate's one error type.
 
 pub mod coord;
@@ -44,7 +44,6 @@ pub mod route;
 pub mod router_layout;
 pub mod spider_routing;
 pub mod study;
-pub mod svg;
 pub mod torus;
 
 pub use coord::Coord;

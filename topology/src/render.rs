@@ -4,13 +4,14 @@
 
 use std::fmt::Write as _;
 
+use iopath_plot::{Axis, Figure, Rule, Series};
+
 use crate::coord::Coord;
-use crate::link_loads::HistogramBin;
+use crate::placement::PlacementKind;
 use crate::presets::jaguar::DIRECT_OSS;
 use crate::presets::{JaguarSpider, TitanSpider2};
 use crate::route::Route;
-use crate::study::AnalyzeReport;
-use crate::svg;
+use crate::study::{AnalyzeReport, Scenario};
 
 /// `analyze` as CSV: one line per placement scenario.
 pub fn analyze_csv(report: &AnalyzeReport) -> String {
@@ -170,16 +171,6 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
 /// The plots of an `analyze` run and their data, as `(file name, contents)`: the link-load
 /// histogram and the completion-time CDF, as SVG and as CSV.
 pub fn plot_files(report: &AnalyzeReport) -> [(&'static str, String); 4] {
-    let hist: Vec<(&str, &[HistogramBin])> = report
-        .scenarios
-        .iter()
-        .map(|s| (s.name.as_str(), &s.histogram[..]))
-        .collect();
-    let times: Vec<(&str, &[f64])> = report
-        .scenarios
-        .iter()
-        .map(|s| (s.name.as_str(), &s.completion_times_s[..]))
-        .collect();
     let mut hist_csv = String::from("scenario,pairs_per_link,links\n");
     for s in &report.scenarios {
         for b in &s.histogram {
@@ -193,21 +184,105 @@ pub fn plot_files(report: &AnalyzeReport) -> [(&'static str, String); 4] {
         }
     }
     [
-        (
-            "link_histogram.svg",
-            svg::histogram(
-                "Pairs per torus link (jaguar-spider)",
-                &hist,
-                report.pairs_at_saturation,
-            ),
-        ),
-        (
-            "completion_cdf.svg",
-            svg::cdf("Per-writer completion time (jaguar-spider)", &times),
-        ),
+        ("link_histogram.svg", link_histogram(report).svg()),
+        ("completion_cdf.svg", completion_cdf(report).svg()),
         ("link_histogram.csv", hist_csv),
         ("completion_times.csv", cdf_csv),
     ]
+}
+
+/// The link-load histogram: for each placement, how many torus links carry each number of
+/// client–OST pairs, on a log scale (counts run from one to thousands, and the few saturated
+/// links are the point), with the saturation point as a rule.
+pub fn link_histogram(report: &AnalyzeReport) -> Figure {
+    let saturation = report.pairs_at_saturation;
+    Figure {
+        title: format!(
+            "Client-OST pairs per torus link, jaguar-spider ({})",
+            setup(report)
+        ),
+        x: Axis::around_data("client-OST pairs crossing the link"),
+        y: Axis::log("torus links (count, log scale)"),
+        series: report
+            .scenarios
+            .iter()
+            .map(|s| {
+                Series::bars(
+                    placement_name(s),
+                    s.histogram
+                        .iter()
+                        .map(|b| (f64::from(b.pairs), b.links as f64)),
+                )
+            })
+            .collect(),
+        rules: vec![Rule::at_x(
+            format!(
+                "saturation point: {saturation} pairs per link ({} / {} MB/s); links right of it are oversubscribed",
+                report.saturation.link_bandwidth_mb_per_s, report.saturation.per_pair_rate_mb_per_s
+            ),
+            f64::from(saturation) + 0.5,
+        )],
+        footnote: modeled(report),
+    }
+}
+
+/// The completion-time CDF: for each placement, the share of writers done by each time.
+pub fn completion_cdf(report: &AnalyzeReport) -> Figure {
+    Figure {
+        title: format!(
+            "Per-writer completion time, jaguar-spider ({})",
+            setup(report)
+        ),
+        x: Axis::around_data("completion time (s)"),
+        // A little beyond 0 and 1, so the curves' flat ends do not lie on the frame.
+        y: Axis::from_zero("fraction of writers done").fixed(-0.03, 1.05),
+        series: report
+            .scenarios
+            .iter()
+            .map(|s| {
+                Series::cdf(
+                    format!(
+                        "{}: first {:.1} s, last {:.1} s",
+                        placement_name(s),
+                        s.completion.min_s,
+                        s.completion.max_s
+                    ),
+                    &s.completion_times_s,
+                )
+            })
+            .collect(),
+        rules: vec![],
+        footnote: modeled(report),
+    }
+}
+
+/// A scenario's name with what its placement is.
+fn placement_name(s: &Scenario) -> String {
+    match s.placement {
+        PlacementKind::LauncherOrder => format!("{} (launcher order)", s.name),
+        PlacementKind::Placed => format!("{} (nearest free clients per OSS)", s.name),
+        PlacementKind::Confined => format!("{} (placed within the job's nodes)", s.name),
+    }
+}
+
+/// The run in a few words: writers, OSSes, MB each.
+fn setup(report: &AnalyzeReport) -> String {
+    format!(
+        "{} writers, {} OSSes, {} MB each",
+        report.scenarios.first().map_or(0, |c| c.pairs),
+        report.options.oss_count,
+        report.options.data_per_writer_mb
+    )
+}
+
+/// What the plots' figures are: all modeled, none measured ("modeled is labeled").
+fn modeled(report: &AnalyzeReport) -> String {
+    format!(
+        "Modeled, not measured: every figure here is computed by iopath's topology model of \
+         jaguar-spider (dimension-order routes on the torus, the flow model's locally fair \
+         arbitration), with the Spider paper's {} MB/s per torus link and {} MB/s per OST.",
+        report.saturation.link_bandwidth_mb_per_s, report.saturation.per_pair_rate_mb_per_s
+    )
 }
 
 /// Routes as CSV.

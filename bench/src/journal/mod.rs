@@ -19,9 +19,11 @@
 //!   modeled.
 //! - [`result`]: [`JournalBenchResult`], the phases' figures and their own table.
 //! - [`report`]: [`JournalReport`], the phases and fio together, as JSON and the table.
+//! - [`plot`]: the runs as a plot, each configuration's bandwidth run by run.
 //! - [`progress`]: [`ProgressLine`], the progress line as a pure state machine.
 
 pub mod config;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod result;

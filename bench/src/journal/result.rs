@@ -24,6 +24,9 @@ pub struct BenchRow {
     pub data_syncs: u64,
     /// Modeled head seeks in the best run (modeled disk only).
     pub seeks: Option<u64>,
+    /// Every run's bandwidth, MiB/s, in run order (`mib_s` is the greatest).
+    #[serde(default)]
+    pub runs_mib_s: Vec<f64>,
 }
 
 /// The benchmark's outcome.

@@ -4,11 +4,16 @@
 //!
 //! The nodes run in this process (the default) or each in a process of its own
 //! (`--processes`), started from this same binary with the hidden `selftest-node` command.
+//! With `--sizes` the same tests run at each of several RPC sizes, one after another, beside
+//! one baseline ([`sweep`]), and `--svg` draws bandwidth by size ([`plot`]).
 //!
 //! # Layout
 //!
 //! Read it top-down; each module uses only those listed after it:
 //!
+//! - [`plot`]: a sweep as a plot, bandwidth by RPC size.
+//! - [`sweep`]: [`sweep::sweep`], the same selftest at each of several RPC sizes, beside one
+//!   baseline, and its table.
 //! - this module: [`run`], one selftest from start to report.
 //! - [`cluster`]: [`cluster::Cluster`], the running nodes, in this process or in processes of
 //!   their own ([`node`]), and a workload run on every client at once.
@@ -24,16 +29,19 @@ pub mod cluster;
 pub mod config;
 pub mod layout;
 pub mod node;
+pub mod plot;
 pub mod report;
 pub mod service;
+pub mod sweep;
 pub mod workload;
 
 pub use config::{SelftestConfig, Transport};
 pub use report::{SelftestReport, TestReport, render};
+pub use sweep::{SweepReport, render_sweep};
 
 use iopath_fabric::Limits;
 
-use crate::baseline;
+use crate::baseline::{self, Baseline};
 use crate::cpu::CpuSample;
 use crate::error::BenchError;
 use cluster::Cluster;
@@ -46,6 +54,13 @@ pub async fn run(
     config: &SelftestConfig,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<SelftestReport, BenchError> {
+    check(config)?;
+    let baseline = measure_baseline(config, progress);
+    measure(config, baseline, progress).await
+}
+
+/// Refuses what cannot run, before anything starts.
+fn check(config: &SelftestConfig) -> Result<(), BenchError> {
     if config.compare_direct && config.routers == 0 {
         return Err(BenchError::refused(
             "--compare-direct compares against routers: give --routers N too",
@@ -67,19 +82,38 @@ pub async fn run(
             Limits::default().bulk_max_bytes
         )));
     }
-    let (baseline, baseline_error) = if config.baseline {
-        let seconds = config.seconds.ceil().max(1.0) as u32;
-        // Before our own nodes start, so the two do not compete for the cores.
-        match tokio::task::block_in_place(|| baseline::iperf3_loopback(seconds, &mut *progress)) {
-            Ok(b) => (Some(b), None),
-            Err(e) => {
-                progress(&format!("baseline unavailable: {e}"));
-                (None, Some(e.to_string()))
-            }
+    Ok(())
+}
+
+/// The baseline, when asked for: iperf3 on loopback, or why it could not run.
+type BaselineOutcome = (Option<Baseline>, Option<String>);
+
+/// Measures the baseline if `config` asks for it — before our own nodes start, so the two do
+/// not compete for the cores.
+fn measure_baseline(
+    config: &SelftestConfig,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> BaselineOutcome {
+    if !config.baseline {
+        return (None, None);
+    }
+    let seconds = config.seconds.ceil().max(1.0) as u32;
+    match tokio::task::block_in_place(|| baseline::iperf3_loopback(seconds, &mut *progress)) {
+        Ok(b) => (Some(b), None),
+        Err(e) => {
+            progress(&format!("baseline unavailable: {e}"));
+            (None, Some(e.to_string()))
         }
-    } else {
-        (None, None)
-    };
+    }
+}
+
+/// Starts the nodes (once per layout), runs every test on them, and reports, with `baseline`
+/// measured before.
+async fn measure(
+    config: &SelftestConfig,
+    (baseline, baseline_error): BaselineOutcome,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<SelftestReport, BenchError> {
     let layouts = match (config.routers, config.compare_direct) {
         (0, _) => vec![Layout::Direct],
         (routers, true) => vec![Layout::Direct, Layout::Routed(routers)],

@@ -116,21 +116,29 @@ pub(crate) fn report_of(
     }
 }
 
-/// The table a person reads.
-pub fn render(report: &SelftestReport) -> String {
-    let mut out = format!(
-        "iopath selftest: {} client(s) → {} server(s) over {}{}, brw {} bytes, concurrency {}, checksum {}\n",
-        report.clients,
-        report.servers,
+/// The transport and the processes in words: `tcp (loopback), one process per node`.
+pub(crate) fn transport_text(report: &SelftestReport) -> String {
+    format!(
+        "{}, {}",
         match report.transport {
             Transport::Mem => "mem",
             Transport::Tcp => "tcp (loopback)",
         },
         if report.processes {
-            ", one process per node"
+            "one process per node"
         } else {
-            ", one process"
-        },
+            "one process"
+        }
+    )
+}
+
+/// The table a person reads.
+pub fn render(report: &SelftestReport) -> String {
+    let mut out = format!(
+        "iopath selftest: {} client(s) → {} server(s) over {}, brw {} bytes, concurrency {}, checksum {}\n",
+        report.clients,
+        report.servers,
+        transport_text(report),
         report.size_bytes,
         report.concurrency,
         report.checksum,

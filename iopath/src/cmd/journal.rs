@@ -1,5 +1,6 @@
 //! `iopath bench journal`: its flags, turned into `iopath_bench::journal::JournalOptions`;
-//! the progress line on standard error, then the table (or `--json`) on standard output.
+//! the progress line on standard error, then the table (or `--json`) on standard output, and
+//! with `--svg` the runs as a plot.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
@@ -7,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context as _;
 use iopath_bench::journal::{
-    FioChoice, JournalOptions, ProgressEvent, ProgressLine, measure, render,
+    FioChoice, JournalOptions, ProgressEvent, ProgressLine, measure, plot, render,
 };
 use iopath_fabric::units::parse_size;
 use iopath_storage_server::engine::EngineKind;
@@ -90,6 +91,10 @@ pub struct JournalArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also draw the runs as an SVG plot in FILE: each configuration's bandwidth in every run,
+    /// the raw baseline among them (most telling with --runs 2 or more).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 impl From<&JournalArgs> for JournalOptions {
@@ -149,6 +154,10 @@ pub async fn run(args: JournalArgs) -> anyhow::Result<()> {
     let measured = measure(&JournalOptions::from(&args), &progress).await;
     write(line.lock().unwrap_or_else(PoisonError::into_inner).finish());
     let report = measured?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, plot::figure(&report).svg())
+            .with_context(|| format!("write the plot {}", path.display()))?;
+    }
     if args.json {
         let json = serde_json::to_string_pretty(&report).context("encode the report as JSON")?;
         writeln!(std::io::stdout(), "{json}").context("write the report")?;

@@ -2,6 +2,9 @@
 //! that its `--processes` mode starts for each node.
 
 use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
 
 use clap::{Subcommand, ValueEnum};
 use iopath_bench::selftest::workload::TestKind;
@@ -56,6 +59,10 @@ pub struct SelftestArgs {
     /// Bytes per brw RPC (k, m, g suffixes).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     size: u64,
+    /// Sweep: run the tests at each of these sizes in turn, comma-separated (4k,64k,1m,4m),
+    /// with one baseline measured before the first; instead of --size.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, conflicts_with = "size", value_name = "SIZE,...")]
+    sizes: Vec<u64>,
     /// RPCs in flight per client.
     #[arg(long, default_value_t = 8)]
     concurrency: u32,
@@ -77,6 +84,10 @@ pub struct SelftestArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// With --sizes: also draw bulk bandwidth by RPC size as an SVG plot in FILE, a line per
+    /// brw test and layout, the baseline (with --baseline) as a rule.
+    #[arg(long, value_name = "FILE", requires = "sizes")]
+    svg: Option<PathBuf>,
 }
 
 /// `iopath selftest-node`: which node this process is.
@@ -109,7 +120,8 @@ enum SelftestRole {
     },
 }
 
-/// Runs `iopath selftest`: progress on stderr, the table (or `--json`) on stdout.
+/// Runs `iopath selftest`: progress on stderr, the table (or `--json`) on stdout; with
+/// `--sizes`, a row per size and test (or the sweep's JSON), and with `--svg` the plot.
 pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
     let brw = match args.mode {
         BrwMode::Write => TestKind::BrwWrite,
@@ -146,6 +158,20 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
         }
         let _ = err.flush();
     };
+    if !args.sizes.is_empty() {
+        let report = selftest::sweep::sweep(&config, &args.sizes, &mut progress).await?;
+        if let Some(path) = &args.svg {
+            std::fs::write(path, selftest::plot::figure(&report).svg())
+                .with_context(|| format!("write the plot {}", path.display()))?;
+        }
+        if args.json {
+            let json = serde_json::to_string_pretty(&report)?;
+            writeln!(std::io::stdout(), "{json}").map_err(anyhow::Error::from)?;
+        } else {
+            print!("{}", selftest::render_sweep(&report));
+        }
+        return Ok(());
+    }
     let report = selftest::run(&config, &mut progress).await?;
     if args.json {
         let json = serde_json::to_string_pretty(&report)?;

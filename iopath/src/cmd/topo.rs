@@ -68,7 +68,9 @@ pub struct AnalyzeArgs {
     /// Also model the routed LNET configurations (slower).
     #[arg(long)]
     pub routed: bool,
-    /// Write link_histogram.svg, completion_cdf.svg and their CSVs here.
+    /// Write the plots here, with their data as CSV: link_histogram.svg (links per pair count,
+    /// log scale, with the saturation point) and completion_cdf.svg (the share of writers done
+    /// by each time), each footnoted as modeled.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
     /// Output format.

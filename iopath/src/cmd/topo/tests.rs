@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
 use clap::Parser;
+use iopath_plot::check::Drawing;
 
 use super::{TopoCommand, run_to};
 
@@ -113,14 +114,15 @@ fn analyze_writes_plots_and_csv() {
     .unwrap();
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.lines().nth(1).unwrap().starts_with("default,56,"));
-    for f in [
-        "link_histogram.svg",
-        "completion_cdf.svg",
-        "link_histogram.csv",
-        "completion_times.csv",
-    ] {
+    for f in ["link_histogram.csv", "completion_times.csv"] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(!text.is_empty(), "{f}");
+    }
+    for f in ["link_histogram.svg", "completion_cdf.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap();
+        let drawing = Drawing::read(&svg).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert_eq!(drawing.problems(), [], "{f}");
+        assert_eq!(drawing.series.len(), 2, "{f}: default and placed");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
