@@ -162,6 +162,20 @@ fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
         "  0 UP obdfilter scratch-OST0001 scratch-OST0001_UUID\n  \
          1 UP obdfilter scratch-OST0003 scratch-OST0003_UUID\n"
     );
+    // Lustre's stats layout: `lfs df` asked each target for its capacity once.
+    let stats = lctl(&["get_param", "obdfilter.scratch-OST0001.stats"]);
+    assert!(stats.contains("snapshot_time             "), "{stats}");
+    assert!(
+        stats.contains("\nstatfs                    1 samples [reqs]\n"),
+        "{stats}"
+    );
+    assert!(
+        lctl(&["get_param", "obdfilter.scratch-OST0001.brw_stats"])
+            .contains("pages per bulk r/w     rpcs  % cum % |  rpcs        % cum %\n")
+    );
+    lctl(&["set_param", "obdfilter.scratch-OST0001.stats=clear"]);
+    let cleared = lctl(&["get_param", "obdfilter.scratch-OST0001.stats"]);
+    assert!(!cleared.contains("statfs"), "{cleared}");
     let out = common::iopath()
         .args(["lctl", "--admin", stack.admin("mds"), "dl"])
         .output()

@@ -376,3 +376,73 @@ async fn a_server_answers_to_its_targets_file_system_indices() {
         "named by its one index"
     );
 }
+
+/// `obdfilter.*.stats` and `brw_stats` count what the target did: bytes per write and read,
+/// requests, and histograms of bulk pages and disk I/O sizes that add up to the bytes moved.
+#[tokio::test]
+async fn stats_and_brw_stats_count_what_the_target_did() {
+    use iopath_storage_server::ost::counters::{self, Op, Rw};
+    let dir = tempfile::tempdir().unwrap();
+    let ost = open(config(dir.path(), false)).await;
+    ost.create(ObjectId(1)).await.unwrap();
+    for k in 0..3 {
+        ost.write(ObjectId(1), k * (256 << 10), block(2, 256 << 10))
+            .await
+            .unwrap();
+    }
+    ost.write(ObjectId(1), 768 << 10, block(3, 4096))
+        .await
+        .unwrap();
+    let read = ost.read(ObjectId(1), 0, 64 << 10).await.unwrap();
+    assert_eq!(read.value.len(), 64 << 10);
+    ost.getattr(ObjectId(1)).await.unwrap();
+    ost.sync().await.unwrap();
+    ost.statfs().await.unwrap();
+
+    let c = ost.counters();
+    let writes = c.counter(Op::WriteBytes);
+    assert_eq!(writes.samples, 4);
+    assert_eq!((writes.min, writes.max), (4096, 256 << 10));
+    assert_eq!(writes.sum, 3 * (256 << 10) + 4096);
+    assert_eq!(c.counter(Op::ReadBytes).sum, 64 << 10);
+    assert_eq!(c.counter(Op::Write).samples, 4, "a latency per write");
+    for op in [Op::Create, Op::Getattr, Op::Sync, Op::Statfs] {
+        assert_eq!(c.counter(op).samples, 1, "{op:?}");
+    }
+    assert_eq!(c.counter(Op::Destroy).samples, 0);
+    // The histograms add up to the bytes moved.
+    let bytes = |h: &counters::Histogram, unit: u64| -> u64 {
+        h.buckets
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n * (unit << i))
+            .sum()
+    };
+    let w = Rw::Write as usize;
+    assert_eq!(bytes(&c.brw.io_size[w], 1), writes.sum);
+    assert_eq!(bytes(&c.brw.pages_per_bulk[w], 4096), writes.sum);
+    assert_eq!(c.brw.io_time_ms[w].total(), 4);
+    assert_eq!(c.brw.in_flight[w].total(), 4);
+    assert_eq!(bytes(&c.brw.io_size[Rw::Read as usize], 1), 64 << 10);
+
+    let stats = counters::stats_text(&c, std::time::SystemTime::now());
+    assert!(
+        stats.contains("write_bytes               4 samples [bytes] 4096 262144 790528 "),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("statfs                    1 samples [reqs]\n"),
+        "{stats}"
+    );
+    assert!(
+        !stats.contains("destroy"),
+        "a counter with no samples is left out: {stats}"
+    );
+    let brw = counters::brw_stats_text(&c, std::time::SystemTime::now());
+    assert!(
+        brw.contains("64:\t\t         0   0 100   |    3  75 100\n"),
+        "{brw}"
+    );
+    ost.clear_counters();
+    assert_eq!(ost.counters().counter(Op::WriteBytes).samples, 0);
+}

@@ -3,6 +3,8 @@
 //! - [`target`] — [`Ost`]: object files, journal, operations.
 //! - [`startup`] — formatting and recovery at start, [`RecoveryReport`].
 //! - [`config`] — [`OstConfig`]: paths and limits.
+//! - [`counters`] — operation counters and I/O histograms, in Lustre's `stats` and
+//!   `brw_stats` layouts.
 //! - [`reply`] — [`OpReply`]: value, transno, last_committed.
 //! - [`oss`] — [`Oss`]: several targets on one server.
 //!
@@ -10,6 +12,7 @@
 //! too.
 
 pub mod config;
+pub mod counters;
 pub mod oss;
 pub mod reply;
 pub mod startup;

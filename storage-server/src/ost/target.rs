@@ -12,6 +12,7 @@
 //! | punch (grow) | file → record | an uncommitted growth is cut back at recovery |
 
 use super::config::OstConfig;
+use super::counters::{Op, Rw, TargetCounters};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
@@ -28,6 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime};
 use tokio::sync::{RwLock, Semaphore};
 
 /// The engines a target uses: one for its object files and one for its journal (the same one
@@ -112,6 +114,10 @@ pub struct Ost {
     lost: Mutex<LostRanges>,
     /// Held while the `lost` file is rewritten, so rewrites never interleave.
     lost_file: tokio::sync::Mutex<()>,
+    /// Operation counters and I/O histograms (`obdfilter.*.stats`, `brw_stats`).
+    counters: Mutex<TargetCounters>,
+    /// Disk I/Os under way on the object files, for brw_stats' "disk I/Os in flight".
+    disk_in_flight: AtomicU64,
 }
 
 impl Ost {
@@ -190,6 +196,8 @@ impl Ost {
             recovery: recovered.report,
             lost: Mutex::new(recovered.lost),
             lost_file: tokio::sync::Mutex::new(()),
+            counters: Mutex::new(TargetCounters::new(SystemTime::now())),
+            disk_in_flight: AtomicU64::new(0),
         })
     }
 
@@ -303,6 +311,37 @@ impl Ost {
             objects: self.lock_objects().len(),
             journal: self.journal.counters(),
         }
+    }
+
+    /// The operation counters and I/O histograms since the start or the last clear.
+    pub fn counters(&self) -> TargetCounters {
+        self.lock_counters().clone()
+    }
+
+    /// Starts the counters again from zero (`lctl set_param obdfilter.*.stats=clear`).
+    pub fn clear_counters(&self) {
+        *self.lock_counters() = TargetCounters::new(SystemTime::now());
+    }
+
+    fn lock_counters(&self) -> std::sync::MutexGuard<'_, TargetCounters> {
+        self.counters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts one `op` (its value in bytes or microseconds).
+    fn count(&self, op: Op, value: u64) {
+        self.lock_counters().count(op, value);
+    }
+
+    /// Runs one disk I/O of `bytes` on an object file, tallying its size, time and the I/Os
+    /// under way with it.
+    async fn disk_io<T>(&self, rw: Rw, bytes: u64, io: impl Future<Output = T>) -> T {
+        let in_flight = self.disk_in_flight.fetch_add(1, Ordering::AcqRel) + 1;
+        let started = Instant::now();
+        let outcome = io.await;
+        let time = started.elapsed();
+        self.disk_in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.lock_counters().disk_io(rw, bytes, time, in_flight);
+        outcome
     }
 
     /// Why the target stopped, if it did.
@@ -440,6 +479,7 @@ impl Ost {
         };
         self.lock_objects().insert(object, Arc::new(state));
         tracing::debug!(target_index = self.config.index, %object, transno = %stamp.transno, "created");
+        self.count(Op::Create, 0);
         Ok(self.reply((), stamp))
     }
 
@@ -475,6 +515,7 @@ impl Ost {
         data: Bytes,
         replay: Option<Transno>,
     ) -> Result<OpReply<()>> {
+        let arrived = Instant::now();
         self.stop.check(self.config.index)?;
         let length = data.len() as u64;
         if length == 0 {
@@ -499,9 +540,11 @@ impl Ost {
         // Durability step 1: the data reaches the object file — straight to the device when
         // the request is aligned (O_DIRECT), else into the page cache.
         let done = self
-            .engines
-            .data
-            .write_at(&state.file, offset, data)
+            .disk_io(
+                Rw::Write,
+                length,
+                self.engines.data.write_at(&state.file, offset, data),
+            )
             .await
             .map_err(|e| StorageError::io("write object", state.file.path(), e))?;
         // Durability step 2: data that only reached the page cache is fdatasync'd, so that in
@@ -539,6 +582,12 @@ impl Ost {
             .journal
             .submit(intent, replay, sync_file, Some(permit))
             .await?;
+        {
+            let mut counters = self.lock_counters();
+            counters.bulk(Rw::Write, length);
+            counters.count(Op::WriteBytes, length);
+            counters.count(Op::Write, arrived.elapsed().as_micros() as u64);
+        }
         Ok(self.reply((), stamp))
     }
 
@@ -549,6 +598,7 @@ impl Ost {
         offset_bytes: u64,
         length_bytes: u64,
     ) -> Result<OpReply<Bytes>> {
+        let arrived = Instant::now();
         self.stop.check(self.config.index)?;
         self.check_io_size(length_bytes)?;
         let state = self.lookup(object)?;
@@ -565,12 +615,22 @@ impl Ost {
         let bytes = if available == 0 {
             Bytes::new()
         } else {
-            self.engines
-                .data
-                .read_at(&state.file, offset_bytes, available as usize)
-                .await
-                .map_err(|e| StorageError::io("read object", state.file.path(), e))?
+            self.disk_io(
+                Rw::Read,
+                available,
+                self.engines
+                    .data
+                    .read_at(&state.file, offset_bytes, available as usize),
+            )
+            .await
+            .map_err(|e| StorageError::io("read object", state.file.path(), e))?
         };
+        {
+            let mut counters = self.lock_counters();
+            counters.bulk(Rw::Read, bytes.len() as u64);
+            counters.count(Op::ReadBytes, bytes.len() as u64);
+            counters.count(Op::Read, arrived.elapsed().as_micros() as u64);
+        }
         Ok(OpReply {
             value: bytes,
             transno: None,
@@ -586,6 +646,7 @@ impl Ost {
         if let Some(lost) = self.lock_lost().lost_of(object) {
             return Err(self.data_lost(lost));
         }
+        self.count(Op::Getattr, 0);
         Ok(OpReply {
             value: ObjectAttr {
                 size_bytes: state.size(),
@@ -628,6 +689,7 @@ impl Ost {
         if self.lock_lost().punched(object, size_bytes) {
             self.persist_lost().await?;
         }
+        self.count(Op::Punch, 0);
         Ok(self.reply((), stamp))
     }
 
@@ -679,6 +741,7 @@ impl Ost {
         if self.lock_lost().destroyed(object) {
             self.persist_lost().await?;
         }
+        self.count(Op::Destroy, 0);
         Ok(self.reply((), stamp))
     }
 
@@ -687,6 +750,7 @@ impl Ost {
     pub async fn sync(&self) -> Result<OpReply<()>> {
         self.stop.check(self.config.index)?;
         let stamp = self.journal.flush().await?;
+        self.count(Op::Sync, 0);
         Ok(OpReply {
             value: (),
             transno: None,
@@ -713,6 +777,7 @@ impl Ost {
 
     /// The capacity of the file system under the target, as statvfs(3) reports it.
     pub async fn statfs(&self) -> std::io::Result<Capacity> {
+        self.count(Op::Statfs, 0);
         let dir = self.config.dir.clone();
         tokio::task::spawn_blocking(move || capacity_of(&dir))
             .await

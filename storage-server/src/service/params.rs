@@ -1,7 +1,7 @@
 //! The OSS's parameters on the admin tree, named as Lustre's after the file system and the
 //! target (`obdfilter.iopath-OST0000.sync_journal`): `sync_journal`
 //! (writable: 1 for sync commits, 0 for async), `last_committed`, `commits` (journal commits
-//! so far), `stats`, and `lost`: the bytes acknowledged to clients that a restart dropped and
+//! so far), `stats` and `brw_stats` (Lustre's layouts; writing clears them), and `lost`: the bytes acknowledged to clients that a restart dropped and
 //! no client replayed, one line per object and range (`object START END`), which reads of
 //! them are refused until they are written again. And `devices`, the targets as `lctl dl`
 //! lists them.
@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use iopath_admin::{AdminError, DEVICES_PARAM, Device, Param, ParamTree, devices_text};
 
-use crate::ost::Oss;
+use std::time::SystemTime;
+
+use crate::ost::{Oss, counters};
 
 /// Hangs every target's parameters on `tree`, and the `devices` list `lctl dl` prints: one
 /// `obdfilter` device per target.
@@ -74,16 +76,28 @@ pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
                     .unwrap_or_default()
             }),
         )?;
-        let stats = weak;
-        tree.register(
-            &name("stats"),
-            Param::read_only(move || {
-                stats
-                    .upgrade()
-                    .map(|o| format!("{:#?}\n", o.targets()[position].stats()))
-                    .unwrap_or_default()
-            }),
-        )?;
+        // Lustre's stats files: read, or cleared by writing anything (`stats=clear`).
+        for (leaf, text) in [
+            ("stats", counters::stats_text as fn(&_, _) -> String),
+            ("brw_stats", counters::brw_stats_text),
+        ] {
+            let (get, clear) = (weak.clone(), weak.clone());
+            tree.register(
+                &name(leaf),
+                Param::read_write(
+                    move || {
+                        get.upgrade()
+                            .map(|o| text(&o.targets()[position].counters(), SystemTime::now()))
+                            .unwrap_or_default()
+                    },
+                    move |_| {
+                        let oss = clear.upgrade().ok_or("server stopped")?;
+                        oss.targets()[position].clear_counters();
+                        Ok(())
+                    },
+                ),
+            )?;
+        }
     }
     Ok(())
 }
