@@ -5,16 +5,26 @@
 //! Interfaces take their send credits here, per interface and per peer; routers their buffer
 //! and per-peer router credits; LNDs carry the credits of a message until it has left.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::credits::{Acquire, CreditPool, WaiterId};
 
 /// A [`CreditPool`] that async tasks can wait on.
+///
+/// Besides LNet's counters it keeps what IORCD-style congestion sampling reads: how many
+/// acquisitions had to wait, and for how long in all.
 #[derive(Debug)]
 pub struct CreditGate {
     pool: Mutex<CreditPool<oneshot::Sender<()>>>,
+    /// Acquisitions that queued and were granted.
+    waits: AtomicU64,
+    /// Their time in the queue, nanoseconds, summed.
+    waited_ns: AtomicU64,
 }
 
 /// One credit taken from a [`CreditGate`]; returned when dropped.
@@ -55,6 +65,8 @@ impl CreditGate {
     pub fn new(credits_max: u32) -> Arc<CreditGate> {
         Arc::new(CreditGate {
             pool: Mutex::new(CreditPool::new(credits_max)),
+            waits: AtomicU64::new(0),
+            waited_ns: AtomicU64::new(0),
         })
     }
 
@@ -78,9 +90,13 @@ impl CreditGate {
             id,
             granted: false,
         };
+        let queued = Instant::now();
         // The sender is only dropped unsent if the pool is dropped, which needs this Arc.
         let _ = granted_rx.await;
         waiting.granted = true;
+        let waited = u64::try_from(queued.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
         Credit {
             gate: Arc::clone(self),
         }
@@ -111,6 +127,8 @@ impl CreditGate {
             credits_min: pool.credits_min(),
             in_flight: pool.in_flight(),
             queued: pool.queued(),
+            waits: self.waits.load(Ordering::Relaxed),
+            waited: Duration::from_nanos(self.waited_ns.load(Ordering::Relaxed)),
         }
     }
 
@@ -123,6 +141,10 @@ impl CreditGate {
 /// The counters of one credit pool at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreditSnapshot {
+    /// Acquisitions that had to queue for a credit, since the gate was made.
+    pub waits: u64,
+    /// Their time queued, summed: the congestion a sampler differences between samples.
+    pub waited: Duration,
     /// Configured credits (`max`).
     pub credits_max: u32,
     /// Free credits, negative by the queue length (`tx`).
@@ -133,4 +155,34 @@ pub struct CreditSnapshot {
     pub in_flight: u32,
     /// Sends waiting for a credit.
     pub queued: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gate_counts_its_waits_and_their_time() {
+        let gate = CreditGate::new(1);
+        let held = gate.acquire().await;
+        assert_eq!(gate.snapshot().waits, 0, "a free credit is no wait");
+        let waiter = tokio::spawn({
+            let gate = Arc::clone(&gate);
+            async move { gate.acquire().await }
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(gate.snapshot().queued, 1);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        drop(held);
+        let second = waiter.await.unwrap();
+        let snapshot = gate.snapshot();
+        assert_eq!(snapshot.waits, 1);
+        assert_eq!(snapshot.waited, Duration::from_millis(5));
+        // A waiter that gives up is not counted: it was never granted.
+        let gave_up = tokio::time::timeout(Duration::from_millis(3), gate.acquire()).await;
+        assert!(gave_up.is_err());
+        drop(second);
+        assert_eq!(gate.snapshot().waits, 1);
+        assert_eq!(gate.snapshot().credits, 1, "every credit back");
+    }
 }

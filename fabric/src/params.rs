@@ -1,5 +1,6 @@
 //! The fabric's views on a node's admin parameter tree, in the layout of LNet's own files:
-//! `nis`, `peers`, `stats`, `routes`, `routers` and `buffers`, so `iopath lctl get_param peers` reads like `lctl`.
+//! `nis`, `peers`, `stats`, `routes`, `routers` and `buffers`, so `iopath lctl get_param peers` reads like `lctl`;
+//! and iopath's own `congestion`: every credit gate's waits and time waited, for sampling.
 //!
 //! Columns follow LNet's files exactly (see `nis` and `peers` below for each column's
 //! meaning here). `routes`, `routers` and `buffers` show the routing table, gateway health and
@@ -12,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use iopath_admin::{AdminError, Param, ParamTree};
 
+use crate::gate::CreditSnapshot;
 use crate::node::{Node, NodeInner};
 
 /// Hangs `nis`, `peers` and `stats` for `node` on `tree`, under `prefix` (empty for none: one
@@ -37,6 +39,7 @@ pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), Admin
     tree.register(&name("stats"), view(stats, weak.clone()))?;
     tree.register(&name("routers"), view(routers, weak.clone()))?;
     tree.register(&name("buffers"), view(buffers, weak.clone()))?;
+    tree.register(&name("congestion"), view(congestion, weak.clone()))?;
     // `routes` is a view and, written to, `lnetctl route add|del`:
     //   set_param routes="add NET GATEWAY [HOPS [PRIORITY]]"   set_param routes="del NET GATEWAY"
     let writer = weak.clone();
@@ -166,6 +169,51 @@ fn buffers(node: &NodeInner) -> String {
             c.queued
         );
     }
+    out
+}
+
+/// iopath's `congestion`: for every credit gate on the node — each interface's and each
+/// peer's send credits (`tx`), and on a router each buffer pool and each peer's router credits
+/// (`rtr`) — how many sends had to wait for a credit and for how long in all, beside the queue
+/// now and the low-water mark. The counts only grow: a sampler (IORCD's) differences two
+/// readings to get an interval's congestion. `forwarded` is the messages a router passed on.
+fn congestion(node: &NodeInner) -> String {
+    let mut out = format!(
+        "{:<44} {:>10} {:>12} {:>6} {:>6}\n",
+        "gate", "waits", "waited_s", "queue", "min"
+    );
+    let mut row = |gate: String, c: CreditSnapshot| {
+        let _ = writeln!(
+            out,
+            "{gate:<44} {:>10} {:>12.6} {:>6} {:>6}",
+            c.waits,
+            c.waited.as_secs_f64(),
+            c.queued,
+            c.credits_min
+        );
+    };
+    for ni in node.nis() {
+        row(format!("ni {} tx", ni.nid()), ni.credits());
+        for (peer, c) in ni.peers() {
+            row(format!("peer {peer} tx"), c);
+        }
+    }
+    if let Some(router) = &node.router {
+        for (class, _, c) in router.pools() {
+            row(
+                format!("router buffers {}", format!("{class:?}").to_lowercase()),
+                c,
+            );
+        }
+        for (peer, c) in router.peers() {
+            row(format!("router peer {peer} rtr"), c);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "forwarded {}",
+        node.counters.forwarded.load(Ordering::Relaxed)
+    );
     out
 }
 

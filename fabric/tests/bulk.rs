@@ -194,6 +194,29 @@ async fn a_multi_chunk_pull_lands_in_one_aligned_buffer_with_nothing_assembled()
                 Transport::Mem => assert_eq!(copied, pulled_bytes),
             }
         }
+        // The congestion view: a row per gate, nobody waited, nothing forwarded.
+        let congestion = tree.get("congestion").unwrap().remove(0).value;
+        let mut lines = congestion.lines();
+        assert!(lines.next().unwrap().starts_with("gate "), "{congestion}");
+        let gates: Vec<&str> = lines
+            .clone()
+            .filter(|l| !l.starts_with("forwarded"))
+            .collect();
+        assert!(
+            gates
+                .iter()
+                .any(|l| l.starts_with(&format!("ni {} tx", server.nid())))
+        );
+        assert!(
+            gates
+                .iter()
+                .any(|l| l.starts_with(&format!("peer {} tx", client.nid())))
+        );
+        for gate in gates {
+            let fields: Vec<&str> = gate.split_whitespace().collect();
+            assert_eq!(fields[fields.len() - 4], "0", "no waits: {gate}");
+        }
+        assert_eq!(congestion.lines().last(), Some("forwarded 0"));
     }
 }
 

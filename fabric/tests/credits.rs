@@ -88,6 +88,20 @@ async fn in_flight_never_exceeds_credits_under_10x_overload_and_all_come_back() 
         worst_min < 0,
         "peer credits went negative under 10x overload: {peers:?}"
     );
+    // Every pool that went negative had senders wait, each granted in the end: their waits and
+    // time waited are counted; a pool that never went negative counted none.
+    for (peer, snapshot) in &peers {
+        assert_eq!(
+            snapshot.credits_min < 0,
+            snapshot.waits > 0,
+            "peer {peer}: {snapshot:?}"
+        );
+        assert_eq!(
+            snapshot.waits > 0,
+            !snapshot.waited.is_zero(),
+            "{snapshot:?}"
+        );
+    }
     // Idle: every credit is back, on the client and the servers (which sent the REPLYs).
     for node in &all {
         for ni in node.interfaces() {

@@ -407,6 +407,20 @@ async fn a_router_under_10x_overload_never_holds_more_buffers_than_its_credits()
         large.credits_min < 0 || queued_on_peer,
         "senders queued for buffers (counts went negative): {large:?}"
     );
+    // The wait showed as congestion where it happened: a router pool or router credit that
+    // went negative counted its waits and their time; one that never did counted none.
+    let gates = buffers
+        .pools()
+        .into_iter()
+        .map(|(class, _, s)| (format!("{class:?}"), s))
+        .chain(buffers.peers().into_iter().map(|(p, s)| (p.to_string(), s)));
+    for (gate, snapshot) in gates {
+        assert_eq!(
+            snapshot.credits_min < 0,
+            snapshot.waits > 0 && !snapshot.waited.is_zero(),
+            "{gate}: {snapshot:?}"
+        );
+    }
     // Idle: every router buffer and router credit is back, and every send credit.
     for (class, _, snapshot) in buffers.pools() {
         assert_eq!(
