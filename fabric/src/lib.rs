@@ -34,7 +34,9 @@
 //! - [`bulk`]: GET (pull) and PUT (push) of descriptor-named bytes, in verified chunks.
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once; services.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
-//!   node's admin tree (writing `routes` adds or deletes a route).
+//!   node's admin tree (writing `routes` adds or deletes a route), and `congestion`.
+//! - [`iorcd`]: IORCD's sampler: per network, each interval's congestion (time queued for
+//!   credits, egress and ingress) and traffic, as JSON Lines on the admin tree.
 
 pub mod aligned;
 pub mod bulk;
@@ -46,6 +48,7 @@ pub mod fault;
 pub mod frame;
 pub mod gate;
 mod health;
+pub mod iorcd;
 pub mod landing;
 pub mod limits;
 pub mod lnd;

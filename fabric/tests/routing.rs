@@ -356,6 +356,11 @@ async fn a_router_under_10x_overload_never_holds_more_buffers_than_its_credits()
     let (routers, client, server) = tcp_routed(&limits, config, 1).await;
     let router = routers.into_iter().next().unwrap();
     TestService::install(&server);
+    // IORCD on the router, every 20 ms.
+    let tree = iopath_admin::ParamTree::new();
+    let iorcd =
+        iopath_fabric::iorcd::Sampler::start(&router, Some(Duration::from_millis(20)), &tree)
+            .unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {
         let (router, stop) = (router.clone(), stop.clone());
@@ -420,6 +425,44 @@ async fn a_router_under_10x_overload_never_holds_more_buffers_than_its_credits()
             snapshot.waits > 0 && !snapshot.waited.is_zero(),
             "{gate}: {snapshot:?}"
         );
+    }
+    // IORCD saw the stall where it was: the data (1 MiB REPLYs) comes from the client's network
+    // and waited longest to get into the router; the puller's small GETs from the server's
+    // network, two router credits per peer for twenty pulls, waited too, but less. What the
+    // router forwarded onto the server's network is counted too.
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    let records = iorcd.records();
+    assert!(!records.is_empty(), "samples every 20 ms");
+    let sum = |network: &str, f: fn(&iopath_fabric::iorcd::Sample) -> f64| -> f64 {
+        records.iter().filter(|r| r.network == network).map(f).sum()
+    };
+    let (client_net, server_net) = (client.nid().net.to_string(), server.nid().net.to_string());
+    let ingress = |r: &iopath_fabric::iorcd::Sample| r.ingress_congestion_s;
+    let (from_client, from_server) = (
+        sum(&client_net, ingress) + sum("*", ingress),
+        sum(&server_net, ingress),
+    );
+    assert!(
+        from_client > from_server,
+        "ingress congestion from the data's side {from_client} s, the GETs' side {from_server} s: {records:#?}"
+    );
+    let bytes_to_server: u64 = records
+        .iter()
+        .filter(|r| r.network == server_net)
+        .map(|r| r.bytes_out)
+        .sum();
+    assert!(
+        bytes_to_server >= 20 * 4 * (1 << 20),
+        "every pulled byte went out onto the server's network: {bytes_to_server}"
+    );
+    let lines = tree.get("iorcd.samples").unwrap().remove(0).value;
+    assert!(
+        lines.lines().count() >= records.len(),
+        "the records, as JSON Lines"
+    );
+    for line in lines.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(record["router"], router.nid().to_string());
     }
     // Idle: every router buffer and router credit is back, and every send credit.
     for (class, _, snapshot) in buffers.pools() {

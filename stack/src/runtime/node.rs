@@ -33,6 +33,9 @@ enum Served {
     Fyod(FyodRunning),
 }
 
+/// IORCD's sampling interval unless set otherwise: the paper's 30 s.
+pub const IORCD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One node of a stack, running here.
 #[derive(Debug)]
 pub struct RunningNode {
@@ -46,6 +49,8 @@ pub struct RunningNode {
     pub node: Node,
     /// Its parameters (fabric views, and its role's), for its admin service.
     pub tree: ParamTree,
+    /// IORCD's sampler, on routers and fyods (`iorcd.interval_ms`, `iorcd.samples`).
+    pub iorcd: Option<Arc<iopath_fabric::iorcd::Sampler>>,
     served: Served,
 }
 
@@ -109,6 +114,14 @@ impl RunningNode {
         let tree = ParamTree::new();
         iopath_fabric::params::register(&node, &tree, "")
             .map_err(|e| failed(format!("register its parameters: {e}")))?;
+        // Routers and fyods sample their congestion as IORCD did on Titan's routers, every
+        // 30 s unless `iorcd.interval_ms` says otherwise.
+        let iorcd = matches!(spec.role.kind(), RoleName::Router | RoleName::Fyod)
+            .then(|| {
+                iopath_fabric::iorcd::Sampler::start(&node, Some(IORCD_INTERVAL), &tree)
+                    .map_err(|e| failed(format!("start its IORCD sampler: {e}")))
+            })
+            .transpose()?;
         let served = match start_role(stack, index, &node, &tree, storage, tuning).await {
             Ok(served) => served,
             Err(e) => {
@@ -123,6 +136,7 @@ impl RunningNode {
             role: spec.role.kind(),
             node,
             tree,
+            iorcd,
             served,
         })
     }
