@@ -14,6 +14,8 @@
 //!   paper: the raw block baseline, OST writes with sync and async journal commits, and an
 //!   external journal, in one run on one file system, with fio beside the baseline; the
 //!   phases run in this process, on the storage server's targets and engines.
+//! - [`iorcd`]: IORCD's analyses of routers' congestion records: write and read series,
+//!   correlation with bandwidth, the paper's rule for a degraded run.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.
@@ -29,6 +31,7 @@ pub mod cpu;
 pub mod error;
 pub mod fio;
 pub mod ior;
+pub mod iorcd;
 pub mod journal;
 pub mod mount;
 pub mod raw;

@@ -528,3 +528,117 @@ async fn a_stonewalled_write_is_checked_in_full() {
         None => assert_eq!(write.bytes, 2 * 4 * MIB, "{write:?}"),
     }
 }
+
+/// IORCD on spider-mini-routed's routers while IOR writes and reads: the records, analysed as
+/// the paper does, put the written bytes in the write direction and the read bytes in the
+/// read direction, every byte of both through the routers, and give each burst its congestion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iorcd_on_the_routers_sees_writes_and_reads_go_their_ways() {
+    use iopath_bench::ior::phase::{self, Files, Job};
+    use iopath_bench::iorcd::{self, Direction};
+    use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
+    use iopath_stack::schema::RoleName;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let stack = StackChoice {
+        preset: Some("spider-mini-routed".into()),
+        ..StackChoice::default()
+    }
+    .load()
+    .unwrap();
+    let storage = StorageDir::temporary("iorcd", Some(dir.path())).unwrap();
+    let running = RunningStack::start(stack, Mode::Embedded, storage, None)
+        .await
+        .unwrap();
+    let nodes = running.local_nodes();
+    let routers: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.role == RoleName::Router)
+        .collect();
+    assert!(!routers.is_empty());
+    for router in &routers {
+        router.tree.set("iorcd.interval_ms", "50").unwrap();
+    }
+    let storage_nets: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.role == RoleName::Oss)
+        .flat_map(|n| n.node.nids())
+        .map(|nid| nid.net.to_string())
+        .collect();
+    let params = iopath_bench::ior::IorParams::from_options(
+        &IorOptions {
+            tasks: Some(4),
+            file_per_proc: true,
+            keep_file: true,
+            ..on("spider-mini-routed", 256 * KIB, 4 * MIB)
+        },
+        0,
+    )
+    .unwrap();
+    let mut clients = Vec::new();
+    for node in running.clients().into_iter().take(4) {
+        clients.push(running.connect(node).await.unwrap());
+    }
+    phase::make_parents(&clients[0], &params.test_file)
+        .await
+        .unwrap();
+    let job = Arc::new(Job {
+        buffers: iopath_bench::ior::buffers::pool(params.transfer_size_bytes as usize),
+        params: params.clone(),
+        tasks: 4,
+        clients,
+        seed: 0,
+    });
+    let (_, written) = phase::write(&job, 0, 1, None, Progress::Silent)
+        .await
+        .unwrap();
+    let written = Arc::new(written);
+    let files: Files = (0..4)
+        .map(|task| (params.file_of(task, 0), Arc::clone(&written)))
+        .collect();
+    // A pause between the phases, so that they are bursts of their own.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let read = phase::read(&job, 0, &files, None, Progress::Silent)
+        .await
+        .unwrap();
+    assert_eq!(read.verified_bytes, 16 * MIB);
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    phase::end(&job.clients).await.unwrap();
+    let records: Vec<_> = routers
+        .iter()
+        .flat_map(|r| r.iorcd.as_ref().expect("routers sample").records())
+        .collect();
+    drop(nodes);
+    running.stop().await.unwrap();
+
+    let analysis = iorcd::analyze(&records, &storage_nets, 2, 0.5);
+    let bytes = |direction: Direction| -> u64 {
+        analysis
+            .bursts
+            .iter()
+            .filter(|b| b.direction == direction)
+            .flat_map(|b| &b.points)
+            .map(|p| p.bytes)
+            .sum()
+    };
+    // Every byte written went out onto the storage side; every byte read came back.
+    assert!(bytes(Direction::Write) >= 16 * MIB, "{analysis:#?}");
+    assert!(bytes(Direction::Read) >= 16 * MIB, "{analysis:#?}");
+    for c in &analysis.correlations {
+        assert!(c.intervals > 0, "{c:?}");
+    }
+    let text = iorcd::text(&analysis);
+    assert!(text.contains("correlation of congestion"), "{text}");
+    eprintln!("{text}");
+    if let Ok(dump) = std::env::var("IOPATH_IORCD_DUMP") {
+        let lines: String = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(dump, lines).unwrap();
+    }
+    let svg = iorcd::figure(&records, &analysis).svg();
+    let drawing = iopath_plot::check::Drawing::read(&svg).unwrap();
+    assert!(drawing.problems().is_empty(), "{:?}", drawing.problems());
+}

@@ -7,12 +7,14 @@
 //! - [`selftest`]: `selftest`, and the hidden `selftest-node` its node processes run.
 //! - [`topo`]: `topo analyze | routes | layout`, the torus model.
 //! - [`lctl`], [`lnetctl`]: a running node's parameters and routes, over its admin service.
+//! - [`iorcd`]: IORCD's congestion records from routers, and the paper's analyses of them.
 //! - [`journal`], [`ior`]: `bench journal` and `bench ior`.
 //! - [`lfs`]: Lustre's lfs against a running stack.
 //! - [`mount`]: a running stack mounted with FUSE, for unmodified programs.
 //! - [`oss`]: an object storage server as a process of its own.
 
 pub mod ior;
+pub mod iorcd;
 pub mod journal;
 pub mod lctl;
 pub mod lfs;
@@ -60,6 +62,9 @@ pub enum Command {
     Lctl(lctl::LctlArgs),
     /// Configure a running node's LNet routes, as lnetctl does.
     Lnetctl(lnetctl::LnetctlArgs),
+    /// IORCD: collect routers' congestion records, and analyse them as the Titan paper did.
+    #[command(subcommand)]
+    Iorcd(iorcd::IorcdCommand),
     /// Benchmarks beside baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -113,6 +118,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Topo(command) => topo::run(command),
         Command::Lctl(args) => lctl::run(args).await,
         Command::Lnetctl(args) => lnetctl::run(args).await,
+        Command::Iorcd(command) => iorcd::run(command).await,
         Command::Bench(BenchCommand::Journal(args)) => journal::run(args).await,
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
         Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,
