@@ -17,6 +17,8 @@
 //! - [`credits`]: the pure credit-accounting core (negative counts, `min`).
 //! - [`error`]: the crate's one error type (it takes in the NID parser's own).
 //! - [`limits`]: every maximum in one place.
+//! - [`histogram`]: latency histograms in atomics, read as Prometheus's buckets.
+//! - [`rpc_stats`]: what the node's services executed, by portal and opcode (bounded).
 //! - [`gate`]: credit pools that tasks wait on, and the credits they hold.
 //! - [`reply_cache`]: the pure core that makes a resent request execute once.
 //! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
@@ -46,6 +48,7 @@ pub mod fault;
 pub mod frame;
 pub mod gate;
 mod health;
+pub mod histogram;
 pub mod landing;
 pub mod limits;
 pub mod lnd;
@@ -58,6 +61,7 @@ pub mod reply_cache;
 pub mod router;
 pub mod routing;
 pub mod rpc;
+pub mod rpc_stats;
 pub mod status;
 pub mod units;
 

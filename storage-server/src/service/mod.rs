@@ -432,6 +432,10 @@ impl OssService {
 }
 
 impl Service for OssService {
+    fn op_name(&self, opcode: u32) -> Option<&'static str> {
+        opcode::name(opcode)
+    }
+
     fn handle(self: Arc<Self>, request: Request) -> Reply {
         Box::pin(self.handle_request(request))
     }
