@@ -24,7 +24,9 @@ use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, EncodeMetric,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -49,11 +51,11 @@ pub type Labels = Vec<(&'static str, String)>;
 
 /// Writes counter family `name` (without `_total`: the encoder adds it) with one sample per
 /// label set.
-pub fn counters<L: EncodeLabelSet>(
+pub fn counters<L: EncodeLabelSet, V: EncodeCounterValue + std::fmt::Debug + Send + Sync>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    samples: impl IntoIterator<Item = (L, u64)>,
+    samples: impl IntoIterator<Item = (L, V)>,
 ) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
     for (labels, value) in samples {

@@ -37,6 +37,7 @@
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once; services.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
 //!   node's admin tree (writing `routes` adds or deletes a route).
+//! - [`metrics`]: the same counters and snapshots as Prometheus families, for `/metrics`.
 
 pub mod aligned;
 pub mod bulk;
@@ -52,6 +53,7 @@ pub mod histogram;
 pub mod landing;
 pub mod limits;
 pub mod lnd;
+pub mod metrics;
 pub mod ni;
 pub mod nid;
 pub mod node;

@@ -88,6 +88,9 @@ pub struct NodeCounters {
     pub checksum_mismatches: AtomicU64,
     /// RPCs sent again after a timeout or failed send.
     pub rpc_resends: AtomicU64,
+    /// Bulk chunks (or whole pulls) asked for again: after a checksum mismatch, a timeout or
+    /// BUSY — the bulk resends a transfer survived.
+    pub bulk_resends: AtomicU64,
     /// RPC requests executed by services.
     pub requests_executed: AtomicU64,
     /// Resent requests answered from the saved reply, without executing again.
