@@ -270,7 +270,7 @@ mod tests {
                 &mut encoder,
                 "iopath_test_requests",
                 "Requests.",
-                [(labels("read"), 3), (labels("write"), 5)],
+                [(labels("read"), 3u64), (labels("write"), 5)],
             )?;
             gauges(
                 &mut encoder,
