@@ -11,6 +11,8 @@
 //! - [`process`]: the life of a node process: READY line, serve, stop on stdin EOF,
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
+//! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors,
+//!   and helpers that write one metric family each.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
 //! - [`lctl`]: the `iopath lctl get_param|set_param|list_param|dl` command line, and the
 //!   `devices` list `dl` reads.
@@ -36,6 +38,7 @@ pub mod client;
 pub mod error;
 pub mod glob;
 pub mod lctl;
+pub mod metrics;
 pub mod param;
 pub mod process;
 pub mod service;

@@ -1,26 +1,40 @@
 //! The life of a node process started by another program (a benchmark, a test, `iopath up`):
-//! serve the admin service, say `READY <nids> <admin address>` on standard output, and run until
+//! serve the admin service (and `/metrics`, if asked), say `READY <nids> <admin address>
+//! [<metrics address>]` on standard output, and run until
 //! standard input closes (the parent is gone), SIGTERM arrives, or an admin asks for a
 //! shutdown — then let the admin service finish answering before returning.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
+
+use prometheus_client::registry::Registry;
 
 use tokio::io::AsyncReadExt;
 
 use crate::{AdminError, NodeInfo, ParamTree, Shutdown};
 
-/// Serves `tree` on `admin_addr`, announces the node, and waits for a reason to stop, which
-/// it returns.
+/// Serves `tree` on `admin_addr` and, if `metrics` names an address, the registry's
+/// `/metrics` there; announces the node, and waits for a reason to stop, which it returns.
 pub async fn serve_until_stopped(
     admin_addr: SocketAddr,
     tree: ParamTree,
     info: NodeInfo,
+    metrics: Option<(SocketAddr, Arc<Registry>)>,
 ) -> Result<String, AdminError> {
     let shutdown = Shutdown::new();
     let nids = info.nids.join(",");
     let admin = crate::serve(admin_addr, tree, info, shutdown.clone()).await?;
-    println!("READY {nids} {}", admin.local_addr());
+    let metrics = match metrics {
+        Some((addr, registry)) => {
+            Some(crate::metrics::serve(addr, registry, shutdown.clone()).await?)
+        }
+        None => None,
+    };
+    match &metrics {
+        Some(m) => println!("READY {nids} {} {}", admin.local_addr(), m.local_addr()),
+        None => println!("READY {nids} {}", admin.local_addr()),
+    }
     let mut stdin = tokio::io::stdin();
     let mut byte = [0u8; 1];
     let stdin_closed = async { while stdin.read(&mut byte).await.is_ok_and(|n| n > 0) {} };
@@ -44,6 +58,9 @@ pub async fn serve_until_stopped(
         .is_err()
     {
         tracing::warn!("admin service did not stop within 5 s");
+    }
+    if let Some(metrics) = metrics {
+        metrics.join().await;
     }
     Ok(reason)
 }

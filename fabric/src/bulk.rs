@@ -203,6 +203,7 @@ impl Node {
                     attempts: whole_attempts,
                 });
             }
+            inner.counters.bulk_resends.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -373,6 +374,7 @@ fn mismatch(
             attempts: chunks.mismatches[index],
         });
     }
+    inner.counters.bulk_resends.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
@@ -392,6 +394,7 @@ fn retry(
             attempts: chunks.retries[index],
         });
     }
+    inner.counters.bulk_resends.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 

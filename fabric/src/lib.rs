@@ -17,6 +17,8 @@
 //! - [`credits`]: the pure credit-accounting core (negative counts, `min`).
 //! - [`error`]: the crate's one error type (it takes in the NID parser's own).
 //! - [`limits`]: every maximum in one place.
+//! - [`histogram`]: latency histograms in atomics, read as Prometheus's buckets.
+//! - [`rpc_stats`]: what the node's services executed, by portal and opcode (bounded).
 //! - [`gate`]: credit pools that tasks wait on, and the credits they hold.
 //! - [`reply_cache`]: the pure core that makes a resent request execute once.
 //! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
@@ -35,6 +37,7 @@
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once; services.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
 //!   node's admin tree (writing `routes` adds or deletes a route), and `congestion`.
+//! - [`metrics`]: the same counters and snapshots as Prometheus families, for `/metrics`.
 //! - [`iorcd`]: IORCD's sampler: per network, each interval's congestion (time queued for
 //!   credits, egress and ingress) and traffic, as JSON Lines on the admin tree.
 
@@ -48,10 +51,12 @@ pub mod fault;
 pub mod frame;
 pub mod gate;
 mod health;
+pub mod histogram;
 pub mod iorcd;
 pub mod landing;
 pub mod limits;
 pub mod lnd;
+pub mod metrics;
 pub mod ni;
 pub mod nid;
 pub mod node;
@@ -61,6 +66,7 @@ pub mod reply_cache;
 pub mod router;
 pub mod routing;
 pub mod rpc;
+pub mod rpc_stats;
 pub mod status;
 pub mod units;
 

@@ -38,6 +38,7 @@ use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
 use crate::router::{RouterBuffers, RouterConfig};
 use crate::routing::{RouteSpec, RouteTable};
+use crate::rpc_stats::{OpSnapshot, RpcStats};
 
 /// One interface to bring up.
 #[derive(Debug, Clone)]
@@ -87,6 +88,9 @@ pub struct NodeCounters {
     pub checksum_mismatches: AtomicU64,
     /// RPCs sent again after a timeout or failed send.
     pub rpc_resends: AtomicU64,
+    /// Bulk chunks (or whole pulls) asked for again: after a checksum mismatch, a timeout or
+    /// BUSY — the bulk resends a transfer survived.
+    pub bulk_resends: AtomicU64,
     /// RPC requests executed by services.
     pub requests_executed: AtomicU64,
     /// Resent requests answered from the saved reply, without executing again.
@@ -153,6 +157,8 @@ pub(crate) struct NodeInner {
     /// Replies, ACKs and chunks being sent on behalf of peers right now (see `send_detached`).
     pub(crate) detached_sends: Arc<AtomicU32>,
     pub(crate) counters: NodeCounters,
+    /// What its services executed, by portal and opcode.
+    pub(crate) rpc_stats: RpcStats,
     pub(crate) routes: Mutex<RouteTable>,
     pub(crate) router: Option<RouterBuffers>,
     /// When the node started: the zero of the route table's clock.
@@ -204,6 +210,7 @@ impl Node {
             )),
             detached_sends: Arc::default(),
             counters: NodeCounters::default(),
+            rpc_stats: RpcStats::default(),
             routes: Mutex::new(RouteTable::new()),
             router: config.router.map(RouterBuffers::new),
             epoch: tokio::time::Instant::now(),
@@ -352,6 +359,12 @@ impl Node {
     /// Its counters.
     pub fn counters(&self) -> &NodeCounters {
         &self.inner.counters
+    }
+
+    /// What its services executed so far, by portal and opcode: requests, errors, bytes and
+    /// times.
+    pub fn rpc_stats(&self) -> Vec<OpSnapshot> {
+        self.inner.rpc_stats.snapshot()
     }
 
     /// RPCs waiting for replies right now.

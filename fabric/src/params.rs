@@ -318,10 +318,11 @@ fn stats(node: &NodeInner) -> String {
     let n = &node.counters;
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
-         checksum_mismatches {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
+         checksum_mismatches {}\nbulk_resends {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
          answers_dropped {}\nforwarded {}\nrouter_checksum_mismatches {}\n\
          bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
+        n.bulk_resends.load(Ordering::Relaxed),
         n.rpc_resends.load(Ordering::Relaxed),
         n.requests_executed.load(Ordering::Relaxed),
         n.replies_reconstructed.load(Ordering::Relaxed),

@@ -51,6 +51,24 @@ pub mod opcode {
     pub const GETSTRIPE: u32 = 10;
     /// `TargetsRequest` → `TargetsReply`.
     pub const TARGETS: u32 = 11;
+
+    /// The opcode's name, lower case (`write`), for per-operation counters.
+    pub fn name(opcode: u32) -> Option<&'static str> {
+        Some(match opcode {
+            MKDIR => "mkdir",
+            CREATE => "create",
+            OPEN => "open",
+            STAT => "stat",
+            READDIR => "readdir",
+            UNLINK => "unlink",
+            RMDIR => "rmdir",
+            RENAME => "rename",
+            SETSTRIPE => "setstripe",
+            GETSTRIPE => "getstripe",
+            TARGETS => "targets",
+            _ => return None,
+        })
+    }
 }
 
 /// One storage target layouts are placed on.
@@ -304,6 +322,10 @@ impl MdsService {
 }
 
 impl Service for MdsService {
+    fn op_name(&self, opcode: u32) -> Option<&'static str> {
+        opcode::name(opcode)
+    }
+
     fn handle(self: Arc<Self>, request: Request) -> Reply {
         let span = debug_span!(
             "mds",

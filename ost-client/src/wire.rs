@@ -31,6 +31,24 @@ pub mod opcode {
     pub const DISCONNECT: u32 = 10;
     /// A target's capacity (the file system under it).
     pub const STATFS: u32 = 11;
+
+    /// The opcode's name, lower case (`write`), for per-operation counters.
+    pub fn name(opcode: u32) -> Option<&'static str> {
+        Some(match opcode {
+            CONNECT => "connect",
+            CREATE => "create",
+            WRITE => "write",
+            READ => "read",
+            GETATTR => "getattr",
+            PUNCH => "punch",
+            DESTROY => "destroy",
+            SYNC => "sync",
+            REPLAY_DONE => "replay_done",
+            DISCONNECT => "disconnect",
+            STATFS => "statfs",
+            _ => return None,
+        })
+    }
 }
 
 /// Whether `error` means the server could not be reached (gone, restarting, shutting down),

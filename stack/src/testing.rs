@@ -425,6 +425,10 @@ pub mod processes {
             name: take("--name")?,
             dir: take("--dir")?.into(),
             admin: ([127, 0, 0, 1], 0).into(),
+            metrics: flags
+                .remove("--metrics")
+                .map(|addr| addr.parse().map_err(|e| format!("--metrics {addr}: {e}")))
+                .transpose()?,
         };
         match flags.keys().next() {
             Some(flag) => Err(format!("unknown flag {flag}")),

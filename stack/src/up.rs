@@ -24,6 +24,9 @@ pub struct UpConfig {
     /// Keep the nodes' state in this directory (created if absent, kept afterwards; a
     /// restart with the same directory recovers it). Default: a temporary directory.
     pub dir: Option<PathBuf>,
+    /// Every node process serves Prometheus's `/metrics` on a loopback port of its own,
+    /// printed after the node table (processes only).
+    pub metrics: bool,
 }
 
 /// What `iopath node` runs: one node of a stack file, as a process of its own.
@@ -38,6 +41,9 @@ pub struct NodeProcessConfig {
     pub dir: PathBuf,
     /// The admin service's address (port 0 picks one; printed on the READY line).
     pub admin: SocketAddr,
+    /// Where to serve `/metrics`, if anywhere (port 0 picks one; printed on the READY line
+    /// after the admin address).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// What `iopath up --mount` does with the client it connects on the stack's first client
@@ -66,6 +72,12 @@ pub async fn up_until(
     } else {
         Mode::Embedded
     };
+    if args.metrics && !args.processes {
+        return Err(StackError::BadOption {
+            option: "--metrics".into(),
+            why: "each node process serves its own /metrics: use it with --processes".into(),
+        });
+    }
     let mut say = |text: String| {
         // Output to a closed terminal is not worth failing the stack over.
         let _ = writeln!(out, "{text}");
@@ -110,7 +122,12 @@ pub async fn up_until(
             running.stop().await?;
         }
         Mode::Processes => {
-            let launcher = Launcher::this_program()?;
+            let mut launcher = Launcher::this_program()?;
+            if args.metrics {
+                launcher
+                    .args
+                    .extend(["--metrics".into(), "127.0.0.1:0".into()]);
+            }
             let running = ProcessStack::start(&stack, storage, &launcher).await?;
             say(format!(
                 "stack file: {} (every address resolved; each node process reads it)",
@@ -131,6 +148,11 @@ pub async fn up_until(
                 "\n{}",
                 describe::node_table(running.stack(), &admin)
             ));
+            for child in running.children() {
+                if let Some(metrics) = child.metrics {
+                    say(format!("metrics {} http://{metrics}/metrics", child.name));
+                }
+            }
             say(
                 "client nodes have no process of their own: they run where the application \
                  runs (iopath demo, iopath bench ior), on the addresses above"
@@ -244,10 +266,14 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         });
     }
     let running = RunningNode::start(&stack, index, &[], &args.dir).await?;
+    let metrics = args
+        .metrics
+        .map(|addr| (addr, std::sync::Arc::new(running.metrics_registry())));
     let reason = iopath_admin::process::serve_until_stopped(
         args.admin,
         running.tree.clone(),
         running.info(),
+        metrics,
     )
     .await
     .map_err(|e| StackError::Start {

@@ -186,6 +186,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
         admin: "127.0.0.1:0"
             .parse()
             .map_err(|e: std::net::AddrParseError| e.to_string())?,
+        metrics: None,
     };
     let error = iopath_stack::up::run_node(&args)
         .await

@@ -77,4 +77,11 @@ pub type Reply = Pin<Box<dyn Future<Output = Result<Bytes, ServiceError>> + Send
 pub trait Service: Send + Sync + 'static {
     /// Executes one request. Called once per xid, however often the client resends it.
     fn handle(self: Arc<Self>, request: Request) -> Reply;
+
+    /// The service's name for `opcode` (`write`, `mkdir`), for the per-operation counters
+    /// (`Node::rpc_stats`, `/metrics`); `None` counts it as `opcode_N`.
+    fn op_name(&self, opcode: u32) -> Option<&'static str> {
+        let _ = opcode;
+        None
+    }
 }

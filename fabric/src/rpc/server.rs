@@ -11,6 +11,7 @@ use crate::frame::{Message, status};
 use crate::node::{Node, NodeInner, PortalHandler};
 use crate::reply_cache::{Admission, SavedReply};
 use crate::rpc::{Request, Service};
+use crate::rpc_stats::Executed;
 
 impl Node {
     /// Serves RPC requests that arrive on `portal` with `service`.
@@ -81,8 +82,12 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
         body: message.payload,
     };
     let span = info_span!("rpc", xid, %client, opcode = request.opcode);
+    let started = tokio::time::Instant::now();
+    let (portal, opcode) = (header.portal, request.opcode);
+    let request_bytes = request.body.len() as u64;
     tokio::spawn(
         async move {
+            let name = service.op_name(opcode);
             let (code, body) = match service.handle(request).await {
                 Ok(body) => (status::OK, body),
                 Err(error) => {
@@ -100,6 +105,15 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
                 .lock()
                 .expect("reply cache lock poisoned")
                 .complete(client, xid, saved);
+            inner.rpc_stats.record(Executed {
+                portal,
+                opcode,
+                name,
+                request_bytes,
+                reply_bytes: body.len() as u64,
+                failed: code != status::OK,
+                latency: started.elapsed(),
+            });
             inner.send_reply(&header, code, body);
         }
         .instrument(span),

@@ -79,6 +79,27 @@ pub mod opcode {
     pub const TRUNCATE: u32 = 13;
     /// The storage targets' capacity.
     pub const STATFS: u32 = 14;
+
+    /// The opcode's name, lower case (`write`), for per-operation counters.
+    pub fn name(opcode: u32) -> Option<&'static str> {
+        Some(match opcode {
+            CONNECT => "connect",
+            DISCONNECT => "disconnect",
+            OPEN => "open",
+            WRITE => "write",
+            READ => "read",
+            FSYNC => "fsync",
+            CLOSE => "close",
+            SIZE => "size",
+            COMMIT => "commit",
+            STATS => "stats",
+            TOKEN_ACQUIRE => "token_acquire",
+            TOKEN_RELEASE => "token_release",
+            TRUNCATE => "truncate",
+            STATFS => "statfs",
+            _ => return None,
+        })
+    }
 }
 
 /// Permission bits of a file created without any asked for.
@@ -614,6 +635,10 @@ impl FyodService {
 }
 
 impl Service for FyodService {
+    fn op_name(&self, opcode: u32) -> Option<&'static str> {
+        opcode::name(opcode)
+    }
+
     fn handle(self: Arc<Self>, request: Request) -> Reply {
         Box::pin(async move {
             self.handle_request(request)

@@ -34,6 +34,10 @@ pub struct OssArgs {
     /// The admin service's address.
     #[arg(long, default_value = "127.0.0.1:0")]
     admin: SocketAddr,
+    /// Serve Prometheus's `/metrics` on this address (port 0 picks one; printed on the READY
+    /// line after the admin address).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
     /// The file system's name, which the targets are named after (`iopath-OST0000`): 1 to 8
     /// letters, digits, `_` or `-`, as Lustre's `mkfs.lustre --fsname`.
     #[arg(long, default_value = iopath_client::FsName::DEFAULT)]
@@ -59,6 +63,7 @@ pub async fn run(args: OssArgs) -> anyhow::Result<()> {
         commit_interval_ms: args.commit_interval_ms,
         object_size_max_bytes: args.object_size_max,
         admin: args.admin,
+        metrics: args.metrics,
         fsname: args.fsname,
     };
     role::run(role).await?;

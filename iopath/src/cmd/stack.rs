@@ -54,6 +54,10 @@ pub struct UpArgs {
     /// client node, as `iopath mount` does; unmounted when the stack stops.
     #[arg(long, value_name = "DIR")]
     mount: Option<PathBuf>,
+    /// Every node process serves Prometheus's `/metrics` on a loopback port of its own,
+    /// listed after the node table (with --processes).
+    #[arg(long, requires = "processes")]
+    metrics: bool,
 }
 
 /// `iopath node`: run one node of a stack file as a process of its own.
@@ -72,6 +76,10 @@ pub struct NodeArgs {
     /// The admin service's address (port 0 picks one; printed on the READY line).
     #[arg(long, default_value = "127.0.0.1:0")]
     admin: SocketAddr,
+    /// Serve Prometheus's `/metrics` on this address (port 0 picks one; printed on the READY
+    /// line after the admin address).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 /// `iopath demo`: one write and read through a preset stack, explained.
@@ -100,6 +108,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         choice: args.choice.into(),
         processes: args.processes,
         dir: args.dir,
+        metrics: args.metrics,
     };
     let mounter = args.mount.map(|dir| -> iopath_stack::up::Mounter {
         let runtime = tokio::runtime::Handle::current();
@@ -135,6 +144,7 @@ pub async fn node(args: NodeArgs) -> anyhow::Result<()> {
         name: args.name,
         dir: args.dir,
         admin: args.admin,
+        metrics: args.metrics,
     };
     iopath_stack::up::run_node(&config).await?;
     Ok(())

@@ -149,6 +149,21 @@ impl RunningNode {
         )
     }
 
+    /// A registry of the node's collectors for `/metrics`: the fabric's (credits, traffic,
+    /// bulk, RPCs by operation) on every node, and a storage server's own.
+    pub fn metrics_registry(&self) -> prometheus_client::registry::Registry {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(iopath_fabric::metrics::FabricCollector::new(
+            &self.node,
+        )));
+        if let Served::Oss { service } = &self.served {
+            registry.register_collector(Box::new(
+                iopath_storage_server::service::metrics::OssCollector::new(service),
+            ));
+        }
+        registry
+    }
+
     /// The storage server's targets, if this is an OSS.
     pub fn oss(&self) -> Option<&Arc<Oss>> {
         match &self.served {

@@ -1,7 +1,7 @@
 //! [`ProcessStack`]: a process per server node (`iopath node --stack FILE --name NODE`) on
 //! loopback TCP. Numbered addresses become free loopback ports, chosen here and written into
 //! a resolved stack file every child reads, so each child knows every other's NID before any
-//! starts. Each child prints `READY <nids> <admin address>` when it serves, and stops cleanly
+//! starts. Each child prints `READY <nids> <admin address> [<metrics address>]` when it serves, and stops cleanly
 //! when its standard input closes — so none outlives the parent.
 //!
 //! Client nodes get no process: they are where the application (the demo, IOR's tasks)
@@ -66,6 +66,8 @@ pub struct ChildNode {
     pub nids: String,
     /// Its admin service.
     pub admin: SocketAddr,
+    /// Its `/metrics`, if it serves one (started with `--metrics`).
+    pub metrics: Option<SocketAddr>,
     child: Child,
     /// Closing it tells the child to stop.
     stdin: Option<ChildStdin>,
@@ -456,6 +458,18 @@ async fn wait_ready(mut pending: Pending) -> Result<ChildNode, (StackError, Opti
             None,
         ));
     };
+    // An optional fourth word: where it serves /metrics.
+    let metrics = match words.next().map(str::parse::<SocketAddr>) {
+        None => None,
+        Some(Ok(addr)) => Some(addr),
+        Some(Err(_)) => {
+            let _ = pending.child.start_kill();
+            return Err((
+                failed(format!("announced a bad metrics address in {line:?}")),
+                None,
+            ));
+        }
+    };
     // Whatever else it prints is drained, so it never blocks on a full pipe.
     let name = pending.name.clone();
     tokio::spawn(async move {
@@ -469,6 +483,7 @@ async fn wait_ready(mut pending: Pending) -> Result<ChildNode, (StackError, Opti
         role: pending.role,
         nids: nids.to_owned(),
         admin,
+        metrics,
         child: pending.child,
         stdin,
     })

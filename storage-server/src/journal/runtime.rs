@@ -16,6 +16,7 @@ use crate::error::{Result, StorageError};
 use crate::ids::Transno;
 use crate::stop::StopFlag;
 use bytes::Bytes;
+use iopath_fabric::histogram::{LatencyHistogram, LatencySnapshot};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -56,6 +57,9 @@ struct Counters {
     records_committed: AtomicU64,
     data_syncs: AtomicU64,
     checkpoints: AtomicU64,
+    /// Each successful commit's time, from its start (steps A–C, and a checkpoint when one is
+    /// due) to its completion.
+    commit_latency: LatencyHistogram,
 }
 
 /// Everything the journal task starts from.
@@ -130,6 +134,7 @@ impl Journal {
             shutdown: None,
             commit: None,
             in_flight_records: Vec::new(),
+            commit_started: Instant::now(),
             last_committed: Arc::clone(&last_committed),
             counters: Arc::clone(&counters),
             setup,
@@ -219,6 +224,11 @@ impl Journal {
         }
     }
 
+    /// The times successful commits took so far, start to durable.
+    pub(crate) fn commit_latency(&self) -> LatencySnapshot {
+        self.counters.commit_latency.snapshot()
+    }
+
     /// Stops the task at once, without committing (a simulated crash).
     pub(crate) fn abort(&self) {
         self.task.abort();
@@ -253,6 +263,8 @@ struct JournalTask {
     shutdown: Option<(Transno, oneshot::Sender<Result<Transno>>)>,
     commit: Option<CommitFuture>,
     in_flight_records: Vec<OpRecord>,
+    /// When the running commit started, for its latency.
+    commit_started: Instant,
     last_committed: Arc<AtomicU64>,
     counters: Arc<Counters>,
 }
@@ -532,6 +544,7 @@ impl JournalTask {
             .encode()
         });
         self.in_flight_records = group.records;
+        self.commit_started = Instant::now();
         self.commit = Some(Box::pin(run_commit(CommitJob {
             journal_engine: Arc::clone(&self.setup.journal_engine),
             data_engine: Arc::clone(&self.setup.data_engine),
@@ -551,6 +564,9 @@ impl JournalTask {
             Ok(outcome) => {
                 self.setup.append_offset = outcome.append_offset;
                 self.counters.commits.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .commit_latency
+                    .record(self.commit_started.elapsed());
                 self.counters
                     .records_committed
                     .fetch_add(self.in_flight_records.len() as u64, Ordering::Relaxed);

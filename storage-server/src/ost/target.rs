@@ -313,6 +313,11 @@ impl Ost {
         }
     }
 
+    /// How long its journal's commits took so far, start to durable.
+    pub fn commit_latency(&self) -> iopath_fabric::histogram::LatencySnapshot {
+        self.journal.commit_latency()
+    }
+
     /// The operation counters and I/O histograms since the start or the last clear.
     pub fn counters(&self) -> TargetCounters {
         self.lock_counters().clone()

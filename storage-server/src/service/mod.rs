@@ -14,6 +14,7 @@
 //! - [`errno_of`]: the errno a storage error travels as.
 //! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
 //! - [`params`]: `obdfilter.*` parameters on the admin tree.
+//! - [`metrics`]: the same counters, and recovery, as Prometheus families for `/metrics`.
 //! - [`role`]: `iopath oss`, an OSS as a process of its own.
 //!
 //! The client side — `OstClient`, the replay list, the portal and opcodes — is its own crate,
@@ -21,6 +22,7 @@
 //! the engines.
 
 pub mod errno_of;
+pub mod metrics;
 pub mod params;
 pub mod recovery;
 pub mod role;
@@ -432,6 +434,10 @@ impl OssService {
 }
 
 impl Service for OssService {
+    fn op_name(&self, opcode: u32) -> Option<&'static str> {
+        opcode::name(opcode)
+    }
+
     fn handle(self: Arc<Self>, request: Request) -> Reply {
         Box::pin(self.handle_request(request))
     }

@@ -32,6 +32,8 @@ pub struct OssRole {
     pub object_size_max_bytes: u64,
     /// The admin service's address.
     pub admin: std::net::SocketAddr,
+    /// Where to serve `/metrics` (the Prometheus text format), if anywhere.
+    pub metrics: Option<std::net::SocketAddr>,
     /// The file system its targets belong to (their names: `iopath-OST0000`, ...).
     pub fsname: iopath_layout::FsName,
 }
@@ -130,7 +132,16 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
     iopath_fabric::params::register(&node, &tree, "")?;
     super::params::register(&oss, &tree)?;
     let info = NodeInfo::new(vec![node.nid().to_string()], vec!["oss".into()]);
-    let reason = iopath_admin::process::serve_until_stopped(role.admin, tree, info).await?;
+    let metrics = role.metrics.map(|addr| {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(iopath_fabric::metrics::FabricCollector::new(
+            &node,
+        )));
+        registry.register_collector(Box::new(super::metrics::OssCollector::new(&service)));
+        (addr, Arc::new(registry))
+    });
+    let reason =
+        iopath_admin::process::serve_until_stopped(role.admin, tree, info, metrics).await?;
     info!(nid = %node.nid(), "OSS stopping: {reason}");
     node.shutdown();
     service.shutdown().await.map_err(storage)?;
