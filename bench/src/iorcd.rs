@@ -4,11 +4,15 @@
 //! samples, the mark of senders throttled by credits somewhere else (a healthy burst is high
 //! and over within a sample or two).
 //!
-//! Direction, as the paper reads it: writes carry data from the compute side towards storage,
-//! so a router's write congestion is the time messages from compute networks queued to get in
-//! plus the time messages onto storage networks queued to get out; reads the reverse. The
-//! router's shared buffer pools (network `*`) are split between the two by the bytes each
-//! direction forwarded in the interval.
+//! Two measures per direction, kept apart as the paper's section on LNET credit integration
+//! asks. **Congestion** is the network-side backlog, the analogue of the Gemini counters: the
+//! time messages queued to get out of the router onto the next network — for writes onto the
+//! storage side, for reads onto the compute side. **Credit waits** are LNET's layer: the time
+//! messages from the sending side queued for the router's per-peer router credits and its
+//! buffer pools (network `*`, split between the directions by the bytes each forwarded). A
+//! bottleneck behind the router shows as credit waits and long bursts while congestion stays
+//! low — the paper's degraded signature — so the rule and the correlation read congestion, and
+//! the credit waits are reported beside it.
 
 use std::collections::BTreeMap;
 
@@ -32,8 +36,10 @@ pub struct Point {
     pub epoch: f64,
     /// The interval, seconds.
     pub interval_s: f64,
-    /// Seconds messages queued in this direction during the interval.
+    /// Seconds messages queued to leave the router in this direction during the interval.
     pub congestion_s: f64,
+    /// Seconds messages queued for router credits or buffers to enter in this direction.
+    pub credit_wait_s: f64,
     /// Bytes forwarded in this direction during the interval.
     pub bytes: u64,
 }
@@ -59,6 +65,7 @@ pub fn series(samples: &[Sample], storage_nets: &[String]) -> Series {
             epoch: records[0].epoch,
             interval_s: records[0].interval_s,
             congestion_s: 0.0,
+            credit_wait_s: 0.0,
             bytes: 0,
         };
         let mut read = write;
@@ -70,17 +77,17 @@ pub fn series(samples: &[Sample], storage_nets: &[String]) -> Series {
                 // Out onto storage: writes; in from storage: reads.
                 write.congestion_s += s.egress_congestion_s;
                 write.bytes += s.bytes_out;
-                read.congestion_s += s.ingress_congestion_s;
+                read.credit_wait_s += s.ingress_congestion_s;
             } else {
                 read.congestion_s += s.egress_congestion_s;
                 read.bytes += s.bytes_out;
-                write.congestion_s += s.ingress_congestion_s;
+                write.credit_wait_s += s.ingress_congestion_s;
             }
         }
         let total = (write.bytes + read.bytes) as f64;
         if total > 0.0 {
-            write.congestion_s += shared * write.bytes as f64 / total;
-            read.congestion_s += shared * read.bytes as f64 / total;
+            write.credit_wait_s += shared * write.bytes as f64 / total;
+            read.credit_wait_s += shared * read.bytes as f64 / total;
         }
         out.entry((router.clone(), Direction::Write))
             .or_default()
@@ -125,6 +132,8 @@ pub struct Burst {
     pub points: Vec<Point>,
     /// Congestion per second of the burst: queued seconds over elapsed seconds.
     pub congestion: f64,
+    /// Credit waits per second of the burst, likewise.
+    pub credit_waits: f64,
     /// Flagged by the rule.
     pub degraded: bool,
 }
@@ -142,12 +151,14 @@ pub fn bursts(series: &Series, samples_max: usize, low: f64) -> Vec<Burst> {
         let mut flush = |current: &mut Vec<Point>| {
             if !current.is_empty() {
                 let queued: f64 = current.iter().map(|p| p.congestion_s).sum();
-                let elapsed: f64 = current.iter().map(|p| p.interval_s).sum();
+                let waited: f64 = current.iter().map(|p| p.credit_wait_s).sum();
+                let elapsed = current.iter().map(|p| p.interval_s).sum::<f64>().max(1e-9);
                 found.push(Burst {
                     router: router.clone(),
                     direction: *direction,
                     points: std::mem::take(current),
-                    congestion: queued / elapsed.max(1e-9),
+                    congestion: queued / elapsed,
+                    credit_waits: waited / elapsed,
                     degraded: false,
                 });
             }
@@ -287,20 +298,25 @@ pub fn text(analysis: &Analysis) -> String {
         analysis.low * 100.0
     ));
     out.push_str(&format!(
-        "  {:<28} {:<6} {:>10} {:>9} {:>11} {:>9}\n",
-        "router", "dir", "start", "intervals", "congestion", "degraded"
+        "  {:<28} {:<6} {:>14} {:>9} {:>11} {:>12} {:>9}\n",
+        "router", "dir", "start (epoch)", "intervals", "congestion", "credit waits", "degraded"
     ));
     for b in &analysis.bursts {
         out.push_str(&format!(
-            "  {:<28} {:<6} {:>10.1} {:>9} {:>11.4} {:>9}\n",
+            "  {:<28} {:<6} {:>14.1} {:>9} {:>11.4} {:>12.4} {:>9}\n",
             b.router,
             format!("{:?}", b.direction).to_lowercase(),
             b.points.first().map_or(0.0, |p| p.epoch - p.interval_s),
             b.points.len(),
             b.congestion,
+            b.credit_waits,
             if b.degraded { "DEGRADED" } else { "-" }
         ));
     }
+    out.push_str(
+        "  (congestion: seconds queued to leave the router per second; credit waits: seconds \
+         queued for router credits and buffers to get in)\n",
+    );
     out
 }
 
@@ -333,9 +349,10 @@ pub fn figure(samples: &[Sample], analysis: &Analysis) -> iopath_plot::Figure {
         y: Axis::from_zero("congestion (seconds queued per second)"),
         series: lines,
         rules: Vec::new(),
-        footnote: "Measured: the time messages queued at the routers' credit gates, sampled by \
-                   IORCD on each router; write = into the router from the compute side and out \
-                   onto the storage side, read the reverse."
+        footnote: "Measured: the time messages queued to leave each router onto the next network \
+                   (send credits), sampled by IORCD on the router; write = onto the storage side, \
+                   read = onto the compute side. LNET credit waits to get in are in the report, \
+                   not drawn."
             .into(),
     }
 }
@@ -386,12 +403,16 @@ mod tests {
         let read = s[&("r0".into(), Direction::Read)][0];
         assert_eq!(write.bytes, 9_900);
         assert_eq!(read.bytes, 100);
+        // Congestion: waiting to leave onto the next network.
+        assert_eq!(write.congestion_s, 0.20);
+        assert_eq!(read.congestion_s, 0.0);
+        // Credit waits: waiting to enter, router credits and (split by bytes) buffers.
         assert!(
-            (write.congestion_s - (0.30 + 0.20 + 0.50 * 0.99)).abs() < 1e-9,
+            (write.credit_wait_s - (0.30 + 0.50 * 0.99)).abs() < 1e-9,
             "{write:?}"
         );
         assert!(
-            (read.congestion_s - (0.01 + 0.50 * 0.01)).abs() < 1e-9,
+            (read.credit_wait_s - (0.01 + 0.50 * 0.01)).abs() < 1e-9,
             "{read:?}"
         );
     }
