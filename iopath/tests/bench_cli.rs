@@ -4,13 +4,10 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::process::Command;
-
 use iopath_plot::check::Drawing;
 
-fn iopath() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iopath"))
-}
+mod common;
+use common::iopath;
 
 /// A directory on the build's file system (target/tmp), where O_DIRECT works; /tmp may be tmpfs.
 fn scratch() -> tempfile::TempDir {

@@ -3,14 +3,12 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use iopath_plot::check::Drawing;
 
-fn iopath() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iopath"))
-}
+mod common;
+use common::iopath;
 
 fn selftest_json(args: &[&str]) -> serde_json::Value {
     let output = iopath()
@@ -126,14 +124,9 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let mut words = line.split_whitespace();
-    assert_eq!(words.next(), Some("READY"), "{line}");
-    let nid = words.next().unwrap().to_owned();
-    let admin = words.next().unwrap().to_owned();
+    let words = common::ready_words(server.stdout.take().unwrap())
+        .unwrap_or_else(|line| panic!("selftest-node said {line:?}"));
+    let (nid, admin) = (words[0].clone(), words[1].clone());
     let lctl = |args: &[&str]| {
         iopath()
             .args(["lctl", "--admin", &admin])
@@ -219,11 +212,9 @@ fn lnetctl_adds_shows_and_refuses_routes() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(router.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let admin = line.split_whitespace().nth(2).unwrap().to_owned();
+    let admin = common::ready_words(router.stdout.take().unwrap())
+        .unwrap_or_else(|line| panic!("selftest-node said {line:?}"))[1]
+        .clone();
     let lnetctl = |args: &[&str]| {
         iopath()
             .args(["lnetctl", "--admin", &admin, "route"])

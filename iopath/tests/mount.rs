@@ -114,11 +114,8 @@ impl Mounted {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.starts_with("READY "), "iopath mount said {line:?}");
+        common::ready_words(child.stdout.take().unwrap())
+            .unwrap_or_else(|line| panic!("iopath mount said {line:?}"));
         Mounted {
             child: Some(child),
             dir,

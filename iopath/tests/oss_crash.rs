@@ -5,9 +5,10 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,7 @@ fn seed(default: u64) -> u64 {
 
 /// Starts `iopath oss` on `dir`; returns the child, its NID, and its stderr collected so far.
 fn start_oss(dir: &Path, nid: &str, journal: &str, window_ms: u64, commit_ms: u64) -> (Child, Nid) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iopath"))
+    let mut child = common::iopath()
         .args(["oss", "--dir"])
         .arg(dir)
         .args(["--nid", nid, "--targets", "2", "--journal", journal])
@@ -48,12 +49,9 @@ fn start_oss(dir: &Path, nid: &str, journal: &str, window_ms: u64, commit_ms: u6
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("READY "), "oss said {line:?}");
-    let nid = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let words = common::ready_words(child.stdout.take().unwrap())
+        .unwrap_or_else(|line| panic!("oss said {line:?}"));
+    let nid = words[0].parse().unwrap();
     (child, nid)
 }
 
@@ -280,7 +278,7 @@ async fn a_client_that_does_not_return_is_evicted_and_only_its_uncommitted_write
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_mode_switches_while_running_through_lctl() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_iopath"))
+    let mut server = common::iopath()
         .args(["oss", "--dir"])
         .arg(dir.path())
         .args([
@@ -295,15 +293,12 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let mut words = line.split_whitespace().skip(1);
-    let nid: Nid = words.next().unwrap().parse().unwrap();
-    let admin = words.next().unwrap().to_owned();
+    let words = common::ready_words(server.stdout.take().unwrap())
+        .unwrap_or_else(|line| panic!("oss said {line:?}"));
+    let nid: Nid = words[0].parse().unwrap();
+    let admin = words[1].clone();
     let lctl = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_iopath"))
+        let out = common::iopath()
             .args(["lctl", "--admin", &admin])
             .args(args)
             .output()

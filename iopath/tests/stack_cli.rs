@@ -4,11 +4,10 @@
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-fn iopath() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iopath"))
-}
+mod common;
+use common::iopath;
 
 #[test]
 fn demo_runs_and_verifies() {

@@ -232,10 +232,20 @@ impl Stack {
 /// Waits for the node's `READY NID ADMIN` line; returns the admin address, or `None` if the
 /// node ended without one.
 pub fn wait_ready(stdout: ChildStdout) -> Option<String> {
+    ready_words(stdout)
+        .ok()
+        .and_then(|words| words.get(1).cloned())
+}
+
+/// The words after `READY` on the first line a starting iopath process prints (`iopath node`:
+/// its NIDs, its admin address, ...), or the line it printed instead.
+pub fn ready_words(stdout: ChildStdout) -> Result<Vec<String>, String> {
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    line.starts_with("READY ")
-        .then(|| line.split_whitespace().nth(2).unwrap().to_owned())
+    match line.strip_prefix("READY ") {
+        Some(rest) => Ok(rest.split_whitespace().map(str::to_owned).collect()),
+        None => Err(line),
+    }
 }
 
 /// The pid of the `iopath node` process serving `name` under `storage`, if it runs.
