@@ -227,6 +227,18 @@ impl Drawing {
         })
     }
 
+    /// Reads `svg` and checks it: the drawing, or one message with every problem found (and
+    /// the SVG), for a test to fail with.
+    pub fn read_clean(svg: &str) -> Result<Drawing, String> {
+        let drawing = Drawing::read(svg).map_err(|e| format!("{e}\n{svg}"))?;
+        let problems: Vec<String> = drawing.problems().iter().map(ToString::to_string).collect();
+        if problems.is_empty() {
+            Ok(drawing)
+        } else {
+            Err(format!("{}\n{svg}", problems.join("\n")))
+        }
+    }
+
     /// Everything that reads badly; empty for a good plot.
     pub fn problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();

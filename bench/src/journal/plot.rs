@@ -108,11 +108,7 @@ mod tests {
     }
 
     fn read_well(figure: &Figure) -> Drawing {
-        let svg = figure.svg();
-        let drawing = Drawing::read(&svg).unwrap();
-        let problems: Vec<String> = drawing.problems().iter().map(ToString::to_string).collect();
-        assert!(problems.is_empty(), "{}\n{svg}", problems.join("\n"));
-        drawing
+        Drawing::read_clean(&figure.svg()).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
