@@ -74,6 +74,12 @@ async fn text_output_has_iors_layout() {
     }
     assert!(text.contains("\nOptions: \n"), "{text}");
     assert!(
+        text.contains(
+            "apiVersion          : iopath client library straight to the storage servers\n"
+        ),
+        "what the tasks talk to: {text}"
+    );
+    assert!(
         text.contains("access              : single-shared-file\n"),
         "{text}"
     );

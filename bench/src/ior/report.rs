@@ -372,7 +372,7 @@ pub fn header_text(run: &RunInfo) -> String {
 
 /// A test's start: its TestID, its "Options" block and the results table's header (text);
 /// the header line alone (CSV); nothing (JSON).
-pub fn test_header(test: &TestInfo) -> String {
+pub fn test_header(run: &RunInfo, test: &TestInfo) -> String {
     let p = &test.params;
     match p.format {
         SummaryFormat::Json => return String::new(),
@@ -388,7 +388,7 @@ pub fn test_header(test: &TestInfo) -> String {
     key_value(&mut out, "Path", p.file_of(0, 0));
     out.push_str("\nOptions: \n");
     key_value(&mut out, "api", format!("iopath-{}", p.api.name()));
-    key_value(&mut out, "apiVersion", api_version_note(p));
+    key_value(&mut out, "apiVersion", api_version(run, p));
     key_value(&mut out, "test filename", &p.test_file);
     key_value(
         &mut out,
@@ -444,8 +444,8 @@ pub fn test_header(test: &TestInfo) -> String {
     out
 }
 
-/// What -B and -x mean here, beside the api's name.
-fn api_version_note(p: &IorParams) -> String {
+/// What the client library talks to, and what -B and -x mean here.
+fn api_version(run: &RunInfo, p: &IorParams) -> String {
     let mut notes = Vec::new();
     if p.direct_io {
         notes.push(
@@ -456,9 +456,9 @@ fn api_version_note(p: &IorParams) -> String {
         notes.push("single transfer attempt: every transfer is whole or fails");
     }
     if notes.is_empty() {
-        "iopath client library".to_owned()
+        run.api_version.clone()
     } else {
-        format!("iopath client library ({})", notes.join("; "))
+        format!("{} ({})", run.api_version, notes.join("; "))
     }
 }
 
@@ -981,7 +981,7 @@ fn json_test(run: &RunInfo, test: &TestReport) -> JsonTest {
     });
     let options = serde_json::json!({
         "api": format!("iopath-{}", p.api.name()),
-        "apiVersion": run.api_version,
+        "apiVersion": api_version(run, p),
         "test filename": p.test_file,
         "access": if p.file_per_proc { "file-per-process" } else { "single-shared-file" },
         "type": "independent",

@@ -334,7 +334,7 @@ async fn on_stack(
         let nodes = tasks.min(client_nodes);
         let clients = clients_for(running, &mut connected, nodes).await?;
         let report = one_test(
-            running, params, tasks, clients, &mut files, &mut stamp, streams, progress,
+            running, &run, params, tasks, clients, &mut files, &mut stamp, streams, progress,
         )
         .await?;
         reports.push(report);
@@ -372,6 +372,7 @@ async fn on_stack(
 #[allow(clippy::too_many_arguments)] // one call site: the run's state, named
 async fn one_test(
     running: &RunningStack,
+    run: &RunInfo,
     params: IorParams,
     tasks: u32,
     clients: Vec<Client>,
@@ -400,7 +401,7 @@ async fn one_test(
             streams.log(&format!("Random offsets: seed {}\n", info.seed));
         }
     }
-    streams.result(&report::test_header(&info));
+    streams.result(&report::test_header(run, &info));
     phase::make_parents(&clients[0], &params.test_file).await?;
     let commits_before = journal_commits(running).await?;
     let job = Arc::new(Job {
