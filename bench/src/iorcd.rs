@@ -360,6 +360,7 @@ pub fn figure(samples: &[Sample], analysis: &Analysis) -> iopath_plot::Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iopath_fabric::iorcd::CreditView;
 
     fn sample(
         router: &str,
@@ -381,11 +382,12 @@ mod tests {
             ingress_congestion_s: ingress,
             bytes_out: bytes,
             messages_out: 0,
-            max: 8,
-            tx: 8,
-            min: 8,
-            rtr: 0,
-            rtr_min: 0,
+            credits: CreditView {
+                max: 8,
+                tx: 8,
+                min: 8,
+                ..CreditView::default()
+            },
         }
     }
 

@@ -56,6 +56,23 @@ impl Waits {
     }
 }
 
+/// The credit views the paper reads, for one network at one moment: the interface's send
+/// credits (`max`, `tx`, `min`) and the router credits of the network's peers (`rtr`, summed,
+/// and the lowest any of them has been).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CreditView {
+    /// Send credits configured on the network's interface (`max`).
+    pub max: i64,
+    /// Free send credits (`tx`; negative by the queue).
+    pub tx: i64,
+    /// The lowest `tx` has been (`min`).
+    pub min: i64,
+    /// Router credits of the network's peers, summed (router only).
+    pub rtr: i64,
+    /// The lowest router credit count of any of them.
+    pub rtr_min: i64,
+}
+
 /// One network's cumulative counts at one moment (`network` `*`: the shared buffer pools).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetReading {
@@ -69,16 +86,8 @@ pub struct NetReading {
     pub bytes_out: u64,
     /// Messages sent onto the network.
     pub messages_out: u64,
-    /// Send credits of the network's interface: configured, now, lowest.
-    pub max: i64,
-    /// Free send credits now (negative by the queue).
-    pub tx: i64,
-    /// The lowest `tx` has been.
-    pub min: i64,
-    /// Router credits of the network's peers summed (router only), and their lowest.
-    pub rtr: i64,
-    /// The lowest router credit count of any of them.
-    pub rtr_min: i64,
+    /// The credit views now.
+    pub credits: CreditView,
 }
 
 /// A node's reading: when, and each network's counts.
@@ -115,16 +124,9 @@ pub struct Sample {
     pub bytes_out: u64,
     /// Messages sent onto the network in the interval.
     pub messages_out: u64,
-    /// Send credits configured on the network's interface (`max`).
-    pub max: i64,
-    /// Free send credits at the end (`tx`; negative by the queue).
-    pub tx: i64,
-    /// The lowest `tx` has been (`min`).
-    pub min: i64,
-    /// Router credits of the network's peers at the end (`rtr`).
-    pub rtr: i64,
-    /// The lowest of them (`rtr` `min`).
-    pub rtr_min: i64,
+    /// The credit views at the end of the interval.
+    #[serde(flatten)]
+    pub credits: CreditView,
 }
 
 /// The records of the interval between `before` and `now`, for each network in both.
@@ -153,11 +155,7 @@ pub fn samples(host: &str, router: &str, before: &Reading, now: &Reading) -> Vec
                 ingress_congestion_s: ingress.time.as_secs_f64(),
                 bytes_out: n.bytes_out.saturating_sub(b.bytes_out),
                 messages_out: n.messages_out.saturating_sub(b.messages_out),
-                max: n.max,
-                tx: n.tx,
-                min: n.min,
-                rtr: n.rtr,
-                rtr_min: n.rtr_min,
+                credits: n.credits,
             })
         })
         .collect()
@@ -195,11 +193,13 @@ fn reading(node: &NodeInner) -> Reading {
             ingress,
             bytes_out: ni.counters.send_bytes.load(Ordering::Relaxed),
             messages_out: ni.counters.send_count.load(Ordering::Relaxed),
-            max: i64::from(c.credits_max),
-            tx: c.credits,
-            min: c.credits_min,
-            rtr,
-            rtr_min: if rtr_min == i64::MAX { 0 } else { rtr_min },
+            credits: CreditView {
+                max: i64::from(c.credits_max),
+                tx: c.credits,
+                min: c.credits_min,
+                rtr,
+                rtr_min: if rtr_min == i64::MAX { 0 } else { rtr_min },
+            },
         });
     }
     if let Some(router) = &node.router {
@@ -217,11 +217,12 @@ fn reading(node: &NodeInner) -> Reading {
             ingress,
             bytes_out: 0,
             messages_out: 0,
-            max,
-            tx,
-            min,
-            rtr: 0,
-            rtr_min: 0,
+            credits: CreditView {
+                max,
+                tx,
+                min,
+                ..CreditView::default()
+            },
         });
     }
     Reading {
@@ -396,11 +397,13 @@ mod tests {
             ingress: Waits::default(),
             bytes_out: bytes,
             messages_out: bytes / 1024,
-            max: 8,
-            tx: 8,
-            min: -3,
-            rtr: 4,
-            rtr_min: 1,
+            credits: CreditView {
+                max: 8,
+                tx: 8,
+                min: -3,
+                rtr: 4,
+                rtr_min: 1,
+            },
         }
     }
 
@@ -433,16 +436,20 @@ mod tests {
         assert_eq!(r.egress_waits, 20);
         assert!((r.egress_congestion_s - 0.020).abs() < 1e-12);
         assert_eq!(r.bytes_out, 2 << 20);
-        assert_eq!((r.max, r.tx, r.min, r.rtr, r.rtr_min), (8, 8, -3, 4, 1));
+        let c = r.credits;
+        assert_eq!((c.max, c.tx, c.min, c.rtr, c.rtr_min), (8, 8, -3, 4, 1));
         assert_eq!(records[1].bytes_out, 4096);
         assert_eq!(records[1].egress_waits, 0);
         let line = serde_json::to_string(r).unwrap();
+        let back: Sample = serde_json::from_str(&line).unwrap();
+        assert_eq!(&back, r, "a record reads back as written");
         for key in [
             "\"host\"",
             "\"router\"",
             "\"epoch\"",
             "\"network\"",
             "\"egress_congestion_s\"",
+            "\"rtr_min\"",
         ] {
             assert!(line.contains(key), "{line}");
         }
