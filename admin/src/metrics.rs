@@ -31,7 +31,6 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 
@@ -151,12 +150,7 @@ pub async fn serve(
     registry: Arc<Registry>,
     shutdown: Shutdown,
 ) -> Result<MetricsHandle, AdminError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| AdminError::Bind { addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| AdminError::Bind { addr, source })?;
+    let (listener, local_addr) = crate::service::bind(addr).await?;
     tracing::info!(%local_addr, "metrics listening");
     let task = tokio::spawn(async move {
         let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));

@@ -205,6 +205,18 @@ impl AdminHandle {
     }
 }
 
+/// Binds `addr` (port 0 picks a free port): the listener and the address it got. The admin
+/// service and `/metrics` both listen through it.
+pub(crate) async fn bind(addr: SocketAddr) -> Result<(TcpListener, SocketAddr), AdminError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| AdminError::Bind { addr, source })?;
+    let local_addr = listener
+        .local_addr()
+        .map_err(|source| AdminError::Bind { addr, source })?;
+    Ok((listener, local_addr))
+}
+
 /// Binds `addr` (port 0 picks a free port) and serves `tree` and `node` there on a new task
 /// until `shutdown` fires. Returns once the listener is bound, so calls can be made at once.
 pub async fn serve(
@@ -213,12 +225,7 @@ pub async fn serve(
     node: NodeInfo,
     shutdown: Shutdown,
 ) -> Result<AdminHandle, AdminError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| AdminError::Bind { addr, source })?;
-    let local_addr = listener
-        .local_addr()
-        .map_err(|source| AdminError::Bind { addr, source })?;
+    let (listener, local_addr) = bind(addr).await?;
     let service = AdminServer::new(AdminService::new(tree, node, shutdown.clone()));
     // Admin replies are small; don't let Nagle hold them back.
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
