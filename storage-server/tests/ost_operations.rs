@@ -445,4 +445,6 @@ async fn stats_and_brw_stats_count_what_the_target_did() {
     );
     ost.clear_counters();
     assert_eq!(ost.counters().counter(Op::WriteBytes).samples, 0);
+    // What /metrics exports only grows: a clear does not reach it.
+    assert_eq!(ost.counters_since_start().counter(Op::WriteBytes), writes);
 }

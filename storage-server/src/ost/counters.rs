@@ -226,6 +226,50 @@ impl TargetCounters {
     }
 }
 
+/// A target's counters twice over: since it started, which only grow (what `/metrics`
+/// exports: a Prometheus counter must never go back), and since the last clear (what
+/// `obdfilter.*.stats` and `brw_stats` show; writing `clear` starts them again, as in Lustre).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tallies {
+    /// Since the target started.
+    pub since_start: TargetCounters,
+    /// Since the last clear.
+    pub since_clear: TargetCounters,
+}
+
+impl Tallies {
+    /// Both from zero, from `now`.
+    pub fn new(now: SystemTime) -> Tallies {
+        Tallies {
+            since_start: TargetCounters::new(now),
+            since_clear: TargetCounters::new(now),
+        }
+    }
+
+    /// [`TargetCounters::count`] in both.
+    pub fn count(&mut self, op: Op, value: u64) {
+        self.since_start.count(op, value);
+        self.since_clear.count(op, value);
+    }
+
+    /// [`TargetCounters::bulk`] in both.
+    pub fn bulk(&mut self, rw: Rw, bytes: u64) {
+        self.since_start.bulk(rw, bytes);
+        self.since_clear.bulk(rw, bytes);
+    }
+
+    /// [`TargetCounters::disk_io`] in both.
+    pub fn disk_io(&mut self, rw: Rw, bytes: u64, time: Duration, in_flight: u64) {
+        self.since_start.disk_io(rw, bytes, time, in_flight);
+        self.since_clear.disk_io(rw, bytes, time, in_flight);
+    }
+
+    /// Starts the since-clear counters again from zero, at `now`.
+    pub fn clear(&mut self, now: SystemTime) {
+        self.since_clear = TargetCounters::new(now);
+    }
+}
+
 /// Lustre's `secs.nsecs` of a time.
 fn secs_nsecs(duration: Duration) -> String {
     format!("{}.{:09}", duration.as_secs(), duration.subsec_nanos())

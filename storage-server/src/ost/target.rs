@@ -12,7 +12,7 @@
 //! | punch (grow) | file → record | an uncommitted growth is cut back at recovery |
 
 use super::config::OstConfig;
-use super::counters::{Op, Rw, TargetCounters};
+use super::counters::{Op, Rw, Tallies, TargetCounters};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
@@ -115,7 +115,7 @@ pub struct Ost {
     /// Held while the `lost` file is rewritten, so rewrites never interleave.
     lost_file: tokio::sync::Mutex<()>,
     /// Operation counters and I/O histograms (`obdfilter.*.stats`, `brw_stats`).
-    counters: Mutex<TargetCounters>,
+    counters: Mutex<Tallies>,
     /// Disk I/Os under way on the object files, for brw_stats' "disk I/Os in flight".
     disk_in_flight: AtomicU64,
 }
@@ -196,7 +196,7 @@ impl Ost {
             recovery: recovered.report,
             lost: Mutex::new(recovered.lost),
             lost_file: tokio::sync::Mutex::new(()),
-            counters: Mutex::new(TargetCounters::new(SystemTime::now())),
+            counters: Mutex::new(Tallies::new(SystemTime::now())),
             disk_in_flight: AtomicU64::new(0),
         })
     }
@@ -318,17 +318,24 @@ impl Ost {
         self.journal.commit_latency()
     }
 
-    /// The operation counters and I/O histograms since the start or the last clear.
+    /// The operation counters and I/O histograms since the start or the last clear (what
+    /// `obdfilter.*.stats` shows).
     pub fn counters(&self) -> TargetCounters {
-        self.lock_counters().clone()
+        self.lock_counters().since_clear.clone()
     }
 
-    /// Starts the counters again from zero (`lctl set_param obdfilter.*.stats=clear`).
+    /// The same since the target started, never cleared (what `/metrics` exports).
+    pub fn counters_since_start(&self) -> TargetCounters {
+        self.lock_counters().since_start.clone()
+    }
+
+    /// Starts the counters [`Ost::counters`] returns again from zero (`lctl set_param
+    /// obdfilter.*.stats=clear`); those since the start go on.
     pub fn clear_counters(&self) {
-        *self.lock_counters() = TargetCounters::new(SystemTime::now());
+        self.lock_counters().clear(SystemTime::now());
     }
 
-    fn lock_counters(&self) -> std::sync::MutexGuard<'_, TargetCounters> {
+    fn lock_counters(&self) -> std::sync::MutexGuard<'_, Tallies> {
         self.counters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

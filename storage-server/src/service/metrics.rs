@@ -1,5 +1,7 @@
-//! The storage server's families on `/metrics`, read from the same counters `lctl` reads
-//! (`obdfilter.*.stats`, `commits`, `last_committed`, `lost`) when a scrape comes: operations
+//! The storage server's families on `/metrics`, read from the counters `lctl` reads
+//! (`obdfilter.*.stats` — its since-start tally, which a `stats=clear` does not reset, as a
+//! Prometheus counter must never go back — `commits`, `last_committed`, `lost`) when a scrape
+//! comes: operations
 //! and bytes by target and operation, journal commits with a commit-latency histogram, and
 //! recovery — whether each target is still waiting for its clients' replays, how long the
 //! window has left, what startup replayed, and what was lost.
@@ -43,7 +45,10 @@ impl Collector for OssCollector {
         let by_op = |name: &String, op: &str| vec![("target", name.clone()), ("op", op.to_owned())];
 
         // Operations: requests per operation, bytes read and written, time spent.
-        let counted: Vec<_> = targets.iter().map(|(n, t)| (n, t.counters())).collect();
+        let counted: Vec<_> = targets
+            .iter()
+            .map(|(n, t)| (n, t.counters_since_start()))
+            .collect();
         let requests = [
             (Op::Read, "read"),
             (Op::Write, "write"),
