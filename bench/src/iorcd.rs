@@ -187,6 +187,8 @@ pub fn bursts(series: &Series, samples_max: usize, low: f64) -> Vec<Burst> {
 
 /// Most records `iopath iorcd analyze` reads (a day at a 1 s interval on 20 routers' networks).
 pub const RECORDS_MAX: usize = 4_000_000;
+/// Largest records file it reads: its most records at about 400 bytes each.
+pub const RECORDS_MAX_BYTES: u64 = RECORDS_MAX as u64 * 400;
 
 /// Parses JSON Lines of records; an error names its line (from 1).
 pub fn parse(text: &str) -> Result<Vec<Sample>, String> {

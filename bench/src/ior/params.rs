@@ -60,6 +60,24 @@ pub const MAX_TIME_MAX_MIN: u64 = 24 * 60;
 pub const INTER_TEST_DELAY_MAX_S: u64 = 3600;
 /// Most `-v`.
 pub const VERBOSE_MAX: u8 = 3;
+/// Largest `-f` script (IOR's own example, every key listed, is 1.5 KiB).
+pub const SCRIPT_MAX_BYTES: u64 = 1 << 20;
+
+/// Reads the text file at `path`, refusing one larger than `max_bytes`.
+pub fn read_bounded(path: &std::path::Path, max_bytes: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(max_bytes + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max_bytes {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {max_bytes} bytes"),
+        ));
+    }
+    Ok(text)
+}
 
 /// `iopath bench ior`'s options, as given: IOR's flags (each field names its flag), and
 /// where to run. [`IorOptions::tests`] checks them into the tests to run.
@@ -202,7 +220,7 @@ impl IorOptions {
         let tests = match &self.script {
             None => vec![base],
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = read_bounded(path, SCRIPT_MAX_BYTES)
                     .map_err(|e| BenchError::io(format!("-f: read {}", path.display()), e))?;
                 super::directives::script(&text, &base).map_err(|(line, why)| {
                     BenchError::BadOption {
@@ -831,6 +849,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(error.contains("one format"), "{error}");
+        std::fs::write(&script, "#".repeat(SCRIPT_MAX_BYTES as usize + 1)).unwrap();
+        let error = IorOptions {
+            script: Some(script.clone()),
+            ..IorOptions::default()
+        }
+        .tests()
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("larger than"), "{error}");
         std::fs::write(&script, "IOR START\n  blocksize=1x\nRUN\nIOR STOP\n").unwrap();
         let error = IorOptions {
             script: Some(script),

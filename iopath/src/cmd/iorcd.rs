@@ -91,7 +91,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     if !(0.0..=1.0).contains(&args.low) {
         anyhow::bail!("--low is a fraction, 0 to 1, not {}", args.low);
     }
-    let text = std::fs::read_to_string(&args.records)
+    let text = iopath_bench::ior::params::read_bounded(&args.records, iorcd::RECORDS_MAX_BYTES)
         .with_context(|| format!("read {}", args.records.display()))?;
     let samples =
         iorcd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.records.display()))?;
