@@ -4,7 +4,7 @@
 use iopath_topology::coord::Coord;
 use iopath_topology::torus::Torus;
 
-use crate::schema::{FyodMode, Role, RoleName, Stack};
+use crate::schema::{FyodMode, Role, RoleName, RouterSpec, Stack};
 
 /// `64 MiB`, `1.50 GiB`, `512 KiB`.
 pub fn describe_size(bytes: u64) -> String {
@@ -75,13 +75,23 @@ pub fn node_detail(stack: &Stack, index: usize) -> String {
                 }
             )
         }
-        Role::Router => {
+        Role::Router(buffers) => {
             let nets: Vec<&str> = stack.nodes[index]
                 .interfaces
                 .iter()
                 .map(|i| stack.networks[i.network].name.as_str())
                 .collect();
-            format!("forwards between {}", nets.join(" and "))
+            let mut what = format!("forwards between {}", nets.join(" and "));
+            if buffers != RouterSpec::default() {
+                what.push_str(&format!(
+                    "; router buffers {} tiny, {} small, {} large, {} per peer",
+                    buffers.tiny_buffers,
+                    buffers.small_buffers,
+                    buffers.large_buffers,
+                    buffers.peer_buffer_credits
+                ));
+            }
+            what
         }
         Role::Client(spec) => match spec.forwarder {
             Some(f) => format!("I/O through {}", stack.nodes[f].name),

@@ -2,7 +2,7 @@
 //! field.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns: a panic here is a failed test
 
-use iopath_stack::schema::{Address, FyodMode, Role, RoleName, Stack};
+use iopath_stack::schema::{Address, FyodMode, Role, RoleName, RouterSpec, Stack};
 use iopath_stack::{PRESETS, StackError, preset};
 
 #[test]
@@ -227,6 +227,16 @@ fn bad_files_are_refused_with_the_field_named() {
             &["nodes (r).nids", "two networks"],
         ),
         (
+            with(&format!("{oss}large_router_buffers = 4")),
+            &["nodes[1] (oss).large_router_buffers", "router nodes only"],
+        ),
+        (
+            with(&format!(
+                "{oss}[[networks]]\nname = \"net1\"\n[[nodes]]\nname = \"r\"\nrole = \"router\"\nnids = {{ net0 = 9, net1 = 9 }}\npeer_buffer_credits = 0"
+            )),
+            &["nodes[2] (r).peer_buffer_credits", "1 to 65536"],
+        ),
+        (
             with(&format!("{oss}route_set = \"fast\"")),
             &["unknown field"],
         ),
@@ -246,6 +256,30 @@ fn bad_files_are_refused_with_the_field_named() {
             );
         }
     }
+}
+
+#[test]
+fn router_buffers_are_set_as_lnet_names_them_and_default_otherwise() {
+    let text = preset("spider-mini-routed").unwrap().text.replace(
+        "name = \"rtr0\"\nrole = \"router\"",
+        "name = \"rtr0\"\nrole = \"router\"\nlarge_router_buffers = 2\npeer_buffer_credits = 1",
+    );
+    let stack = Stack::parse(&text, "starved.toml").unwrap();
+    let buffers = |name: &str| match stack.nodes.iter().find(|n| n.name == name).unwrap().role {
+        Role::Router(b) => b,
+        other => panic!("{name} is {other:?}"),
+    };
+    let starved = buffers("rtr0");
+    assert_eq!((starved.large_buffers, starved.peer_buffer_credits), (2, 1));
+    assert_eq!(starved.config().large_buffers, 2);
+    assert_eq!(buffers("rtr1"), RouterSpec::default());
+    assert_eq!(
+        RouterSpec::default().config().large_buffers,
+        iopath_fabric::router::RouterConfig::default().large_buffers
+    );
+    // Written out, the settings stay.
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.nodes, stack.nodes);
 }
 
 #[test]

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::fault::FaultHook;
-use iopath_fabric::router::RouterConfig;
 use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
 use iopath_forwarder::FyodLimits;
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
@@ -101,7 +100,10 @@ impl RunningNode {
                 Address::Socket(_) => Interface::Tcp { nid },
             });
         }
-        let router = (spec.role.kind() == RoleName::Router).then(RouterConfig::default);
+        let router = match spec.role {
+            Role::Router(buffers) => Some(buffers.config()),
+            _ => None,
+        };
         let node = Node::start(NodeConfig {
             interfaces,
             routes: stack.routes_of(index),
@@ -275,7 +277,7 @@ async fn start_role(
 ) -> Result<Served, String> {
     let spec = &stack.nodes[index];
     match spec.role {
-        Role::Client(_) | Role::Router => Ok(Served::Nothing),
+        Role::Client(_) | Role::Router(_) => Ok(Served::Nothing),
         Role::Mds => {
             let targets = stack
                 .targets()

@@ -26,6 +26,13 @@
 //! nids = { o2ib0 = 10 }
 //! targets = 2
 //! journal = "async"
+//!
+//! [[nodes]]
+//! name = "rtr"
+//! role = "router"
+//! nids = { o2ib0 = 50, torus0 = 50 }
+//! large_router_buffers = 8       # router settings, named as LNet's module parameters
+//! peer_buffer_credits = 4
 //! ```
 
 use std::collections::BTreeMap;
@@ -196,6 +203,18 @@ pub struct NodeEntry {
     /// to the storage servers itself. Absent: the stack's fyods share the clients in blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forwarder: Option<String>,
+    /// Router: buffers for messages without payload (LNet's `tiny_router_buffers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiny_router_buffers: Option<u32>,
+    /// Router: buffers for payloads up to 4 KiB (LNet's `small_router_buffers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub small_router_buffers: Option<u32>,
+    /// Router: buffers for larger payloads, up to 1 MiB (LNet's `large_router_buffers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_router_buffers: Option<u32>,
+    /// Router: buffers one peer may hold at once (LNet's `peer_buffer_credits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_buffer_credits: Option<u32>,
 }
 
 /// `[[routes]]`: nodes on `from` reach `net` through `gateway`.

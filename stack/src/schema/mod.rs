@@ -8,5 +8,5 @@ pub mod stack;
 pub use file::{RoleName, StackFile};
 pub use stack::{
     Address, ClientSpec, DefaultLayout, FyodMode, FyodSpec, Network, NodeInterface, NodeSpec,
-    OssSpec, Role, RouteRule, Stack,
+    OssSpec, ROUTER_BUFFERS_MAX, Role, RouteRule, RouterSpec, Stack,
 };

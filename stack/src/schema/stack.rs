@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 
 use iopath_fabric::Nid;
+use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_mds::layout::{FsName, TargetName};
 
@@ -110,7 +111,7 @@ pub enum Role {
     /// An I/O forwarder.
     Fyod(FyodSpec),
     /// An LNET router.
-    Router,
+    Router(RouterSpec),
     /// A compute node.
     Client(ClientSpec),
 }
@@ -127,7 +128,7 @@ impl Role {
             Role::Mds => RoleName::Mds,
             Role::Oss(_) => RoleName::Oss,
             Role::Fyod(_) => RoleName::Fyod,
-            Role::Router => RoleName::Router,
+            Role::Router(_) => RoleName::Router,
             Role::Client(_) => RoleName::Client,
         }
     }
@@ -161,6 +162,48 @@ pub struct FyodSpec {
     /// PFS or UFS.
     pub mode: FyodMode,
 }
+
+/// A router's buffers, named as LNet's module parameters; absent from the file: the fabric's
+/// defaults ([`RouterConfig::default`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterSpec {
+    /// Buffers for messages without payload (`tiny_router_buffers`).
+    pub tiny_buffers: u32,
+    /// Buffers for payloads up to 4 KiB (`small_router_buffers`).
+    pub small_buffers: u32,
+    /// Buffers for larger payloads (`large_router_buffers`).
+    pub large_buffers: u32,
+    /// Buffers one peer may hold at once (`peer_buffer_credits`).
+    pub peer_buffer_credits: u32,
+}
+
+impl Default for RouterSpec {
+    fn default() -> Self {
+        let d = RouterConfig::default();
+        RouterSpec {
+            tiny_buffers: d.tiny_buffers,
+            small_buffers: d.small_buffers,
+            large_buffers: d.large_buffers,
+            peer_buffer_credits: d.peer_buffer_credits,
+        }
+    }
+}
+
+impl RouterSpec {
+    /// The fabric's settings for a router with these buffers.
+    pub fn config(&self) -> RouterConfig {
+        RouterConfig {
+            tiny_buffers: self.tiny_buffers,
+            small_buffers: self.small_buffers,
+            large_buffers: self.large_buffers,
+            peer_buffer_credits: self.peer_buffer_credits,
+            ..RouterConfig::default()
+        }
+    }
+}
+
+/// Most buffers of one class a router may be given (LNet's own defaults are in the thousands).
+pub const ROUTER_BUFFERS_MAX: u32 = 65_536;
 
 /// A client's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,6 +495,10 @@ impl Stack {
                     recovery_window_ms: None,
                     fyod_mode: None,
                     forwarder: None,
+                    tiny_router_buffers: None,
+                    small_router_buffers: None,
+                    large_router_buffers: None,
+                    peer_buffer_credits: None,
                 };
                 match n.role {
                     Role::Oss(spec) => {
@@ -476,7 +523,13 @@ impl Stack {
                             None => NO_FORWARDER.to_owned(),
                         });
                     }
-                    Role::Mds | Role::Router => {}
+                    Role::Router(spec) => {
+                        entry.tiny_router_buffers = Some(spec.tiny_buffers);
+                        entry.small_router_buffers = Some(spec.small_buffers);
+                        entry.large_router_buffers = Some(spec.large_buffers);
+                        entry.peer_buffer_credits = Some(spec.peer_buffer_credits);
+                    }
+                    Role::Mds => {}
                 }
                 entry
             })
@@ -831,9 +884,32 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
     if entry.role != RoleName::Client && entry.forwarder.is_some() {
         return Err(only("forwarder", "client"));
     }
+    let buffers = [
+        ("tiny_router_buffers", entry.tiny_router_buffers),
+        ("small_router_buffers", entry.small_router_buffers),
+        ("large_router_buffers", entry.large_router_buffers),
+        ("peer_buffer_credits", entry.peer_buffer_credits),
+    ];
+    for (leaf, value) in buffers {
+        match value {
+            Some(_) if entry.role != RoleName::Router => return Err(only(leaf, "router")),
+            Some(n) if !(1..=ROUTER_BUFFERS_MAX).contains(&n) => {
+                return Err((leaf.into(), format!("{n}: use 1 to {ROUTER_BUFFERS_MAX}")));
+            }
+            _ => {}
+        }
+    }
     Ok(match entry.role {
         RoleName::Mds => Role::Mds,
-        RoleName::Router => Role::Router,
+        RoleName::Router => {
+            let d = RouterSpec::default();
+            Role::Router(RouterSpec {
+                tiny_buffers: entry.tiny_router_buffers.unwrap_or(d.tiny_buffers),
+                small_buffers: entry.small_router_buffers.unwrap_or(d.small_buffers),
+                large_buffers: entry.large_router_buffers.unwrap_or(d.large_buffers),
+                peer_buffer_credits: entry.peer_buffer_credits.unwrap_or(d.peer_buffer_credits),
+            })
+        }
         RoleName::Client => Role::Client(ClientSpec { forwarder: None }),
         RoleName::Fyod => Role::Fyod(FyodSpec {
             mode: match entry.fyod_mode.unwrap_or_default() {
