@@ -14,6 +14,8 @@
 //! low — the paper's degraded signature — so the rule and the correlation read congestion, and
 //! the credit waits are reported beside it.
 
+pub mod experiment;
+
 use std::collections::BTreeMap;
 
 use iopath_fabric::iorcd::Sample;

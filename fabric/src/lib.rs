@@ -28,6 +28,8 @@
 //! - [`lnd`]: transports behind one trait — in-memory and TCP — and what the node grants a
 //!   message before its payload is read.
 //! - [`region`]: memory registered for bulk, which descriptors name.
+//! - [`link`]: a modeled link: an interface's wire as a server of modeled bandwidth and
+//!   latency, at a time scale.
 //! - `health`: the router checker, pinging gateways through a trait the node implements.
 //! - [`ni`]: a network interface: credit gates, the send path, counters.
 //! - [`router`]: router buffers in size classes and per-peer router credits.
@@ -55,6 +57,7 @@ pub mod histogram;
 pub mod iorcd;
 pub mod landing;
 pub mod limits;
+pub mod link;
 pub mod lnd;
 pub mod metrics;
 pub mod ni;

@@ -19,6 +19,7 @@ use crate::fault::{Fault, FaultHook};
 use crate::frame::Message;
 use crate::gate::{CreditGate, CreditSnapshot};
 
+use crate::link::{Link, LinkModel};
 use crate::lnd::{Lnd, LndCounters, SendTicket};
 use crate::nid::Nid;
 
@@ -46,6 +47,8 @@ pub struct Ni {
     peers_max: usize,
     peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
     fault: Option<Arc<dyn FaultHook>>,
+    /// The modeled wire, if the network has a model.
+    link: Option<Link>,
     /// Traffic counters.
     pub counters: NiCounters,
 }
@@ -71,15 +74,17 @@ pub struct NiCredits {
 }
 
 impl Ni {
-    /// An interface at `nid` sending through `lnd`.
+    /// An interface at `nid` sending through `lnd`, over a wire modeled by `link` if given.
     pub fn new(
         nid: Nid,
         lnd: Arc<dyn Lnd>,
         credits: NiCredits,
         fault: Option<Arc<dyn FaultHook>>,
+        link: Option<LinkModel>,
     ) -> Ni {
         Ni {
             nid,
+            link: link.map(|model| Link::new(model, Arc::clone(&lnd))),
             lnd,
             credits: CreditGate::new(credits.credits_max),
             peer_credits_max: credits.peer_credits_max,
@@ -135,7 +140,7 @@ impl Ni {
             None => Fault::None,
         };
         match fault {
-            Fault::None => self.lnd.send(next_hop, message, ticket),
+            Fault::None => self.transmit(next_hop, message, ticket),
             Fault::Drop => {
                 // Lost on the wire: the sender cannot tell, so the send "completes".
                 self.counters.drop_count.fetch_add(1, Ordering::Relaxed);
@@ -147,10 +152,11 @@ impl Ni {
                     *b ^= 0x5A;
                 }
                 message.payload = payload.freeze();
-                self.lnd.send(next_hop, message, ticket);
+                self.transmit(next_hop, message, ticket);
             }
             Fault::Delay(delay) => {
-                // Delayed in flight: the credits stay held until it "arrives".
+                // Delayed in flight: the credits stay held until it "arrives". (A delayed
+                // message skips the modeled wire: the hook decides when it arrives.)
                 let lnd = Arc::clone(&self.lnd);
                 tokio::spawn(async move {
                     tokio::time::sleep(delay).await;
@@ -159,6 +165,19 @@ impl Ni {
             }
         }
         Ok(())
+    }
+
+    /// Hands `message` to the LND, over the modeled wire if there is one.
+    fn transmit(&self, next_hop: Nid, message: Message, ticket: SendTicket) {
+        match &self.link {
+            Some(link) => link.send(next_hop, message, ticket),
+            None => self.lnd.send(next_hop, message, ticket),
+        }
+    }
+
+    /// The modeled wire's model, if the interface has one.
+    pub fn link(&self) -> Option<LinkModel> {
+        self.link.as_ref().map(Link::model)
     }
 
     /// Counters of the interface's own pool (LNet `nis`).

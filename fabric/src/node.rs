@@ -28,6 +28,7 @@ use crate::frame::{
 use crate::health::Checked;
 use crate::landing::{LANDING_POOL_KEPT_BYTES_MAX, LANDING_POOLED_MAX_BYTES, Lender, Place};
 use crate::limits::Limits;
+use crate::link::LinkModel;
 use crate::lnd::mem::MemNetwork;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
 use crate::lnd::tcp::{POOLED_PAYLOAD_MIN_BYTES, RECEIVE_POOL_KEPT_BYTES_MAX};
@@ -70,6 +71,9 @@ pub struct NodeConfig {
     pub routes: Vec<RouteSpec>,
     /// Forward messages between its networks, with these buffers (the router role).
     pub router: Option<RouterConfig>,
+    /// Modeled links, by network: each interface on one of these networks sends over a wire
+    /// of that model (see [`crate::link`]).
+    pub links: Vec<(NetId, LinkModel)>,
 }
 
 /// What takes the requests (PUTs) that arrive on one service portal. The RPC layer attaches one
@@ -260,7 +264,18 @@ impl Node {
                     why: "a node has one interface per network".into(),
                 });
             }
-            nis.push(Arc::new(Ni::new(nid, lnd, credits, config.fault.clone())));
+            let link = config
+                .links
+                .iter()
+                .find(|(net, _)| *net == nid.net)
+                .map(|(_, model)| *model);
+            nis.push(Arc::new(Ni::new(
+                nid,
+                lnd,
+                credits,
+                config.fault.clone(),
+                link,
+            )));
         }
         let _ = inner.nis.set(nis);
         let node = Node { inner };

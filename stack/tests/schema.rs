@@ -283,6 +283,64 @@ fn router_buffers_are_set_as_lnet_names_them_and_default_otherwise() {
 }
 
 #[test]
+fn modeled_links_are_checked_and_kept() {
+    let oss = "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\n";
+    let net = |extra: &str| {
+        format!(
+            "name = \"t\"\n{extra}\n[[networks]]\nname = \"net0\"\nNET\n[[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ net0 = 1 }}\n{oss}"
+        )
+    };
+    let cases = [
+        (
+            net("").replace("NET", "bandwidth = 0"),
+            "networks[0] (net0).bandwidth",
+        ),
+        (
+            net("").replace("NET", "bandwidth = \"fast\""),
+            "networks[0] (net0).bandwidth",
+        ),
+        (
+            net("").replace("NET", "latency_us = 5"),
+            "needs a modeled bandwidth",
+        ),
+        (
+            net("").replace("NET", "bandwidth = \"1g\"\nlatency_us = 5000000"),
+            "networks[0] (net0).latency_us",
+        ),
+        (
+            net("[model]\ntime_scale = 0").replace("NET", "bandwidth = \"1g\""),
+            "model.time_scale",
+        ),
+        (
+            net("[model]\ntime_scale = 10").replace("NET", ""),
+            "scales nothing",
+        ),
+    ];
+    for (text, needle) in cases {
+        let error = refused(&text);
+        assert!(
+            error.contains(needle),
+            "{error:?} should say {needle:?}\n{text}"
+        );
+    }
+    let text =
+        net("[model]\ntime_scale = 20").replace("NET", "bandwidth = \"3200m\"\nlatency_us = 2");
+    let stack = Stack::parse(&text, "modeled.toml").unwrap();
+    let model = stack.link_model(0).unwrap();
+    assert_eq!(model.bandwidth_bytes_s, (3200u64 << 20) as f64);
+    assert_eq!(model.time_scale, 20.0);
+    assert_eq!(model.latency, std::time::Duration::from_micros(2));
+    assert!(stack.modeled().contains("net0") && stack.modeled().contains("time scale 20"));
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.networks, stack.networks);
+    assert_eq!(again.time_scale, 20);
+    // Without a model, nothing is modeled and every network runs at the host's speed.
+    let plain = preset("spider-mini").unwrap().stack().unwrap();
+    assert!(!plain.is_modeled() && plain.link_model(0).is_none());
+    assert_eq!(plain.modeled(), "nothing");
+}
+
+#[test]
 fn an_unreachable_storage_server_is_refused() {
     let text = r#"
 name = "t"

@@ -107,3 +107,90 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `iopath bench iorcd`'s options.
+#[derive(Debug, clap::Args)]
+pub struct ExperimentArgs {
+    /// The stack (a routed one; default: the spider-mini-routed preset).
+    #[command(flatten)]
+    stack: super::stack::StackArgs,
+    /// IOR tasks of each run of the load series (the paper scaled ranks to 64, four per node).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    loads: Vec<u32>,
+    /// IORCD's sampling interval, milliseconds (the paper's 30 s, scaled down).
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    interval_ms: u64,
+    /// Sampling intervals each phase of the load series lasts (IOR stonewalls it).
+    #[arg(long, default_value_t = 4)]
+    windows: u32,
+    /// IOR's transfer size (k, m suffixes).
+    #[arg(short = 't', long, value_name = "SIZE", default_value = "4m", value_parser = iopath_fabric::units::parse_size)]
+    transfer_size: u64,
+    /// IOR tasks of the healthy and starved runs.
+    #[arg(long, default_value_t = 8)]
+    degraded_tasks: u32,
+    /// Healthy runs, and as many with starved routers.
+    #[arg(long, default_value_t = 2)]
+    repeats: u32,
+    /// The starved routers' large_router_buffers.
+    #[arg(long, default_value_t = 1)]
+    starved_large_buffers: u32,
+    /// The starved routers' peer_buffer_credits.
+    #[arg(long, default_value_t = 1)]
+    starved_peer_credits: u32,
+    /// Directory for the stacks' storage (default: a temporary one in the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Draw the load series (bandwidth and congestion against tasks, as the paper's Figures 3
+    /// and 4) into DIR/iorcd-write.svg and DIR/iorcd-read.svg.
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+}
+
+/// Runs `iopath bench iorcd`.
+pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
+    use iorcd::experiment::{self, ExperimentConfig};
+    let defaults = ExperimentConfig::default();
+    let mut choice: iopath_stack::StackChoice = args.stack.into();
+    if choice.preset.is_none() && choice.stack.is_none() {
+        choice.preset = defaults.choice.preset.clone();
+    }
+    let config = ExperimentConfig {
+        choice,
+        loads: args.loads,
+        interval: std::time::Duration::from_millis(args.interval_ms),
+        windows: args.windows,
+        transfer_bytes: args.transfer_size,
+        degraded_tasks: args.degraded_tasks,
+        repeats: args.repeats,
+        starved_large_buffers: args.starved_large_buffers,
+        starved_peer_credits: args.starved_peer_credits,
+        dir: args.dir,
+        ..defaults
+    };
+    if let Some(dir) = &args.svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    let mut say = |line: &str| eprintln!("{line}");
+    let result = experiment::run(&config, None, &mut say).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", experiment::text(&result));
+    }
+    if let Some(dir) = &args.svg {
+        for (direction, name) in [
+            (iorcd::Direction::Write, "iorcd-write.svg"),
+            (iorcd::Direction::Read, "iorcd-read.svg"),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, experiment::figure(&result, direction).svg())
+                .with_context(|| format!("write {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}

@@ -106,6 +106,10 @@ pub enum BenchCommand {
     /// fio through an iopath mount, beside the same fio through a FUSE passthrough (bindfs)
     /// and on the raw directory, in one run.
     Mount(mount::BenchMountArgs),
+    /// IORCD's findings (Titan paper 002) on a routed stack: router congestion against IOR
+    /// bandwidth at rising load, and the degraded rule over healthy runs and runs with
+    /// starved router buffers.
+    Iorcd(iorcd::ExperimentArgs),
 }
 
 /// Runs the command the command line names, to its end.
@@ -122,6 +126,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Journal(args)) => journal::run(args).await,
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
         Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,
+        Command::Bench(BenchCommand::Iorcd(args)) => iorcd::experiment(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

@@ -108,6 +108,14 @@ impl RunningNode {
             interfaces,
             routes: stack.routes_of(index),
             router,
+            links: spec
+                .interfaces
+                .iter()
+                .enumerate()
+                .filter_map(|(k, i)| {
+                    Some((stack.nid_of(index, k).net, stack.link_model(i.network)?))
+                })
+                .collect(),
             limits: tuning.limits.clone(),
             fault: tuning.fault.clone(),
         })

@@ -11,8 +11,13 @@
 //! stripe_size = "1m"
 //! stripe_count = -1              # -1: all targets
 //!
+//! [model]                        # optional: the machine it stands for
+//! time_scale = 20                # modeled time runs 20 times slower than the host's
+//!
 //! [[networks]]
 //! name = "o2ib0"
+//! bandwidth = "3200m"            # modeled link: bytes per modeled second per interface
+//! latency_us = 2
 //!
 //! [[nodes]]
 //! name = "mds"
@@ -55,6 +60,9 @@ pub struct StackFile {
     /// The file system's default layout, given to the metadata service.
     #[serde(default)]
     pub layout: LayoutSection,
+    /// The emulated machine: how much slower than the host modeled time runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSection>,
     /// Which set of `[[routes]]` entries is in force; entries without a `set` always are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_set: Option<String>,
@@ -65,6 +73,16 @@ pub struct StackFile {
     /// Routes to networks a node is not on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteEntry>,
+}
+
+/// `[model]`: settings of the modeled machine as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// Host seconds per modeled second (default 1): at 20, a modeled 3.2 GB/s link carries
+    /// 160 MB/s here, so this host can keep up with what it models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_scale: Option<u32>,
 }
 
 /// `[layout]`: Lustre's conventions — size 0 or absent for the default (1 MiB), count -1 for
@@ -103,6 +121,14 @@ pub struct NetworkEntry {
     /// their coordinates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torus: Option<[u32; 3]>,
+    /// A modeled link: each interface on this network sends at this many bytes per modeled
+    /// second (a number, or `"3200m"`); absent: as fast as the host goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<SizeValue>,
+    /// With `bandwidth`: microseconds of modeled time from a message's last byte leaving to
+    /// its arrival (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<u64>,
 }
 
 /// The roles a node can play.

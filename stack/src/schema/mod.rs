@@ -7,6 +7,6 @@ pub mod stack;
 
 pub use file::{RoleName, StackFile};
 pub use stack::{
-    Address, ClientSpec, DefaultLayout, FyodMode, FyodSpec, Network, NodeInterface, NodeSpec,
-    OssSpec, ROUTER_BUFFERS_MAX, Role, RouteRule, RouterSpec, Stack,
+    Address, ClientSpec, DefaultLayout, FyodMode, FyodSpec, Network, NetworkLink, NodeInterface,
+    NodeSpec, OssSpec, ROUTER_BUFFERS_MAX, Role, RouteRule, RouterSpec, Stack, TIME_SCALE_MAX,
 };

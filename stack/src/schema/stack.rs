@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
 
 use iopath_fabric::Nid;
+use iopath_fabric::link::LinkModel;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_mds::layout::{FsName, TargetName};
 
 use super::file::{
-    AddressValue, FyodModeName, JournalName, LayoutSection, NetworkEntry, NodeEntry, RoleName,
-    RouteEntry, SizeValue, StackFile,
+    AddressValue, FyodModeName, JournalName, LayoutSection, ModelSection, NetworkEntry, NodeEntry,
+    RoleName, RouteEntry, SizeValue, StackFile,
 };
 use crate::error::StackError;
 
@@ -59,6 +60,8 @@ pub struct Stack {
     pub route_set: Option<String>,
     /// Every route set the file names.
     pub route_sets: Vec<String>,
+    /// Host seconds per modeled second (1 unless the file's `[model]` says otherwise).
+    pub time_scale: u32,
 }
 
 /// The default layout, in Lustre's conventions (see [`iopath_mds::StripeRequest`]).
@@ -81,7 +84,25 @@ pub struct Network {
     pub number: u16,
     /// Torus dimensions, when it models one.
     pub torus: Option<[u32; 3]>,
+    /// Its modeled link, if it has one.
+    pub link: Option<NetworkLink>,
 }
+
+/// A network's modeled link, as the stack file gives it (modeled time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetworkLink {
+    /// Bytes per modeled second each interface sends.
+    pub bandwidth_bytes_s: u64,
+    /// Modeled latency, microseconds.
+    pub latency_us: u64,
+}
+
+/// Largest modeled bandwidth a stack file may give a network, bytes per second (1 TB/s).
+pub const LINK_BANDWIDTH_MAX_BYTES_S: u64 = 1_000_000_000_000;
+/// Longest modeled latency, microseconds (one second).
+pub const LINK_LATENCY_MAX_US: u64 = 1_000_000;
+/// Largest time scale.
+pub const TIME_SCALE_MAX: u32 = 100_000;
 
 /// A node's address on one network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -268,6 +289,22 @@ impl Stack {
         };
         let layout = check_layout(&file.layout).map_err(|(field, why)| bad(field, why))?;
         let networks = check_networks(&file.networks).map_err(|(field, why)| bad(field, why))?;
+        let time_scale = match file.model.as_ref().and_then(|m| m.time_scale) {
+            None => 1,
+            Some(scale) if !(1..=TIME_SCALE_MAX).contains(&scale) => {
+                return Err(bad(
+                    "model.time_scale".into(),
+                    format!("{scale}: use 1 to {TIME_SCALE_MAX} host seconds per modeled second"),
+                ));
+            }
+            Some(_) if networks.iter().all(|n| n.link.is_none()) => {
+                return Err(bad(
+                    "model.time_scale".into(),
+                    "scales nothing: no network has a modeled link (give one a bandwidth)".into(),
+                ));
+            }
+            Some(scale) => scale,
+        };
         let (mut nodes, forwarders) =
             expand_nodes(&file.nodes, &networks).map_err(|(field, why)| bad(field, why))?;
         assign_forwarders(&mut nodes, &forwarders).map_err(|(field, why)| bad(field, why))?;
@@ -303,9 +340,51 @@ impl Stack {
             routes,
             route_set: file.route_set.clone(),
             route_sets,
+            time_scale,
         };
         super::reach::check(&stack).map_err(|(field, why)| bad(field, why))?;
         Ok(stack)
+    }
+
+    /// Network `index`'s modeled link, in host time, if it has one.
+    pub fn link_model(&self, index: usize) -> Option<LinkModel> {
+        let link = self.networks.get(index)?.link?;
+        Some(LinkModel {
+            bandwidth_bytes_s: link.bandwidth_bytes_s as f64,
+            latency: std::time::Duration::from_micros(link.latency_us),
+            time_scale: f64::from(self.time_scale),
+        })
+    }
+
+    /// Whether any network is modeled.
+    pub fn is_modeled(&self) -> bool {
+        self.networks.iter().any(|n| n.link.is_some())
+    }
+
+    /// What is modeled, in words, for every result: `links on torus0 (5000 MB/s, 2 us),
+    /// o2ib201 (...) at time scale 20`, or `nothing`.
+    pub fn modeled(&self) -> String {
+        let links: Vec<String> = self
+            .networks
+            .iter()
+            .filter_map(|n| {
+                let l = n.link?;
+                Some(format!(
+                    "{} ({:.0} MB/s, {} us)",
+                    n.name,
+                    l.bandwidth_bytes_s as f64 / 1e6,
+                    l.latency_us
+                ))
+            })
+            .collect();
+        if links.is_empty() {
+            return "nothing".into();
+        }
+        format!(
+            "the links of {} (each interface's sending side; switches and receive sides are not modeled), at time scale {} (host seconds per modeled second)",
+            links.join(", "),
+            self.time_scale
+        )
     }
 
     /// The index of the node called `name`.
@@ -557,12 +636,17 @@ impl Stack {
                 stripe_offset: Some(self.layout.stripe_offset),
             },
             route_set: None,
+            model: (self.time_scale != 1).then_some(ModelSection {
+                time_scale: Some(self.time_scale),
+            }),
             networks: self
                 .networks
                 .iter()
                 .map(|n| NetworkEntry {
                     name: n.name.clone(),
                     torus: n.torus,
+                    bandwidth: n.link.map(|l| SizeValue::Bytes(l.bandwidth_bytes_s)),
+                    latency_us: n.link.map(|l| l.latency_us),
                 })
                 .collect(),
             nodes,
@@ -694,10 +778,43 @@ fn check_networks(entries: &[NetworkEntry]) -> Result<Vec<Network>, FieldError> 
                 format!("{dims:?}: each side must be 1 to {TORUS_SIDE_MAX}"),
             ));
         }
+        let bandwidth = match &entry.bandwidth {
+            None => None,
+            Some(SizeValue::Bytes(b)) => Some(*b),
+            Some(SizeValue::Text(t)) => {
+                Some(iopath_fabric::units::parse_size(t).map_err(|why| (field("bandwidth"), why))?)
+            }
+        };
+        let link = match (bandwidth, entry.latency_us) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err((
+                    field("latency_us"),
+                    "a modeled latency needs a modeled bandwidth too".into(),
+                ));
+            }
+            (Some(b), _) if !(1..=LINK_BANDWIDTH_MAX_BYTES_S).contains(&b) => {
+                return Err((
+                    field("bandwidth"),
+                    format!("{b} bytes per second: use 1 to {LINK_BANDWIDTH_MAX_BYTES_S}"),
+                ));
+            }
+            (Some(_), Some(l)) if l > LINK_LATENCY_MAX_US => {
+                return Err((
+                    field("latency_us"),
+                    format!("{l}: use 0 to {LINK_LATENCY_MAX_US} microseconds"),
+                ));
+            }
+            (Some(b), l) => Some(NetworkLink {
+                bandwidth_bytes_s: b,
+                latency_us: l.unwrap_or(0),
+            }),
+        };
         out.push(Network {
             name: entry.name.clone(),
             number: i as u16,
             torus: entry.torus,
+            link,
         });
     }
     Ok(out)

@@ -1,0 +1,978 @@
+//! `iopath bench iorcd`: paper 002's two findings, measured on a routed stack with IORCD's
+//! own records.
+//!
+//! **Congestion tracks bandwidth.** The paper ran IOR at rising rank counts, each run sized to
+//! fill IORCD's sampling window, and set the router congestion of the window beside the
+//! bandwidth: Pearson 0.94 for writes, 0.85 for reads. Here each load (a number of IOR tasks)
+//! writes for a few sampling intervals (IOR's stonewalling deadline), then reads back what it
+//! wrote for as long; the congestion of a run is the routers' congestion in the intervals that
+//! lie wholly inside its phase, summed over routers, and its bandwidth is IOR's.
+//!
+//! **Starved credits look like low congestion that lasts.** The paper's degraded runs showed
+//! low congestion over more than two samples, where healthy runs spiked within one. Here the
+//! same short IOR run (sized to take part of one interval at the healthy rate) runs on the
+//! stack as it is and on the stack with its routers starved of buffers (few large router
+//! buffers, one per sender); IORCD's rule (`super::bursts`) then reads the records of both.
+//!
+//! The stack runs as a process per server node on loopback TCP, the IOR tasks in this
+//! process: congestion is time queued for send credits, and only a real socket holds a send
+//! long enough to queue behind it (an in-memory link delivers at once).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use iopath_client::Client;
+use iopath_fabric::iorcd::Sample;
+use iopath_stack::StackChoice;
+use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::schema::{Role, RoleName, RouterSpec, Stack};
+use serde::Serialize;
+
+use super::{Burst, Direction, Point, bursts, pearson, series};
+use crate::error::BenchError;
+use crate::ior::IorOptions;
+use crate::ior::params::IorParams;
+use crate::ior::phase::{self, Files, Job, Progress};
+
+/// The paper's coefficients (Figures 3 and 4), printed beside ours.
+pub const PAPER_PEARSON_WRITE: f64 = 0.94;
+/// Reads.
+pub const PAPER_PEARSON_READ: f64 = 0.85;
+
+/// What is real and what is modeled, said with every result.
+pub const MODELED: &str = "nothing: real bytes over loopback TCP between a process per server \
+                           node, real files; Titan's Gemini counters are stood for by the time \
+                           messages queue for send credits in each router; torus coordinates \
+                           are recorded, not modeled";
+
+/// The experiment's settings.
+#[derive(Debug, Clone)]
+pub struct ExperimentConfig {
+    /// The stack: a routed one (default spider-mini-routed).
+    pub choice: StackChoice,
+    /// IOR tasks of each run of the load series, in order.
+    pub loads: Vec<u32>,
+    /// IORCD's sampling interval.
+    pub interval: Duration,
+    /// Intervals each phase of the load series lasts.
+    pub windows: u32,
+    /// IOR's transfer size.
+    pub transfer_bytes: u64,
+    /// IOR tasks of the healthy and starved runs.
+    pub degraded_tasks: u32,
+    /// Healthy runs, and as many starved ones.
+    pub repeats: u32,
+    /// The starved routers' large buffers (LNet `large_router_buffers`).
+    pub starved_large_buffers: u32,
+    /// The starved routers' buffers per sender (LNet `peer_buffer_credits`).
+    pub starved_peer_credits: u32,
+    /// IORCD's rule: more than this many samples ...
+    pub samples_max: usize,
+    /// ... below this fraction of the highest burst's congestion.
+    pub low: f64,
+    /// Directory for the stacks' storage; default: a temporary one in the current directory.
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for ExperimentConfig {
+    fn default() -> Self {
+        ExperimentConfig {
+            choice: StackChoice {
+                preset: Some("spider-mini-routed".into()),
+                ..StackChoice::default()
+            },
+            loads: vec![1, 2, 4, 8, 16, 32],
+            interval: Duration::from_millis(500),
+            windows: 4,
+            transfer_bytes: 4 << 20,
+            degraded_tasks: 8,
+            repeats: 2,
+            starved_large_buffers: 1,
+            starved_peer_credits: 1,
+            samples_max: 2,
+            low: 0.5,
+            dir: None,
+        }
+    }
+}
+
+/// One phase of one run, as IOR measured it and as IORCD saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseSeen {
+    /// Write or read.
+    pub direction: Direction,
+    /// When the phase began and ended, seconds since the Unix epoch.
+    pub start_epoch: f64,
+    /// End.
+    pub end_epoch: f64,
+    /// Bytes IOR moved.
+    pub bytes: u64,
+    /// IOR's bandwidth, MiB/s.
+    pub bandwidth_mib_s: f64,
+    /// Sampling intervals wholly inside the phase, over every router.
+    pub intervals: usize,
+    /// Congestion: seconds queued to leave the routers per second, summed over routers.
+    pub congestion: f64,
+    /// Seconds queued for router credits and buffers to get in, per second, summed.
+    pub credit_waits: f64,
+    /// Bytes the routers forwarded in this direction per second in those intervals, MiB/s.
+    pub router_mib_s: f64,
+}
+
+/// One run of the load series.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadRun {
+    /// IOR tasks.
+    pub tasks: u32,
+    /// Client nodes they ran on.
+    pub nodes: u32,
+    /// The write phase, then the read phase.
+    pub phases: Vec<PhaseSeen>,
+}
+
+/// How congestion followed bandwidth over the series, in one direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesCorrelation {
+    /// Write or read.
+    pub direction: Direction,
+    /// Pearson's r of congestion against IOR's bandwidth over the runs.
+    pub pearson: Option<f64>,
+    /// The paper's.
+    pub paper: f64,
+}
+
+/// One run of the degraded part, with the bursts IORCD's rule read in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleRun {
+    /// `healthy 1`, `starved 1`, ...
+    pub label: String,
+    /// Whether its routers were starved of buffers.
+    pub starved: bool,
+    /// Its phases.
+    pub phases: Vec<PhaseSeen>,
+    /// The bursts of its time, one per router and direction that forwarded data.
+    pub bursts: Vec<RunBurst>,
+    /// Whether the rule flagged any of its bursts.
+    pub flagged: bool,
+}
+
+/// A burst, with the router named as in the stack.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunBurst {
+    /// The router's node name.
+    pub router: String,
+    /// The burst.
+    #[serde(flatten)]
+    pub burst: Burst,
+}
+
+/// Everything the experiment measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Experiment {
+    /// The stack's name.
+    pub stack: String,
+    /// Its routers.
+    pub routers: Vec<String>,
+    /// The networks the storage servers are on.
+    pub storage_nets: Vec<String>,
+    /// The sampling interval, seconds.
+    pub interval_s: f64,
+    /// IOR's transfer size.
+    pub transfer_bytes: u64,
+    /// The load series.
+    pub loads: Vec<LoadRun>,
+    /// Congestion against bandwidth, per direction.
+    pub correlations: Vec<SeriesCorrelation>,
+    /// The starved routers' settings.
+    pub starved_buffers: StarvedBuffers,
+    /// The healthy and starved runs.
+    pub rule_runs: Vec<RuleRun>,
+    /// The rule's parameters.
+    pub samples_max: usize,
+    /// Its threshold.
+    pub low: f64,
+    /// Whether the rule flagged exactly the starved runs.
+    pub flagged_exactly_the_starved: bool,
+    /// What was real and what modeled.
+    pub modeled: String,
+}
+
+/// The starved routers' buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StarvedBuffers {
+    /// `large_router_buffers`.
+    pub large_router_buffers: u32,
+    /// `peer_buffer_credits`.
+    pub peer_buffer_credits: u32,
+}
+
+/// Runs the experiment; `say` hears each step and result as it comes. `launcher` starts the
+/// node processes (default: this program's `node`).
+pub async fn run(
+    config: &ExperimentConfig,
+    launcher: Option<&Launcher>,
+    say: &mut dyn FnMut(&str),
+) -> Result<Experiment, BenchError> {
+    check(config)?;
+    let stack = config.choice.load()?;
+    let routers = stack.nodes_of(RoleName::Router);
+    if routers.is_empty() {
+        return Err(BenchError::BadOption {
+            option: "--stack".into(),
+            why: format!("{} has no routers for IORCD to watch", stack.origin),
+        });
+    }
+    let client_nodes = stack.nodes_of(RoleName::Client).len() as u32;
+    if client_nodes == 0 {
+        return Err(BenchError::BadOption {
+            option: "--stack".into(),
+            why: format!("{} has no client nodes to run IOR on", stack.origin),
+        });
+    }
+    let parent = config.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+
+    // The load series, on the stack as it is.
+    say(&format!(
+        "starting {} (a process per server node), IORCD every {} ms",
+        stack.name,
+        config.interval.as_millis()
+    ));
+    let healthy = Watched::start(stack.clone(), &parent, launcher, config.interval).await?;
+    let outcome = load_series(config, &healthy, say).await;
+    let (loads, healthy_rule) = match outcome {
+        Ok(loads) => {
+            let per_task = fixed_bytes_per_task(config, &loads);
+            say(&format!(
+                "degraded rule: {} healthy run(s) of {} tasks x {} MiB",
+                config.repeats,
+                config.degraded_tasks,
+                per_task >> 20
+            ));
+            let runs = rule_runs(config, &healthy, per_task, false, say).await;
+            (loads, runs.map(|r| (r, per_task)))
+        }
+        Err(e) => {
+            let _ = healthy.stop().await;
+            return Err(e);
+        }
+    };
+    let healthy_samples = healthy.samples().await;
+    let healthy_names = healthy.router_names.clone();
+    let storage_nets = healthy.storage_nets.clone();
+    healthy.stop().await?;
+    let (healthy_runs, per_task) = healthy_rule?;
+    let healthy_samples = healthy_samples?;
+
+    // The same short runs with the routers starved of buffers.
+    let starved_stack = starve(&stack, config);
+    say(&format!(
+        "starting {} again with its routers starved: large_router_buffers = {}, peer_buffer_credits = {}",
+        stack.name, config.starved_large_buffers, config.starved_peer_credits
+    ));
+    let starved = Watched::start(starved_stack, &parent, launcher, config.interval).await?;
+    let starved_runs = rule_runs(config, &starved, per_task, true, say).await;
+    let starved_samples = starved.samples().await;
+    let starved_names = starved.router_names.clone();
+    starved.stop().await?;
+    let starved_runs = starved_runs?;
+    let starved_samples = starved_samples?;
+
+    // The load series: each phase's congestion from the intervals inside it.
+    let healthy_series = series(&healthy_samples, &storage_nets);
+    let loads: Vec<LoadRun> = loads
+        .into_iter()
+        .map(|mut run| {
+            for phase in &mut run.phases {
+                seen_in(phase, &healthy_series);
+            }
+            run
+        })
+        .collect();
+    let correlations = [Direction::Write, Direction::Read]
+        .into_iter()
+        .map(|direction| {
+            let (congestion, bandwidth): (Vec<f64>, Vec<f64>) = loads
+                .iter()
+                .flat_map(|r| &r.phases)
+                .filter(|p| p.direction == direction && p.intervals > 0)
+                .map(|p| (p.congestion, p.bandwidth_mib_s))
+                .unzip();
+            SeriesCorrelation {
+                direction,
+                pearson: pearson(&congestion, &bandwidth),
+                paper: match direction {
+                    Direction::Write => PAPER_PEARSON_WRITE,
+                    Direction::Read => PAPER_PEARSON_READ,
+                },
+            }
+        })
+        .collect();
+
+    // The rule, over the records of the healthy and starved runs together (as an operator's
+    // log of one application's runs), each burst given to the run whose time it falls in.
+    let rule_samples: Vec<Sample> = healthy_samples
+        .iter()
+        .filter(|s| healthy_runs.iter().any(|r| overlaps(s, r)))
+        .chain(
+            starved_samples
+                .iter()
+                .filter(|s| starved_runs.iter().any(|r| overlaps(s, r))),
+        )
+        .cloned()
+        .collect();
+    let found = bursts(
+        &series(&rule_samples, &storage_nets),
+        config.samples_max,
+        config.low,
+    );
+    let mut rule_runs: Vec<RuleRun> = healthy_runs.into_iter().chain(starved_runs).collect();
+    for run in &mut rule_runs {
+        let names = if run.starved {
+            &starved_names
+        } else {
+            &healthy_names
+        };
+        for phase in &mut run.phases {
+            seen_in(
+                phase,
+                &series(
+                    if run.starved {
+                        &starved_samples
+                    } else {
+                        &healthy_samples
+                    },
+                    &storage_nets,
+                ),
+            );
+        }
+        run.bursts = found
+            .iter()
+            .filter(|b| names.contains_key(&b.router) && burst_in(b, run))
+            .map(|b| RunBurst {
+                router: names[&b.router].clone(),
+                burst: b.clone(),
+            })
+            .collect();
+        run.flagged = run.bursts.iter().any(|b| b.burst.degraded);
+    }
+    let flagged_exactly_the_starved = rule_runs.iter().all(|r| r.flagged == r.starved);
+    Ok(Experiment {
+        stack: stack.name.clone(),
+        routers: routers
+            .iter()
+            .map(|&r| stack.nodes[r].name.clone())
+            .collect(),
+        storage_nets,
+        interval_s: config.interval.as_secs_f64(),
+        transfer_bytes: config.transfer_bytes,
+        loads,
+        correlations,
+        starved_buffers: StarvedBuffers {
+            large_router_buffers: config.starved_large_buffers,
+            peer_buffer_credits: config.starved_peer_credits,
+        },
+        rule_runs,
+        samples_max: config.samples_max,
+        low: config.low,
+        flagged_exactly_the_starved,
+        modeled: MODELED.to_owned(),
+    })
+}
+
+fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
+    let bad = |option: &str, why: String| {
+        Err(BenchError::BadOption {
+            option: option.into(),
+            why,
+        })
+    };
+    let ms = config.interval.as_millis() as u64;
+    if !(iopath_fabric::iorcd::INTERVAL_MIN_MS..=60_000).contains(&ms) {
+        return bad(
+            "--interval-ms",
+            format!(
+                "{ms}: use {} to 60000 (the paper's 30 s window would make one run take minutes)",
+                iopath_fabric::iorcd::INTERVAL_MIN_MS
+            ),
+        );
+    }
+    if config.loads.len() < 3 || config.loads.iter().any(|&t| t == 0 || t > 1024) {
+        return bad(
+            "--loads",
+            "at least three loads (a correlation needs three points), each 1 to 1024 tasks".into(),
+        );
+    }
+    if !(3..=100).contains(&config.windows) {
+        return bad(
+            "--windows",
+            format!(
+                "{}: use 3 to 100 (a phase needs whole intervals inside it)",
+                config.windows
+            ),
+        );
+    }
+    if config.transfer_bytes == 0
+        || !config.transfer_bytes.is_multiple_of(8)
+        || config.transfer_bytes > 64 << 20
+    {
+        return bad(
+            "--transfer-size",
+            "whole 8-byte words, at most 64 MiB".into(),
+        );
+    }
+    if !(1..=1024).contains(&config.degraded_tasks) || !(1..=10).contains(&config.repeats) {
+        return bad(
+            "--degraded-tasks / --repeats",
+            "1 to 1024 tasks, 1 to 10 repeats".into(),
+        );
+    }
+    if !(0.0..=1.0).contains(&config.low) || config.samples_max == 0 {
+        return bad(
+            "--low / --samples-max",
+            "a fraction 0 to 1, and at least one sample".into(),
+        );
+    }
+    Ok(())
+}
+
+/// A running stack with its routers' IORCD at the experiment's interval.
+struct Watched {
+    running: RunningStack,
+    clients: Vec<Client>,
+    /// Each router's admin client, by its NID as the records name it.
+    admins: Vec<iopath_admin::Client>,
+    /// Router node names by the NID the records name them with.
+    router_names: BTreeMap<String, String>,
+    storage_nets: Vec<String>,
+}
+
+impl Watched {
+    async fn start(
+        stack: Stack,
+        parent: &std::path::Path,
+        launcher: Option<&Launcher>,
+        interval: Duration,
+    ) -> Result<Watched, BenchError> {
+        let storage = StorageDir::temporary("bench-iorcd", Some(parent))?;
+        let running = RunningStack::start(stack, Mode::Processes, storage, launcher).await?;
+        match Watched::watch(running, interval).await {
+            Ok(w) => Ok(w),
+            Err((running, e)) => {
+                let _ = running.stop().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn watch(
+        running: RunningStack,
+        interval: Duration,
+    ) -> Result<Watched, (RunningStack, BenchError)> {
+        let stack = running.stack().clone();
+        let mut admins = Vec::new();
+        let mut router_names = BTreeMap::new();
+        for index in stack.nodes_of(RoleName::Router) {
+            let Some(addr) = running.admin_addr(index) else {
+                let why = format!("router {} has no admin service", stack.nodes[index].name);
+                return Err((running, BenchError::Refused { why }));
+            };
+            let admin = match iopath_admin::Client::connect(addr).await {
+                Ok(a) => a,
+                Err(e) => return Err((running, e.into())),
+            };
+            // Off and cleared, then on at the interval: records from now on only.
+            for (key, value) in [
+                ("iorcd.interval_ms", "0".to_owned()),
+                ("iorcd.samples", String::new()),
+                ("iorcd.interval_ms", interval.as_millis().to_string()),
+            ] {
+                if let Err(e) = admin.set_param(key, &value).await {
+                    return Err((running, e.into()));
+                }
+            }
+            router_names.insert(
+                stack.nid_of(index, 0).to_string(),
+                stack.nodes[index].name.clone(),
+            );
+            admins.push(admin);
+        }
+        let mut storage_nets: Vec<String> = stack
+            .nodes_of(RoleName::Oss)
+            .into_iter()
+            .flat_map(|i| (0..stack.nodes[i].interfaces.len()).map(move |k| (i, k)))
+            .map(|(i, k)| stack.nid_of(i, k).net.to_string())
+            .collect();
+        storage_nets.sort();
+        storage_nets.dedup();
+        let mut clients = Vec::new();
+        for node in running.clients() {
+            match running.connect(node).await {
+                Ok(c) => clients.push(c),
+                Err(e) => return Err((running, e.into())),
+            }
+        }
+        Ok(Watched {
+            running,
+            clients,
+            admins,
+            router_names,
+            storage_nets,
+        })
+    }
+
+    /// Every router's records so far.
+    async fn samples(&self) -> Result<Vec<Sample>, BenchError> {
+        let mut all = Vec::new();
+        for admin in &self.admins {
+            for value in admin.get_param("iorcd.samples").await? {
+                all.extend(super::parse(&value.value).map_err(|why| BenchError::Tool {
+                    what: format!("{}'s IORCD records: {why}", admin.addr()),
+                })?);
+            }
+        }
+        Ok(all)
+    }
+
+    async fn stop(self) -> Result<(), BenchError> {
+        let ended = phase::end(&self.clients).await;
+        self.running.stop().await?;
+        ended
+    }
+}
+
+/// IOR's options for one run: a file per task, `tasks` tasks, each `block` bytes in the
+/// experiment's transfers.
+fn params(config: &ExperimentConfig, tasks: u32, block: u64) -> Result<IorParams, BenchError> {
+    let options = IorOptions {
+        tasks: Some(tasks),
+        block_size_bytes: block,
+        transfer_size_bytes: config.transfer_bytes,
+        file_per_proc: true,
+        test_file: "/iorcd/testFile".into(),
+        api: "sync".into(),
+        ..IorOptions::default()
+    };
+    let mut params = IorParams::from_options(&options, 0)?;
+    params.write = true;
+    params.read = true;
+    Ok(params)
+}
+
+/// Waits long enough for the routers to sample an idle interval: bursts apart.
+async fn idle(config: &ExperimentConfig) {
+    tokio::time::sleep(config.interval * 3 / 2).await;
+}
+
+fn epoch(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// Writes, then reads back, with `deadline` on each phase; removes the files.
+async fn write_read(
+    config: &ExperimentConfig,
+    watched: &Watched,
+    params: IorParams,
+    tasks: u32,
+    deadline: Option<Duration>,
+    stamp: u32,
+) -> Result<Vec<PhaseSeen>, BenchError> {
+    let nodes = tasks.min(watched.clients.len() as u32);
+    phase::make_parents(&watched.clients[0], &params.test_file).await?;
+    let job = Arc::new(Job {
+        buffers: crate::ior::buffers::pool(params.transfer_size_bytes as usize),
+        params,
+        tasks,
+        clients: watched.clients[..nodes as usize].to_vec(),
+        seed: 0,
+    });
+    let seen = |direction, start: SystemTime, result: &crate::ior::report::PhaseResult| PhaseSeen {
+        direction,
+        start_epoch: epoch(start),
+        end_epoch: epoch(SystemTime::now()),
+        bytes: result.bytes,
+        bandwidth_mib_s: result.bw_mib_s(),
+        intervals: 0,
+        congestion: 0.0,
+        credit_waits: 0.0,
+        router_mib_s: 0.0,
+    };
+    let mut files = Files::new();
+    let started = SystemTime::now();
+    let until = deadline.map(|d| std::time::Instant::now() + d);
+    let (write, written) = phase::write(&job, 0, stamp, until, Progress::Silent).await?;
+    let write = seen(Direction::Write, started, &write.result);
+    let written = Arc::new(written);
+    for task in 0..tasks {
+        files.insert(job.params.file_of(task, 0), Arc::clone(&written));
+    }
+    idle(config).await;
+    let started = SystemTime::now();
+    let until = deadline.map(|d| std::time::Instant::now() + d);
+    let read = phase::read(&job, 0, &files, until, Progress::Silent).await?;
+    let read = seen(Direction::Read, started, &read.result);
+    phase::remove(&job, 0, &mut files).await?;
+    idle(config).await;
+    Ok(vec![write, read])
+}
+
+async fn load_series(
+    config: &ExperimentConfig,
+    watched: &Watched,
+    say: &mut dyn FnMut(&str),
+) -> Result<Vec<LoadRun>, BenchError> {
+    let phase_time = config.interval * config.windows;
+    // Blocks no task finishes before the deadline stops it (IOR's stonewalling).
+    let block = (64u64 << 30) / config.transfer_bytes * config.transfer_bytes;
+    idle(config).await;
+    let mut runs = Vec::new();
+    for (k, &tasks) in config.loads.iter().enumerate() {
+        let params = params(config, tasks, block)?;
+        let phases = write_read(
+            config,
+            watched,
+            params,
+            tasks,
+            Some(phase_time),
+            k as u32 + 1,
+        )
+        .await?;
+        say(&format!(
+            "load {:>2}/{}: {tasks:>4} tasks  write {:>8.1} MiB/s  read {:>8.1} MiB/s",
+            k + 1,
+            config.loads.len(),
+            phases[0].bandwidth_mib_s,
+            phases[1].bandwidth_mib_s
+        ));
+        runs.push(LoadRun {
+            tasks,
+            nodes: tasks.min(watched.clients.len() as u32),
+            phases,
+        });
+    }
+    Ok(runs)
+}
+
+/// Bytes per task of the healthy and starved runs: at the healthy write rate of the load
+/// nearest `degraded_tasks`, half an interval's worth, in whole transfers.
+fn fixed_bytes_per_task(config: &ExperimentConfig, loads: &[LoadRun]) -> u64 {
+    let nearest = loads
+        .iter()
+        .min_by_key(|r| r.tasks.abs_diff(config.degraded_tasks));
+    let mib_s = nearest.map_or(0.0, |r| r.phases[0].bandwidth_mib_s);
+    let total = mib_s * (1u64 << 20) as f64 * config.interval.as_secs_f64() / 2.0;
+    let per_task = (total / f64::from(config.degraded_tasks)) as u64;
+    (per_task / config.transfer_bytes).max(1) * config.transfer_bytes
+}
+
+async fn rule_runs(
+    config: &ExperimentConfig,
+    watched: &Watched,
+    per_task: u64,
+    starved: bool,
+    say: &mut dyn FnMut(&str),
+) -> Result<Vec<RuleRun>, BenchError> {
+    let kind = if starved { "starved" } else { "healthy" };
+    idle(config).await;
+    let mut runs = Vec::new();
+    for k in 0..config.repeats {
+        let params = params(config, config.degraded_tasks, per_task)?;
+        let phases = write_read(
+            config,
+            watched,
+            params,
+            config.degraded_tasks,
+            None,
+            100 + k,
+        )
+        .await?;
+        say(&format!(
+            "{kind} {}: write {:.3} s ({:.1} MiB/s), read {:.3} s",
+            k + 1,
+            phases[0].end_epoch - phases[0].start_epoch,
+            phases[0].bandwidth_mib_s,
+            phases[1].end_epoch - phases[1].start_epoch,
+        ));
+        runs.push(RuleRun {
+            label: format!("{kind} {}", k + 1),
+            starved,
+            phases,
+            bursts: Vec::new(),
+            flagged: false,
+        });
+    }
+    Ok(runs)
+}
+
+/// `stack` with every router's large buffers and per-sender credits cut.
+fn starve(stack: &Stack, config: &ExperimentConfig) -> Stack {
+    let mut starved = stack.clone();
+    for node in &mut starved.nodes {
+        if let Role::Router(buffers) = &mut node.role {
+            *buffers = RouterSpec {
+                large_buffers: config.starved_large_buffers,
+                peer_buffer_credits: config.starved_peer_credits,
+                ..*buffers
+            };
+        }
+    }
+    starved
+}
+
+/// Fills in what the routers saw during `phase`: the intervals wholly inside it.
+fn seen_in(phase: &mut PhaseSeen, series: &super::Series) {
+    const SLACK_S: f64 = 1e-3;
+    let (mut intervals, mut congestion, mut waits, mut mib_s) = (0, 0.0, 0.0, 0.0);
+    for ((_, direction), points) in series {
+        if *direction != phase.direction {
+            continue;
+        }
+        let inside: Vec<&Point> = points
+            .iter()
+            .filter(|p| {
+                p.epoch - p.interval_s >= phase.start_epoch - SLACK_S
+                    && p.epoch <= phase.end_epoch + SLACK_S
+            })
+            .collect();
+        let elapsed: f64 = inside.iter().map(|p| p.interval_s).sum();
+        if elapsed <= 0.0 {
+            continue;
+        }
+        intervals += inside.len();
+        congestion += inside.iter().map(|p| p.congestion_s).sum::<f64>() / elapsed;
+        waits += inside.iter().map(|p| p.credit_wait_s).sum::<f64>() / elapsed;
+        mib_s += inside.iter().map(|p| p.bytes).sum::<u64>() as f64 / (1u64 << 20) as f64 / elapsed;
+    }
+    phase.intervals = intervals;
+    phase.congestion = congestion;
+    phase.credit_waits = waits;
+    phase.router_mib_s = mib_s;
+}
+
+/// Whether record `s` covers any of `run`'s time (with an interval either side, so that its
+/// burst is seen whole, with the idle intervals that bound it).
+fn overlaps(s: &Sample, run: &RuleRun) -> bool {
+    let (start, end) = run_span(run);
+    s.epoch >= start - s.interval_s && s.epoch - s.interval_s <= end + s.interval_s
+}
+
+fn run_span(run: &RuleRun) -> (f64, f64) {
+    let start = run
+        .phases
+        .iter()
+        .map(|p| p.start_epoch)
+        .fold(f64::INFINITY, f64::min);
+    let end = run.phases.iter().map(|p| p.end_epoch).fold(0.0, f64::max);
+    (start, end)
+}
+
+/// Whether burst `b` falls in `run`'s time.
+fn burst_in(b: &Burst, run: &RuleRun) -> bool {
+    let (start, end) = run_span(run);
+    let (Some(first), Some(last)) = (b.points.first(), b.points.last()) else {
+        return false;
+    };
+    first.epoch > start && last.epoch - last.interval_s < end
+}
+
+/// The experiment for people.
+pub fn text(e: &Experiment) -> String {
+    let mut out = format!(
+        "IORCD experiment (paper 002) on {}: routers {}; storage side {}; IORCD every {} ms; IOR transfers of {} MiB, a file per task\n\n",
+        e.stack,
+        e.routers.join(" "),
+        e.storage_nets.join(", "),
+        (e.interval_s * 1000.0).round(),
+        e.transfer_bytes >> 20
+    );
+    out.push_str("1. congestion against bandwidth, a run per load (each phase stonewalled to fill several sampling intervals)\n");
+    out.push_str(&format!(
+        "  {:>5} {:>5} {:<6} {:>12} {:>12} {:>11} {:>12} {:>9}\n",
+        "tasks",
+        "nodes",
+        "dir",
+        "IOR MiB/s",
+        "router MiB/s",
+        "congestion",
+        "credit waits",
+        "intervals"
+    ));
+    for run in &e.loads {
+        for p in &run.phases {
+            out.push_str(&format!(
+                "  {:>5} {:>5} {:<6} {:>12.1} {:>12.1} {:>11.4} {:>12.4} {:>9}\n",
+                run.tasks,
+                run.nodes,
+                direction_name(p.direction),
+                p.bandwidth_mib_s,
+                p.router_mib_s,
+                p.congestion,
+                p.credit_waits,
+                p.intervals
+            ));
+        }
+    }
+    out.push_str("  Pearson's r, congestion against IOR's bandwidth over the runs:\n");
+    for c in &e.correlations {
+        out.push_str(&format!(
+            "    {:<6} r = {:<8} (paper: {:.2})\n",
+            direction_name(c.direction),
+            c.pearson
+                .map_or_else(|| "-".to_owned(), |r| format!("{r:.3}")),
+            c.paper
+        ));
+    }
+    out.push_str(&format!(
+        "\n2. IORCD's rule (degraded: a burst longer than {} samples below {:.0}% of the highest burst's congestion) over healthy runs and runs with starved routers (large_router_buffers = {}, peer_buffer_credits = {})\n",
+        e.samples_max,
+        e.low * 100.0,
+        e.starved_buffers.large_router_buffers,
+        e.starved_buffers.peer_buffer_credits
+    ));
+    out.push_str(&format!(
+        "  {:<10} {:<6} {:>9} {:>11} {:<8} {:>9} {:>11} {:>12} {:>9}\n",
+        "run",
+        "dir",
+        "seconds",
+        "IOR MiB/s",
+        "router",
+        "samples",
+        "congestion",
+        "credit waits",
+        "flagged"
+    ));
+    for run in &e.rule_runs {
+        for p in &run.phases {
+            let mut bursts: Vec<&RunBurst> = run
+                .bursts
+                .iter()
+                .filter(|b| b.burst.direction == p.direction)
+                .collect();
+            bursts.sort_by(|a, b| a.router.cmp(&b.router));
+            let head = format!(
+                "  {:<10} {:<6} {:>9.3} {:>11.1}",
+                run.label,
+                direction_name(p.direction),
+                p.end_epoch - p.start_epoch,
+                p.bandwidth_mib_s
+            );
+            if bursts.is_empty() {
+                out.push_str(&format!("{head} (no burst sampled)\n"));
+            }
+            for (i, b) in bursts.iter().enumerate() {
+                let lead = if i == 0 {
+                    head.clone()
+                } else {
+                    " ".repeat(head.len())
+                };
+                out.push_str(&format!(
+                    "{lead} {:<8} {:>9} {:>11.4} {:>12.4} {:>9}\n",
+                    b.router,
+                    b.burst.points.len(),
+                    b.burst.congestion,
+                    b.burst.credit_waits,
+                    if b.burst.degraded { "DEGRADED" } else { "-" }
+                ));
+            }
+        }
+    }
+    let flagged: Vec<&str> = e
+        .rule_runs
+        .iter()
+        .filter(|r| r.flagged)
+        .map(|r| r.label.as_str())
+        .collect();
+    out.push_str(&format!(
+        "  flagged: {}; {}\n",
+        if flagged.is_empty() {
+            "none".to_owned()
+        } else {
+            flagged.join(", ")
+        },
+        if e.flagged_exactly_the_starved {
+            "exactly the starved runs, as the paper's rule should"
+        } else {
+            "NOT exactly the starved runs"
+        }
+    ));
+    out.push_str(&format!(
+        "\ncongestion: seconds messages queued for send credits to leave the routers, per second, summed over routers (write: onto the storage side; read: onto the compute side); credit waits: seconds queued for router credits and buffers to get in.\nmodeled: {}\n",
+        e.modeled
+    ));
+    out
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Write => "write",
+        Direction::Read => "read",
+    }
+}
+
+/// The load series as the paper drew it (Figures 3 and 4): bandwidth and congestion against
+/// tasks, one panel per direction, congestion scaled onto the bandwidth's axis.
+pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
+    use iopath_plot::{Axis, Figure, Series};
+    let phases: Vec<(u32, &PhaseSeen)> = e
+        .loads
+        .iter()
+        .flat_map(|r| r.phases.iter().map(move |p| (r.tasks, p)))
+        .filter(|(_, p)| p.direction == direction)
+        .collect();
+    let bw_max = phases
+        .iter()
+        .map(|(_, p)| p.bandwidth_mib_s)
+        .fold(0.0, f64::max);
+    let c_max = phases.iter().map(|(_, p)| p.congestion).fold(0.0, f64::max);
+    let scale = if c_max > 0.0 { bw_max / c_max } else { 1.0 };
+    let r = e
+        .correlations
+        .iter()
+        .find(|c| c.direction == direction)
+        .and_then(|c| c.pearson);
+    let ticks: Vec<(f64, String)> = phases
+        .iter()
+        .map(|(t, _)| (f64::from(*t), t.to_string()))
+        .collect();
+    Figure {
+        title: format!(
+            "{} bandwidth and router congestion against load on {} (Pearson r = {}; paper {:.2})",
+            match direction {
+                Direction::Write => "Write",
+                Direction::Read => "Read",
+            },
+            e.stack,
+            r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}")),
+            match direction {
+                Direction::Write => PAPER_PEARSON_WRITE,
+                Direction::Read => PAPER_PEARSON_READ,
+            }
+        ),
+        x: Axis::log("IOR tasks").ticks_at(ticks),
+        y: Axis::from_zero("IOR bandwidth (MiB/s)"),
+        series: vec![
+            Series::line(
+                "IOR bandwidth (MiB/s)",
+                phases
+                    .iter()
+                    .map(|(t, p)| (f64::from(*t), p.bandwidth_mib_s)),
+            ),
+            Series::line(
+                format!("router congestion (s queued per s) x {scale:.0}, to share the axis"),
+                phases
+                    .iter()
+                    .map(|(t, p)| (f64::from(*t), p.congestion * scale)),
+            ),
+        ],
+        rules: Vec::new(),
+        footnote: format!(
+            "Measured: IOR's bandwidth per run, and IORCD's congestion (seconds messages queued \
+             for send credits to leave the routers, per second, summed over the routers) in the \
+             sampling intervals inside each phase. Modeled: {}",
+            e.modeled
+        ),
+    }
+}
