@@ -5,8 +5,8 @@
 //! `iorcd.interval_ms`).
 //!
 //! Congestion is counted where senders wait: **egress** onto a network is the time messages
-//! spent queued for send credits on that network (the interface's and its peers'), the paper's
-//! OUTQ; **ingress** from a network is the time messages arriving from it spent queued for the
+//! spent queued for send credits on that network (the interface's and its peers') and, on a
+//! modeled link, for the wire itself, the paper's OUTQ; **ingress** from a network is the time messages arriving from it spent queued for the
 //! router's per-peer router credits, the paper's INQ; the router's buffer pools, shared by all
 //! networks, are a record of their own (`network` `*`, ingress). Beside them: the bytes and
 //! messages the node sent onto the network in the interval, and the credit views the paper
@@ -176,6 +176,11 @@ fn reading(node: &NodeInner) -> Reading {
         for (_, peer) in ni.peers() {
             egress.add(&peer);
         }
+        // On a modeled link, the time messages queued for the wire itself: the stall a
+        // network's own counters (Gemini's) see.
+        let (count, time) = ni.link_waits();
+        egress.count += count;
+        egress.time += time;
         let mut ingress = Waits::default();
         let (mut rtr, mut rtr_min) = (0, i64::MAX);
         if let Some(router) = &node.router {

@@ -15,6 +15,8 @@
 //! shorter than that is rounded up to it.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -52,8 +54,18 @@ impl LinkModel {
     }
 }
 
-/// A send waiting for the wire: where, and its credits.
-type Waiting = (Nid, Message, SendTicket);
+/// A send waiting for the wire: where, its credits, and since when.
+type Waiting = (Nid, Message, SendTicket, Instant);
+
+/// What the wire counted: messages that found it busy, and their time queued for it — a
+/// network-level stall, as Gemini's congestion counters see one.
+#[derive(Debug, Default)]
+pub struct LinkCounters {
+    /// Messages that queued for the wire.
+    pub waits: AtomicU64,
+    /// Their time queued, nanoseconds.
+    pub waited_ns: AtomicU64,
+}
 
 /// How far the wire's clock may run ahead of the host's before the wire task sleeps: the
 /// host's timers tick in milliseconds, and a small message takes microseconds, so the wire
@@ -69,16 +81,27 @@ const AHEAD: Duration = Duration::from_millis(1);
 pub(crate) struct Link {
     model: LinkModel,
     queue: mpsc::UnboundedSender<Waiting>,
+    counters: Arc<LinkCounters>,
 }
 
 impl Link {
     /// A link per `model` in front of `lnd`; its tasks end when the link is dropped.
-    pub(crate) fn new(model: LinkModel, lnd: std::sync::Arc<dyn Lnd>) -> Link {
+    pub(crate) fn new(model: LinkModel, lnd: Arc<dyn Lnd>) -> Link {
         let (queue, waiting) = mpsc::unbounded_channel::<Waiting>();
         let (flying, landing) = mpsc::unbounded_channel::<(Instant, Waiting)>();
-        tokio::spawn(wire(model, waiting, flying));
+        let counters = Arc::new(LinkCounters::default());
+        tokio::spawn(wire(model, waiting, flying, Arc::clone(&counters)));
         tokio::spawn(flight(landing, lnd));
-        Link { model, queue }
+        Link {
+            model,
+            queue,
+            counters,
+        }
+    }
+
+    /// What the wire counted.
+    pub(crate) fn counters(&self) -> &LinkCounters {
+        &self.counters
     }
 
     /// The model.
@@ -88,8 +111,8 @@ impl Link {
 
     /// Queues `message` for the wire; the LND gets it when it arrives.
     pub(crate) fn send(&self, next_hop: Nid, message: Message, ticket: SendTicket) {
-        if let Err(mpsc::error::SendError((_, _, ticket))) =
-            self.queue.send((next_hop, message, ticket))
+        if let Err(mpsc::error::SendError((_, _, ticket, _))) =
+            self.queue.send((next_hop, message, ticket, Instant::now()))
         {
             ticket.fail(crate::error::FabricError::ShuttingDown);
         }
@@ -101,8 +124,9 @@ async fn wire(
     model: LinkModel,
     mut waiting: mpsc::UnboundedReceiver<Waiting>,
     flying: mpsc::UnboundedSender<(Instant, Waiting)>,
+    counters: Arc<LinkCounters>,
 ) {
-    let mut queues: HashMap<Nid, VecDeque<(Message, SendTicket)>> = HashMap::new();
+    let mut queues: HashMap<Nid, VecDeque<(Message, SendTicket, Instant)>> = HashMap::new();
     let mut turns: VecDeque<Nid> = VecDeque::new();
     let mut clock = Instant::now();
     loop {
@@ -119,14 +143,14 @@ async fn wire(
             } else {
                 waiting.try_recv().ok()
             };
-            let Some((hop, message, ticket)) = next else {
+            let Some((hop, message, ticket, since)) = next else {
                 break;
             };
             let queue = queues.entry(hop).or_default();
             if queue.is_empty() {
                 turns.push_back(hop);
             }
-            queue.push_back((message, ticket));
+            queue.push_back((message, ticket, since));
         }
         let Some(hop) = turns.pop_front() else {
             continue;
@@ -134,7 +158,7 @@ async fn wire(
         let Some(queue) = queues.get_mut(&hop) else {
             continue;
         };
-        let Some((message, ticket)) = queue.pop_front() else {
+        let Some((message, ticket, since)) = queue.pop_front() else {
             continue;
         };
         if queue.is_empty() {
@@ -142,13 +166,21 @@ async fn wire(
         } else {
             turns.push_back(hop);
         }
+        // It starts when the wire is done with those before it.
+        let queued = clock.saturating_duration_since(since);
+        if !queued.is_zero() {
+            counters.waits.fetch_add(1, Ordering::Relaxed);
+            counters
+                .waited_ns
+                .fetch_add(queued.as_nanos() as u64, Ordering::Relaxed);
+        }
         let bytes = (HEADER_BYTES + message.payload.len()) as u64;
         clock += model.wire_time(bytes);
         if clock > Instant::now() + AHEAD {
             tokio::time::sleep_until(clock).await;
         }
         if flying
-            .send((clock + model.flight_time(), (hop, message, ticket)))
+            .send((clock + model.flight_time(), (hop, message, ticket, since)))
             .is_err()
         {
             return;
@@ -157,11 +189,8 @@ async fn wire(
 }
 
 /// The flight: each message reaches the LND when it arrives, in the order it left.
-async fn flight(
-    mut landing: mpsc::UnboundedReceiver<(Instant, Waiting)>,
-    lnd: std::sync::Arc<dyn Lnd>,
-) {
-    while let Some((arrives, (hop, message, ticket))) = landing.recv().await {
+async fn flight(mut landing: mpsc::UnboundedReceiver<(Instant, Waiting)>, lnd: Arc<dyn Lnd>) {
+    while let Some((arrives, (hop, message, ticket, _))) = landing.recv().await {
         if arrives > Instant::now() + AHEAD {
             tokio::time::sleep_until(arrives).await;
         }

@@ -180,6 +180,19 @@ impl Ni {
         self.link.as_ref().map(Link::model)
     }
 
+    /// Messages that queued for the modeled wire, and their time queued (zero without one).
+    pub fn link_waits(&self) -> (u64, std::time::Duration) {
+        self.link
+            .as_ref()
+            .map_or((0, std::time::Duration::ZERO), |l| {
+                let c = l.counters();
+                (
+                    c.waits.load(Ordering::Relaxed),
+                    std::time::Duration::from_nanos(c.waited_ns.load(Ordering::Relaxed)),
+                )
+            })
+    }
+
     /// Counters of the interface's own pool (LNet `nis`).
     pub fn credits(&self) -> CreditSnapshot {
         self.credits.snapshot()

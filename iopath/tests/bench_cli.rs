@@ -164,3 +164,53 @@ fn collective_io_is_refused_with_its_reason() {
         "nothing ran"
     );
 }
+
+#[test]
+fn bench_iorcd_runs_both_parts_on_the_modeled_machine_and_draws_them() {
+    let dir = scratch();
+    let output = iopath()
+        .args(["bench", "iorcd", "--loads", "1,2,4", "--interval-ms", "100"])
+        .args(["--windows", "3", "--repeats", "1", "--degraded-tasks", "2"])
+        .args(["-t", "1m", "--json", "--svg"])
+        .arg(dir.path())
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("load  3/3"), "a line per load: {stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["stack"], "spider-mini-routed");
+    assert_eq!(json["loads"].as_array().unwrap().len(), 3);
+    for run in json["loads"].as_array().unwrap() {
+        for phase in run["phases"].as_array().unwrap() {
+            assert!(phase["bandwidth_mib_s"].as_f64().unwrap() > 0.0, "{phase}");
+            assert!(phase["intervals"].as_u64().unwrap() > 0, "{phase}");
+        }
+    }
+    assert_eq!(json["correlations"].as_array().unwrap().len(), 2);
+    let runs = json["rule_runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["starved"], false);
+    assert_eq!(runs[1]["starved"], true);
+    let modeled = json["modeled"].as_str().unwrap();
+    assert!(modeled.contains("time scale 32"), "{modeled}");
+    for name in ["iorcd-write.svg", "iorcd-read.svg"] {
+        let drawing = Drawing::read_clean(&std::fs::read_to_string(dir.path().join(name)).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(drawing.series.len(), 2, "{name}: bandwidth and congestion");
+        assert!(drawing.series.iter().all(|s| s.points.len() == 3));
+    }
+}
+
+#[test]
+fn bench_iorcd_refuses_a_stack_without_routers() {
+    let output = iopath()
+        .args(["bench", "iorcd", "--preset", "spider-mini"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no routers"), "{stderr}");
+}

@@ -27,7 +27,7 @@ use iopath_client::Client;
 use iopath_fabric::iorcd::Sample;
 use iopath_stack::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{Role, RoleName, RouterSpec, Stack};
+use iopath_stack::schema::{NetworkLink, Role, RoleName, RouterSpec, Stack};
 use serde::Serialize;
 
 use super::{Burst, Direction, Point, bursts, pearson, series};
@@ -41,11 +41,20 @@ pub const PAPER_PEARSON_WRITE: f64 = 0.94;
 /// Reads.
 pub const PAPER_PEARSON_READ: f64 = 0.85;
 
-/// What is real and what is modeled, said with every result.
-pub const MODELED: &str = "nothing: real bytes over loopback TCP between a process per server \
-                           node, real files; Titan's Gemini counters are stood for by the time \
-                           messages queue for send credits in each router; torus coordinates \
-                           are recorded, not modeled";
+/// The links the experiment models when the stack models none: Titan's in miniature — a
+/// compute node's share of the Gemini torus, and the routers' QDR InfiniBand (3.2 GB/s) — at
+/// a time scale this host keeps up with.
+pub const COMPUTE_LINK: NetworkLink = NetworkLink {
+    bandwidth_bytes_s: 1_600_000_000,
+    latency_us: 2,
+};
+/// The storage side's links.
+pub const STORAGE_LINK: NetworkLink = NetworkLink {
+    bandwidth_bytes_s: 3_200_000_000,
+    latency_us: 2,
+};
+/// Host seconds per modeled second.
+pub const TIME_SCALE: u32 = 32;
 
 /// The experiment's settings.
 #[derive(Debug, Clone)]
@@ -72,6 +81,9 @@ pub struct ExperimentConfig {
     pub samples_max: usize,
     /// ... below this fraction of the highest burst's congestion.
     pub low: f64,
+    /// Give an unmodeled stack the experiment's links ([`COMPUTE_LINK`], [`STORAGE_LINK`] at
+    /// [`TIME_SCALE`]); false: run at the host's speed.
+    pub model: bool,
     /// Directory for the stacks' storage; default: a temporary one in the current directory.
     pub dir: Option<PathBuf>,
 }
@@ -93,6 +105,7 @@ impl Default for ExperimentConfig {
             starved_peer_credits: 1,
             samples_max: 2,
             low: 0.5,
+            model: true,
             dir: None,
         }
     }
@@ -216,7 +229,11 @@ pub async fn run(
     say: &mut dyn FnMut(&str),
 ) -> Result<Experiment, BenchError> {
     check(config)?;
-    let stack = config.choice.load()?;
+    let mut stack = config.choice.load()?;
+    if config.model && !stack.is_modeled() {
+        model(&mut stack);
+        say(&format!("modeled: {}", stack.modeled()));
+    }
     let routers = stack.nodes_of(RoleName::Router);
     if routers.is_empty() {
         return Err(BenchError::BadOption {
@@ -377,7 +394,13 @@ pub async fn run(
         samples_max: config.samples_max,
         low: config.low,
         flagged_exactly_the_starved,
-        modeled: MODELED.to_owned(),
+        modeled: format!(
+            "{}; real: bytes over loopback TCP between a process per server node, files on \
+             this host's disk; Titan's Gemini congestion counters are stood for by the time \
+             messages queue for send credits in each router; torus coordinates are recorded, \
+             not modeled",
+            stack.modeled()
+        ),
     })
 }
 
@@ -707,6 +730,19 @@ async fn rule_runs(
     Ok(runs)
 }
 
+/// Gives `stack` the experiment's links: torus networks the compute side's, the others the
+/// storage side's.
+fn model(stack: &mut Stack) {
+    for network in &mut stack.networks {
+        network.link = Some(if network.torus.is_some() {
+            COMPUTE_LINK
+        } else {
+            STORAGE_LINK
+        });
+    }
+    stack.time_scale = TIME_SCALE;
+}
+
 /// `stack` with every router's large buffers and per-sender credits cut.
 fn starve(stack: &Stack, config: &ExperimentConfig) -> Stack {
     let mut starved = stack.clone();
@@ -879,6 +915,32 @@ pub fn text(e: &Experiment) -> String {
             }
         }
     }
+    let mean = |starved: bool, f: &dyn Fn(&RuleRun) -> f64| {
+        let runs: Vec<f64> = e
+            .rule_runs
+            .iter()
+            .filter(|r| r.starved == starved)
+            .map(f)
+            .collect();
+        runs.iter().sum::<f64>() / runs.len().max(1) as f64
+    };
+    let congestion = |r: &RuleRun| {
+        r.bursts
+            .iter()
+            .filter(|b| b.burst.direction == Direction::Write)
+            .map(|b| b.burst.congestion)
+            .sum::<f64>()
+    };
+    let seconds = |r: &RuleRun| {
+        r.phases
+            .first()
+            .map_or(0.0, |p| p.end_epoch - p.start_epoch)
+    };
+    out.push_str(&format!(
+        "  starved against healthy, writes: congestion {:.0}% of healthy, time {:.0}% of healthy\n",
+        100.0 * mean(true, &congestion) / mean(false, &congestion).max(1e-12),
+        100.0 * mean(true, &seconds) / mean(false, &seconds).max(1e-12),
+    ));
     let flagged: Vec<&str> = e
         .rule_runs
         .iter()
@@ -899,7 +961,7 @@ pub fn text(e: &Experiment) -> String {
         }
     ));
     out.push_str(&format!(
-        "\ncongestion: seconds messages queued for send credits to leave the routers, per second, summed over routers (write: onto the storage side; read: onto the compute side); credit waits: seconds queued for router credits and buffers to get in.\nmodeled: {}\n",
+        "\ncongestion: seconds messages queued to leave the routers (for send credits, and on a modeled link for the wire), per second, summed over routers (write: onto the storage side; read: onto the compute side); credit waits: seconds queued for router credits and buffers to get in.\nmodeled: {}\n",
         e.modeled
     ));
     out
@@ -970,8 +1032,8 @@ pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
         rules: Vec::new(),
         footnote: format!(
             "Measured: IOR's bandwidth per run, and IORCD's congestion (seconds messages queued \
-             for send credits to leave the routers, per second, summed over the routers) in the \
-             sampling intervals inside each phase. Modeled: {}",
+             to leave the routers, for send credits and the modeled wire, per second, summed \
+             over the routers) in the sampling intervals inside each phase. Modeled: {}",
             e.modeled
         ),
     }

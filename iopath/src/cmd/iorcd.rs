@@ -138,6 +138,10 @@ pub struct ExperimentArgs {
     /// The starved routers' peer_buffer_credits.
     #[arg(long, default_value_t = 1)]
     starved_peer_credits: u32,
+    /// Run an unmodeled stack at this host's speed, instead of giving it the experiment's
+    /// links (Titan's Gemini share and QDR InfiniBand, scaled).
+    #[arg(long)]
+    unmodeled: bool,
     /// Directory for the stacks' storage (default: a temporary one in the current directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -168,6 +172,7 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
         repeats: args.repeats,
         starved_large_buffers: args.starved_large_buffers,
         starved_peer_credits: args.starved_peer_credits,
+        model: !args.unmodeled,
         dir: args.dir,
         ..defaults
     };
