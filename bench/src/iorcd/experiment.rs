@@ -397,8 +397,8 @@ pub async fn run(
         modeled: format!(
             "{}; real: bytes over loopback TCP between a process per server node, files on \
              this host's disk; Titan's Gemini congestion counters are stood for by the time \
-             messages queue for send credits in each router; torus coordinates are recorded, \
-             not modeled",
+             messages queue to leave each router (for send credits and the modeled wire); \
+             torus hops are not modeled",
             stack.modeled()
         ),
     })
