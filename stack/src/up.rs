@@ -88,6 +88,7 @@ pub async fn up_until(
         say(stack.description.clone());
     }
     say(format!("mode: {}", mode.describe()));
+    say(format!("modeled: {}", stack.modeled()));
     say(format!(
         "storage: {}{}",
         storage.path().display(),

@@ -59,6 +59,10 @@ async fn up_prints_every_node_with_its_admin_address_and_stops() {
         .unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("iopath up: spider-mini-routed"), "{text}");
+    assert!(
+        text.contains("\nmodeled: nothing\n"),
+        "an unmodeled stack says so: {text}"
+    );
     for node in ["c0", "c7", "rtr0", "rtr3", "oss0", "oss1", "mds"] {
         let line = text
             .lines()
