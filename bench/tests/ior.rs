@@ -647,3 +647,44 @@ async fn iorcd_on_the_routers_sees_writes_and_reads_go_their_ways() {
     let svg = iorcd::figure(&records, &analysis).svg();
     iopath_plot::check::Drawing::read_clean(&svg).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modeled_stack_says_so_and_runs_at_its_links_rate() {
+    // spider-mini with its network modeled at 64 MB/s per interface, time scale 1.
+    let text = iopath_stack::preset("spider-mini")
+        .unwrap()
+        .text
+        .replacen("[[networks]]", "[model]\ntime_scale = 1\n\n[[networks]]", 1)
+        .replacen(
+            "name = \"o2ib0\"",
+            "name = \"o2ib0\"\nbandwidth = 64000000\nlatency_us = 10",
+            1,
+        );
+    assert!(text.contains("bandwidth = 64000000"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("modeled.toml");
+    std::fs::write(&file, &text).unwrap();
+    let (outcome, out) = ior(IorOptions {
+        choice: StackChoice {
+            stack: Some(file),
+            ..StackChoice::default()
+        },
+        tasks: Some(1),
+        write: true,
+        ..on("spider-mini", MIB, 8 * MIB)
+    })
+    .await;
+    assert!(
+        outcome
+            .facts
+            .modeled
+            .starts_with("the links of o2ib0 (64 MB/s, 10 us)"),
+        "{}",
+        outcome.facts.modeled
+    );
+    assert!(out.contains("modeled: the links of o2ib0"), "{out}");
+    // The client's interface carries every byte it writes: 8 MiB at 64 MB/s is 131 ms at
+    // least, however fast this host is.
+    let write = &outcome.tests[0].results[0];
+    assert!(write.total_s >= 0.13, "{write:?}");
+}

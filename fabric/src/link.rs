@@ -79,7 +79,6 @@ const AHEAD: Duration = Duration::from_millis(1);
 /// every message in it holds one.
 #[derive(Debug)]
 pub(crate) struct Link {
-    model: LinkModel,
     queue: mpsc::UnboundedSender<Waiting>,
     counters: Arc<LinkCounters>,
 }
@@ -92,21 +91,12 @@ impl Link {
         let counters = Arc::new(LinkCounters::default());
         tokio::spawn(wire(model, waiting, flying, Arc::clone(&counters)));
         tokio::spawn(flight(landing, lnd));
-        Link {
-            model,
-            queue,
-            counters,
-        }
+        Link { queue, counters }
     }
 
     /// What the wire counted.
     pub(crate) fn counters(&self) -> &LinkCounters {
         &self.counters
-    }
-
-    /// The model.
-    pub(crate) fn model(&self) -> LinkModel {
-        self.model
     }
 
     /// Queues `message` for the wire; the LND gets it when it arrives.

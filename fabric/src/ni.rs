@@ -175,11 +175,6 @@ impl Ni {
         }
     }
 
-    /// The modeled wire's model, if the interface has one.
-    pub fn link(&self) -> Option<LinkModel> {
-        self.link.as_ref().map(Link::model)
-    }
-
     /// Messages that queued for the modeled wire, and their time queued (zero without one).
     pub fn link_waits(&self) -> (u64, std::time::Duration) {
         self.link

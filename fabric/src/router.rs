@@ -21,7 +21,7 @@ use crate::nid::Nid;
 pub const SMALL_BUFFER_BYTES: u32 = 4096;
 
 /// A router's buffer settings.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RouterConfig {
     /// Buffers for messages without payload (LNet `tiny_router_buffers`).
     pub tiny_buffers: u32,

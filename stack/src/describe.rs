@@ -1,10 +1,11 @@
 //! A stack in words, for people: the node table `iopath up` prints, each node's part in the
 //! I/O path, torus hop counts, and sizes. Pure functions of a [`Stack`].
 
+use iopath_fabric::router::RouterConfig;
 use iopath_topology::coord::Coord;
 use iopath_topology::torus::Torus;
 
-use crate::schema::{FyodMode, Role, RoleName, RouterSpec, Stack};
+use crate::schema::{FyodMode, Role, RoleName, Stack};
 
 /// `64 MiB`, `1.50 GiB`, `512 KiB`.
 pub fn describe_size(bytes: u64) -> String {
@@ -82,7 +83,7 @@ pub fn node_detail(stack: &Stack, index: usize) -> String {
                 .map(|i| stack.networks[i.network].name.as_str())
                 .collect();
             let mut what = format!("forwards between {}", nets.join(" and "));
-            if buffers != RouterSpec::default() {
+            if buffers != RouterConfig::default() {
                 what.push_str(&format!(
                     "; router buffers {} tiny, {} small, {} large, {} per peer",
                     buffers.tiny_buffers,

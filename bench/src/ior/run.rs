@@ -25,10 +25,19 @@ use iopath_client::Client;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{Role, RoleName, Stack};
 
-/// What modeled means in this benchmark, said with every result.
-const MODELED: &str = "nothing: real bytes through the fabric, real files, O_DIRECT writes and \
-                       fsyncs on the file system under test; torus coordinates are recorded, \
-                       not modeled";
+/// What is real in this benchmark, said with every result after what the stack models.
+const REAL: &str = "real bytes through the fabric, real files, O_DIRECT writes and fsyncs on \
+                    the file system under test; torus coordinates are recorded, not modeled";
+
+/// What was modeled and what real: `nothing: real bytes ...`, or the stack's modeled links
+/// first.
+fn modeled(stack: &Stack) -> String {
+    if stack.is_modeled() {
+        format!("{}; {REAL}", stack.modeled())
+    } else {
+        format!("nothing: {REAL}")
+    }
+}
 
 /// Everything a run measured.
 #[derive(Debug)]
@@ -306,7 +315,7 @@ async fn on_stack(
     let facts = RunFacts {
         stack: stack.name.clone(),
         mode: running.mode().name().to_owned(),
-        modeled: MODELED.to_owned(),
+        modeled: modeled(stack),
     };
     let format = tests.first().map_or(SummaryFormat::Text, |t| t.format);
     if format == SummaryFormat::Text {

@@ -25,9 +25,10 @@ use std::time::{Duration, SystemTime};
 
 use iopath_client::Client;
 use iopath_fabric::iorcd::Sample;
+use iopath_fabric::router::RouterConfig;
 use iopath_stack::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{NetworkLink, Role, RoleName, RouterSpec, Stack};
+use iopath_stack::schema::{NetworkLink, Role, RoleName, Stack};
 use serde::Serialize;
 
 use super::{Burst, Direction, Point, bursts, pearson, series};
@@ -344,25 +345,16 @@ pub async fn run(
         config.samples_max,
         config.low,
     );
+    let starved_series = series(&starved_samples, &storage_nets);
     let mut rule_runs: Vec<RuleRun> = healthy_runs.into_iter().chain(starved_runs).collect();
     for run in &mut rule_runs {
-        let names = if run.starved {
-            &starved_names
+        let (names, seen) = if run.starved {
+            (&starved_names, &starved_series)
         } else {
-            &healthy_names
+            (&healthy_names, &healthy_series)
         };
         for phase in &mut run.phases {
-            seen_in(
-                phase,
-                &series(
-                    if run.starved {
-                        &starved_samples
-                    } else {
-                        &healthy_samples
-                    },
-                    &storage_nets,
-                ),
-            );
+            seen_in(phase, seen);
         }
         run.bursts = found
             .iter()
@@ -436,15 +428,11 @@ fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
             ),
         );
     }
-    if config.transfer_bytes == 0
-        || !config.transfer_bytes.is_multiple_of(8)
-        || config.transfer_bytes > 64 << 20
-    {
-        return bad(
-            "--transfer-size",
-            "whole 8-byte words, at most 64 MiB".into(),
-        );
+    if config.transfer_bytes > 64 << 20 {
+        return bad("--transfer-size", "at most 64 MiB".into());
     }
+    // IOR's own checks of a transfer, before any stack starts.
+    params(config, 1, config.transfer_bytes)?;
     if !(1..=1024).contains(&config.degraded_tasks) || !(1..=10).contains(&config.repeats) {
         return bad(
             "--degraded-tasks / --repeats",
@@ -748,7 +736,7 @@ fn starve(stack: &Stack, config: &ExperimentConfig) -> Stack {
     let mut starved = stack.clone();
     for node in &mut starved.nodes {
         if let Role::Router(buffers) = &mut node.role {
-            *buffers = RouterSpec {
+            *buffers = RouterConfig {
                 large_buffers: config.starved_large_buffers,
                 peer_buffer_credits: config.starved_peer_credits,
                 ..*buffers

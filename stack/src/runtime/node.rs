@@ -101,7 +101,7 @@ impl RunningNode {
             });
         }
         let router = match spec.role {
-            Role::Router(buffers) => Some(buffers.config()),
+            Role::Router(buffers) => Some(buffers),
             _ => None,
         };
         let node = Node::start(NodeConfig {

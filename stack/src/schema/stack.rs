@@ -131,8 +131,9 @@ pub enum Role {
     Oss(OssSpec),
     /// An I/O forwarder.
     Fyod(FyodSpec),
-    /// An LNET router.
-    Router(RouterSpec),
+    /// An LNET router, with its buffers (the stack file names them as LNet's module
+    /// parameters; absent, the fabric's defaults).
+    Router(RouterConfig),
     /// A compute node.
     Client(ClientSpec),
 }
@@ -182,45 +183,6 @@ pub enum FyodMode {
 pub struct FyodSpec {
     /// PFS or UFS.
     pub mode: FyodMode,
-}
-
-/// A router's buffers, named as LNet's module parameters; absent from the file: the fabric's
-/// defaults ([`RouterConfig::default`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RouterSpec {
-    /// Buffers for messages without payload (`tiny_router_buffers`).
-    pub tiny_buffers: u32,
-    /// Buffers for payloads up to 4 KiB (`small_router_buffers`).
-    pub small_buffers: u32,
-    /// Buffers for larger payloads (`large_router_buffers`).
-    pub large_buffers: u32,
-    /// Buffers one peer may hold at once (`peer_buffer_credits`).
-    pub peer_buffer_credits: u32,
-}
-
-impl Default for RouterSpec {
-    fn default() -> Self {
-        let d = RouterConfig::default();
-        RouterSpec {
-            tiny_buffers: d.tiny_buffers,
-            small_buffers: d.small_buffers,
-            large_buffers: d.large_buffers,
-            peer_buffer_credits: d.peer_buffer_credits,
-        }
-    }
-}
-
-impl RouterSpec {
-    /// The fabric's settings for a router with these buffers.
-    pub fn config(&self) -> RouterConfig {
-        RouterConfig {
-            tiny_buffers: self.tiny_buffers,
-            small_buffers: self.small_buffers,
-            large_buffers: self.large_buffers,
-            peer_buffer_credits: self.peer_buffer_credits,
-            ..RouterConfig::default()
-        }
-    }
 }
 
 /// Most buffers of one class a router may be given (LNet's own defaults are in the thousands).
@@ -602,11 +564,11 @@ impl Stack {
                             None => NO_FORWARDER.to_owned(),
                         });
                     }
-                    Role::Router(spec) => {
-                        entry.tiny_router_buffers = Some(spec.tiny_buffers);
-                        entry.small_router_buffers = Some(spec.small_buffers);
-                        entry.large_router_buffers = Some(spec.large_buffers);
-                        entry.peer_buffer_credits = Some(spec.peer_buffer_credits);
+                    Role::Router(buffers) => {
+                        entry.tiny_router_buffers = Some(buffers.tiny_buffers);
+                        entry.small_router_buffers = Some(buffers.small_buffers);
+                        entry.large_router_buffers = Some(buffers.large_buffers);
+                        entry.peer_buffer_credits = Some(buffers.peer_buffer_credits);
                     }
                     Role::Mds => {}
                 }
@@ -1019,12 +981,13 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
     Ok(match entry.role {
         RoleName::Mds => Role::Mds,
         RoleName::Router => {
-            let d = RouterSpec::default();
-            Role::Router(RouterSpec {
+            let d = RouterConfig::default();
+            Role::Router(RouterConfig {
                 tiny_buffers: entry.tiny_router_buffers.unwrap_or(d.tiny_buffers),
                 small_buffers: entry.small_router_buffers.unwrap_or(d.small_buffers),
                 large_buffers: entry.large_router_buffers.unwrap_or(d.large_buffers),
                 peer_buffer_credits: entry.peer_buffer_credits.unwrap_or(d.peer_buffer_credits),
+                ..d
             })
         }
         RoleName::Client => Role::Client(ClientSpec { forwarder: None }),
