@@ -9,7 +9,8 @@
 //!
 //! The server is bounded as everything else is: at most [`CONNECTIONS_MAX`] connections at
 //! once (more wait in the listen queue), one request per connection, a request head of at
-//! most [`REQUEST_HEAD_MAX_BYTES`] read within [`REQUEST_HEAD_TIMEOUT`], and only `GET
+//! most [`REQUEST_HEAD_MAX_BYTES`] read within [`REQUEST_HEAD_TIMEOUT`], the whole exchange
+//! within [`CONNECTION_TIMEOUT`] (a scraper that never reads its answer is dropped), and only `GET
 //! /metrics` answered (404 otherwise, 405 for another method).
 //!
 //! [`Collector`]: prometheus_client::collector::Collector
@@ -42,6 +43,8 @@ pub const CONNECTIONS_MAX: usize = 16;
 pub const REQUEST_HEAD_MAX_BYTES: usize = 8 * 1024;
 /// How long a client may take to send its request's head.
 pub const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a connection may take, request and answer together.
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 /// The one path answered.
 pub const METRICS_PATH: &str = "/metrics";
 
@@ -190,15 +193,17 @@ pub async fn serve(
                     let registry = Arc::clone(&registry);
                     async move { Ok::<_, Infallible>(answer(&request, &registry)) }
                 });
-                let served = hyper::server::conn::http1::Builder::new()
+                let serving = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(REQUEST_HEAD_TIMEOUT)
                     .max_buf_size(REQUEST_HEAD_MAX_BYTES)
                     .keep_alive(false)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-                if let Err(error) = served {
-                    tracing::debug!(%error, "metrics connection ended badly");
+                    .serve_connection(TokioIo::new(stream), service);
+                // A scraper that asks and never reads the answer gives its permit back.
+                match tokio::time::timeout(CONNECTION_TIMEOUT, serving).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::debug!(%error, "metrics connection ended badly"),
+                    Err(_) => tracing::debug!("metrics connection took too long; dropped"),
                 }
             });
         }

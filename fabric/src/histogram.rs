@@ -36,10 +36,10 @@ pub struct LatencySnapshot {
 impl LatencyHistogram {
     /// Counts one duration.
     pub fn record(&self, duration: Duration) {
-        let us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-        let bucket = LATENCY_BOUNDS_US.partition_point(|&bound| bound < us);
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        // In nanoseconds: 50.9 µs is above the 50 µs bound, not in it.
         let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BOUNDS_US.partition_point(|&bound| bound.saturating_mul(1000) < ns);
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         self.sum_ns.fetch_add(ns, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
@@ -71,7 +71,7 @@ mod tests {
     fn durations_land_in_the_first_bucket_that_holds_them_and_buckets_accumulate() {
         let h = LatencyHistogram::default();
         h.record(Duration::from_micros(50)); // on the first bound: in it
-        h.record(Duration::from_micros(51)); // just above: the second
+        h.record(Duration::from_nanos(50_900)); // just above: the second
         h.record(Duration::from_millis(3)); // 2.5 ms < 3 ms <= 5 ms
         h.record(Duration::from_secs(60)); // above every bound: only +Inf
         let s = h.snapshot();
@@ -82,7 +82,7 @@ mod tests {
         assert_eq!(s.buckets[6], (0.005, 3));
         assert_eq!(s.buckets.last().unwrap(), &(10.0, 3));
         assert!(
-            (s.sum_seconds - 60.003101).abs() < 1e-9,
+            (s.sum_seconds - 60.003_100_9).abs() < 1e-9,
             "{}",
             s.sum_seconds
         );

@@ -39,7 +39,7 @@ use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
 use crate::router::{RouterBuffers, RouterConfig};
 use crate::routing::{RouteSpec, RouteTable};
-use crate::rpc_stats::{OpSnapshot, RpcStats};
+use crate::rpc_stats::RpcStats;
 
 /// One interface to bring up.
 #[derive(Debug, Clone)]
@@ -374,12 +374,6 @@ impl Node {
     /// Its counters.
     pub fn counters(&self) -> &NodeCounters {
         &self.inner.counters
-    }
-
-    /// What its services executed so far, by portal and opcode: requests, errors, bytes and
-    /// times.
-    pub fn rpc_stats(&self) -> Vec<OpSnapshot> {
-        self.inner.rpc_stats.snapshot()
     }
 
     /// RPCs waiting for replies right now.

@@ -2,18 +2,20 @@
 //! errors, and how long each took from admission to its reply — the per-operation counters a
 //! `/metrics` scrape reads (ptlrpc's `stats` per service, in miniature).
 //!
-//! The table is bounded: [`OPS_MAX`] distinct (portal, opcode) pairs; requests past that
-//! are counted together under [`OVERFLOW_OPCODE`], so a peer sending made-up opcodes cannot
-//! grow it.
+//! The table is bounded: an opcode the service names always has its row (a service names a
+//! fixed set); opcodes it does not name get rows of their own while the table has fewer than
+//! [`OPS_MAX`], and are counted together under [`OVERFLOW_OPCODE`] after that — so a peer
+//! sending made-up opcodes can neither grow the table nor push a real operation out of it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use crate::histogram::{LatencyHistogram, LatencySnapshot};
 
-/// The most (portal, opcode) pairs counted one by one.
+/// The most (portal, opcode) pairs counted one by one before unnamed opcodes are counted
+/// together.
 pub const OPS_MAX: usize = 64;
 
 /// The opcode under which requests beyond [`OPS_MAX`] pairs are counted.
@@ -74,30 +76,43 @@ pub struct OpSnapshot {
 /// The node's table of executed operations.
 #[derive(Debug, Default)]
 pub struct RpcStats {
-    ops: Mutex<BTreeMap<(u32, u32), Arc<OpCounters>>>,
+    ops: RwLock<BTreeMap<(u32, u32), Arc<OpCounters>>>,
 }
 
 impl RpcStats {
-    /// Counts one executed request. Takes the table's lock only to find its row.
+    /// Counts one executed request. Finds its row under the table's read lock; only an
+    /// operation's first request takes the write lock, to add the row.
     pub fn record(&self, executed: Executed) {
-        let row = {
-            let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut key = (executed.portal, executed.opcode);
-            let mut name = executed.name;
-            if !ops.contains_key(&key) && ops.len() >= OPS_MAX {
-                key = (executed.portal, OVERFLOW_OPCODE);
-                name = Some("other");
+        let mut key = (executed.portal, executed.opcode);
+        let mut name = executed.name;
+        if executed.opcode == OVERFLOW_OPCODE && name.is_none() {
+            name = Some("other");
+        }
+        let found = self
+            .ops
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        let row = match found {
+            Some(row) => row,
+            None => {
+                let mut ops = self.ops.write().unwrap_or_else(PoisonError::into_inner);
+                if name.is_none() && !ops.contains_key(&key) && ops.len() >= OPS_MAX {
+                    key = (executed.portal, OVERFLOW_OPCODE);
+                    name = Some("other");
+                }
+                Arc::clone(ops.entry(key).or_insert_with(|| {
+                    Arc::new(OpCounters {
+                        name,
+                        requests: AtomicU64::new(0),
+                        errors: AtomicU64::new(0),
+                        request_bytes: AtomicU64::new(0),
+                        reply_bytes: AtomicU64::new(0),
+                        latency: LatencyHistogram::default(),
+                    })
+                }))
             }
-            Arc::clone(ops.entry(key).or_insert_with(|| {
-                Arc::new(OpCounters {
-                    name,
-                    requests: AtomicU64::new(0),
-                    errors: AtomicU64::new(0),
-                    request_bytes: AtomicU64::new(0),
-                    reply_bytes: AtomicU64::new(0),
-                    latency: LatencyHistogram::default(),
-                })
-            }))
         };
         row.requests.fetch_add(1, Ordering::Relaxed);
         if executed.failed {
@@ -112,7 +127,7 @@ impl RpcStats {
 
     /// Every operation counted so far, by portal and opcode.
     pub fn snapshot(&self) -> Vec<OpSnapshot> {
-        let ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        let ops = self.ops.read().unwrap_or_else(PoisonError::into_inner);
         ops.iter()
             .map(|(&(portal, opcode), row)| OpSnapshot {
                 portal,
@@ -175,5 +190,15 @@ mod tests {
             (OVERFLOW_OPCODE, "other")
         );
         assert_eq!(other.requests, 10);
+        // A named operation still gets its own row in a full table; a made-up opcode that
+        // happens to be the overflow's own is counted as other.
+        let mut named = executed(1000, false);
+        named.name = Some("destroy");
+        stats.record(named);
+        stats.record(executed(OVERFLOW_OPCODE, false));
+        let ops = stats.snapshot();
+        assert!(ops.iter().any(|o| o.name == "destroy" && o.requests == 1));
+        assert_eq!(ops.iter().filter(|o| o.name == "other").count(), 1);
+        assert_eq!(ops.iter().find(|o| o.name == "other").unwrap().requests, 11);
     }
 }

@@ -116,13 +116,22 @@ fn check_histograms(scrape: &Scrape, node: &str, metric: &str) -> f64 {
             buckets.windows(2).all(|w| w[0].count <= w[1].count),
             "{node}: {buckets:?}"
         );
-        let count = sum(scrape, &format!("{metric}_count"), &[]);
+        // This series' own count: the `_count` sample with the same labels.
+        let count = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == format!("{metric}_count") && s.labels == sample.labels)
+            .map(|s| match s.value {
+                Value::Counter(v) | Value::Untyped(v) | Value::Gauge(v) => v,
+                _ => panic!("{node}: {metric}_count is not a number: {:?}", s.value),
+            })
+            .unwrap_or_else(|| panic!("{node}: no {metric}_count for {:?}", sample.labels));
         assert!(
             buckets.last().unwrap().less_than.is_infinite(),
             "{buckets:?}"
         );
         total += buckets.last().unwrap().count;
-        assert!(count >= buckets.last().unwrap().count);
+        assert_eq!(count, buckets.last().unwrap().count, "{node}: {metric}");
     }
     total
 }

@@ -162,11 +162,6 @@ impl MdsService {
         &self.targets
     }
 
-    /// The file system's name.
-    pub fn fsname(&self) -> &FsName {
-        &self.fsname
-    }
-
     async fn dispatch(&self, opcode: u32, body: &[u8]) -> Result<Bytes> {
         let reply = match opcode {
             opcode::MKDIR => {

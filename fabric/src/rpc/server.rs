@@ -105,16 +105,17 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
                 .lock()
                 .expect("reply cache lock poisoned")
                 .complete(client, xid, saved);
+            let reply_bytes = body.len() as u64;
+            inner.send_reply(&header, code, body);
             inner.rpc_stats.record(Executed {
                 portal,
                 opcode,
                 name,
                 request_bytes,
-                reply_bytes: body.len() as u64,
+                reply_bytes,
                 failed: code != status::OK,
                 latency: started.elapsed(),
             });
-            inner.send_reply(&header, code, body);
         }
         .instrument(span),
     );

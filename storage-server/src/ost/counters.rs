@@ -169,8 +169,6 @@ pub enum Rw {
 pub struct BrwStats {
     /// Pages (4 KiB, rounded up) per bulk RPC, log2 buckets.
     pub pages_per_bulk: [Histogram; 2],
-    /// Gaps in a bulk's pages: always 0, since an iopath bulk is one contiguous range.
-    pub discontiguous_pages: [Histogram; 2],
     /// Disk I/Os under way on the target when one starts, itself included.
     pub in_flight: [Histogram; 2],
     /// Each disk I/O's time, milliseconds, log2 buckets.
@@ -213,7 +211,6 @@ impl TargetCounters {
     pub fn bulk(&mut self, rw: Rw, bytes: u64) {
         let r = rw as usize;
         self.brw.pages_per_bulk[r].tally_log2(bytes.div_ceil(PAGE_BYTES));
-        self.brw.discontiguous_pages[r].tally(0);
     }
 
     /// Tallies one disk I/O of `bytes` that took `time`, started with `in_flight` disk I/Os
@@ -369,13 +366,14 @@ pub fn brw_stats_text(counters: &TargetCounters, now: SystemTime) -> String {
     );
     let b = &counters.brw;
     section(&mut out, "pages per bulk r/w", "rpcs", &b.pages_per_bulk, 1);
-    section(
-        &mut out,
-        "discontiguous pages",
-        "rpcs",
-        &b.discontiguous_pages,
-        0,
-    );
+    // An iopath bulk is one contiguous range: every RPC has 0 discontiguous pages, so the
+    // section is the bulks counted, all in bucket 0.
+    let contiguous = b.pages_per_bulk.each_ref().map(|h| {
+        let mut all = Histogram::default();
+        all.buckets[0] = h.total();
+        all
+    });
+    section(&mut out, "discontiguous pages", "rpcs", &contiguous, 0);
     section(&mut out, "disk I/Os in flight", "ios", &b.in_flight, 0);
     section(&mut out, "I/O time (1/1000s)", "ios", &b.io_time_ms, 1);
     section(&mut out, "disk I/O size", "ios", &b.io_size, 1);

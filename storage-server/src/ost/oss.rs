@@ -84,11 +84,6 @@ impl Oss {
         Ok(Oss { targets, fsname })
     }
 
-    /// The file system its targets belong to.
-    pub fn fsname(&self) -> &FsName {
-        &self.fsname
-    }
-
     /// The name of target `index` of its file system: `iopath-OST0003`.
     pub fn target_name(&self, index: u32) -> TargetName {
         self.fsname.ost(index)

@@ -62,7 +62,7 @@ impl Collector for OssCollector {
         counters(
             &mut encoder,
             "iopath_ost_operations",
-            "Operations a target served, by operation (obdfilter stats' samples; cleared with them).",
+            "Operations a target served, by operation (obdfilter stats' samples, counted since the server started: clearing the stats does not reset them).",
             counted.iter().flat_map(|(n, c)| {
                 requests
                     .iter()
