@@ -423,6 +423,11 @@ IOR STOP
     );
     assert!(third.info.params.use_existing_file);
     assert_eq!(third.facts.verified_bytes, bytes);
+    // One shape, one measurement of the disk: before and after the first test, shared.
+    let disk = &first.facts.baselines.disk_write_each_mib_s;
+    assert_eq!(disk.len(), 2, "before and after: {disk:?}");
+    assert_eq!(second.facts.baselines, first.facts.baselines);
+    assert_eq!(third.facts.baselines, first.facts.baselines);
     for id in 0..3 {
         assert!(
             text.contains(&format!("TestID              : {id}\n")),
@@ -509,12 +514,16 @@ async fn csv_results_go_to_the_summary_file_and_the_log_stays_out() {
 /// the second they have; either way every byte written must be checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stonewalled_write_is_checked_in_full() {
+    // On 64 MB/s modeled links, 2 x 128 MiB takes 4 s: the 1 s deadline always stops it.
+    let dir = tempfile::tempdir().unwrap();
+    let (t, block) = (64 * KIB, 128 * MIB);
     let (outcome, text) = ior(IorOptions {
+        choice: modeled_spider_mini(dir.path()),
         tasks: Some(2),
         write: true,
         fsync_per_write: true,
         deadline_s: 1,
-        ..on("spider-mini", 4 * KIB, 4 * MIB)
+        ..on("spider-mini", t, block)
     })
     .await;
     let test = &outcome.tests[0];
@@ -523,16 +532,12 @@ async fn a_stonewalled_write_is_checked_in_full() {
         test.facts.verified_bytes, write.bytes,
         "every byte the write made is checked: {text}"
     );
-    match write.stonewall {
-        Some(wall) => {
-            assert!(write.bytes < 2 * 4 * MIB, "{write:?}");
-            assert_eq!(wall.bytes, write.bytes);
-            assert!(wall.pairs_min <= wall.pairs_max);
-            assert!(text.contains("stonewalling pairs accessed min: "), "{text}");
-            eprintln!("stonewalled after {} bytes", write.bytes);
-        }
-        None => assert_eq!(write.bytes, 2 * 4 * MIB, "{write:?}"),
-    }
+    let wall = write.stonewall.expect("the deadline stopped the write");
+    assert!(write.bytes < 2 * block, "{write:?}");
+    // What each task made brackets what all made.
+    assert!(wall.pairs_min * t * 2 <= write.bytes, "{wall:?} {write:?}");
+    assert!(wall.pairs_max * t * 2 >= write.bytes, "{wall:?} {write:?}");
+    assert!(text.contains("stonewalling pairs accessed min: "), "{text}");
 }
 
 /// IORCD on spider-mini-routed's routers while IOR writes and reads: the records, analysed as
@@ -648,9 +653,9 @@ async fn iorcd_on_the_routers_sees_writes_and_reads_go_their_ways() {
     iopath_plot::check::Drawing::read_clean(&svg).unwrap_or_else(|e| panic!("{e}"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_modeled_stack_says_so_and_runs_at_its_links_rate() {
-    // spider-mini with its network modeled at 64 MB/s per interface, time scale 1.
+/// spider-mini with its network modeled at 64 MB/s per interface, time scale 1, written
+/// into `dir`.
+fn modeled_spider_mini(dir: &std::path::Path) -> StackChoice {
     let text = iopath_stack::preset("spider-mini")
         .unwrap()
         .text
@@ -661,14 +666,19 @@ async fn a_modeled_stack_says_so_and_runs_at_its_links_rate() {
             1,
         );
     assert!(text.contains("bandwidth = 64000000"), "{text}");
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("modeled.toml");
+    let file = dir.join("modeled.toml");
     std::fs::write(&file, &text).unwrap();
+    StackChoice {
+        stack: Some(file),
+        ..StackChoice::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modeled_stack_says_so_and_runs_at_its_links_rate() {
+    let dir = tempfile::tempdir().unwrap();
     let (outcome, out) = ior(IorOptions {
-        choice: StackChoice {
-            stack: Some(file),
-            ..StackChoice::default()
-        },
+        choice: modeled_spider_mini(dir.path()),
         tasks: Some(1),
         write: true,
         ..on("spider-mini", MIB, 8 * MIB)

@@ -34,6 +34,9 @@ pub fn apply_line(options: &mut IorOptions, line: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Most tests (RUN lines) one script may hold.
+pub const SCRIPT_TESTS_MAX: usize = 1000;
+
 /// The tests of script `text`, the first starting from `base`. An error names its line (from
 /// 1) and says what is wrong.
 pub fn script(text: &str, base: &IorOptions) -> Result<Vec<IorOptions>, (usize, String)> {
@@ -50,36 +53,31 @@ pub fn script(text: &str, base: &IorOptions) -> Result<Vec<IorOptions>, (usize, 
             "no \"IOR START\" line: an IOR script's tests sit between IOR START and IOR STOP"
                 .to_owned(),
         ))?;
-    let mut tests = vec![base.clone()];
-    let mut after_run = false;
-    let mut runs = 0;
+    // Each RUN runs the test as the lines so far have made it; the next starts from it (two
+    // RUNs in a row run it twice, as in IOR).
+    let mut current = base.clone();
+    let mut tests = Vec::new();
     for &(number, line) in &lines[start + 1..] {
         if line.is_empty() {
             continue;
         }
         if line.eq_ignore_ascii_case("IOR STOP") {
-            if runs == 0 {
+            if tests.is_empty() {
                 return Err((number, "the script has no RUN line".to_owned()));
             }
             return Ok(tests);
         }
         if line.eq_ignore_ascii_case("RUN") {
-            if after_run {
-                // Two RUNs in a row run the same test twice, as in IOR.
-                let again = tests.last().cloned().unwrap_or_else(|| base.clone());
-                tests.push(again);
+            if tests.len() == SCRIPT_TESTS_MAX {
+                return Err((
+                    number,
+                    format!("more than {SCRIPT_TESTS_MAX} tests in one script"),
+                ));
             }
-            after_run = true;
-            runs += 1;
+            tests.push(current.clone());
             continue;
         }
-        if after_run {
-            let next = tests.last().cloned().unwrap_or_else(|| base.clone());
-            tests.push(next);
-            after_run = false;
-        }
-        let test = tests.last_mut().expect("a script has a first test");
-        apply_line(test, line).map_err(|why| (number, why))?;
+        apply_line(&mut current, line).map_err(|why| (number, why))?;
     }
     Err((
         lines.len(),
@@ -269,6 +267,22 @@ ignored after the end
         assert!(!tests[1].write && tests[1].read, "{:?}", tests[1]);
         assert_eq!(tests[1].block_size_bytes, 2 << 20, "the rest is kept");
         assert_eq!(tests[2], tests[1]);
+        // Lines after the last RUN make no test: nothing runs them.
+        let tests = script("IOR START\nRUN\nblockSize=2m\nIOR STOP\n", &base).unwrap();
+        assert_eq!(tests.len(), 1);
+        assert_eq!(tests[0].block_size_bytes, base.block_size_bytes);
+    }
+
+    #[test]
+    fn a_script_holds_a_bounded_number_of_tests() {
+        let runs = "RUN\n".repeat(SCRIPT_TESTS_MAX + 1);
+        let (line, why) = script(
+            &format!("IOR START\n{runs}IOR STOP\n"),
+            &IorOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(line, SCRIPT_TESTS_MAX + 2);
+        assert!(why.contains("more than 1000 tests"), "{why}");
     }
 
     #[test]

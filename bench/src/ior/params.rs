@@ -616,11 +616,17 @@ impl IorParams {
             Some(seed) => {
                 // Bounded by RANDOM_TRANSFERS_MAX (check_tasks).
                 let mut offsets: Vec<u64> = in_order.collect();
-                fastrand::Rng::with_seed(seed ^ u64::from(task)).shuffle(&mut offsets);
+                shuffle(&mut offsets, seed, task);
                 Box::new(offsets.into_iter())
             }
         }
     }
+}
+
+/// `task`'s random order with -z: its offsets shuffled by the test's `seed` and its number,
+/// the one rule a writer and a later reader of its transfers both follow.
+pub fn shuffle(offsets: &mut [u64], seed: u64, task: u32) {
+    fastrand::Rng::with_seed(seed ^ u64::from(task)).shuffle(offsets);
 }
 
 /// IOR's task placement: tasks fill nodes in contiguous blocks, `tasks_per_node` (rounded

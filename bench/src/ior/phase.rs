@@ -606,9 +606,7 @@ fn read_offsets<'a>(
             // Bounded: a random order on either side bounds the transfers (check_tasks).
             let mut offsets: Vec<u64> = theirs.collect();
             match seed {
-                Some(seed) => {
-                    fastrand::Rng::with_seed(seed ^ u64::from(source)).shuffle(&mut offsets)
-                }
+                Some(seed) => super::params::shuffle(&mut offsets, seed, source),
                 None => offsets.sort_unstable(),
             }
             (Box::new(offsets.into_iter()), true)

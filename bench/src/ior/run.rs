@@ -86,30 +86,18 @@ pub async fn measure(
     };
     let format = first.format;
     let mut stderr = std::io::stderr();
-    let (results, log): (&mut dyn Write, &mut dyn Write) = match summary_file.as_mut() {
-        Some(file) => (file, out),
-        None if format == SummaryFormat::Text => {
-            // One stream: IOR's log lines fall among its results, as IOR prints them.
-            let shared: &mut dyn Write = out;
-            return measure_on(
-                args,
-                tests,
-                stack,
-                command_line,
-                Streams::one(shared),
-                progress,
-                launcher,
-            )
-            .await;
-        }
-        None => (out, &mut stderr),
+    let streams = match summary_file.as_mut() {
+        Some(file) => Streams::two(file, out),
+        // One stream: IOR's log lines fall among its results, as IOR prints them.
+        None if format == SummaryFormat::Text => Streams::one(out),
+        None => Streams::two(out, &mut stderr),
     };
     measure_on(
         args,
         tests,
         stack,
         command_line,
-        Streams::two(results, log),
+        streams,
         progress,
         launcher,
     )
@@ -327,6 +315,7 @@ async fn on_stack(
     let mut files = Files::new();
     let mut stamp = 0;
     let mut reports = Vec::new();
+    let mut measured = Measured::new();
     for params in tests {
         if !reports.is_empty() && !params.inter_test_delay.is_zero() {
             note(
@@ -343,7 +332,16 @@ async fn on_stack(
         let nodes = tasks.min(client_nodes);
         let clients = clients_for(running, &mut connected, nodes).await?;
         let report = one_test(
-            running, &run, params, tasks, clients, &mut files, &mut stamp, streams, progress,
+            running,
+            &run,
+            params,
+            tasks,
+            clients,
+            &mut files,
+            &mut stamp,
+            &mut measured,
+            streams,
+            progress,
         )
         .await?;
         reports.push(report);
@@ -377,7 +375,12 @@ async fn on_stack(
     })
 }
 
-/// Runs one test: its baselines, its repetitions, its lines.
+/// The baselines measured so far in the run, by test shape (tasks, bytes per task, transfer
+/// size): a script's tests of one shape share one measurement.
+type Measured = std::collections::HashMap<(u32, u64, u64), Baselines>;
+
+/// Runs one test: its baselines (unless an earlier test of its shape measured them), its
+/// repetitions, its lines.
 #[allow(clippy::too_many_arguments)] // one call site: the run's state, named
 async fn one_test(
     running: &RunningStack,
@@ -387,12 +390,25 @@ async fn one_test(
     clients: Vec<Client>,
     files: &mut Files,
     stamp: &mut u32,
+    measured: &mut Measured,
     streams: &mut Streams<'_>,
     progress: Progress,
 ) -> Result<TestReport, BenchError> {
     let nodes = clients.len() as u32;
+    let bytes_per_task = params.block_size_bytes * params.segments;
+    let shape = (tasks, bytes_per_task, params.transfer_size_bytes);
     // The baselines first, on the idle stack, with this test's shape.
-    let mut baselines = baselines(running, &params, tasks, progress).await?;
+    let earlier = measured.get(&shape).cloned();
+    let mut baselines = match &earlier {
+        Some(b) => {
+            note(
+                progress,
+                "baseline: as measured for an earlier test of this shape",
+            );
+            b.clone()
+        }
+        None => baselines(running, &params, tasks, progress).await?,
+    };
     let info = TestInfo {
         began: SystemTime::now(),
         params: params.clone(),
@@ -500,18 +516,21 @@ async fn one_test(
     let commits_after = journal_commits(running).await?;
     // The disk again, now that the stack is idle: a shared machine's disk drifts, and the
     // ratio is taken against the better of the two measurements.
-    note(progress, "baseline: raw disk again, after the test");
-    let again = baseline::disk(
-        running.storage().path(),
-        tasks,
-        params.block_size_bytes * params.segments,
-        params.transfer_size_bytes,
-    )
-    .await?;
-    baselines.disk_write_each_mib_s.push(again.write_mib_s);
-    baselines.disk_read_each_mib_s.push(again.read_mib_s);
-    baselines.disk_write_mib_s = baselines.disk_write_mib_s.max(again.write_mib_s);
-    baselines.disk_read_mib_s = baselines.disk_read_mib_s.max(again.read_mib_s);
+    if earlier.is_none() {
+        note(progress, "baseline: raw disk again, after the test");
+        let again = baseline::disk(
+            running.storage().path(),
+            tasks,
+            bytes_per_task,
+            params.transfer_size_bytes,
+        )
+        .await?;
+        baselines.disk_write_each_mib_s.push(again.write_mib_s);
+        baselines.disk_read_each_mib_s.push(again.read_mib_s);
+        baselines.disk_write_mib_s = baselines.disk_write_mib_s.max(again.write_mib_s);
+        baselines.disk_read_mib_s = baselines.disk_read_mib_s.max(again.read_mib_s);
+        measured.insert(shape, baselines.clone());
+    }
     let ratios = Ratios::of(&results, &baselines);
     let facts = IopathFacts {
         verified_bytes,
