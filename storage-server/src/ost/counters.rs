@@ -177,12 +177,34 @@ pub struct BrwStats {
     pub io_size: [Histogram; 2],
 }
 
+/// A counter per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpCounters([Counter; Op::ALL.len()]);
+
+impl Default for OpCounters {
+    fn default() -> Self {
+        OpCounters([Counter::default(); Op::ALL.len()])
+    }
+}
+
+impl OpCounters {
+    /// Counts one `op`, with its value (bytes or microseconds; ignored for request counts).
+    pub fn count(&mut self, op: Op, value: u64) {
+        self.0[op as usize].add(value);
+    }
+
+    /// The counter of `op`.
+    pub fn counter(&self, op: Op) -> Counter {
+        self.0[op as usize]
+    }
+}
+
 /// A target's counters since it started or was last cleared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetCounters {
     /// When counting began.
     pub since: SystemTime,
-    ops: [Counter; Op::ALL.len()],
+    ops: OpCounters,
     /// The I/O histograms.
     pub brw: BrwStats,
 }
@@ -192,19 +214,19 @@ impl TargetCounters {
     pub fn new(since: SystemTime) -> TargetCounters {
         TargetCounters {
             since,
-            ops: [Counter::default(); Op::ALL.len()],
+            ops: OpCounters::default(),
             brw: BrwStats::default(),
         }
     }
 
     /// Counts one `op`, with its value (bytes or microseconds; ignored for request counts).
     pub fn count(&mut self, op: Op, value: u64) {
-        self.ops[op as usize].add(value);
+        self.ops.count(op, value);
     }
 
     /// The counter of `op`.
     pub fn counter(&self, op: Op) -> Counter {
-        self.ops[op as usize]
+        self.ops.counter(op)
     }
 
     /// Tallies one bulk RPC of `bytes` in brw_stats' per-RPC histograms.
@@ -223,13 +245,14 @@ impl TargetCounters {
     }
 }
 
-/// A target's counters twice over: since it started, which only grow (what `/metrics`
-/// exports: a Prometheus counter must never go back), and since the last clear (what
-/// `obdfilter.*.stats` and `brw_stats` show; writing `clear` starts them again, as in Lustre).
+/// A target's counters: the operation counters since it started, which only grow (what
+/// `/metrics` exports: a Prometheus counter must never go back), and everything since the last
+/// clear (what `obdfilter.*.stats` and `brw_stats` show; writing `clear` starts them again, as
+/// in Lustre).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tallies {
-    /// Since the target started.
-    pub since_start: TargetCounters,
+    /// The operation counters since the target started.
+    pub since_start: OpCounters,
     /// Since the last clear.
     pub since_clear: TargetCounters,
 }
@@ -238,7 +261,7 @@ impl Tallies {
     /// Both from zero, from `now`.
     pub fn new(now: SystemTime) -> Tallies {
         Tallies {
-            since_start: TargetCounters::new(now),
+            since_start: OpCounters::default(),
             since_clear: TargetCounters::new(now),
         }
     }
@@ -249,15 +272,13 @@ impl Tallies {
         self.since_clear.count(op, value);
     }
 
-    /// [`TargetCounters::bulk`] in both.
+    /// [`TargetCounters::bulk`] (brw_stats are since the clear only).
     pub fn bulk(&mut self, rw: Rw, bytes: u64) {
-        self.since_start.bulk(rw, bytes);
         self.since_clear.bulk(rw, bytes);
     }
 
-    /// [`TargetCounters::disk_io`] in both.
+    /// [`TargetCounters::disk_io`] (brw_stats are since the clear only).
     pub fn disk_io(&mut self, rw: Rw, bytes: u64, time: Duration, in_flight: u64) {
-        self.since_start.disk_io(rw, bytes, time, in_flight);
         self.since_clear.disk_io(rw, bytes, time, in_flight);
     }
 

@@ -12,7 +12,7 @@
 //! | punch (grow) | file → record | an uncommitted growth is cut back at recovery |
 
 use super::config::OstConfig;
-use super::counters::{Op, Rw, Tallies, TargetCounters};
+use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
@@ -324,9 +324,10 @@ impl Ost {
         self.lock_counters().since_clear.clone()
     }
 
-    /// The same since the target started, never cleared (what `/metrics` exports).
-    pub fn counters_since_start(&self) -> TargetCounters {
-        self.lock_counters().since_start.clone()
+    /// The operation counters since the target started, never cleared (what `/metrics`
+    /// exports).
+    pub fn counters_since_start(&self) -> OpCounters {
+        self.lock_counters().since_start
     }
 
     /// Starts the counters [`Ost::counters`] returns again from zero (`lctl set_param
