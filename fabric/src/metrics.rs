@@ -175,8 +175,7 @@ impl Collector for FabricCollector {
 
         // A router: its buffer pools and its peers' router credits.
         if let Some(router) = &node.router {
-            let frame = node.limits.frame_payload_max_bytes;
-            let class = |c: crate::router::BufferClass| format!("{c:?}").to_lowercase();
+            let class = |c: crate::router::BufferClass| c.name().to_owned();
             let pools = router.pools();
             let gates: Vec<Gate> = pools
                 .iter()
@@ -192,14 +191,9 @@ impl Collector for FabricCollector {
                 &mut encoder,
                 "iopath_router_buffer_size_bytes",
                 "Bytes of one buffer of the pool.",
-                pools.iter().map(|(c, bytes, _)| {
-                    let bytes = if *bytes == 0 && *c == crate::router::BufferClass::Large {
-                        frame
-                    } else {
-                        *bytes
-                    };
-                    (vec![("class", class(*c))], f64::from(bytes))
-                }),
+                pools
+                    .iter()
+                    .map(|(c, bytes, _)| (vec![("class", class(*c))], f64::from(*bytes))),
             )?;
             let peers: Vec<Gate> = router
                 .peers()

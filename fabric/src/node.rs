@@ -216,7 +216,9 @@ impl Node {
             counters: NodeCounters::default(),
             rpc_stats: RpcStats::default(),
             routes: Mutex::new(RouteTable::new()),
-            router: config.router.map(RouterBuffers::new),
+            router: config
+                .router
+                .map(|c| RouterBuffers::new(c, limits.frame_payload_max_bytes)),
             epoch: tokio::time::Instant::now(),
             stopped: AtomicBool::new(false),
             limits,

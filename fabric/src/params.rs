@@ -151,17 +151,11 @@ fn buffers(node: &NodeInner) -> String {
         out.push_str("(not a router)\n");
         return out;
     };
-    let frame = node.limits.frame_payload_max_bytes;
     for (class, bytes, c) in router.pools() {
-        let bytes = if bytes == 0 && class == crate::router::BufferClass::Large {
-            frame
-        } else {
-            bytes
-        };
         let _ = writeln!(
             out,
             "{:<6} {:>8} {:>6} {:>7} {:>6} {:>5}",
-            format!("{class:?}").to_lowercase(),
+            class.name(),
             bytes,
             c.credits_max,
             c.credits,
@@ -200,10 +194,7 @@ fn congestion(node: &NodeInner) -> String {
     }
     if let Some(router) = &node.router {
         for (class, _, c) in router.pools() {
-            row(
-                format!("router buffers {}", format!("{class:?}").to_lowercase()),
-                c,
-            );
+            row(format!("router buffers {}", class.name()), c);
         }
         for (peer, c) in router.peers() {
             row(format!("router peer {peer} rtr"), c);

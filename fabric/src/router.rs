@@ -69,6 +69,15 @@ impl BufferClass {
             _ => BufferClass::Large,
         }
     }
+
+    /// Its name in views and metrics: `tiny`, `small`, `large`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferClass::Tiny => "tiny",
+            BufferClass::Small => "small",
+            BufferClass::Large => "large",
+        }
+    }
 }
 
 /// A granted router buffer: a buffer credit and the sender's router credit, held until the
@@ -85,6 +94,8 @@ pub struct RouterBuffer {
 #[derive(Debug)]
 pub struct RouterBuffers {
     config: RouterConfig,
+    /// Bytes a large buffer holds: the node's frame limit.
+    large_bytes: u32,
     tiny: Arc<CreditGate>,
     small: Arc<CreditGate>,
     large: Arc<CreditGate>,
@@ -92,10 +103,11 @@ pub struct RouterBuffers {
 }
 
 impl RouterBuffers {
-    /// Pools per `config`.
-    pub fn new(config: RouterConfig) -> RouterBuffers {
+    /// Pools per `config`, large buffers holding `large_bytes` (the node's frame limit).
+    pub fn new(config: RouterConfig, large_bytes: u32) -> RouterBuffers {
         RouterBuffers {
             config,
+            large_bytes,
             tiny: CreditGate::new(config.tiny_buffers.max(1)),
             small: CreditGate::new(config.small_buffers.max(1)),
             large: CreditGate::new(config.large_buffers.max(1)),
@@ -172,7 +184,7 @@ impl RouterBuffers {
                 SMALL_BUFFER_BYTES,
                 self.small.snapshot(),
             ),
-            (BufferClass::Large, 0, self.large.snapshot()),
+            (BufferClass::Large, self.large_bytes, self.large.snapshot()),
         ]
     }
 
