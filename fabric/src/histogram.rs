@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use iopath_admin::metrics::HistogramSample;
+
 /// The upper bounds of the buckets, in microseconds: 50 µs to 10 s, about ×2.5 apart — from
 /// an in-memory RPC to a commit stuck behind a slow disk. Above the last is `+Inf`.
 pub const LATENCY_BOUNDS_US: [u64; 16] = [
@@ -21,18 +23,6 @@ pub struct LatencyHistogram {
     count: AtomicU64,
 }
 
-/// A reading of a [`LatencyHistogram`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct LatencySnapshot {
-    /// Durations counted.
-    pub count: u64,
-    /// Their sum, in seconds.
-    pub sum_seconds: f64,
-    /// `(upper bound in seconds, durations at or below it)`, cumulative as Prometheus has
-    /// them, without the `+Inf` bucket (which is `count`).
-    pub buckets: Vec<(f64, u64)>,
-}
-
 impl LatencyHistogram {
     /// Counts one duration.
     pub fn record(&self, duration: Duration) {
@@ -44,9 +34,10 @@ impl LatencyHistogram {
         self.count.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counts so far. Read while others record, the count may be a little ahead of or
+    /// The counts so far, as a Prometheus histogram in seconds: cumulative buckets by upper
+    /// bound, without `+Inf` (which is `count`). Read while others record, the count may be a little ahead of or
     /// behind the buckets; it is clamped so the buckets never exceed it.
-    pub fn snapshot(&self) -> LatencySnapshot {
+    pub fn snapshot(&self) -> HistogramSample {
         let mut cumulative = 0;
         let mut buckets = Vec::with_capacity(LATENCY_BOUNDS_US.len());
         for (bound, bucket) in LATENCY_BOUNDS_US.iter().zip(&self.buckets) {
@@ -55,9 +46,9 @@ impl LatencyHistogram {
         }
         cumulative += self.buckets[LATENCY_BOUNDS_US.len()].load(Ordering::Relaxed);
         let count = self.count.load(Ordering::Relaxed).max(cumulative);
-        LatencySnapshot {
+        HistogramSample {
             count,
-            sum_seconds: self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            sum: self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9,
             buckets,
         }
     }
@@ -81,11 +72,7 @@ mod tests {
         assert_eq!(s.buckets[5], (0.0025, 2));
         assert_eq!(s.buckets[6], (0.005, 3));
         assert_eq!(s.buckets.last().unwrap(), &(10.0, 3));
-        assert!(
-            (s.sum_seconds - 60.003_100_9).abs() < 1e-9,
-            "{}",
-            s.sum_seconds
-        );
+        assert!((s.sum - 60.003_100_9).abs() < 1e-9, "{}", s.sum);
         // Cumulative: never decreasing, never above the count.
         assert!(s.buckets.windows(2).all(|w| w[0].1 <= w[1].1));
     }

@@ -11,12 +11,11 @@
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
 
-use iopath_admin::metrics::{HistogramSample, Labels, counters, gauges, histograms};
+use iopath_admin::metrics::{Labels, counters, gauges, histograms};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
 use crate::gate::CreditSnapshot;
-use crate::histogram::LatencySnapshot;
 use crate::node::{Node, NodeInner};
 
 /// The fabric's collector for one node.
@@ -31,15 +30,6 @@ impl FabricCollector {
         FabricCollector {
             node: std::sync::Arc::downgrade(&node.inner),
         }
-    }
-}
-
-/// A latency reading as a histogram sample.
-pub fn histogram_sample(latency: &LatencySnapshot) -> HistogramSample {
-    HistogramSample {
-        sum: latency.sum_seconds,
-        count: latency.count,
-        buckets: latency.buckets.clone(),
     }
 }
 
@@ -311,8 +301,7 @@ impl Collector for FabricCollector {
             &mut encoder,
             "iopath_rpc_duration_seconds",
             "Time from a request's admission to its reply, by portal and operation.",
-            ops.iter()
-                .map(|op| (op_labels(op), histogram_sample(&op.latency))),
+            ops.iter().map(|op| (op_labels(op), op.latency.clone())),
         )
     }
 }

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use crate::histogram::{LatencyHistogram, LatencySnapshot};
+use iopath_admin::metrics::HistogramSample;
+
+use crate::histogram::LatencyHistogram;
 
 /// The most (portal, opcode) pairs counted one by one before unnamed opcodes are counted
 /// together.
@@ -70,7 +72,7 @@ pub struct OpSnapshot {
     /// Reply body bytes.
     pub reply_bytes: u64,
     /// Admission-to-reply times.
-    pub latency: LatencySnapshot,
+    pub latency: HistogramSample,
 }
 
 /// The node's table of executed operations.

@@ -16,7 +16,8 @@ use crate::error::{Result, StorageError};
 use crate::ids::Transno;
 use crate::stop::StopFlag;
 use bytes::Bytes;
-use iopath_fabric::histogram::{LatencyHistogram, LatencySnapshot};
+use iopath_admin::metrics::HistogramSample;
+use iopath_fabric::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -225,7 +226,7 @@ impl Journal {
     }
 
     /// The times successful commits took so far, start to durable.
-    pub(crate) fn commit_latency(&self) -> LatencySnapshot {
+    pub(crate) fn commit_latency(&self) -> HistogramSample {
         self.counters.commit_latency.snapshot()
     }
 

@@ -314,7 +314,7 @@ impl Ost {
     }
 
     /// How long its journal's commits took so far, start to durable.
-    pub fn commit_latency(&self) -> iopath_fabric::histogram::LatencySnapshot {
+    pub fn commit_latency(&self) -> iopath_admin::metrics::HistogramSample {
         self.journal.commit_latency()
     }
 

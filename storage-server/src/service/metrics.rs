@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Weak};
 
-use iopath_admin::metrics::{HistogramSample, Labels, counters, gauges, histograms};
+use iopath_admin::metrics::{Labels, counters, gauges, histograms};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
@@ -128,17 +128,9 @@ impl Collector for OssCollector {
             &mut encoder,
             "iopath_journal_commit_duration_seconds",
             "Time each successful journal commit took, start to durable.",
-            targets.iter().map(|(n, t)| {
-                let latency = t.commit_latency();
-                (
-                    by_target(n),
-                    HistogramSample {
-                        sum: latency.sum_seconds,
-                        count: latency.count,
-                        buckets: latency.buckets,
-                    },
-                )
-            }),
+            targets
+                .iter()
+                .map(|(n, t)| (by_target(n), t.commit_latency())),
         )?;
         gauges(
             &mut encoder,
