@@ -21,7 +21,9 @@ use std::net::SocketAddr;
 use anyhow::{Context, anyhow, bail};
 
 use crate::client::Client;
-use crate::tree::{ParamInfo, ParamValue};
+use crate::error::AdminError;
+use crate::param::Param;
+use crate::tree::{ParamInfo, ParamTree, ParamValue};
 
 /// The `lctl` subcommands.
 #[derive(clap::Subcommand, Debug, Clone, PartialEq, Eq)]
@@ -160,6 +162,12 @@ pub fn devices_text(devices: &[Device]) -> String {
         .enumerate()
         .map(|(number, d)| format!("{number:3} UP {} {} {}_UUID\n", d.kind, d.name, d.name))
         .collect()
+}
+
+/// Hangs `devices` on `tree` as the read-only [`DEVICES_PARAM`] `lctl dl` prints.
+pub fn register_devices(tree: &ParamTree, devices: &[Device]) -> Result<(), AdminError> {
+    let text = devices_text(devices);
+    tree.register(DEVICES_PARAM, Param::read_only(move || text.clone()))
 }
 
 /// `name=value` for one-line values; `name=` then the lines for tables; only values with `-n`.

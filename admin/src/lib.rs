@@ -48,7 +48,7 @@ pub mod tree;
 pub use client::Client;
 pub use error::AdminError;
 pub use glob::Glob;
-pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text};
+pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text, register_devices};
 pub use param::Param;
 pub use service::{AdminHandle, AdminService, NodeInfo, serve};
 pub use shutdown::Shutdown;

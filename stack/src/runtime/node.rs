@@ -307,13 +307,12 @@ async fn start_role(
                 .await
                 .map_err(|e| format!("open the namespace in {}: {e}", storage.display()))?;
             // `lctl dl` on the MDS: its one metadata target.
-            let devices = iopath_admin::devices_text(&[iopath_admin::Device {
-                kind: "mdt",
-                name: stack.fsname.mdt(0).to_string(),
-            }]);
-            tree.register(
-                iopath_admin::DEVICES_PARAM,
-                iopath_admin::Param::read_only(move || devices.clone()),
+            iopath_admin::register_devices(
+                tree,
+                &[iopath_admin::Device {
+                    kind: "mdt",
+                    name: stack.fsname.mdt(0).to_string(),
+                }],
             )
             .map_err(|e| format!("register its parameters: {e}"))?;
             Ok(Served::Mds(service))

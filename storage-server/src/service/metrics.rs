@@ -49,16 +49,11 @@ impl Collector for OssCollector {
             .iter()
             .map(|(n, t)| (n, t.counters_since_start()))
             .collect();
-        let requests = [
-            (Op::Read, "read"),
-            (Op::Write, "write"),
-            (Op::Create, "create"),
-            (Op::Destroy, "destroy"),
-            (Op::Punch, "punch"),
-            (Op::Sync, "sync"),
-            (Op::Getattr, "getattr"),
-            (Op::Statfs, "statfs"),
-        ];
+        // Every operation but the byte counts (their samples are the reads' and writes').
+        let requests: Vec<Op> = Op::ALL
+            .into_iter()
+            .filter(|op| op.unit() != "bytes")
+            .collect();
         counters(
             &mut encoder,
             "iopath_ost_operations",
@@ -66,7 +61,7 @@ impl Collector for OssCollector {
             counted.iter().flat_map(|(n, c)| {
                 requests
                     .iter()
-                    .map(move |(op, name)| (by_op(n, name), c.counter(*op).samples))
+                    .map(move |op| (by_op(n, op.name()), c.counter(*op).samples))
             }),
         )?;
         counters(

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use iopath_admin::{AdminError, DEVICES_PARAM, Device, Param, ParamTree, devices_text};
+use iopath_admin::{AdminError, Device, Param, ParamTree, register_devices};
 
 use std::time::SystemTime;
 
@@ -25,8 +25,7 @@ pub fn register(oss: &Arc<Oss>, tree: &ParamTree) -> Result<(), AdminError> {
             name: oss.target_name(target.index()).to_string(),
         })
         .collect();
-    let devices = devices_text(&devices);
-    tree.register(DEVICES_PARAM, Param::read_only(move || devices.clone()))?;
+    register_devices(tree, &devices)?;
     for (position, target) in oss.targets().iter().enumerate() {
         let target_name = oss.target_name(target.index());
         let name = |leaf: &str| format!("obdfilter.{target_name}.{leaf}");
