@@ -219,29 +219,21 @@ pub fn ls_human(bytes: u64) -> String {
 }
 
 impl Civil {
-    /// `seconds` since the epoch in this machine's local time zone.
+    /// `seconds` since the epoch in this machine's local time zone (`TZ`, or the system's
+    /// zone, read by jiff as `bench ior` reads it).
     pub fn local(seconds: u64) -> Civil {
-        let time = libc::time_t::try_from(seconds).unwrap_or(libc::time_t::MAX);
-        // SAFETY: `tm` is plain data that localtime_r fills in; both pointers are to live
-        // locals, and localtime_r keeps neither.
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        let filled = unsafe { !libc::localtime_r(&time, &mut tm).is_null() };
-        if !filled {
-            // A time beyond what the C library can break down: shown as the epoch.
-            return Civil {
-                year: 1970,
-                month: 1,
-                day: 1,
-                hour: 0,
-                minute: 0,
-            };
-        }
+        // A time beyond what a timestamp holds is shown as the epoch.
+        let at = i64::try_from(seconds)
+            .ok()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+            .to_zoned(jiff::tz::TimeZone::system());
         Civil {
-            year: tm.tm_year + 1900,
-            month: (tm.tm_mon + 1) as u32,
-            day: tm.tm_mday as u32,
-            hour: tm.tm_hour as u32,
-            minute: tm.tm_min as u32,
+            year: i32::from(at.year()),
+            month: at.month() as u32,
+            day: at.day() as u32,
+            hour: at.hour() as u32,
+            minute: at.minute() as u32,
         }
     }
 }
