@@ -56,8 +56,7 @@ fn sum(scrape: &Scrape, metric: &str, with: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-/// Every family in `families` has at least one sample; and for each gate family, credits
-/// never exceed the maximum and the low-water mark never exceeds the credits.
+/// Every family in `families` has at least one sample.
 fn check_present(scrape: &Scrape, node: &str, families: &[&str]) {
     let names: BTreeMap<&str, usize> = scrape.samples.iter().fold(BTreeMap::new(), |mut m, s| {
         *m.entry(s.metric.as_str()).or_default() += 1;

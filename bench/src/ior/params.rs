@@ -842,36 +842,23 @@ mod tests {
         assert!(tests[0].write && !tests[0].read && tests[0].keep_file);
         assert!(!tests[1].write && tests[1].read && !tests[1].keep_file);
         assert!(tests.iter().all(|t| t.segments == 2));
-        std::fs::write(
-            &script,
-            "IOR START\n  summaryFormat=JSON\nRUN\n  summaryFormat=CSV\nRUN\nIOR STOP\n",
-        )
-        .unwrap();
-        let error = IorOptions {
-            script: Some(script.clone()),
-            ..IorOptions::default()
-        }
-        .tests()
-        .unwrap_err()
-        .to_string();
+        // The error of the script `text`, which must be refused.
+        let refused = |text: &str| {
+            std::fs::write(&script, text).unwrap();
+            IorOptions {
+                script: Some(script.clone()),
+                ..IorOptions::default()
+            }
+            .tests()
+            .unwrap_err()
+            .to_string()
+        };
+        let error =
+            refused("IOR START\n  summaryFormat=JSON\nRUN\n  summaryFormat=CSV\nRUN\nIOR STOP\n");
         assert!(error.contains("one format"), "{error}");
-        std::fs::write(&script, "#".repeat(SCRIPT_MAX_BYTES as usize + 1)).unwrap();
-        let error = IorOptions {
-            script: Some(script.clone()),
-            ..IorOptions::default()
-        }
-        .tests()
-        .unwrap_err()
-        .to_string();
+        let error = refused(&"#".repeat(SCRIPT_MAX_BYTES as usize + 1));
         assert!(error.contains("larger than"), "{error}");
-        std::fs::write(&script, "IOR START\n  blocksize=1x\nRUN\nIOR STOP\n").unwrap();
-        let error = IorOptions {
-            script: Some(script),
-            ..IorOptions::default()
-        }
-        .tests()
-        .unwrap_err()
-        .to_string();
+        let error = refused("IOR START\n  blocksize=1x\nRUN\nIOR STOP\n");
         assert!(error.contains("line 2"), "{error}");
     }
 
