@@ -191,9 +191,20 @@ fn bench_iorcd_runs_both_parts_on_the_modeled_machine_and_draws_them() {
     }
     assert_eq!(json["correlations"].as_array().unwrap().len(), 2);
     let runs = json["rule_runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
-    assert_eq!(runs[0]["starved"], false);
-    assert_eq!(runs[1]["starved"], true);
+    let conditions: Vec<&str> = runs
+        .iter()
+        .map(|r| r["condition"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        conditions,
+        ["healthy", "impeded_storage", "starved_routers"]
+    );
+    let disk = json["impeded_disk"]["bandwidth_bytes_s"].as_u64().unwrap();
+    assert!(
+        disk > 0,
+        "the impeded disks' rate comes from the healthy run"
+    );
+    assert_eq!(json["conditions"].as_array().unwrap().len(), 3);
     let modeled = json["modeled"].as_str().unwrap();
     assert!(modeled.contains("time scale 32"), "{modeled}");
     for name in ["iorcd-write.svg", "iorcd-read.svg"] {

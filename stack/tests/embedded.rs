@@ -102,3 +102,42 @@ async fn up_refuses_a_bad_stack_file_with_the_field_named() {
         "{error}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modeled_disk_holds_each_write_for_its_modeled_time() {
+    use iopath_stack::schema::{OstDisk, Role};
+    let mut stack = preset("spider-mini").unwrap().stack().unwrap();
+    // 1 MiB/s per target, at time scale 1: the model's time is the host's.
+    let disk = OstDisk {
+        bandwidth_bytes_s: 1 << 20,
+        seek_us: 0,
+    };
+    for node in &mut stack.nodes {
+        if let Role::Oss(spec) = &mut node.role {
+            spec.disk = Some(disk);
+        }
+    }
+    assert!(stack.modeled().contains("a disk under each target"));
+    let storage = StorageDir::temporary("test-disk-model", None).unwrap();
+    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
+    let c0 = running
+        .nodes()
+        .into_iter()
+        .find(|n| n.role == RoleName::Client)
+        .unwrap();
+    let config = iopath_stack::runtime::client_config(running.stack(), c0);
+    let client = iopath_client::Client::connect(config).await.unwrap();
+    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
+    // Within the first 1 MiB stripe: one target's disk transfers 256 KiB, a quarter second.
+    let data = Bytes::from(vec![7u8; 256 << 10]);
+    let started = std::time::Instant::now();
+    file.write_at(0, data.clone()).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(250),
+        "the disks' modeled time bounds the write from below: {took:?}"
+    );
+    assert_eq!(file.read_at(0, data.len() as u64).await.unwrap(), data);
+    file.close().await.unwrap();
+    running.stop().await.unwrap();
+}

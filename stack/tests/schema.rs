@@ -347,6 +347,65 @@ fn modeled_links_are_checked_and_kept() {
 }
 
 #[test]
+fn modeled_disks_are_checked_scaled_and_kept() {
+    let oss = |fields: &str| {
+        with(&format!(
+            "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\ncount = 2\nnids = {{ net0 = 2 }}\n{fields}\n"
+        ))
+    };
+    let cases = [
+        (oss("disk_bandwidth = 0"), "nodes[1] (oss).disk_bandwidth"),
+        (oss("disk_bandwidth = \"slow\""), "disk_bandwidth"),
+        (oss("disk_seek_ms = 8"), "needs a modeled disk"),
+        (
+            oss("disk_bandwidth = \"190m\"\ndisk_seek_ms = -1"),
+            "disk_seek_ms",
+        ),
+        (
+            oss("disk_bandwidth = \"190m\"\ndisk_seek_ms = 5000"),
+            "disk_seek_ms",
+        ),
+        (
+            with(
+                "[[nodes]]\nname = \"r\"\nrole = \"router\"\nnids = { net0 = 9 }\ndisk_bandwidth = \"1g\"\n",
+            ),
+            "applies to oss nodes only",
+        ),
+    ];
+    for (text, needle) in cases {
+        let error = refused(&text);
+        assert!(
+            error.contains(needle),
+            "{error:?} should say {needle:?}\n{text}"
+        );
+    }
+    // A disk alone is something for the time scale to scale.
+    let text = format!(
+        "{}\n[model]\ntime_scale = 4\n",
+        oss("disk_bandwidth = \"200m\"\ndisk_seek_ms = 8")
+    );
+    let stack = Stack::parse(&text, "disks.toml").unwrap();
+    assert!(stack.is_modeled());
+    let servers = stack.nodes_of(RoleName::Oss);
+    assert_eq!(servers.len(), 2);
+    for &i in &servers {
+        // Host time: four times slower, seeks four times longer.
+        let model = stack.disk_model(i).unwrap();
+        assert_eq!(model.bandwidth_mib_s, 50.0);
+        assert_eq!(model.seek_ms, 32.0);
+    }
+    assert!(stack.disk_model(0).is_none(), "the MDS has no modeled disk");
+    let said = stack.modeled();
+    assert!(
+        said.contains("oss0, oss1 (210 MB/s, seek 8 ms)") && said.contains("time scale 4"),
+        "{said}"
+    );
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.nodes, stack.nodes);
+    assert_eq!(again.time_scale, 4);
+}
+
+#[test]
 fn an_unreachable_storage_server_is_refused() {
     let text = r#"
 name = "t"

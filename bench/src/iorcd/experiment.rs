@@ -8,11 +8,14 @@
 //! wrote for as long; the congestion of a run is the routers' congestion in the intervals that
 //! lie wholly inside its phase, summed over routers, and its bandwidth is IOR's.
 //!
-//! **Starved credits look like low congestion that lasts.** The paper's degraded runs showed
-//! low congestion over more than two samples, where healthy runs spiked within one. Here the
-//! same short IOR run (sized to take part of one interval at the healthy rate) runs on the
-//! stack as it is and on the stack with its routers starved of buffers (few large router
-//! buffers, one per sender); IORCD's rule (`super::bursts`) then reads the records of both.
+//! **A run impeded behind the routers looks like low congestion that lasts.** The paper's
+//! degraded runs showed low congestion over more than two samples, where healthy runs spiked
+//! within one; the cause was an OSS slowed by a locking problem, which throttled the routers'
+//! traffic through LNet's credits. Here the same short IOR run (sized to take half an interval
+//! at the healthy rate) runs on the stack as it is, on the stack with its storage servers
+//! impeded (each target's modeled disk at a fraction of the healthy run's rate), and on the
+//! stack with its routers starved of buffers (few large router buffers, one per sender);
+//! IORCD's rule (`super::bursts`) then reads the records of all of them.
 //!
 //! The stack runs as a process per server node on loopback TCP, the IOR tasks in this
 //! process: congestion is time queued for send credits, and only a real socket holds a send
@@ -28,7 +31,7 @@ use iopath_fabric::iorcd::Sample;
 use iopath_fabric::router::RouterConfig;
 use iopath_stack::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{NetworkLink, Role, RoleName, Stack};
+use iopath_stack::schema::{NetworkLink, OstDisk, Role, RoleName, Stack};
 use serde::Serialize;
 
 use super::{Burst, Direction, Point, bursts, pearson, series};
@@ -70,10 +73,13 @@ pub struct ExperimentConfig {
     pub windows: u32,
     /// IOR's transfer size.
     pub transfer_bytes: u64,
-    /// IOR tasks of the healthy and starved runs.
+    /// IOR tasks of the runs the rule reads.
     pub degraded_tasks: u32,
-    /// Healthy runs, and as many starved ones.
+    /// Runs of each condition.
     pub repeats: u32,
+    /// The impeded storage's rate, as a fraction of the healthy run's: its targets' modeled
+    /// disks together write this fraction of what the healthy run wrote per second.
+    pub impeded: f64,
     /// The starved routers' large buffers (LNet `large_router_buffers`).
     pub starved_large_buffers: u32,
     /// The starved routers' buffers per sender (LNet `peer_buffer_credits`).
@@ -102,6 +108,7 @@ impl Default for ExperimentConfig {
             transfer_bytes: 4 << 20,
             degraded_tasks: 8,
             repeats: 2,
+            impeded: 0.125,
             starved_large_buffers: 1,
             starved_peer_credits: 1,
             samples_max: 2,
@@ -157,13 +164,49 @@ pub struct SeriesCorrelation {
     pub paper: f64,
 }
 
+/// What the stack of a run the rule reads was like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// As it is.
+    Healthy,
+    /// Its storage servers' disks slowed (the paper's degraded runs: an OSS behind the
+    /// routers under-performing).
+    ImpededStorage,
+    /// Its routers starved of buffers.
+    StarvedRouters,
+}
+
+impl Condition {
+    /// Every condition, in the order they run.
+    pub const ALL: [Condition; 3] = [
+        Condition::Healthy,
+        Condition::ImpededStorage,
+        Condition::StarvedRouters,
+    ];
+
+    /// A word for tables: `healthy`, `impeded`, `starved`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Condition::Healthy => "healthy",
+            Condition::ImpededStorage => "impeded",
+            Condition::StarvedRouters => "starved",
+        }
+    }
+
+    /// Whether its runs are degraded by design: the rule should flag them.
+    pub fn impeded(self) -> bool {
+        self == Condition::ImpededStorage
+    }
+}
+
 /// One run of the degraded part, with the bursts IORCD's rule read in it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleRun {
-    /// `healthy 1`, `starved 1`, ...
+    /// `healthy 1`, `impeded 1`, ...
     pub label: String,
-    /// Whether its routers were starved of buffers.
-    pub starved: bool,
+    /// The stack it ran on.
+    pub condition: Condition,
     /// Its phases.
     pub phases: Vec<PhaseSeen>,
     /// The bursts of its time, one per router and direction that forwarded data.
@@ -201,16 +244,47 @@ pub struct Experiment {
     pub correlations: Vec<SeriesCorrelation>,
     /// The starved routers' settings.
     pub starved_buffers: StarvedBuffers,
-    /// The healthy and starved runs.
+    /// The impeded storage's disks.
+    pub impeded_disk: ImpededDisk,
+    /// The runs the rule read, of every condition.
     pub rule_runs: Vec<RuleRun>,
+    /// Each condition's runs in sum.
+    pub conditions: Vec<ConditionSeen>,
     /// The rule's parameters.
     pub samples_max: usize,
     /// Its threshold.
     pub low: f64,
-    /// Whether the rule flagged exactly the starved runs.
-    pub flagged_exactly_the_starved: bool,
+    /// Whether the rule flagged every impeded run and no healthy one (starved runs are
+    /// reported, not judged: see [`ConditionSeen::time_vs_healthy`]).
+    pub rule_holds: bool,
     /// What was real and what modeled.
     pub modeled: String,
+}
+
+/// The impeded storage servers' modeled disks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ImpededDisk {
+    /// The fraction of the healthy run's rate they give together.
+    pub fraction: f64,
+    /// Each target's disk, modeled bytes per second.
+    pub bandwidth_bytes_s: u64,
+    /// Targets in the stack.
+    pub targets: u32,
+}
+
+/// A condition's runs in sum.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionSeen {
+    /// Which.
+    pub condition: Condition,
+    /// Its runs.
+    pub runs: usize,
+    /// How many the rule flagged.
+    pub flagged: usize,
+    /// Its writes' mean time over the healthy runs'.
+    pub time_vs_healthy: f64,
+    /// Its write bursts' mean congestion (summed over routers) over the healthy runs'.
+    pub congestion_vs_healthy: f64,
 }
 
 /// The starved routers' buffers.
@@ -268,8 +342,9 @@ pub async fn run(
                 config.degraded_tasks,
                 per_task >> 20
             ));
-            let runs = rule_runs(config, &healthy, per_task, false, say).await;
-            (loads, runs.map(|r| (r, per_task)))
+            let rate = healthy_write_mib_s(config, &loads);
+            let runs = rule_runs(config, &healthy, per_task, Condition::Healthy, say).await;
+            (loads, runs.map(|r| (r, (per_task, rate))))
         }
         Err(e) => {
             let _ = healthy.stop().await;
@@ -280,22 +355,47 @@ pub async fn run(
     let healthy_names = healthy.router_names.clone();
     let storage_nets = healthy.storage_nets.clone();
     healthy.stop().await?;
-    let (healthy_runs, per_task) = healthy_rule?;
+    let (healthy_runs, (per_task, healthy_mib_s)) = healthy_rule?;
     let healthy_samples = healthy_samples?;
 
-    // The same short runs with the routers starved of buffers.
-    let starved_stack = starve(&stack, config);
-    say(&format!(
-        "starting {} again with its routers starved: large_router_buffers = {}, peer_buffer_credits = {}",
-        stack.name, config.starved_large_buffers, config.starved_peer_credits
-    ));
-    let starved = Watched::start(starved_stack, &parent, launcher, config.interval).await?;
-    let starved_runs = rule_runs(config, &starved, per_task, true, say).await;
-    let starved_samples = starved.samples().await;
-    let starved_names = starved.router_names.clone();
-    starved.stop().await?;
-    let starved_runs = starved_runs?;
-    let starved_samples = starved_samples?;
+    // The same short runs on the stack impeded, then starved.
+    let impeded_disk = impeded_disk(config, &stack, healthy_mib_s);
+    let mut watched_runs = vec![RunsOf {
+        runs: healthy_runs,
+        samples: healthy_samples.clone(),
+        names: healthy_names,
+    }];
+    for condition in [Condition::ImpededStorage, Condition::StarvedRouters] {
+        let (changed, how) = match condition {
+            Condition::ImpededStorage => (
+                impede(&stack, impeded_disk),
+                format!(
+                    "its storage impeded: each of its {} targets' disks at {:.1} MB/s modeled ({:.1}% of the healthy rate together)",
+                    impeded_disk.targets,
+                    impeded_disk.bandwidth_bytes_s as f64 / 1e6,
+                    config.impeded * 100.0
+                ),
+            ),
+            _ => (
+                starve(&stack, config),
+                format!(
+                    "its routers starved: large_router_buffers = {}, peer_buffer_credits = {}",
+                    config.starved_large_buffers, config.starved_peer_credits
+                ),
+            ),
+        };
+        say(&format!("starting {} again with {how}", stack.name));
+        let watched = Watched::start(changed, &parent, launcher, config.interval).await?;
+        let runs = rule_runs(config, &watched, per_task, condition, say).await;
+        let samples = watched.samples().await;
+        let names = watched.router_names.clone();
+        watched.stop().await?;
+        watched_runs.push(RunsOf {
+            runs: runs?,
+            samples: samples?,
+            names,
+        });
+    }
 
     // The load series: each phase's congestion from the intervals inside it.
     let healthy_series = series(&healthy_samples, &storage_nets);
@@ -328,16 +428,15 @@ pub async fn run(
         })
         .collect();
 
-    // The rule, over the records of the healthy and starved runs together (as an operator's
-    // log of one application's runs), each burst given to the run whose time it falls in.
-    let rule_samples: Vec<Sample> = healthy_samples
+    // The rule, over the records of every condition's runs together (as an operator's log of
+    // one application's runs), each burst given to the run whose time it falls in.
+    let rule_samples: Vec<Sample> = watched_runs
         .iter()
-        .filter(|s| healthy_runs.iter().any(|r| overlaps(s, r)))
-        .chain(
-            starved_samples
+        .flat_map(|w| {
+            w.samples
                 .iter()
-                .filter(|s| starved_runs.iter().any(|r| overlaps(s, r))),
-        )
+                .filter(|s| w.runs.iter().any(|r| overlaps(s, r)))
+        })
         .cloned()
         .collect();
     let found = bursts(
@@ -345,28 +444,30 @@ pub async fn run(
         config.samples_max,
         config.low,
     );
-    let starved_series = series(&starved_samples, &storage_nets);
-    let mut rule_runs: Vec<RuleRun> = healthy_runs.into_iter().chain(starved_runs).collect();
-    for run in &mut rule_runs {
-        let (names, seen) = if run.starved {
-            (&starved_names, &starved_series)
-        } else {
-            (&healthy_names, &healthy_series)
-        };
-        for phase in &mut run.phases {
-            seen_in(phase, seen);
+    let mut rule_runs = Vec::new();
+    for w in watched_runs {
+        let seen = series(&w.samples, &storage_nets);
+        for mut run in w.runs {
+            for phase in &mut run.phases {
+                seen_in(phase, &seen);
+            }
+            run.bursts = found
+                .iter()
+                .filter(|b| w.names.contains_key(&b.router) && burst_in(b, &run))
+                .map(|b| RunBurst {
+                    router: w.names[&b.router].clone(),
+                    burst: b.clone(),
+                })
+                .collect();
+            run.flagged = run.bursts.iter().any(|b| b.burst.degraded);
+            rule_runs.push(run);
         }
-        run.bursts = found
-            .iter()
-            .filter(|b| names.contains_key(&b.router) && burst_in(b, run))
-            .map(|b| RunBurst {
-                router: names[&b.router].clone(),
-                burst: b.clone(),
-            })
-            .collect();
-        run.flagged = run.bursts.iter().any(|b| b.burst.degraded);
     }
-    let flagged_exactly_the_starved = rule_runs.iter().all(|r| r.flagged == r.starved);
+    let conditions = conditions_seen(&rule_runs);
+    let rule_holds = rule_runs
+        .iter()
+        .filter(|r| r.condition != Condition::StarvedRouters)
+        .all(|r| r.flagged == r.condition.impeded());
     Ok(Experiment {
         stack: stack.name.clone(),
         routers: routers
@@ -382,16 +483,20 @@ pub async fn run(
             large_router_buffers: config.starved_large_buffers,
             peer_buffer_credits: config.starved_peer_credits,
         },
+        impeded_disk,
         rule_runs,
+        conditions,
         samples_max: config.samples_max,
         low: config.low,
-        flagged_exactly_the_starved,
+        rule_holds,
         modeled: format!(
-            "{}; real: bytes over loopback TCP between a process per server node, files on \
-             this host's disk; Titan's Gemini congestion counters are stood for by the time \
-             messages queue to leave each router (for send credits and the modeled wire); \
-             torus hops are not modeled",
-            stack.modeled()
+            "{}; in the impeded runs also a disk under each target at {:.1} MB/s; real: bytes \
+             over loopback TCP between a process per server node, files on this host's disk; \
+             Titan's Gemini congestion counters are stood for by the time messages queue to \
+             leave each router (for send credits and the modeled wire); torus hops are not \
+             modeled",
+            stack.modeled(),
+            impeded_disk.bandwidth_bytes_s as f64 / 1e6
         ),
     })
 }
@@ -437,6 +542,15 @@ fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
         return bad(
             "--degraded-tasks / --repeats",
             "1 to 1024 tasks, 1 to 10 repeats".into(),
+        );
+    }
+    if !(config.impeded > 0.0 && config.impeded < 1.0) {
+        return bad(
+            "--impeded",
+            format!(
+                "{}: a fraction of the healthy rate, above 0 and below 1",
+                config.impeded
+            ),
         );
     }
     if !(0.0..=1.0).contains(&config.low) || config.samples_max == 0 {
@@ -667,13 +781,26 @@ async fn load_series(
     Ok(runs)
 }
 
-/// Bytes per task of the healthy and starved runs: at the healthy write rate of the load
-/// nearest `degraded_tasks`, half an interval's worth, in whole transfers.
-fn fixed_bytes_per_task(config: &ExperimentConfig, loads: &[LoadRun]) -> u64 {
-    let nearest = loads
+/// One condition's runs with the records of the stack they ran on.
+struct RunsOf {
+    runs: Vec<RuleRun>,
+    samples: Vec<Sample>,
+    /// Router node names by the NID the records name them with.
+    names: BTreeMap<String, String>,
+}
+
+/// The healthy write rate of the load series' run nearest `degraded_tasks`, MiB/s.
+fn healthy_write_mib_s(config: &ExperimentConfig, loads: &[LoadRun]) -> f64 {
+    loads
         .iter()
-        .min_by_key(|r| r.tasks.abs_diff(config.degraded_tasks));
-    let mib_s = nearest.map_or(0.0, |r| r.phases[0].bandwidth_mib_s);
+        .min_by_key(|r| r.tasks.abs_diff(config.degraded_tasks))
+        .map_or(0.0, |r| r.phases[0].bandwidth_mib_s)
+}
+
+/// Bytes per task of the runs the rule reads: at the healthy write rate, half an interval's
+/// worth, in whole transfers.
+fn fixed_bytes_per_task(config: &ExperimentConfig, loads: &[LoadRun]) -> u64 {
+    let mib_s = healthy_write_mib_s(config, loads);
     let total = mib_s * (1u64 << 20) as f64 * config.interval.as_secs_f64() / 2.0;
     let per_task = (total / f64::from(config.degraded_tasks)) as u64;
     (per_task / config.transfer_bytes).max(1) * config.transfer_bytes
@@ -683,10 +810,10 @@ async fn rule_runs(
     config: &ExperimentConfig,
     watched: &Watched,
     per_task: u64,
-    starved: bool,
+    condition: Condition,
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<RuleRun>, BenchError> {
-    let kind = if starved { "starved" } else { "healthy" };
+    let kind = condition.word();
     idle(config).await;
     let mut runs = Vec::new();
     for k in 0..config.repeats {
@@ -709,7 +836,7 @@ async fn rule_runs(
         ));
         runs.push(RuleRun {
             label: format!("{kind} {}", k + 1),
-            starved,
+            condition,
             phases,
             bursts: Vec::new(),
             flagged: false,
@@ -744,6 +871,71 @@ fn starve(stack: &Stack, config: &ExperimentConfig) -> Stack {
         }
     }
     starved
+}
+
+/// The impeded storage's disks: each target's, so that together they write `config.impeded`
+/// of `healthy_mib_s` (host time), in modeled bytes per second.
+fn impeded_disk(config: &ExperimentConfig, stack: &Stack, healthy_mib_s: f64) -> ImpededDisk {
+    let targets = (stack.targets().len() as u32).max(1);
+    let host_bytes_s = healthy_mib_s * config.impeded * (1u64 << 20) as f64 / f64::from(targets);
+    ImpededDisk {
+        fraction: config.impeded,
+        bandwidth_bytes_s: ((host_bytes_s * f64::from(stack.time_scale)) as u64).max(1),
+        targets,
+    }
+}
+
+/// `stack` with a slow modeled disk under every target.
+fn impede(stack: &Stack, disk: ImpededDisk) -> Stack {
+    let mut impeded = stack.clone();
+    for node in &mut impeded.nodes {
+        if let Role::Oss(spec) = &mut node.role {
+            spec.disk = Some(OstDisk {
+                bandwidth_bytes_s: disk.bandwidth_bytes_s,
+                seek_us: 0,
+            });
+        }
+    }
+    impeded
+}
+
+/// Each condition's runs in sum, against the healthy ones.
+fn conditions_seen(runs: &[RuleRun]) -> Vec<ConditionSeen> {
+    let mean = |condition: Condition, f: &dyn Fn(&RuleRun) -> f64| {
+        let of: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.condition == condition)
+            .map(f)
+            .collect();
+        of.iter().sum::<f64>() / of.len().max(1) as f64
+    };
+    let congestion = |r: &RuleRun| {
+        r.bursts
+            .iter()
+            .filter(|b| b.burst.direction == Direction::Write)
+            .map(|b| b.burst.congestion)
+            .sum::<f64>()
+    };
+    let seconds = |r: &RuleRun| {
+        r.phases
+            .first()
+            .map_or(0.0, |p| p.end_epoch - p.start_epoch)
+    };
+    let healthy_seconds = mean(Condition::Healthy, &seconds).max(1e-12);
+    let healthy_congestion = mean(Condition::Healthy, &congestion).max(1e-12);
+    Condition::ALL
+        .into_iter()
+        .map(|condition| ConditionSeen {
+            condition,
+            runs: runs.iter().filter(|r| r.condition == condition).count(),
+            flagged: runs
+                .iter()
+                .filter(|r| r.condition == condition && r.flagged)
+                .count(),
+            time_vs_healthy: mean(condition, &seconds) / healthy_seconds,
+            congestion_vs_healthy: mean(condition, &congestion) / healthy_congestion,
+        })
+        .collect()
 }
 
 /// Fills in what the routers saw during `phase`: the intervals wholly inside it.
@@ -850,9 +1042,12 @@ pub fn text(e: &Experiment) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n2. IORCD's rule (degraded: a burst longer than {} samples below {:.0}% of the highest burst's congestion) over healthy runs and runs with starved routers (large_router_buffers = {}, peer_buffer_credits = {})\n",
+        "\n2. IORCD's rule (degraded: a burst longer than {} samples below {:.0}% of the highest burst's congestion) over the same short run on the stack as it is (healthy), with its storage impeded (each of {} targets' disks at {:.1} MB/s modeled, {:.1}% of the healthy rate together) and with its routers starved (large_router_buffers = {}, peer_buffer_credits = {})\n",
         e.samples_max,
         e.low * 100.0,
+        e.impeded_disk.targets,
+        e.impeded_disk.bandwidth_bytes_s as f64 / 1e6,
+        e.impeded_disk.fraction * 100.0,
         e.starved_buffers.large_router_buffers,
         e.starved_buffers.peer_buffer_credits
     ));
@@ -903,51 +1098,22 @@ pub fn text(e: &Experiment) -> String {
             }
         }
     }
-    let mean = |starved: bool, f: &dyn Fn(&RuleRun) -> f64| {
-        let runs: Vec<f64> = e
-            .rule_runs
-            .iter()
-            .filter(|r| r.starved == starved)
-            .map(f)
-            .collect();
-        runs.iter().sum::<f64>() / runs.len().max(1) as f64
-    };
-    let congestion = |r: &RuleRun| {
-        r.bursts
-            .iter()
-            .filter(|b| b.burst.direction == Direction::Write)
-            .map(|b| b.burst.congestion)
-            .sum::<f64>()
-    };
-    let seconds = |r: &RuleRun| {
-        r.phases
-            .first()
-            .map_or(0.0, |p| p.end_epoch - p.start_epoch)
-    };
-    out.push_str(&format!(
-        "  starved against healthy, writes: congestion {:.0}% of healthy, time {:.0}% of healthy\n",
-        100.0 * mean(true, &congestion) / mean(false, &congestion).max(1e-12),
-        100.0 * mean(true, &seconds) / mean(false, &seconds).max(1e-12),
-    ));
-    let flagged: Vec<&str> = e
-        .rule_runs
-        .iter()
-        .filter(|r| r.flagged)
-        .map(|r| r.label.as_str())
-        .collect();
-    out.push_str(&format!(
-        "  flagged: {}; {}\n",
-        if flagged.is_empty() {
-            "none".to_owned()
-        } else {
-            flagged.join(", ")
-        },
-        if e.flagged_exactly_the_starved {
-            "exactly the starved runs, as the paper's rule should"
-        } else {
-            "NOT exactly the starved runs"
-        }
-    ));
+    out.push_str("  against the healthy runs, writes:\n");
+    for c in &e.conditions {
+        out.push_str(&format!(
+            "    {:<8} flagged {} of {}   time {:>5.0}%   congestion {:>5.0}%\n",
+            c.condition.word(),
+            c.flagged,
+            c.runs,
+            c.time_vs_healthy * 100.0,
+            c.congestion_vs_healthy * 100.0
+        ));
+    }
+    out.push_str(if e.rule_holds {
+        "  the rule flagged every impeded run and no healthy one, as the paper's should\n"
+    } else {
+        "  the rule did NOT flag exactly the impeded runs (healthy flagged, or impeded missed)\n"
+    });
     out.push_str(&format!(
         "\ncongestion: seconds messages queued to leave the routers (for send credits, and on a modeled link for the wire), per second, summed over routers (write: onto the storage side; read: onto the compute side); credit waits: seconds queued for router credits and buffers to get in.\nmodeled: {}\n",
         e.modeled

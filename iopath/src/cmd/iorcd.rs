@@ -126,12 +126,16 @@ pub struct ExperimentArgs {
     /// IOR's transfer size (k, m suffixes).
     #[arg(short = 't', long, value_name = "SIZE", default_value = "4m", value_parser = iopath_fabric::units::parse_size)]
     transfer_size: u64,
-    /// IOR tasks of the healthy and starved runs.
+    /// IOR tasks of the short runs IORCD's rule reads (healthy, impeded, starved).
     #[arg(long, default_value_t = 8)]
     degraded_tasks: u32,
-    /// Healthy runs, and as many with starved routers.
+    /// Runs of each condition: healthy, with the storage impeded, with the routers starved.
     #[arg(long, default_value_t = 2)]
     repeats: u32,
+    /// The impeded storage's rate: its targets' modeled disks together write this fraction
+    /// of the healthy run's rate.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.125)]
+    impeded: f64,
     /// The starved routers' large_router_buffers.
     #[arg(long, default_value_t = 1)]
     starved_large_buffers: u32,
@@ -170,6 +174,7 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
         transfer_bytes: args.transfer_size,
         degraded_tasks: args.degraded_tasks,
         repeats: args.repeats,
+        impeded: args.impeded,
         starved_large_buffers: args.starved_large_buffers,
         starved_peer_credits: args.starved_peer_credits,
         model: !args.unmodeled,

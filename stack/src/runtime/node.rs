@@ -328,7 +328,7 @@ async fn start_role(
                 targets: stack.target_indices(index),
                 template,
                 engine: EngineConfig::default(),
-                disk_model: None,
+                disk_model: stack.disk_model(index),
                 external_journal_dir: None,
                 fsname: stack.fsname.clone(),
             };

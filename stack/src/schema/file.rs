@@ -31,6 +31,8 @@
 //! nids = { o2ib0 = 10 }
 //! targets = 2
 //! journal = "async"
+//! disk_bandwidth = "190m"        # a modeled disk under each target (bytes per modeled second)
+//! disk_seek_ms = 8               # and its head's move between data and journal
 //!
 //! [[nodes]]
 //! name = "rtr"
@@ -222,6 +224,14 @@ pub struct NodeEntry {
     /// replay before they are evicted, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_window_ms: Option<u64>,
+    /// OSS: a modeled disk under each of its targets, transferring this many bytes per
+    /// modeled second (a number, or `"190m"`); absent: the host's own disk speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_bandwidth: Option<SizeValue>,
+    /// OSS, with `disk_bandwidth`: modeled milliseconds to move the disk's head between the
+    /// data and the journal (default 0: no head, as a solid-state device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_seek_ms: Option<f64>,
     /// Fyod: `pfs` or `ufs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fyod_mode: Option<FyodModeName>,

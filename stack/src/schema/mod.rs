@@ -8,5 +8,5 @@ pub mod stack;
 pub use file::{RoleName, StackFile};
 pub use stack::{
     Address, ClientSpec, DefaultLayout, FyodMode, FyodSpec, Network, NetworkLink, NodeInterface,
-    NodeSpec, OssSpec, ROUTER_BUFFERS_MAX, Role, RouteRule, Stack, TIME_SCALE_MAX,
+    NodeSpec, OssSpec, OstDisk, ROUTER_BUFFERS_MAX, Role, RouteRule, Stack, TIME_SCALE_MAX,
 };

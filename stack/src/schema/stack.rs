@@ -10,6 +10,7 @@ use iopath_fabric::link::LinkModel;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_mds::layout::{FsName, TargetName};
+use iopath_storage_server::engine::modeled::DiskModel;
 
 use super::file::{
     AddressValue, FyodModeName, JournalName, LayoutSection, ModelSection, NetworkEntry, NodeEntry,
@@ -167,7 +168,23 @@ pub struct OssSpec {
     pub commit_interval_ms: u64,
     /// After an unclean restart, how long known clients have to replay before eviction.
     pub recovery_window_ms: u64,
+    /// A modeled disk under each target, if the file gives one.
+    pub disk: Option<OstDisk>,
 }
+
+/// A modeled disk under each of an OSS's targets, as the stack file gives it (modeled time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OstDisk {
+    /// Bytes per modeled second it transfers.
+    pub bandwidth_bytes_s: u64,
+    /// Modeled microseconds to move the head between the data and the journal.
+    pub seek_us: u64,
+}
+
+/// Largest modeled disk bandwidth, bytes per second (100 GB/s).
+pub const DISK_BANDWIDTH_MAX_BYTES_S: u64 = 100_000_000_000;
+/// Longest modeled seek, milliseconds (one second).
+pub const DISK_SEEK_MAX_MS: f64 = 1000.0;
 
 /// How a fyod writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +223,16 @@ pub struct NodeSpec {
     pub interfaces: Vec<NodeInterface>,
     /// Its torus coordinates.
     pub torus: Option<[u32; 3]>,
+}
+
+impl NodeSpec {
+    /// Its modeled disk, if it is an OSS with one.
+    pub fn disk(&self) -> Option<OstDisk> {
+        match &self.role {
+            Role::Oss(spec) => spec.disk,
+            _ => None,
+        }
+    }
 }
 
 /// One route of one node.
@@ -251,6 +278,10 @@ impl Stack {
         };
         let layout = check_layout(&file.layout).map_err(|(field, why)| bad(field, why))?;
         let networks = check_networks(&file.networks).map_err(|(field, why)| bad(field, why))?;
+        let (mut nodes, forwarders) =
+            expand_nodes(&file.nodes, &networks).map_err(|(field, why)| bad(field, why))?;
+        assign_forwarders(&mut nodes, &forwarders).map_err(|(field, why)| bad(field, why))?;
+        check_roles(&nodes).map_err(|(field, why)| bad(field, why))?;
         let time_scale = match file.model.as_ref().and_then(|m| m.time_scale) {
             None => 1,
             Some(scale) if !(1..=TIME_SCALE_MAX).contains(&scale) => {
@@ -259,18 +290,19 @@ impl Stack {
                     format!("{scale}: use 1 to {TIME_SCALE_MAX} host seconds per modeled second"),
                 ));
             }
-            Some(_) if networks.iter().all(|n| n.link.is_none()) => {
+            Some(_)
+                if networks.iter().all(|n| n.link.is_none())
+                    && nodes.iter().all(|n| n.disk().is_none()) =>
+            {
                 return Err(bad(
                     "model.time_scale".into(),
-                    "scales nothing: no network has a modeled link (give one a bandwidth)".into(),
+                    "scales nothing: no network has a modeled link and no OSS a modeled disk \
+                     (give one a bandwidth or a disk_bandwidth)"
+                        .into(),
                 ));
             }
             Some(scale) => scale,
         };
-        let (mut nodes, forwarders) =
-            expand_nodes(&file.nodes, &networks).map_err(|(field, why)| bad(field, why))?;
-        assign_forwarders(&mut nodes, &forwarders).map_err(|(field, why)| bad(field, why))?;
-        check_roles(&nodes).map_err(|(field, why)| bad(field, why))?;
         let route_sets: Vec<String> = file
             .routes
             .iter()
@@ -318,13 +350,25 @@ impl Stack {
         })
     }
 
-    /// Whether any network is modeled.
-    pub fn is_modeled(&self) -> bool {
-        self.networks.iter().any(|n| n.link.is_some())
+    /// Node `index`'s modeled disk, in host time, if it is an OSS with one.
+    pub fn disk_model(&self, index: usize) -> Option<DiskModel> {
+        let disk = self.nodes.get(index)?.disk()?;
+        let scale = f64::from(self.time_scale);
+        Some(DiskModel {
+            bandwidth_mib_s: disk.bandwidth_bytes_s as f64 / (1024.0 * 1024.0) / scale,
+            seek_ms: disk.seek_us as f64 / 1000.0 * scale,
+        })
     }
 
-    /// What is modeled, in words, for every result: `links on torus0 (5000 MB/s, 2 us),
-    /// o2ib201 (...) at time scale 20`, or `nothing`.
+    /// Whether any network or disk is modeled.
+    pub fn is_modeled(&self) -> bool {
+        self.networks.iter().any(|n| n.link.is_some())
+            || self.nodes.iter().any(|n| n.disk().is_some())
+    }
+
+    /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
+    /// (...); the disks of oss0, oss1 (200 MB/s, seek 8 ms) at time scale 20 (...)`, or
+    /// `nothing`.
     pub fn modeled(&self) -> String {
         let links: Vec<String> = self
             .networks
@@ -339,12 +383,45 @@ impl Stack {
                 ))
             })
             .collect();
-        if links.is_empty() {
+        // Servers with the same disk are named together: `oss0, oss1 (200 MB/s, seek 8 ms)`.
+        let mut disks: Vec<(OstDisk, Vec<&str>)> = Vec::new();
+        for node in &self.nodes {
+            let Some(disk) = node.disk() else { continue };
+            match disks.iter_mut().find(|(d, _)| *d == disk) {
+                Some((_, names)) => names.push(&node.name),
+                None => disks.push((disk, vec![&node.name])),
+            }
+        }
+        let mut parts = Vec::new();
+        if !links.is_empty() {
+            parts.push(format!(
+                "the links of {} (each interface's sending side; switches and receive sides are not modeled)",
+                links.join(", ")
+            ));
+        }
+        if !disks.is_empty() {
+            let disks: Vec<String> = disks
+                .iter()
+                .map(|(d, names)| {
+                    format!(
+                        "{} ({:.0} MB/s, seek {} ms)",
+                        names.join(", "),
+                        d.bandwidth_bytes_s as f64 / 1e6,
+                        d.seek_us as f64 / 1000.0
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "a disk under each target of {} (one head, data and journal on it)",
+                disks.join("; ")
+            ));
+        }
+        if parts.is_empty() {
             return "nothing".into();
         }
         format!(
-            "the links of {} (each interface's sending side; switches and receive sides are not modeled), at time scale {} (host seconds per modeled second)",
-            links.join(", "),
+            "{}, at time scale {} (host seconds per modeled second)",
+            parts.join("; "),
             self.time_scale
         )
     }
@@ -534,6 +611,8 @@ impl Stack {
                     journal: None,
                     commit_interval_ms: None,
                     recovery_window_ms: None,
+                    disk_bandwidth: None,
+                    disk_seek_ms: None,
                     fyod_mode: None,
                     forwarder: None,
                     tiny_router_buffers: None,
@@ -551,6 +630,10 @@ impl Stack {
                         });
                         entry.commit_interval_ms = Some(spec.commit_interval_ms);
                         entry.recovery_window_ms = Some(spec.recovery_window_ms);
+                        if let Some(disk) = spec.disk {
+                            entry.disk_bandwidth = Some(SizeValue::Bytes(disk.bandwidth_bytes_s));
+                            entry.disk_seek_ms = Some(disk.seek_us as f64 / 1000.0);
+                        }
                     }
                     Role::Fyod(spec) => {
                         entry.fyod_mode = Some(match spec.mode {
@@ -956,6 +1039,12 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
         if entry.recovery_window_ms.is_some() {
             return Err(only("recovery_window_ms", "oss"));
         }
+        if entry.disk_bandwidth.is_some() {
+            return Err(only("disk_bandwidth", "oss"));
+        }
+        if entry.disk_seek_ms.is_some() {
+            return Err(only("disk_seek_ms", "oss"));
+        }
     }
     if entry.role != RoleName::Fyod && entry.fyod_mode.is_some() {
         return Err(only("fyod_mode", "fyod"));
@@ -1028,9 +1117,40 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
                 sync_journal: entry.journal.unwrap_or_default() == JournalName::Sync,
                 commit_interval_ms,
                 recovery_window_ms,
+                disk: ost_disk(entry)?,
             })
         }
     })
+}
+
+/// An OSS entry's modeled disk: `disk_bandwidth`, and `disk_seek_ms` only beside it.
+fn ost_disk(entry: &NodeEntry) -> Result<Option<OstDisk>, (String, String)> {
+    let bandwidth = match &entry.disk_bandwidth {
+        None => None,
+        Some(SizeValue::Bytes(b)) => Some(*b),
+        Some(SizeValue::Text(t)) => Some(
+            iopath_fabric::units::parse_size(t).map_err(|why| ("disk_bandwidth".into(), why))?,
+        ),
+    };
+    match (bandwidth, entry.disk_seek_ms) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err((
+            "disk_seek_ms".into(),
+            "a modeled seek needs a modeled disk: give disk_bandwidth too".into(),
+        )),
+        (Some(b), _) if !(1..=DISK_BANDWIDTH_MAX_BYTES_S).contains(&b) => Err((
+            "disk_bandwidth".into(),
+            format!("{b} bytes per second: use 1 to {DISK_BANDWIDTH_MAX_BYTES_S}"),
+        )),
+        (Some(_), Some(ms)) if !(0.0..=DISK_SEEK_MAX_MS).contains(&ms) => Err((
+            "disk_seek_ms".into(),
+            format!("{ms}: use 0 to {DISK_SEEK_MAX_MS} milliseconds"),
+        )),
+        (Some(b), ms) => Ok(Some(OstDisk {
+            bandwidth_bytes_s: b,
+            seek_us: (ms.unwrap_or(0.0) * 1000.0).round() as u64,
+        })),
+    }
 }
 
 fn check_unique(nodes: &[NodeSpec], networks: &[Network]) -> Result<(), FieldError> {
