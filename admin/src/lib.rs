@@ -7,6 +7,9 @@
 //! - [`param`]: one parameter — a getter and an optional setter — with ready-made counters,
 //!   tunables and flags.
 //! - [`tree`]: [`ParamTree`], the node's registry of parameters by name: get, set and list by glob.
+//! - [`lprocfs`]: Lustre's counter files — counters, histograms, the `stats` layout and the
+//!   read/write histogram rows of `brw_stats` and `rpc_stats` — shared by every component that
+//!   shows one; a pure core.
 //! - [`shutdown`]: [`Shutdown`], the node's one-shot stop signal.
 //! - [`process`]: the life of a node process: READY line, serve, stop on stdin EOF,
 //!   SIGTERM or an admin's Shutdown.
@@ -38,6 +41,7 @@ pub mod client;
 pub mod error;
 pub mod glob;
 pub mod lctl;
+pub mod lprocfs;
 pub mod metrics;
 pub mod param;
 pub mod process;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
 use iopath_mds::{DirEntry, FileType, MdsClient};
-use iopath_ost_client::ClientId;
+use iopath_ost_client::{ClientId, OscStats};
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
 
@@ -53,6 +53,8 @@ pub(crate) struct ClientInner {
     /// Connections to the storage servers: made at connect when direct-attached, at first
     /// need (an unlink) through a fyod.
     targets: OnceCell<Arc<Targets>>,
+    /// The node's osc counters, which the storage-server connections count into.
+    osc_stats: Option<Arc<OscStats>>,
     /// The fyod reads and writes go through, if any.
     fyod: Option<FyodClient>,
     /// MUNIX or MASYNC for files opened through a fyod from now on.
@@ -98,9 +100,14 @@ impl ClientInner {
     async fn targets(&self) -> Result<&Arc<Targets>, ClientError> {
         self.targets
             .get_or_try_init(|| async {
-                Targets::connect(&self.node, self.client_id, &self.target_list)
-                    .await
-                    .map(Arc::new)
+                Targets::connect(
+                    &self.node,
+                    self.client_id,
+                    &self.target_list,
+                    self.osc_stats.clone(),
+                )
+                .await
+                .map(Arc::new)
             })
             .await
     }
@@ -133,8 +140,13 @@ impl Client {
                 })?,
             ),
             None => {
-                let connected =
-                    Targets::connect(&config.node, config.client_id, &target_list).await?;
+                let connected = Targets::connect(
+                    &config.node,
+                    config.client_id,
+                    &target_list,
+                    config.osc_stats.clone(),
+                )
+                .await?;
                 // Just made: nobody else can have set it.
                 let _ = targets.set(Arc::new(connected));
                 None
@@ -150,6 +162,7 @@ impl Client {
                 target_list,
                 fsname: list.fsname,
                 targets,
+                osc_stats: config.osc_stats,
                 fyod,
                 io_mode: Mutex::new(IoMode::default()),
                 next_file: AtomicU64::new(1),

@@ -1,7 +1,9 @@
 //! [`ClientConfig`], and every maximum the client enforces, in one place.
 
+use std::sync::Arc;
+
 use iopath_fabric::{ChecksumKind, Nid, Node};
-use iopath_ost_client::ClientId;
+use iopath_ost_client::{ClientId, OscStats};
 
 /// RPCs in flight to one target at once (Lustre's `osc.*.max_rpcs_in_flight` default): a
 /// large request's packets queue behind these, so a client never floods one server.
@@ -51,6 +53,10 @@ pub struct ClientConfig {
     /// Send reads and writes through the fyod at this NID instead of straight to the storage
     /// servers.
     pub forwarder: Option<Nid>,
+    /// The node's osc counters (`osc.*.stats`, `osc.*.rpc_stats`), which every client on the
+    /// node shares: what this client asks of each storage target is counted there. `None`
+    /// counts nothing.
+    pub osc_stats: Option<Arc<OscStats>>,
 }
 
 impl ClientConfig {
@@ -62,6 +68,7 @@ impl ClientConfig {
             client_id: client_id.into(),
             checksum: ChecksumKind::Crc32,
             forwarder: None,
+            osc_stats: None,
         }
     }
 }

@@ -8,6 +8,10 @@
 //! the servers without flooding any one of them (PFS: "data from the application buffer fans
 //! out across all affected I/O nodes in parallel").
 //!
+//! A packet waiting for its target's slot is a Lustre client's "pending" pages; with the
+//! node's osc counters ([`OscStats`]) they show in `osc.*.rpc_stats`, and the [`OstClient`]
+//! counts each RPC there as it sends it.
+//!
 //! The [`OstClient`] keeps every acknowledged-but-uncommitted write until the server's
 //! `last_committed` covers it, and after a server restart reconnects and replays them before
 //! resending what was in flight; this layer sees only the final outcome.
@@ -17,11 +21,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use iopath_admin::lprocfs::Rw;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
-use iopath_ost_client::{Capacity, ClientId, LostWrites, OstClient, OstConnections};
-use tokio::sync::Semaphore;
+use iopath_ost_client::{
+    Capacity, ClientId, LostWrites, OscStats, OstClient, OstConnections, TargetStats,
+};
+use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use tokio::task::JoinSet;
 use tracing::debug;
 
@@ -37,6 +44,17 @@ struct TargetLink {
     oss: Arc<OstClient>,
     /// Its RPC slots.
     rpcs: Arc<Semaphore>,
+    /// The node's osc counters of it, if the node keeps them.
+    osc: Option<Arc<TargetStats>>,
+}
+
+impl TargetLink {
+    /// Waits for one of the target's RPC slots for a packet of `bytes`, its pages counted as
+    /// pending meanwhile. (A closed semaphore is impossible: it lives as long as the link.)
+    async fn slot(&self, rw: Rw, bytes: u64) -> Result<SemaphorePermit<'_>, AcquireError> {
+        let _pending = self.osc.as_deref().map(|osc| osc.pending(rw, bytes));
+        self.rpcs.acquire().await
+    }
 }
 
 /// Connections to every storage server, by target index.
@@ -48,13 +66,14 @@ pub struct Targets {
 }
 
 impl Targets {
-    /// Connects to each distinct server of `targets` (OST index, server NID) as `client`. A
-    /// target has one index in the whole file system, the one layouts name and its server
-    /// answers to.
+    /// Connects to each distinct server of `targets` (OST index, server NID) as `client`,
+    /// counting in `osc_stats`, the node's osc counters, if given. A target has one index in
+    /// the whole file system, the one layouts name and its server answers to.
     pub async fn connect(
         node: &Node,
         client: ClientId,
         targets: &[(u32, Nid)],
+        osc_stats: Option<Arc<OscStats>>,
     ) -> Result<Targets, ClientError> {
         let map = TargetMap::new(targets.iter().copied())?;
         let connections = OstConnections::new(
@@ -62,12 +81,17 @@ impl Targets {
             client,
             map,
             Duration::from_millis(PING_INTERVAL_MS),
-        );
+        )
+        .counted_in(osc_stats);
         let mut links = BTreeMap::new();
         for &(index, _) in targets {
             let oss = connections.to_target(index).await?;
             let rpcs = Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX));
-            links.insert(index, TargetLink { oss, rpcs });
+            let osc = connections
+                .stats()
+                .and_then(|stats| stats.target(index))
+                .cloned();
+            links.insert(index, TargetLink { oss, rpcs, osc });
         }
         Ok(Targets { connections, links })
     }
@@ -269,8 +293,7 @@ impl Targets {
                 _ => Checksummed::from(gather(&data, &io)),
             };
             set.spawn(async move {
-                // A closed semaphore is impossible: it lives as long as the link.
-                let _slot = link.rpcs.acquire().await;
+                let _slot = link.slot(Rw::Write, bytes.len() as u64).await;
                 link.oss
                     .write(
                         object.target,
@@ -307,7 +330,7 @@ impl Targets {
             let object = layout.objects()[io.object_index as usize];
             let link = links[io.object_index as usize].clone();
             set.spawn(async move {
-                let _slot = link.rpcs.acquire().await;
+                let _slot = link.slot(Rw::Read, io.length_bytes).await;
                 let read = link
                     .oss
                     .read(

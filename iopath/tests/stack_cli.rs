@@ -1,5 +1,5 @@
-//! The stack commands as a user runs them: `iopath demo`, and `iopath up --processes` with
-//! `iopath lfs` and `iopath lctl` against the running stack.
+//! The stack commands as a user runs them: `iopath demo`, and `iopath up` (with and without
+//! `--processes`) with `iopath lfs` and `iopath lctl` against the running stack.
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
@@ -158,6 +158,66 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
             .contains("no such"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    drop(up.stdin.take());
+    assert!(up.wait().unwrap().success());
+}
+
+#[test]
+fn lctl_reads_and_clears_the_osc_files_of_an_up_stacks_client_node() {
+    // Embedded, every node serves its admin service, client nodes included (with
+    // --processes, client nodes run in the application and serve none).
+    let mut up = iopath()
+        .args(["up", "--preset", "spider-mini"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut c0_admin = None;
+    for line in BufReader::new(up.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.first() == Some(&"c0") && cols.len() > 4 {
+            c0_admin = Some(cols[4].to_owned());
+        }
+        if line.starts_with("ready") {
+            break;
+        }
+    }
+    let admin = c0_admin.expect("up printed c0 with its admin address");
+    let lctl = |args: &[&str]| {
+        let out = iopath()
+            .args(["lctl", "--admin", &admin])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rpc_stats = lctl(&["get_param", "osc.*.rpc_stats"]);
+    for target in 0..4 {
+        assert!(
+            rpc_stats.contains(&format!(
+                "osc.iopath-OST000{target}-osc-c0.rpc_stats=\nsnapshot_time:  "
+            )),
+            "{rpc_stats}"
+        );
+    }
+    assert!(
+        rpc_stats.contains("\npages per rpc         rpcs   % cum % |       rpcs   % cum %\n"),
+        "{rpc_stats}"
+    );
+    assert!(lctl(&["get_param", "osc.iopath-OST0002-osc-c0.stats"]).contains("\nelapsed_time  "));
+    assert!(
+        lctl(&["dl"]).contains("  3 UP osc iopath-OST0003-osc-c0 iopath-OST0003-osc-c0_UUID\n")
+    );
+    assert_eq!(
+        lctl(&["set_param", "osc.iopath-OST0001-osc-c0.stats=clear"]),
+        "osc.iopath-OST0001-osc-c0.stats=clear\n"
     );
     drop(up.stdin.take());
     assert!(up.wait().unwrap().success());

@@ -19,20 +19,26 @@
 //! Both kinds share one transno-ordered list, one reconnect loop and one replay. A program
 //! ends a connection with [`OstClient::disconnect`]: the server commits everything and forgets
 //! the client.
+//!
+//! A connection made with the node's [`OscStats`] counts every request about a target there
+//! (`osc.*.stats`), and every read and write RPC in rpc_stats' histograms, as it sends them.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_admin::lprocfs::Rw;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{BufferDescriptor, ChecksumKind, Checksummed, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
 use tracing::{info, warn};
 
+use crate::counters::OstOp;
 use crate::id::ClientId;
 use crate::replay::{Kept, KeptData, ReplayList};
+use crate::stats::{OscStats, TargetStats};
 use crate::wire::{OST_PORTAL, is_connection_error, opcode};
 
 /// How often a client tries to reach a starting server whose service is not registered yet.
@@ -123,6 +129,9 @@ pub struct OstClient {
     checksum: ChecksumKind,
     state: Mutex<State>,
     replayed: AtomicU64,
+    /// The node's osc counters, if it keeps them: every request about a target is counted
+    /// in that target's row.
+    stats: Option<Arc<OscStats>>,
 }
 
 impl OstClient {
@@ -133,6 +142,17 @@ impl OstClient {
         server: Nid,
         client: impl Into<ClientId>,
     ) -> Result<OstClient, FabricError> {
+        OstClient::connect_counted(node, server, client, None).await
+    }
+
+    /// [`OstClient::connect`], counting what it asks of each target in `stats`, the node's
+    /// osc counters, when given.
+    pub async fn connect_counted(
+        node: Node,
+        server: Nid,
+        client: impl Into<ClientId>,
+        stats: Option<Arc<OscStats>>,
+    ) -> Result<OstClient, FabricError> {
         let me = OstClient {
             node,
             server,
@@ -140,6 +160,7 @@ impl OstClient {
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
             replayed: AtomicU64::new(0),
+            stats,
         };
         // A server whose node is up but whose service is not registered yet is starting
         // (it recovers its targets first): wait for it, bounded. Nothing listening at all is
@@ -209,10 +230,7 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let reply = self
-            .node
-            .call(self.server, OST_PORTAL, opcode::CONNECT, body)
-            .await?;
+        let reply = self.send(None, opcode::CONNECT, body).await?;
         let reply =
             pb::ConnectReply::decode(reply.as_ref()).map_err(|_| FabricError::MalformedFrame {
                 why: "undecodable CONNECT reply",
@@ -267,10 +285,30 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        self.node
-            .call(self.server, OST_PORTAL, opcode::REPLAY_DONE, body)
-            .await
-            .map(drop)
+        self.send(None, opcode::REPLAY_DONE, body).await.map(drop)
+    }
+
+    /// The node's osc counters of `target`, if it keeps them.
+    fn target_stats(&self, target: u32) -> Option<&TargetStats> {
+        self.stats.as_deref()?.target(target).map(Arc::as_ref)
+    }
+
+    /// Sends one request to the server and waits for its reply: the one place requests
+    /// leave. A request about `target` is counted in the node's osc counters of it (when the
+    /// node keeps them) as under way until it ends, and its wait once a reply comes — an
+    /// error reply is a reply too; a timeout is not.
+    async fn send(&self, target: Option<u32>, op: u32, body: Bytes) -> Result<Bytes, FabricError> {
+        let counted = match (target.and_then(|t| self.target_stats(t)), OstOp::of(op)) {
+            (Some(stats), Some(op)) => Some((stats.request(), op)),
+            _ => None,
+        };
+        let reply = self.node.call(self.server, OST_PORTAL, op, body).await;
+        if let Some((request, op)) = counted
+            && matches!(&reply, Ok(_) | Err(FabricError::Remote { .. }))
+        {
+            request.replied(op);
+        }
+        reply
     }
 
     fn decode(reply: &[u8]) -> Result<pb::OpReply, FabricError> {
@@ -279,23 +317,25 @@ impl OstClient {
         })
     }
 
-    /// Sends one request; if the server is gone or restarting, reconnects, replays, and sends
-    /// it again, for a bounded time. Acknowledged writes the server lost (this client was
-    /// evicted, or a descriptor's owner dropped its memory) are an error here, never silence.
+    /// Sends one request (about `target`, if it names one); if the server is gone or
+    /// restarting, reconnects, replays, and sends it again, for a bounded time. Acknowledged
+    /// writes the server lost (this client was evicted, or a descriptor's owner dropped its
+    /// memory) are an error here, never silence.
     ///
     /// A server in its recovery window answers `EINPROGRESS` until every client it knew has
     /// replayed or been evicted: the call waits as long as the server says the window can
     /// last (its hard deadline, bounded by [`RECOVERY_WAIT_MAX`]), and says once that it waits.
-    async fn call(&self, op: u32, body: Bytes) -> Result<pb::OpReply, FabricError> {
+    async fn call(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+    ) -> Result<pb::OpReply, FabricError> {
         self.check_connected()?;
         let mut unreachable_since: Option<tokio::time::Instant> = None;
         let mut waiting_since: Option<tokio::time::Instant> = None;
         loop {
-            let error = match self
-                .node
-                .call(self.server, OST_PORTAL, op, body.clone())
-                .await
-            {
+            let error = match self.send(target, op, body.clone()).await {
                 Ok(reply) => {
                     let reply = Self::decode(&reply)?;
                     let known = self
@@ -399,7 +439,7 @@ impl OstClient {
 
     /// Sends a state-changing request and notes its stamp.
     async fn call_noted(&self, target: u32, op: u32, body: Bytes) -> Result<Stamp, FabricError> {
-        let stamp = Stamp::of(&self.call(op, body).await?);
+        let stamp = Stamp::of(&self.call(Some(target), op, body).await?);
         self.note(target, stamp, None);
         Ok(stamp)
     }
@@ -440,7 +480,15 @@ impl OstClient {
         buffer: BufferDescriptor,
     ) -> Result<pb::OpReply, FabricError> {
         let body = self.write_request(target, kept.object, kept.offset, buffer, 0);
-        let reply = self.call(opcode::WRITE, body).await?;
+        // In flight, for rpc_stats, until the reply (replays are the server's catching up,
+        // not new RPCs: they are counted as requests only).
+        let rpc = self
+            .target_stats(target)
+            .map(|stats| stats.rpc(Rw::Write, buffer.length, kept.offset));
+        let reply = self.call(Some(target), opcode::WRITE, body).await?;
+        if let Some(rpc) = rpc {
+            rpc.done(buffer.length);
+        }
         self.note(target, Stamp::of(&reply), Some(kept));
         Ok(reply)
     }
@@ -511,10 +559,7 @@ impl OstClient {
             KeptData::Descriptor(buffer) => (*buffer, None),
         };
         let body = self.write_request(target, kept.object, kept.offset, buffer, transno);
-        let reply = self
-            .node
-            .call(self.server, OST_PORTAL, opcode::WRITE, body)
-            .await?;
+        let reply = self.send(Some(target), opcode::WRITE, body).await?;
         Self::decode(&reply)
     }
 
@@ -536,7 +581,10 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let reply = self.call(opcode::READ, body).await?;
+        let rpc = self
+            .target_stats(target)
+            .map(|stats| stats.rpc(Rw::Read, length, offset));
+        let reply = self.call(Some(target), opcode::READ, body).await?;
         let mut data = sink.into_bytes();
         data.truncate(reply.bytes as usize);
         // Checked right after it arrived: what we got is what the server sent.
@@ -549,6 +597,9 @@ impl OstClient {
                 actual,
                 attempts: 1,
             });
+        }
+        if let Some(rpc) = rpc {
+            rpc.done(reply.bytes);
         }
         Ok(data)
     }
@@ -570,11 +621,17 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let reply = self.call(opcode::READ, body).await?;
+        let rpc = self
+            .target_stats(target)
+            .map(|stats| stats.rpc(Rw::Read, buffer.length, offset));
+        let reply = self.call(Some(target), opcode::READ, body).await?;
         if reply.bytes > buffer.length {
             return Err(FabricError::MalformedFrame {
                 why: "OST read reply claims more bytes than asked",
             });
+        }
+        if let Some(rpc) = rpc {
+            rpc.done(reply.bytes);
         }
         self.note_committed(target, reply.last_committed);
         Ok(DescriptorReply {
@@ -588,7 +645,7 @@ impl OstClient {
     /// The object's size.
     pub async fn getattr(&self, target: u32, object: u64) -> Result<u64, FabricError> {
         let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
-        Ok(self.call(opcode::GETATTR, body).await?.size)
+        Ok(self.call(Some(target), opcode::GETATTR, body).await?.size)
     }
 
     /// Truncates or extends the object to `size`.
@@ -615,10 +672,7 @@ impl OstClient {
     pub async fn statfs(&self, target: u32) -> Result<crate::Capacity, FabricError> {
         self.check_connected()?;
         let body = pb::StatfsRequest { target }.encode_to_vec().into();
-        let reply = self
-            .node
-            .call(self.server, OST_PORTAL, opcode::STATFS, body)
-            .await?;
+        let reply = self.send(Some(target), opcode::STATFS, body).await?;
         pb::StatfsReply::decode(&reply[..])
             .map(|r| crate::Capacity::from_wire(&r))
             .map_err(|_| FabricError::MalformedFrame {
@@ -645,7 +699,7 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        self.call(opcode::DISCONNECT, body).await?;
+        self.call(None, opcode::DISCONNECT, body).await?;
         let mut state = self.lock();
         // Every target committed before the reply: nothing kept is needed any more.
         state.replay.clear();

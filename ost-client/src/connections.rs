@@ -17,6 +17,7 @@ use crate::client::{LostWrite, OstClient};
 use crate::error::OstClientError;
 use crate::id::ClientId;
 use crate::ping::ping;
+use crate::stats::OscStats;
 
 /// Acknowledged writes a server no longer had after a restart and would not take back (the
 /// client was evicted, or a descriptor's owner let go of the memory): lost, and said so.
@@ -39,6 +40,8 @@ pub struct OstConnections {
     servers: Mutex<BTreeMap<Nid, Arc<OnceCell<Arc<OstClient>>>>>,
     /// What the pingers found lost, so far.
     lost: Arc<Mutex<Vec<LostWrites>>>,
+    /// The node's osc counters, which every connection counts into, if it keeps them.
+    stats: Option<Arc<OscStats>>,
 }
 
 impl OstConnections {
@@ -57,7 +60,19 @@ impl OstConnections {
             ping_interval,
             servers: Mutex::default(),
             lost: Arc::default(),
+            stats: None,
         }
+    }
+
+    /// The same set, its connections counting what they ask of each target in `stats`, the
+    /// node's osc counters (`osc.*.stats`, `osc.*.rpc_stats`).
+    pub fn counted_in(self, stats: Option<Arc<OscStats>>) -> OstConnections {
+        OstConnections { stats, ..self }
+    }
+
+    /// The node's osc counters the connections count into, if any.
+    pub fn stats(&self) -> Option<&Arc<OscStats>> {
+        self.stats.as_ref()
     }
 
     /// The file system's targets.
@@ -95,9 +110,14 @@ impl OstConnections {
         );
         let connection = cell
             .get_or_try_init(|| async {
-                let connection = OstClient::connect(self.node.clone(), server, self.client)
-                    .await
-                    .map_err(|source| OstClientError::Connect { server, source })?;
+                let connection = OstClient::connect_counted(
+                    self.node.clone(),
+                    server,
+                    self.client,
+                    self.stats.clone(),
+                )
+                .await
+                .map_err(|source| OstClientError::Connect { server, source })?;
                 let connection = Arc::new(connection);
                 let lost = Arc::clone(&self.lost);
                 tokio::spawn(ping(

@@ -10,6 +10,11 @@
 //! - [`replay`]: [`ReplayList`], the pure core of acknowledged-but-uncommitted writes kept for
 //!   replay.
 //! - [`capacity`]: [`Capacity`], a target's space as the `STATFS` call carries it.
+//! - [`counters`]: [`OscCounters`], the pure core of what a node asked of one target, and
+//!   the text of `osc.*.stats` and `osc.*.rpc_stats`.
+//! - [`stats`]: [`OscStats`], a client node's table of those counters, a row per target,
+//!   shared by every OST client on the node and counted into on the I/O path.
+//! - [`params`]: the table on the node's admin tree (`osc.iopath-OST0003-osc-c0.stats`).
 //! - [`client`]: [`OstClient`], one connection — typed calls, reconnect, replay, disconnect.
 //! - [`mod@ping`]: Lustre's pinger, which replays promptly after a server restart.
 //! - [`connections`]: [`OstConnections`], one connection per server of a file system.
@@ -18,17 +23,22 @@
 pub mod capacity;
 pub mod client;
 pub mod connections;
+pub mod counters;
 pub mod error;
 pub mod id;
+pub mod params;
 pub mod ping;
 pub mod replay;
+pub mod stats;
 pub mod wire;
 
 pub use capacity::Capacity;
 pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, Stamp, UNREACHABLE_FOR_MAX};
 pub use connections::{LostWrites, OstConnections};
+pub use counters::{OscCounters, OstOp, UnderWay};
 pub use error::OstClientError;
 pub use id::ClientId;
 pub use ping::ping;
 pub use replay::{Kept, KeptData, ReplayList};
+pub use stats::{OscStats, TargetStats};
 pub use wire::{OST_PORTAL, is_connection_error, opcode};

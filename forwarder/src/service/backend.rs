@@ -28,7 +28,7 @@ use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_mds::error::errno::EEXIST;
 use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
-use iopath_ost_client::{ClientId, DescriptorReply, OstClient, OstConnections};
+use iopath_ost_client::{ClientId, DescriptorReply, OscStats, OstClient, OstConnections};
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
@@ -82,11 +82,19 @@ pub(crate) struct Backend {
     committed: Mutex<BTreeMap<u32, u64>>,
     /// Storage requests sent.
     pub(crate) ost_requests: AtomicU64,
+    /// The node's osc counters, which both connection sets count into, if it keeps them.
+    osc_stats: Option<Arc<OscStats>>,
 }
 
 impl Backend {
-    /// Backends reached from `node`, as storage client `fyod_id`.
-    pub(crate) fn new(node: Node, mds: Nid, fyod_id: ClientId) -> Backend {
+    /// Backends reached from `node`, as storage client `fyod_id`, counted in `osc_stats`,
+    /// the node's osc counters, if given.
+    pub(crate) fn new(
+        node: Node,
+        mds: Nid,
+        fyod_id: ClientId,
+        osc_stats: Option<Arc<OscStats>>,
+    ) -> Backend {
         Backend {
             mds: MdsClient::new(node.clone(), mds),
             node,
@@ -94,6 +102,7 @@ impl Backend {
             connections: OnceCell::new(),
             committed: Mutex::default(),
             ost_requests: AtomicU64::new(0),
+            osc_stats,
         }
     }
 
@@ -104,8 +113,10 @@ impl Backend {
             .get_or_try_init(|| async {
                 let list = self.mds.targets().await?;
                 let targets = TargetMap::new(list.targets.iter().map(|t| (t.index, t.nid)))?;
-                let set =
-                    |id| OstConnections::new(self.node.clone(), id, targets.clone(), PING_INTERVAL);
+                let set = |id| {
+                    OstConnections::new(self.node.clone(), id, targets.clone(), PING_INTERVAL)
+                        .counted_in(self.osc_stats.clone())
+                };
                 Ok::<_, ForwarderError>(Connections {
                     ost: set(self.fyod_id),
                     link: set(self.fyod_id.pfs_link()),

@@ -30,7 +30,7 @@ use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
 use iopath_mds::{FileType, StripeRequest};
-use iopath_ost_client::ClientId;
+use iopath_ost_client::{ClientId, OscStats};
 use iopath_proto::fyod as pb;
 use prost::Message as _;
 use tracing::{debug, warn};
@@ -122,6 +122,10 @@ pub struct FyodConfig {
     pub token_home: Option<Nid>,
     /// Bounds.
     pub limits: FyodLimits,
+    /// The node's osc counters (`osc.*.stats`, `osc.*.rpc_stats`): what the fyod asks of
+    /// each storage target, under both its identities, is counted there. `None` counts
+    /// nothing.
+    pub osc_stats: Option<Arc<OscStats>>,
 }
 
 impl FyodConfig {
@@ -135,6 +139,7 @@ impl FyodConfig {
             fyod_id: None,
             token_home: None,
             limits: FyodLimits::default(),
+            osc_stats: None,
         }
     }
 
@@ -195,7 +200,12 @@ impl FyodService {
             .fyod_id
             .map_or_else(|| ClientId::of_fyod(node.nid()), ClientId::new);
         let service = Arc::new(FyodService {
-            backend: Arc::new(Backend::new(node.clone(), config.mds, fyod_id)),
+            backend: Arc::new(Backend::new(
+                node.clone(),
+                config.mds,
+                fyod_id,
+                config.osc_stats.clone(),
+            )),
             dispatch: Dispatch::new(&config.limits),
             files: OpenFiles::new(config.limits.open_files_max),
             clients: Mutex::default(),

@@ -58,6 +58,11 @@ pub async fn start(
     // MUNIX tokens for a file must come from one place: the first fyod of the stack.
     let home = stack.nodes_of(RoleName::Fyod)[0];
     config.token_home = Some(stack.primary_nid(home));
+    // The fyod reaches the storage servers for its compute nodes, a client of theirs as a
+    // Lustre client is: it has osc files of its own.
+    let osc = super::client_osc_stats(stack, index, tree)
+        .map_err(|e| format!("register its osc parameters: {e}"))?;
+    config.osc_stats = Some(osc);
     let service = FyodService::start(node, config)
         .await
         .map_err(|e| format!("start the fyod service: {e}"))?;

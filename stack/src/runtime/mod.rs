@@ -19,8 +19,13 @@ pub use node::{FyodTuning, NodeTuning, RunningNode};
 pub use processes::{Launcher, ProcessStack};
 pub use storage::StorageDir;
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use iopath_admin::{AdminError, ParamTree};
 use iopath_client::{Client, ClientConfig};
 use iopath_fabric::ChecksumKind;
+use iopath_ost_client::OscStats;
 
 use crate::error::StackError;
 use crate::schema::{Role, RoleName, Stack};
@@ -207,8 +212,9 @@ impl RunningStack {
 }
 
 /// The client library's configuration for client node `node`: the stack's metadata service,
-/// its fyod if it has one, and a client id from its place in the stack (unique in the stack,
-/// the same every time the stack runs).
+/// its fyod if it has one, a client id from its place in the stack (unique in the stack, the
+/// same every time the stack runs), and the node's osc counters, which every client on the
+/// node shares.
 pub fn client_config(stack: &Stack, node: &RunningNode) -> ClientConfig {
     let forwarder = match stack.nodes[node.index].role {
         Role::Client(spec) => spec.forwarder.map(|f| stack.primary_nid(f)),
@@ -220,7 +226,24 @@ pub fn client_config(stack: &Stack, node: &RunningNode) -> ClientConfig {
         client_id: iopath_ost_client::ClientId::new(1 + node.index as u64),
         checksum: ChecksumKind::Crc32,
         forwarder,
+        osc_stats: node.osc.clone(),
     }
+}
+
+/// The osc counters of node `index` — a client node, or a fyod, which reaches the storage
+/// servers for its compute nodes — a row per target of the stack's file system, hung on its
+/// admin tree: `osc.iopath-OST0000-osc-c0.stats` and `rpc_stats`, and the osc devices `lctl
+/// dl` lists.
+pub(crate) fn client_osc_stats(
+    stack: &Stack,
+    index: usize,
+    tree: &ParamTree,
+) -> Result<Arc<OscStats>, AdminError> {
+    let targets = 0..stack.targets().len() as u32;
+    let stats = Arc::new(OscStats::new(targets, SystemTime::now()));
+    let node = &stack.nodes[index].name;
+    iopath_ost_client::params::register(&stats, tree, &stack.fsname, node)?;
+    Ok(stats)
 }
 
 /// The index of node `name` in `stack`.

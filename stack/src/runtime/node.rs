@@ -50,6 +50,9 @@ pub struct RunningNode {
     pub tree: ParamTree,
     /// IORCD's sampler, on routers and fyods (`iorcd.interval_ms`, `iorcd.samples`).
     pub iorcd: Option<Arc<iopath_fabric::iorcd::Sampler>>,
+    /// A client node's osc counters (`osc.*.stats`, `osc.*.rpc_stats`), which every client
+    /// library connected on it counts into.
+    pub osc: Option<Arc<iopath_ost_client::OscStats>>,
     served: Served,
 }
 
@@ -132,6 +135,10 @@ impl RunningNode {
                     .map_err(|e| failed(format!("start its IORCD sampler: {e}")))
             })
             .transpose()?;
+        let osc = (spec.role.kind() == RoleName::Client)
+            .then(|| super::client_osc_stats(stack, index, &tree))
+            .transpose()
+            .map_err(|e| failed(format!("register its osc parameters: {e}")))?;
         let served = match start_role(stack, index, &node, &tree, storage, tuning).await {
             Ok(served) => served,
             Err(e) => {
@@ -147,6 +154,7 @@ impl RunningNode {
             node,
             tree,
             iorcd,
+            osc,
             served,
         })
     }

@@ -6,10 +6,10 @@
 
 use std::time::{Duration, SystemTime};
 
-/// Lustre's page, the unit of "pages per bulk".
-pub const PAGE_BYTES: u64 = 4096;
-/// Buckets of a histogram (Lustre's `OBD_HIST_MAX`).
-pub const BUCKETS: usize = 32;
+use iopath_admin::lprocfs::{self, CounterKind};
+// The counters, histograms and columns every Lustre counter file shares (`osc.*` on clients
+// too), named here as the target's own.
+pub use iopath_admin::lprocfs::{BUCKETS, Counter, Histogram, PAGE_BYTES, Rw};
 
 /// The operations a target counts, with Lustre's names and units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,91 +77,15 @@ impl Op {
         }
     }
 
-    /// Whether the counter keeps min, max, sum and sum of squares (Lustre prints them for
-    /// sizes and times; a request count is only its samples).
-    fn has_values(self) -> bool {
-        self.unit() != "reqs"
-    }
-}
-
-/// One counter: samples, and for sizes and times their min, max, sum and sum of squares.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counter {
-    /// Samples taken.
-    pub samples: u64,
-    /// Smallest value.
-    pub min: u64,
-    /// Largest value.
-    pub max: u64,
-    /// Sum of the values.
-    pub sum: u64,
-    /// Sum of their squares.
-    pub sumsq: u128,
-}
-
-impl Counter {
-    /// Adds a sample.
-    pub fn add(&mut self, value: u64) {
-        self.min = if self.samples == 0 {
-            value
-        } else {
-            self.min.min(value)
-        };
-        self.max = self.max.max(value);
-        self.samples += 1;
-        self.sum = self.sum.saturating_add(value);
-        self.sumsq = self
-            .sumsq
-            .saturating_add(u128::from(value) * u128::from(value));
-    }
-}
-
-/// A histogram of [`BUCKETS`] buckets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Histogram {
-    /// Counts per bucket.
-    pub buckets: [u64; BUCKETS],
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            buckets: [0; BUCKETS],
+    /// How the stats file shows it: min, max, sum and sum of squares for sizes and times (as
+    /// Lustre prints them), the samples alone for request counts.
+    pub fn kind(self) -> CounterKind {
+        CounterKind {
+            name: self.name(),
+            unit: self.unit(),
+            values: self.unit() != "reqs",
         }
     }
-}
-
-impl Histogram {
-    /// Counts `value` in the smallest bucket `i` with `2^i >= value` (Lustre's
-    /// `lprocfs_oh_tally_log2`; 0 and 1 both land in bucket 0).
-    pub fn tally_log2(&mut self, value: u64) {
-        let bucket = if value <= 1 {
-            0
-        } else {
-            (64 - (value - 1).leading_zeros()) as usize
-        };
-        self.buckets[bucket.min(BUCKETS - 1)] += 1;
-    }
-
-    /// Counts `value` in bucket `value` (Lustre's `lprocfs_oh_tally`), the last bucket taking
-    /// everything above.
-    pub fn tally(&mut self, value: u64) {
-        self.buckets[(value as usize).min(BUCKETS - 1)] += 1;
-    }
-
-    /// Samples counted.
-    pub fn total(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-}
-
-/// Read or write, the two columns of brw_stats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rw {
-    /// The read column.
-    Read = 0,
-    /// The write column.
-    Write = 1,
 }
 
 /// brw_stats' histograms, each a read and a write column.
@@ -288,71 +212,25 @@ impl Tallies {
     }
 }
 
-/// Lustre's `secs.nsecs` of a time.
-fn secs_nsecs(duration: Duration) -> String {
-    format!("{}.{:09}", duration.as_secs(), duration.subsec_nanos())
-}
-
 /// The `stats` file at `now`: `snapshot_time`, `start_time`, `elapsed_time`, then a line per
 /// counter with samples, as Lustre's `lprocfs_stats_seq_show` writes it.
 pub fn stats_text(counters: &TargetCounters, now: SystemTime) -> String {
-    let epoch = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let mut out = format!(
-        "{:<25} {} secs.nsecs\n",
-        "snapshot_time",
-        secs_nsecs(epoch(now))
-    );
-    out.push_str(&format!(
-        "{:<25} {} secs.nsecs\n",
-        "start_time",
-        secs_nsecs(epoch(counters.since))
-    ));
-    out.push_str(&format!(
-        "{:<25} {} secs.nsecs\n",
-        "elapsed_time",
-        secs_nsecs(now.duration_since(counters.since).unwrap_or_default())
-    ));
-    for op in Op::ALL {
-        let c = counters.counter(op);
-        if c.samples == 0 {
-            continue;
-        }
-        out.push_str(&format!(
-            "{:<25} {} samples [{}]",
-            op.name(),
-            c.samples,
-            op.unit()
-        ));
-        if op.has_values() {
-            out.push_str(&format!(" {} {} {} {}", c.min, c.max, c.sum, c.sumsq));
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// `a` as a whole percentage of `b` (Lustre's `pct`).
-fn pct(a: u64, b: u64) -> u64 {
-    (a * 100).checked_div(b).unwrap_or(0)
+    lprocfs::stats_text(
+        counters.since,
+        now,
+        Op::ALL.map(|op| (op.kind(), counters.counter(op))),
+    )
 }
 
 /// One section of brw_stats, as Lustre's `display_brw_stats`: bucket labels are the bucket
 /// number (`scale` 0) or `scale << i` with K and M for thousands of units.
 fn section(out: &mut String, name: &str, units: &str, hist: &[Histogram; 2], scale: u64) {
-    let (read, write) = (&hist[0], &hist[1]);
     out.push_str(&format!("\n{:>26} read      |     write\n", " "));
     out.push_str(&format!(
         "{name:<22} {units:<5} % cum % |  {units:<11} % cum %\n"
     ));
-    let (read_total, write_total) = (read.total(), write.total());
-    let (mut read_cum, mut write_cum) = (0, 0);
-    for i in 0..BUCKETS {
-        let (r, w) = (read.buckets[i], write.buckets[i]);
-        read_cum += r;
-        write_cum += w;
-        if read_cum == 0 && write_cum == 0 {
-            continue;
-        }
+    for row in lprocfs::histogram_rows(hist, true) {
+        let i = row.bucket;
         let label = if scale == 0 {
             i.to_string()
         } else if i < 10 {
@@ -363,28 +241,15 @@ fn section(out: &mut String, name: &str, units: &str, hist: &[Histogram; 2], sca
             format!("{}M", scale << (i - 20))
         };
         out.push_str(&format!(
-            "{label}:\t\t{r:10} {:3} {:3}   | {w:4} {:3} {:3}\n",
-            pct(r, read_total),
-            pct(read_cum, read_total),
-            pct(w, write_total),
-            pct(write_cum, write_total)
+            "{label}:\t\t{:10} {:3} {:3}   | {:4} {:3} {:3}\n",
+            row.read, row.read_pct, row.read_cum_pct, row.write, row.write_pct, row.write_cum_pct
         ));
-        if read_cum == read_total && write_cum == write_total {
-            break;
-        }
     }
 }
 
 /// The `brw_stats` file at `now`, in Lustre's layout.
 pub fn brw_stats_text(counters: &TargetCounters, now: SystemTime) -> String {
-    let since_epoch = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let mut out = format!(
-        "{:<22} {} (secs.nsecs)\n",
-        "snapshot_time:",
-        secs_nsecs(since_epoch)
-    );
+    let mut out = lprocfs::snapshot_line(now);
     let b = &counters.brw;
     section(&mut out, "pages per bulk r/w", "rpcs", &b.pages_per_bulk, 1);
     // An iopath bulk is one contiguous range: every RPC has 0 discontiguous pages, so the
@@ -404,30 +269,6 @@ pub fn brw_stats_text(counters: &TargetCounters, now: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log2_buckets_are_lustres() {
-        let mut h = Histogram::default();
-        for v in [0, 1, 2, 3, 4, 5, 256, 257, 1 << 40] {
-            h.tally_log2(v);
-        }
-        assert_eq!(&h.buckets[..4], &[2, 1, 2, 1], "0,1 | 2 | 3,4 | 5");
-        assert_eq!(h.buckets[8], 1, "256 pages");
-        assert_eq!(h.buckets[9], 1, "257 rounds up to 512");
-        assert_eq!(h.buckets[BUCKETS - 1], 1, "the last bucket takes the rest");
-        assert_eq!(h.total(), 9);
-    }
-
-    #[test]
-    fn counters_keep_min_max_sum_and_squares() {
-        let mut c = Counter::default();
-        for v in [4096, 1 << 20, 4096] {
-            c.add(v);
-        }
-        assert_eq!(c.samples, 3);
-        assert_eq!((c.min, c.max, c.sum), (4096, 1 << 20, (1 << 20) + 8192));
-        assert_eq!(c.sumsq, 2 * 4096u128 * 4096 + (1u128 << 40));
-    }
 
     #[test]
     fn the_stats_file_reads_as_lustres() {
