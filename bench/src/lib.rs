@@ -33,6 +33,7 @@ pub mod fio;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
+pub mod monitoring;
 pub mod mount;
 pub mod raw;
 pub mod report;

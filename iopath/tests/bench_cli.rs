@@ -216,6 +216,50 @@ fn bench_iorcd_runs_both_parts_on_the_modeled_machine_and_draws_them() {
 }
 
 #[test]
+fn bench_monitoring_runs_plain_and_monitored_rounds_and_the_monitors_ran() {
+    let dir = scratch();
+    let output = iopath()
+        .args(["bench", "monitoring", "--rounds", "2", "--seconds", "1"])
+        .args([
+            "--tasks",
+            "2",
+            "-t",
+            "1m",
+            "--interval-ms",
+            "200",
+            "--scrape-ms",
+            "200",
+        ])
+        .arg("--json")
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    let order: Vec<bool> = runs
+        .iter()
+        .map(|r| r["monitored"].as_bool().unwrap())
+        .collect();
+    assert_eq!(order, [false, true, true, false], "ABBA");
+    for run in runs {
+        assert!(run["write_mib_s"].as_f64().unwrap() > 0.0, "{run}");
+        let monitored = run["monitored"].as_bool().unwrap();
+        // Monitored runs sampled and scraped; plain ones did neither.
+        assert_eq!(run["records"].as_u64().unwrap() > 0, monitored, "{run}");
+        assert_eq!(run["scrapes"].as_u64().unwrap() > 0, monitored, "{run}");
+    }
+    // Every server node process was scraped.
+    assert_eq!(json["scraped"].as_array().unwrap().len(), 7);
+    for o in json["overhead"].as_array().unwrap() {
+        assert_eq!(o["round_ratios"].as_array().unwrap().len(), 2, "{o}");
+        assert!(o["verdict"].is_string(), "{o}");
+    }
+}
+
+#[test]
 fn bench_iorcd_refuses_a_stack_without_routers() {
     let output = iopath()
         .args(["bench", "iorcd", "--preset", "spider-mini"])

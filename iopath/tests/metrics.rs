@@ -294,3 +294,71 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
     }
     running.stop().await.unwrap();
 }
+
+/// What `up` prints, shared with the future that stops it.
+#[derive(Clone, Default)]
+struct Printed(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Printed {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedded_stack_serves_metrics_for_every_node() {
+    let args = iopath_stack::up::UpConfig {
+        choice: iopath_stack::StackChoice {
+            preset: Some("spider-mini-routed".into()),
+            ..Default::default()
+        },
+        metrics: true,
+        ..Default::default()
+    };
+    let printed = Printed::default();
+    let seen = printed.clone();
+    // Once it is up: scrape every node it listed, then stop it.
+    let check = async move {
+        let text = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();
+        let listed: Vec<(String, SocketAddr)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("metrics "))
+            .map(|l| {
+                let (node, url) = l.split_once(' ').unwrap();
+                let addr = url
+                    .strip_prefix("http://")
+                    .and_then(|u| u.strip_suffix("/metrics"))
+                    .unwrap();
+                (node.to_owned(), addr.parse().unwrap())
+            })
+            .collect();
+        let stack = iopath_stack::preset("spider-mini-routed")
+            .unwrap()
+            .stack()
+            .unwrap();
+        assert_eq!(listed.len(), stack.nodes.len(), "a line per node: {text}");
+        for (node, addr) in listed {
+            let scrape = scrape(addr).await;
+            check_present(
+                &scrape,
+                &node,
+                &["iopath_ni_credits", "iopath_ni_sent_bytes_total"],
+            );
+            check_gates(&scrape, &node, "iopath_ni");
+            if node.starts_with("oss") {
+                check_present(&scrape, &node, &["iopath_journal_commits_total"]);
+            }
+            if node.starts_with("rtr") {
+                check_present(&scrape, &node, &["iopath_router_forwarded_messages_total"]);
+            }
+        }
+    };
+    let mut out = printed;
+    iopath_stack::up::up_until(&args, &mut out, check, None)
+        .await
+        .unwrap();
+}

@@ -187,6 +187,7 @@ impl TestStack {
         }
         let options = EmbeddedOptions {
             admin: false,
+            metrics: false,
             limits: config.limits.clone(),
             faults,
             fyod: Some(FyodTuning {

@@ -9,7 +9,8 @@ use crate::choice::StackChoice;
 use crate::describe;
 use crate::error::StackError;
 use crate::runtime::{
-    EmbeddedStack, Launcher, Mode, ProcessStack, RunningNode, StorageDir, client_config,
+    EmbeddedOptions, EmbeddedStack, Launcher, Mode, ProcessStack, RunningNode, StorageDir,
+    client_config,
 };
 use crate::schema::{RoleName, Stack};
 
@@ -24,8 +25,8 @@ pub struct UpConfig {
     /// Keep the nodes' state in this directory (created if absent, kept afterwards; a
     /// restart with the same directory recovers it). Default: a temporary directory.
     pub dir: Option<PathBuf>,
-    /// Every node process serves Prometheus's `/metrics` on a loopback port of its own,
-    /// printed after the node table (processes only).
+    /// Every node serves Prometheus's `/metrics` on a loopback port of its own, printed
+    /// after the node table.
     pub metrics: bool,
 }
 
@@ -72,12 +73,6 @@ pub async fn up_until(
     } else {
         Mode::Embedded
     };
-    if args.metrics && !args.processes {
-        return Err(StackError::BadOption {
-            option: "--metrics".into(),
-            why: "each node process serves its own /metrics: use it with --processes".into(),
-        });
-    }
     let mut say = |text: String| {
         // Output to a closed terminal is not worth failing the stack over.
         let _ = writeln!(out, "{text}");
@@ -100,12 +95,22 @@ pub async fn up_until(
     ));
     match mode {
         Mode::Embedded => {
-            let running = EmbeddedStack::start(stack, storage, true).await?;
+            let options = EmbeddedOptions {
+                admin: true,
+                metrics: args.metrics,
+                ..EmbeddedOptions::default()
+            };
+            let running = EmbeddedStack::start_with(stack, storage, options).await?;
             let admin = |i: usize| running.admin_addr(i).map(|a| a.to_string());
             say(format!(
                 "\n{}",
                 describe::node_table(running.stack(), &admin)
             ));
+            for node in running.nodes() {
+                if let Some(metrics) = running.metrics_addr(node.index) {
+                    say(format!("metrics {} http://{metrics}/metrics", node.name));
+                }
+            }
             let client_node = running
                 .nodes()
                 .into_iter()

@@ -685,9 +685,14 @@ fn params(config: &ExperimentConfig, tasks: u32, block: u64) -> Result<IorParams
     Ok(params)
 }
 
-/// Waits long enough for the routers to sample an idle interval: bursts apart.
+/// Long enough for the routers to sample an idle interval: bursts apart.
+fn idle_time(config: &ExperimentConfig) -> Duration {
+    config.interval * 3 / 2
+}
+
+/// Waits [`idle_time`].
 async fn idle(config: &ExperimentConfig) {
-    tokio::time::sleep(config.interval * 3 / 2).await;
+    tokio::time::sleep(idle_time(config)).await;
 }
 
 fn epoch(t: SystemTime) -> f64 {
@@ -696,22 +701,23 @@ fn epoch(t: SystemTime) -> f64 {
         .as_secs_f64()
 }
 
-/// Writes, then reads back, with `deadline` on each phase; removes the files.
-async fn write_read(
-    config: &ExperimentConfig,
-    watched: &Watched,
+/// Writes with `tasks` IOR tasks over `clients` (a client node each, in turn), then reads
+/// back, with `deadline` on each phase and `pause` after each; removes the files.
+pub(crate) async fn write_read(
+    clients: &[Client],
     params: IorParams,
     tasks: u32,
     deadline: Option<Duration>,
     stamp: u32,
+    pause: Duration,
 ) -> Result<Vec<PhaseSeen>, BenchError> {
-    let nodes = tasks.min(watched.clients.len() as u32);
-    phase::make_parents(&watched.clients[0], &params.test_file).await?;
+    let nodes = tasks.min(clients.len() as u32);
+    phase::make_parents(&clients[0], &params.test_file).await?;
     let job = Arc::new(Job {
         buffers: crate::ior::buffers::pool(params.transfer_size_bytes as usize),
         params,
         tasks,
-        clients: watched.clients[..nodes as usize].to_vec(),
+        clients: clients[..nodes as usize].to_vec(),
         seed: 0,
     });
     let seen = |direction, start: SystemTime, result: &crate::ior::report::PhaseResult| PhaseSeen {
@@ -734,13 +740,13 @@ async fn write_read(
     for task in 0..tasks {
         files.insert(job.params.file_of(task, 0), Arc::clone(&written));
     }
-    idle(config).await;
+    tokio::time::sleep(pause).await;
     let started = SystemTime::now();
     let until = deadline.map(|d| std::time::Instant::now() + d);
     let read = phase::read(&job, 0, &files, until, Progress::Silent).await?;
     let read = seen(Direction::Read, started, &read.result);
     phase::remove(&job, 0, &mut files).await?;
-    idle(config).await;
+    tokio::time::sleep(pause).await;
     Ok(vec![write, read])
 }
 
@@ -757,12 +763,12 @@ async fn load_series(
     for (k, &tasks) in config.loads.iter().enumerate() {
         let params = params(config, tasks, block)?;
         let phases = write_read(
-            config,
-            watched,
+            &watched.clients,
             params,
             tasks,
             Some(phase_time),
             k as u32 + 1,
+            idle_time(config),
         )
         .await?;
         say(&format!(
@@ -819,12 +825,12 @@ async fn rule_runs(
     for k in 0..config.repeats {
         let params = params(config, config.degraded_tasks, per_task)?;
         let phases = write_read(
-            config,
-            watched,
+            &watched.clients,
             params,
             config.degraded_tasks,
             None,
             100 + k,
+            idle_time(config),
         )
         .await?;
         say(&format!(

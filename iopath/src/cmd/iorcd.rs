@@ -204,3 +204,63 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `iopath bench monitoring`'s options.
+#[derive(Debug, clap::Args)]
+pub struct MonitoringArgs {
+    /// The stack (default: the spider-mini-routed preset).
+    #[command(flatten)]
+    stack: super::stack::StackArgs,
+    /// IOR tasks of every run.
+    #[arg(long, default_value_t = 8)]
+    tasks: u32,
+    /// Each IOR phase's length, seconds (IOR stonewalls it).
+    #[arg(long, default_value_t = 4)]
+    seconds: u64,
+    /// IOR's transfer size (k, m suffixes).
+    #[arg(short = 't', long, value_name = "SIZE", default_value = "4m", value_parser = iopath_fabric::units::parse_size)]
+    transfer_size: u64,
+    /// Rounds, each a plain and a monitored run.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// IORCD's interval while monitored, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    interval_ms: u64,
+    /// How often every node's /metrics is scraped while monitored, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    scrape_ms: u64,
+    /// Directory for the stack's storage (default: a temporary one in the current directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `iopath bench monitoring`.
+pub async fn monitoring(args: MonitoringArgs) -> anyhow::Result<()> {
+    use iopath_bench::monitoring::{self, MonitoringConfig};
+    let defaults = MonitoringConfig::default();
+    let mut choice: iopath_stack::StackChoice = args.stack.into();
+    if choice.preset.is_none() && choice.stack.is_none() {
+        choice.preset = defaults.choice.preset.clone();
+    }
+    let config = MonitoringConfig {
+        choice,
+        tasks: args.tasks,
+        phase: std::time::Duration::from_secs(args.seconds),
+        transfer_bytes: args.transfer_size,
+        rounds: args.rounds,
+        interval: std::time::Duration::from_millis(args.interval_ms),
+        scrape_every: std::time::Duration::from_millis(args.scrape_ms),
+        dir: args.dir,
+    };
+    let mut say = |line: &str| eprintln!("{line}");
+    let report = monitoring::run(&config, None, &mut say).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", monitoring::text(&report));
+    }
+    Ok(())
+}

@@ -107,9 +107,12 @@ pub enum BenchCommand {
     /// and on the raw directory, in one run.
     Mount(mount::BenchMountArgs),
     /// IORCD's findings (Titan paper 002) on a routed stack: router congestion against IOR
-    /// bandwidth at rising load, and the degraded rule over healthy runs and runs with
-    /// starved router buffers.
+    /// bandwidth at rising load, and the degraded rule over healthy runs, runs with the
+    /// storage impeded and runs with starved router buffers.
     Iorcd(iorcd::ExperimentArgs),
+    /// What watching costs: IOR with IORCD sampling every router each second and every
+    /// node's /metrics scraped each second, against IOR without them, in one run.
+    Monitoring(iorcd::MonitoringArgs),
 }
 
 /// Runs the command the command line names, to its end.
@@ -127,6 +130,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
         Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,
         Command::Bench(BenchCommand::Iorcd(args)) => iorcd::experiment(args).await,
+        Command::Bench(BenchCommand::Monitoring(args)) => iorcd::monitoring(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

@@ -54,9 +54,9 @@ pub struct UpArgs {
     /// client node, as `iopath mount` does; unmounted when the stack stops.
     #[arg(long, value_name = "DIR")]
     mount: Option<PathBuf>,
-    /// Every node process serves Prometheus's `/metrics` on a loopback port of its own,
-    /// listed after the node table (with --processes).
-    #[arg(long, requires = "processes")]
+    /// Every node serves Prometheus's `/metrics` on a loopback port of its own, listed after
+    /// the node table (embedded or with --processes).
+    #[arg(long)]
     metrics: bool,
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use iopath_admin::metrics::MetricsHandle;
 use iopath_admin::{AdminHandle, Shutdown};
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
@@ -32,6 +33,9 @@ pub const START_ORDER: [RoleName; 5] = [
 pub struct EmbeddedOptions {
     /// Give each node an admin service on a loopback port.
     pub admin: bool,
+    /// Give each node Prometheus's `/metrics` on a loopback port (as each node process
+    /// serves its own with `--processes`).
+    pub metrics: bool,
     /// Every node's fabric limits (RPC timeouts, credits, ...).
     pub limits: Limits,
     /// Fault hooks by node name (tests): on everything that node sends, restarts included.
@@ -65,6 +69,9 @@ pub struct EmbeddedStack {
     options: EmbeddedOptions,
     /// Each node's admin service, by stack index (when asked for).
     admins: Vec<Option<AdminHandle>>,
+    /// Each node's `/metrics`, by stack index (when asked for). A node restarted after a
+    /// crash keeps the services of its first start, which read the crashed node.
+    metrics: Vec<Option<MetricsHandle>>,
     shutdown: Shutdown,
     storage: StorageDir,
 }
@@ -117,29 +124,48 @@ impl EmbeddedStack {
         let nodes: Vec<RunningNode> = started.into_iter().flatten().collect();
         assert_eq!(nodes.len(), stack.nodes.len(), "every node started");
         let shutdown = Shutdown::new();
+        let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
         let mut admins = Vec::new();
+        let mut metrics = Vec::new();
         for node in &nodes {
-            if !admin {
-                admins.push(None);
-                continue;
-            }
-            let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-            match iopath_admin::serve(loopback, node.tree.clone(), node.info(), shutdown.clone())
+            let failed = |what: &str, e: iopath_admin::AdminError| StackError::Start {
+                node: node.name.clone(),
+                role: node.role.as_str(),
+                why: format!("start its {what}: {e}"),
+            };
+            if admin {
+                match iopath_admin::serve(
+                    loopback,
+                    node.tree.clone(),
+                    node.info(),
+                    shutdown.clone(),
+                )
                 .await
-            {
-                Ok(handle) => admins.push(Some(handle)),
-                Err(e) => {
-                    failure = Some(StackError::Start {
-                        node: node.name.clone(),
-                        role: node.role.as_str(),
-                        why: format!("start its admin service: {e}"),
-                    });
-                    break;
+                {
+                    Ok(handle) => admins.push(Some(handle)),
+                    Err(e) => {
+                        failure = Some(failed("admin service", e));
+                        break;
+                    }
                 }
+            } else {
+                admins.push(None);
+            }
+            if options.metrics {
+                let registry = Arc::new(node.metrics_registry());
+                match iopath_admin::metrics::serve(loopback, registry, shutdown.clone()).await {
+                    Ok(handle) => metrics.push(Some(handle)),
+                    Err(e) => {
+                        failure = Some(failed("/metrics", e));
+                        break;
+                    }
+                }
+            } else {
+                metrics.push(None);
             }
         }
         if let Some(error) = failure {
-            shutdown.trigger("a node's admin service failed to start");
+            shutdown.trigger("a node's admin service or /metrics failed to start");
             let _ = stop_all(nodes).await;
             return Err(error);
         }
@@ -149,6 +175,7 @@ impl EmbeddedStack {
             networks,
             options,
             admins,
+            metrics,
             shutdown,
             storage,
         })
@@ -238,6 +265,14 @@ impl EmbeddedStack {
             .map(AdminHandle::local_addr)
     }
 
+    /// Node `index`'s `/metrics` address, if it serves one.
+    pub fn metrics_addr(&self, index: usize) -> Option<SocketAddr> {
+        self.metrics
+            .get(index)
+            .and_then(Option::as_ref)
+            .map(MetricsHandle::local_addr)
+    }
+
     /// Where the nodes keep their state.
     pub fn storage(&self) -> &StorageDir {
         &self.storage
@@ -247,6 +282,9 @@ impl EmbeddedStack {
     pub async fn stop(self) -> Result<(), StackError> {
         self.shutdown.trigger("the stack is stopping");
         for handle in self.admins.into_iter().flatten() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle.join()).await;
+        }
+        for handle in self.metrics.into_iter().flatten() {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), handle.join()).await;
         }
         let result = stop_all(self.nodes.into_iter().flatten().collect()).await;

@@ -129,6 +129,19 @@ impl RunningStack {
         }
     }
 
+    /// Node `index`'s `/metrics`, where it serves one (node processes started with
+    /// `--metrics`; an embedded stack's nodes started with [`EmbeddedOptions::metrics`]).
+    pub fn metrics_addr(&self, index: usize) -> Option<std::net::SocketAddr> {
+        match self {
+            RunningStack::Embedded(e) => e.metrics_addr(index),
+            RunningStack::Processes { servers, .. } => servers
+                .children()
+                .iter()
+                .find(|c| c.index == index)
+                .and_then(|c| c.metrics),
+        }
+    }
+
     /// How it runs.
     pub fn mode(&self) -> Mode {
         match self {

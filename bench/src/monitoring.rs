@@ -1,0 +1,639 @@
+//! `iopath bench monitoring`: what watching a stack costs. Paper 002 found that IORCD "produces
+//! a negligible impact on runtime and I/O performance"; iopath's bound is that IOR with IORCD
+//! sampling every router and fyod each second, and every node's `/metrics` scraped each
+//! second, stays within 3% of IOR without them.
+//!
+//! One stack (default `spider-mini-routed`, a process per server node, each serving
+//! `/metrics`), IOR rounds alternating plain and monitored runs — plain then monitored in odd
+//! rounds, monitored then plain in even ones, so that a drift over the whole run weighs on
+//! both alike. Each phase is stonewalled to the same time, so a run's bandwidth is bytes over
+//! that time. Monitoring on: `iorcd.interval_ms` set on every sampler, and a scraper that GETs
+//! every node's `/metrics` each `scrape_every`; off: the samplers at 0 and no scraper. The
+//! runs' own spread (plain against plain) is reported beside the ratio: a difference smaller
+//! than the spread is not one this run can tell.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use iopath_client::Client;
+use iopath_stack::StackChoice;
+use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
+use iopath_stack::schema::RoleName;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::error::BenchError;
+use crate::ior::IorOptions;
+use crate::ior::params::IorParams;
+use crate::iorcd::experiment::write_read;
+
+/// The bound: monitored runs keep at least this fraction of the plain runs' bandwidth.
+pub const WITHIN: f64 = 0.03;
+
+/// Longest a scrape may take before it counts as failed.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Largest `/metrics` answer read (a node's families are a few hundred KiB at most).
+const SCRAPE_MAX_BYTES: u64 = 16 << 20;
+
+/// The benchmark's settings.
+#[derive(Debug, Clone)]
+pub struct MonitoringConfig {
+    /// The stack (default spider-mini-routed).
+    pub choice: StackChoice,
+    /// IOR tasks of every run.
+    pub tasks: u32,
+    /// Each phase's length (IOR's stonewalling deadline).
+    pub phase: Duration,
+    /// IOR's transfer size.
+    pub transfer_bytes: u64,
+    /// Rounds, each a plain and a monitored run.
+    pub rounds: u32,
+    /// IORCD's interval while monitored.
+    pub interval: Duration,
+    /// How often the scraper GETs every node's `/metrics` while monitored.
+    pub scrape_every: Duration,
+    /// Directory for the stack's storage; default: a temporary one in the current directory.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+impl Default for MonitoringConfig {
+    fn default() -> Self {
+        MonitoringConfig {
+            choice: StackChoice {
+                preset: Some("spider-mini-routed".into()),
+                ..StackChoice::default()
+            },
+            tasks: 8,
+            phase: Duration::from_secs(4),
+            transfer_bytes: 4 << 20,
+            rounds: 3,
+            interval: Duration::from_secs(1),
+            scrape_every: Duration::from_secs(1),
+            dir: None,
+        }
+    }
+}
+
+/// One IOR run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MonitoringRun {
+    /// Its round, from 1.
+    pub round: u32,
+    /// Whether IORCD sampled and the scraper scraped during it.
+    pub monitored: bool,
+    /// IOR's write bandwidth, MiB/s.
+    pub write_mib_s: f64,
+    /// IOR's read bandwidth, MiB/s.
+    pub read_mib_s: f64,
+    /// IORCD records the samplers took during the run.
+    pub records: usize,
+    /// Scrapes answered during the run.
+    pub scrapes: u64,
+    /// Bytes they returned.
+    pub scrape_bytes: u64,
+    /// The slowest, milliseconds.
+    pub scrape_max_ms: f64,
+}
+
+/// One direction's plain and monitored runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overhead {
+    /// `write` or `read`.
+    pub direction: &'static str,
+    /// The plain runs' mean, MiB/s.
+    pub plain_mib_s: f64,
+    /// The monitored runs' mean, MiB/s.
+    pub monitored_mib_s: f64,
+    /// Each round's monitored run over its plain one (the two ran back to back).
+    pub round_ratios: Vec<f64>,
+    /// Their mean.
+    pub ratio: f64,
+    /// Its standard error (the rounds' standard deviation over √rounds; 0 with one round).
+    pub ratio_error: f64,
+    /// The plain runs' spread: (highest − lowest) over their mean.
+    pub plain_spread: f64,
+    /// What the rounds say of the bound.
+    pub verdict: Verdict,
+}
+
+/// What a direction's rounds say of the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The mean ratio keeps `1 - within` or more.
+    Holds,
+    /// It does not, but is within two standard errors of doing so: the runs' own noise is
+    /// larger than the difference.
+    TooNoisy,
+    /// It does not, by more than two standard errors.
+    Fails,
+}
+
+impl Verdict {
+    fn of(ratio: f64, error: f64) -> Verdict {
+        if ratio >= 1.0 - WITHIN {
+            Verdict::Holds
+        } else if ratio + 2.0 * error >= 1.0 - WITHIN {
+            Verdict::TooNoisy
+        } else {
+            Verdict::Fails
+        }
+    }
+}
+
+/// What the benchmark measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MonitoringReport {
+    /// The stack's name.
+    pub stack: String,
+    /// The nodes whose IORCD sampled (routers and fyods).
+    pub samplers: Vec<String>,
+    /// The nodes whose `/metrics` was scraped.
+    pub scraped: Vec<String>,
+    /// IORCD's interval, seconds.
+    pub interval_s: f64,
+    /// The scrape interval, seconds.
+    pub scrape_every_s: f64,
+    /// IOR tasks.
+    pub tasks: u32,
+    /// Each phase, seconds.
+    pub phase_s: f64,
+    /// Every run, in order.
+    pub runs: Vec<MonitoringRun>,
+    /// Writes, then reads.
+    pub overhead: Vec<Overhead>,
+    /// The bound.
+    pub within: f64,
+    /// Whether every direction's rounds kept `1 - within` (see [`Overhead::verdict`]).
+    pub holds: bool,
+    /// What was real and what modeled.
+    pub modeled: String,
+}
+
+/// Runs the benchmark; `say` hears each run as it ends. `launcher` starts the node processes
+/// (default: this program's `node`); `--metrics` is added to its arguments.
+pub async fn run(
+    config: &MonitoringConfig,
+    launcher: Option<&Launcher>,
+    say: &mut dyn FnMut(&str),
+) -> Result<MonitoringReport, BenchError> {
+    check(config)?;
+    let stack = config.choice.load()?;
+    let mut launcher = match launcher {
+        Some(l) => l.clone(),
+        None => Launcher::this_program()?,
+    };
+    launcher
+        .args
+        .extend(["--metrics".into(), "127.0.0.1:0".into()]);
+    let parent = config
+        .dir
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let storage = StorageDir::temporary("bench-monitoring", Some(&parent))?;
+    say(&format!(
+        "starting {} (a process per server node, each serving /metrics)",
+        stack.name
+    ));
+    let running = RunningStack::start(stack, Mode::Processes, storage, Some(&launcher)).await?;
+    let result = measure(config, &running, say).await;
+    let stopped = running.stop().await;
+    let report = result?;
+    stopped?;
+    Ok(report)
+}
+
+fn check(config: &MonitoringConfig) -> Result<(), BenchError> {
+    let bad = |option: &str, why: String| {
+        Err(BenchError::BadOption {
+            option: option.into(),
+            why,
+        })
+    };
+    if !(1..=1024).contains(&config.tasks) {
+        return bad("--tasks", format!("{}: use 1 to 1024", config.tasks));
+    }
+    if !(1..=10).contains(&config.rounds) {
+        return bad("--rounds", format!("{}: use 1 to 10", config.rounds));
+    }
+    if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&config.phase) {
+        return bad("--seconds", "each phase lasts 1 to 600 seconds".into());
+    }
+    let ms = config.interval.as_millis() as u64;
+    if !(iopath_fabric::iorcd::INTERVAL_MIN_MS..=60_000).contains(&ms) {
+        return bad(
+            "--interval-ms",
+            format!(
+                "{ms}: use {} to 60000",
+                iopath_fabric::iorcd::INTERVAL_MIN_MS
+            ),
+        );
+    }
+    if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&config.scrape_every) {
+        return bad("--scrape-ms", "use 100 to 60000".into());
+    }
+    if config.transfer_bytes > 64 << 20 {
+        return bad("--transfer-size", "at most 64 MiB".into());
+    }
+    params(config)?;
+    Ok(())
+}
+
+/// IOR's options: a file per task, blocks no task finishes before the deadline.
+fn params(config: &MonitoringConfig) -> Result<IorParams, BenchError> {
+    let block = (64u64 << 30) / config.transfer_bytes.max(1) * config.transfer_bytes;
+    let options = IorOptions {
+        tasks: Some(config.tasks),
+        block_size_bytes: block,
+        transfer_size_bytes: config.transfer_bytes,
+        file_per_proc: true,
+        test_file: "/monitoring/testFile".into(),
+        api: "sync".into(),
+        ..IorOptions::default()
+    };
+    let mut params = IorParams::from_options(&options, 0)?;
+    params.write = true;
+    params.read = true;
+    Ok(params)
+}
+
+async fn measure(
+    config: &MonitoringConfig,
+    running: &RunningStack,
+    say: &mut dyn FnMut(&str),
+) -> Result<MonitoringReport, BenchError> {
+    let stack = running.stack().clone();
+    let mut samplers = Vec::new();
+    let mut sampler_names = Vec::new();
+    for index in (0..stack.nodes.len()).filter(|&i| {
+        matches!(
+            stack.nodes[i].role.kind(),
+            RoleName::Router | RoleName::Fyod
+        )
+    }) {
+        let name = &stack.nodes[index].name;
+        let addr = running
+            .admin_addr(index)
+            .ok_or_else(|| BenchError::Refused {
+                why: format!("{name} has no admin service to set IORCD's interval on"),
+            })?;
+        samplers.push(iopath_admin::Client::connect(addr).await?);
+        sampler_names.push(name.clone());
+    }
+    let mut targets = Vec::new();
+    let mut scraped = Vec::new();
+    for index in 0..stack.nodes.len() {
+        if let Some(addr) = running.metrics_addr(index) {
+            targets.push(addr);
+            scraped.push(stack.nodes[index].name.clone());
+        }
+    }
+    if targets.is_empty() {
+        return Err(BenchError::Refused {
+            why: "no node serves /metrics".into(),
+        });
+    }
+    let mut clients: Vec<Client> = Vec::new();
+    for node in running.clients() {
+        clients.push(running.connect(node).await?);
+    }
+    if clients.is_empty() {
+        return Err(BenchError::Refused {
+            why: format!("{} has no client nodes to run IOR on", stack.origin),
+        });
+    }
+    let outcome = rounds(config, &clients, &samplers, &targets, say).await;
+    let ended = crate::ior::phase::end(&clients).await;
+    let runs = outcome?;
+    ended?;
+
+    let overhead: Vec<Overhead> = [("write", true), ("read", false)]
+        .into_iter()
+        .map(|(direction, write)| overhead(&runs, direction, write))
+        .collect();
+    let holds = overhead.iter().all(|o| o.verdict == Verdict::Holds);
+    Ok(MonitoringReport {
+        stack: stack.name.clone(),
+        samplers: sampler_names,
+        scraped,
+        interval_s: config.interval.as_secs_f64(),
+        scrape_every_s: config.scrape_every.as_secs_f64(),
+        tasks: config.tasks,
+        phase_s: config.phase.as_secs_f64(),
+        runs,
+        overhead,
+        within: WITHIN,
+        holds,
+        modeled: if stack.is_modeled() {
+            format!(
+                "{}; real: IOR's bytes over loopback TCP between a process per server node, \
+                 files on this host's disk, IORCD and the scrapes",
+                stack.modeled()
+            )
+        } else {
+            "nothing: the stack runs at this host's speed, where monitoring's cost shows \
+             most; real: IOR's bytes over loopback TCP between a process per server node, \
+             files on this host's disk, IORCD and the scrapes"
+                .into()
+        },
+    })
+}
+
+/// One direction's figures over `runs`.
+fn overhead(runs: &[MonitoringRun], direction: &'static str, write: bool) -> Overhead {
+    let bw = |r: &MonitoringRun| if write { r.write_mib_s } else { r.read_mib_s };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let of = |monitored: bool| -> Vec<f64> {
+        runs.iter()
+            .filter(|r| r.monitored == monitored)
+            .map(bw)
+            .collect()
+    };
+    let (plain, monitored) = (of(false), of(true));
+    let plain_mean = mean(&plain);
+    let spread = plain.iter().copied().fold(f64::MIN, f64::max)
+        - plain.iter().copied().fold(f64::MAX, f64::min);
+    let mut round_ratios = Vec::new();
+    for round in runs
+        .iter()
+        .map(|r| r.round)
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let find = |monitored| {
+            runs.iter()
+                .find(|r| r.round == round && r.monitored == monitored)
+                .map(bw)
+        };
+        if let (Some(p), Some(m)) = (find(false), find(true)) {
+            round_ratios.push(m / p.max(1e-12));
+        }
+    }
+    let ratio = mean(&round_ratios);
+    let n = round_ratios.len() as f64;
+    let ratio_error = if round_ratios.len() > 1 {
+        let variance = round_ratios
+            .iter()
+            .map(|r| (r - ratio).powi(2))
+            .sum::<f64>()
+            / (n - 1.0);
+        (variance / n).sqrt()
+    } else {
+        0.0
+    };
+    Overhead {
+        direction,
+        plain_mib_s: plain_mean,
+        monitored_mib_s: mean(&monitored),
+        round_ratios,
+        ratio,
+        ratio_error,
+        plain_spread: spread / plain_mean.max(1e-12),
+        verdict: Verdict::of(ratio, ratio_error),
+    }
+}
+
+async fn rounds(
+    config: &MonitoringConfig,
+    clients: &[Client],
+    samplers: &[iopath_admin::Client],
+    targets: &[std::net::SocketAddr],
+    say: &mut dyn FnMut(&str),
+) -> Result<Vec<MonitoringRun>, BenchError> {
+    sample_every(samplers, None).await?;
+    let mut runs = Vec::new();
+    for round in 1..=config.rounds {
+        let order = if round % 2 == 1 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for monitored in order {
+            let scraper = monitored.then(|| Scraper::start(targets.to_vec(), config.scrape_every));
+            if monitored {
+                sample_every(samplers, Some(config.interval)).await?;
+            }
+            let stamp = runs.len() as u32 + 1;
+            let phases = write_read(
+                clients,
+                params(config)?,
+                config.tasks,
+                Some(config.phase),
+                stamp,
+                Duration::from_millis(500),
+            )
+            .await;
+            let records = if monitored {
+                let taken = records(samplers).await;
+                sample_every(samplers, None).await?;
+                taken?
+            } else {
+                0
+            };
+            let scrapes = match scraper {
+                Some(s) => s.stop().await?,
+                None => ScrapeTally::default(),
+            };
+            let phases = phases?;
+            let run = MonitoringRun {
+                round,
+                monitored,
+                write_mib_s: phases[0].bandwidth_mib_s,
+                read_mib_s: phases[1].bandwidth_mib_s,
+                records,
+                scrapes: scrapes.answered,
+                scrape_bytes: scrapes.bytes,
+                scrape_max_ms: scrapes.slowest.as_secs_f64() * 1000.0,
+            };
+            say(&format!(
+                "round {round}/{} {:<9}  write {:>8.1} MiB/s  read {:>8.1} MiB/s{}",
+                config.rounds,
+                if monitored { "monitored" } else { "plain" },
+                run.write_mib_s,
+                run.read_mib_s,
+                if monitored {
+                    format!("  ({} IORCD records, {} scrapes)", run.records, run.scrapes)
+                } else {
+                    String::new()
+                }
+            ));
+            runs.push(run);
+        }
+    }
+    Ok(runs)
+}
+
+/// Sets every sampler's IORCD interval (`None`: off), clearing their records when turning on.
+async fn sample_every(
+    samplers: &[iopath_admin::Client],
+    interval: Option<Duration>,
+) -> Result<(), BenchError> {
+    for admin in samplers {
+        match interval {
+            Some(every) => {
+                admin.set_param("iorcd.samples", "").await?;
+                admin
+                    .set_param("iorcd.interval_ms", &every.as_millis().to_string())
+                    .await?;
+            }
+            None => {
+                admin.set_param("iorcd.interval_ms", "0").await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The records every sampler holds.
+async fn records(samplers: &[iopath_admin::Client]) -> Result<usize, BenchError> {
+    let mut count = 0;
+    for admin in samplers {
+        for value in admin.get_param("iorcd.samples").await? {
+            count += value.value.lines().filter(|l| !l.trim().is_empty()).count();
+        }
+    }
+    Ok(count)
+}
+
+/// What a scraper did.
+#[derive(Debug, Clone, Copy, Default)]
+struct ScrapeTally {
+    answered: u64,
+    bytes: u64,
+    slowest: Duration,
+}
+
+/// A task that GETs every target's `/metrics` each interval until stopped.
+struct Scraper {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Result<ScrapeTally, String>>,
+}
+
+impl Scraper {
+    fn start(targets: Vec<std::net::SocketAddr>, every: Duration) -> Scraper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let task = tokio::spawn(async move {
+            let mut tally = ScrapeTally::default();
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if stopped.load(Ordering::Acquire) {
+                    return Ok(tally);
+                }
+                for &addr in &targets {
+                    let started = Instant::now();
+                    let bytes = scrape(addr).await.map_err(|why| format!("{addr}: {why}"))?;
+                    tally.answered += 1;
+                    tally.bytes += bytes;
+                    tally.slowest = tally.slowest.max(started.elapsed());
+                }
+            }
+        });
+        Scraper { stop, task }
+    }
+
+    async fn stop(self) -> Result<ScrapeTally, BenchError> {
+        self.stop.store(true, Ordering::Release);
+        match self.task.await {
+            Ok(Ok(tally)) => Ok(tally),
+            Ok(Err(why)) => Err(BenchError::Tool {
+                what: format!("scraping /metrics: {why}"),
+            }),
+            Err(e) => Err(BenchError::Tool {
+                what: format!("the scraper: {e}"),
+            }),
+        }
+    }
+}
+
+/// One `GET /metrics`, as Prometheus makes it; the bytes of the answer.
+async fn scrape(addr: std::net::SocketAddr) -> Result<u64, String> {
+    let get = async {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: iopath\r\nConnection: close\r\n\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = Vec::new();
+        (&mut stream)
+            .take(SCRAPE_MAX_BYTES)
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !answer.starts_with(b"HTTP/1.1 200") {
+            let head = String::from_utf8_lossy(&answer[..answer.len().min(64)]).into_owned();
+            return Err(format!("answered {head:?}"));
+        }
+        Ok(answer.len() as u64)
+    };
+    tokio::time::timeout(SCRAPE_TIMEOUT, get)
+        .await
+        .map_err(|_| format!("no answer in {SCRAPE_TIMEOUT:?}"))?
+}
+
+/// The benchmark for people.
+pub fn text(r: &MonitoringReport) -> String {
+    let mut out = format!(
+        "Monitoring's cost on {}: IOR, {} tasks, a file each, phases of {:.0} s; monitored: IORCD every {:.1} s on {} and /metrics scraped every {:.1} s on {} nodes\n\n",
+        r.stack,
+        r.tasks,
+        r.phase_s,
+        r.interval_s,
+        r.samplers.join(" "),
+        r.scrape_every_s,
+        r.scraped.len()
+    );
+    out.push_str(&format!(
+        "  {:>5} {:<9} {:>11} {:>11} {:>8} {:>8} {:>12} {:>11}\n",
+        "round",
+        "run",
+        "write MiB/s",
+        "read MiB/s",
+        "records",
+        "scrapes",
+        "scraped KiB",
+        "slowest ms"
+    ));
+    for run in &r.runs {
+        out.push_str(&format!(
+            "  {:>5} {:<9} {:>11.1} {:>11.1} {:>8} {:>8} {:>12.0} {:>11.1}\n",
+            run.round,
+            if run.monitored { "monitored" } else { "plain" },
+            run.write_mib_s,
+            run.read_mib_s,
+            run.records,
+            run.scrapes,
+            run.scrape_bytes as f64 / 1024.0,
+            run.scrape_max_ms
+        ));
+    }
+    out.push('\n');
+    let keep = (1.0 - r.within) * 100.0;
+    for o in &r.overhead {
+        let ratios: Vec<String> = o.round_ratios.iter().map(|x| format!("{x:.3}")).collect();
+        out.push_str(&format!(
+            "  {:<5}  plain {:>8.1} MiB/s  monitored {:>8.1} MiB/s  monitored/plain by round {}: mean {:.3} ± {:.3}  (plain runs' own spread {:.1}%)\n         {}\n",
+            o.direction,
+            o.plain_mib_s,
+            o.monitored_mib_s,
+            ratios.join(" "),
+            o.ratio,
+            o.ratio_error,
+            o.plain_spread * 100.0,
+            match o.verdict {
+                Verdict::Holds => format!("kept at least {keep:.0}% of the plain bandwidth"),
+                Verdict::TooNoisy => format!(
+                    "below {keep:.0}%, but within two standard errors of it: the runs' own noise hides a cost this small; run more --rounds on a quieter machine"
+                ),
+                Verdict::Fails => format!("did NOT keep {keep:.0}% of the plain bandwidth"),
+            }
+        ));
+    }
+    out.push_str(&format!("\nmodeled: {}\n", r.modeled));
+    out
+}
