@@ -6,8 +6,9 @@
 //! One stack (default `spider-mini-routed`, a process per server node, each serving
 //! `/metrics`), IOR rounds alternating plain and monitored runs — plain then monitored in odd
 //! rounds, monitored then plain in even ones, so that a drift over the whole run weighs on
-//! both alike. Each phase is stonewalled to the same time, so a run's bandwidth is bytes over
-//! that time. Monitoring on: `iorcd.interval_ms` set on every sampler, and a scraper that GETs
+//! both alike. Each phase is stonewalled to the same time (or ends sooner when its files
+//! would take half the storage's free space), and a run's bandwidth is its bytes over its
+//! time. A plain run before the rounds warms the stack up and is not counted. Monitoring on: `iorcd.interval_ms` set on every sampler, and a scraper that GETs
 //! every node's `/metrics` each `scrape_every`; off: the samplers at 0 and no scraper. The
 //! runs' own spread (plain against plain) is reported beside the ratio: a difference smaller
 //! than the spread is not one this run can tell.
@@ -237,13 +238,20 @@ fn check(config: &MonitoringConfig) -> Result<(), BenchError> {
     if config.transfer_bytes > 64 << 20 {
         return bad("--transfer-size", "at most 64 MiB".into());
     }
-    params(config)?;
+    params(config, u64::MAX)?;
     Ok(())
 }
 
-/// IOR's options: a file per task, blocks no task finishes before the deadline.
-fn params(config: &MonitoringConfig) -> Result<IorParams, BenchError> {
-    let block = (64u64 << 30) / config.transfer_bytes.max(1) * config.transfer_bytes;
+/// Most of the storage's free space one run's files may take: the rest is for the journals,
+/// and for what other programs write meanwhile.
+const FREE_SPACE_SHARE: f64 = 0.5;
+
+/// IOR's options: a file per task, blocks no task finishes before the deadline unless the
+/// storage's free space (`free_bytes`, shared by the tasks) runs out first.
+fn params(config: &MonitoringConfig, free_bytes: u64) -> Result<IorParams, BenchError> {
+    let transfer = config.transfer_bytes.max(1);
+    let room = (free_bytes as f64 * FREE_SPACE_SHARE) as u64 / u64::from(config.tasks.max(1));
+    let block = ((64u64 << 30).min(room) / transfer).max(1) * transfer;
     let options = IorOptions {
         tasks: Some(config.tasks),
         block_size_bytes: block,
@@ -304,7 +312,12 @@ async fn measure(
             why: format!("{} has no client nodes to run IOR on", stack.origin),
         });
     }
-    let outcome = rounds(config, &clients, &samplers, &targets, say).await;
+    let free_bytes = iopath_storage_server::ost::target::capacity_of(running.storage().path())
+        .map_err(|e| BenchError::Tool {
+            what: format!("statvfs {}: {e}", running.storage().path().display()),
+        })?
+        .available_bytes;
+    let outcome = rounds(config, &clients, &samplers, &targets, free_bytes, say).await;
     let ended = crate::ior::phase::end(&clients).await;
     let runs = outcome?;
     ended?;
@@ -399,9 +412,22 @@ async fn rounds(
     clients: &[Client],
     samplers: &[iopath_admin::Client],
     targets: &[std::net::SocketAddr],
+    free_bytes: u64,
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<MonitoringRun>, BenchError> {
     sample_every(samplers, None).await?;
+    // A plain run first, not counted: the first run after a start pays for cold caches and
+    // connections, which would read as the monitored run's gain.
+    say("warming up: a plain run, not counted");
+    write_read(
+        clients,
+        params(config, free_bytes)?,
+        config.tasks,
+        Some(config.phase),
+        u32::MAX,
+        Duration::from_millis(500),
+    )
+    .await?;
     let mut runs = Vec::new();
     for round in 1..=config.rounds {
         let order = if round % 2 == 1 {
@@ -417,7 +443,7 @@ async fn rounds(
             let stamp = runs.len() as u32 + 1;
             let phases = write_read(
                 clients,
-                params(config)?,
+                params(config, free_bytes)?,
                 config.tasks,
                 Some(config.phase),
                 stamp,
