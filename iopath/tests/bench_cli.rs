@@ -213,6 +213,16 @@ fn bench_iorcd_runs_both_parts_on_the_modeled_machine_and_draws_them() {
         assert_eq!(drawing.series.len(), 2, "{name}: bandwidth and congestion");
         assert!(drawing.series.iter().all(|s| s.points.len() == 3));
     }
+    let rule =
+        Drawing::read_clean(&std::fs::read_to_string(dir.path().join("iorcd-rule.svg")).unwrap())
+            .unwrap();
+    assert_eq!(rule.series.len(), 3, "a line per condition");
+    for run in runs {
+        assert!(
+            run["write_timeline"].as_array().unwrap().len() >= 3,
+            "the intervals before, during and after: {run}"
+        );
+    }
 }
 
 #[test]

@@ -213,6 +213,9 @@ pub struct RuleRun {
     pub bursts: Vec<RunBurst>,
     /// Whether the rule flagged any of its bursts.
     pub flagged: bool,
+    /// Write congestion in each sampling interval from the one before it starts to the one
+    /// after it ends, summed over routers (seconds queued per second).
+    pub write_timeline: Vec<f64>,
 }
 
 /// A burst, with the router named as in the stack.
@@ -460,6 +463,7 @@ pub async fn run(
                 })
                 .collect();
             run.flagged = run.bursts.iter().any(|b| b.burst.degraded);
+            run.write_timeline = timeline(&run, &seen, config.interval.as_secs_f64());
             rule_runs.push(run);
         }
     }
@@ -846,6 +850,7 @@ async fn rule_runs(
             phases,
             bursts: Vec::new(),
             flagged: false,
+            write_timeline: Vec::new(),
         });
     }
     Ok(runs)
@@ -991,6 +996,27 @@ fn run_span(run: &RuleRun) -> (f64, f64) {
     (start, end)
 }
 
+/// Write congestion per sampling interval around `run`, summed over routers: interval `k`
+/// holds the records that end between `k` and `k + 1` intervals after the run starts, from
+/// the interval before it to the one after it ends (routers sample on clocks of their own).
+fn timeline(run: &RuleRun, seen: &super::Series, interval_s: f64) -> Vec<f64> {
+    let (start, end) = run_span(run);
+    let last = ((end - start) / interval_s).ceil() as i64 + 1;
+    let mut sums = vec![0.0; (last + 2) as usize];
+    for ((_, direction), points) in seen {
+        if *direction != Direction::Write {
+            continue;
+        }
+        for p in points {
+            let k = ((p.epoch - start) / interval_s).floor() as i64;
+            if (-1..=last).contains(&k) {
+                sums[(k + 1) as usize] += p.congestion_s / p.interval_s.max(1e-9);
+            }
+        }
+    }
+    sums
+}
+
 /// Whether burst `b` falls in `run`'s time.
 fn burst_in(b: &Burst, run: &RuleRun) -> bool {
     let (start, end) = run_span(run);
@@ -1131,6 +1157,66 @@ fn direction_name(d: Direction) -> &'static str {
     match d {
         Direction::Write => "write",
         Direction::Read => "read",
+    }
+}
+
+/// The rule's runs as the paper's Figure 7 showed its GTC runs: write congestion per sampling
+/// interval, the runs laid end to end, one line per condition.
+pub fn rule_figure(e: &Experiment) -> iopath_plot::Figure {
+    use iopath_plot::{Axis, Figure, Series};
+    let mut at = 0.0;
+    let mut lines: Vec<(Condition, Vec<(f64, f64)>)> = Vec::new();
+    for run in &e.rule_runs {
+        let points = run.write_timeline.iter().map(|&c| {
+            at += 1.0;
+            (at, c)
+        });
+        match lines.iter_mut().find(|(c, _)| *c == run.condition) {
+            Some((_, line)) => line.extend(points),
+            None => lines.push((run.condition, points.collect())),
+        }
+    }
+    let said = |c: Condition| {
+        e.conditions
+            .iter()
+            .find(|s| s.condition == c)
+            .map_or_else(String::new, |s| {
+                format!(
+                    "{} ({} of {} flagged, {:.0}% of the healthy time)",
+                    c.word(),
+                    s.flagged,
+                    s.runs,
+                    s.time_vs_healthy * 100.0
+                )
+            })
+    };
+    Figure {
+        title: format!(
+            "Write congestion per {:.1} s sample over IORCD's rule's runs on {}",
+            e.interval_s, e.stack
+        ),
+        x: Axis::from_zero(
+            "sampling interval (the runs end to end, each from the interval before it to the one after)",
+        ),
+        y: Axis::from_zero("congestion, summed over routers (s queued per s)"),
+        series: lines
+            .into_iter()
+            .map(|(c, points)| Series::line(said(c), points))
+            .collect(),
+        rules: Vec::new(),
+        footnote: format!(
+            "Measured: IORCD's records on every router during the same short IOR run on the stack \
+             as it is, with its storage impeded (each target's modeled disk at {:.1} MB/s) and with \
+             its routers starved (large_router_buffers = {}, peer_buffer_credits = {}). The rule \
+             flags a burst longer than {} samples below {:.0}% of the highest burst's congestion. \
+             Modeled: {}",
+            e.impeded_disk.bandwidth_bytes_s as f64 / 1e6,
+            e.starved_buffers.large_router_buffers,
+            e.starved_buffers.peer_buffer_credits,
+            e.samples_max,
+            e.low * 100.0,
+            e.modeled
+        ),
     }
 }
 

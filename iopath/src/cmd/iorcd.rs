@@ -153,7 +153,8 @@ pub struct ExperimentArgs {
     #[arg(long)]
     json: bool,
     /// Draw the load series (bandwidth and congestion against tasks, as the paper's Figures 3
-    /// and 4) into DIR/iorcd-write.svg and DIR/iorcd-read.svg.
+    /// and 4) into DIR/iorcd-write.svg and DIR/iorcd-read.svg, and the rule's runs (write
+    /// congestion per sample, as its Figure 7) into DIR/iorcd-rule.svg.
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
 }
@@ -201,6 +202,10 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("write {}", path.display()))?;
             eprintln!("wrote {}", path.display());
         }
+        let path = dir.join("iorcd-rule.svg");
+        std::fs::write(&path, experiment::rule_figure(&result).svg())
+            .with_context(|| format!("write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(())
 }
