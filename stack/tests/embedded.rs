@@ -141,3 +141,36 @@ async fn a_modeled_disk_holds_each_write_for_its_modeled_time() {
     file.close().await.unwrap();
     running.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_nic_rate_holds_its_writes_to_that_rate() {
+    let mut stack = preset("spider-mini").unwrap().stack().unwrap();
+    // Every client's card at 1 MiB/s, at time scale 1: the servers pull a write's bytes
+    // from the client, so the client's card sends them.
+    for node in &mut stack.nodes {
+        if node.role.kind() == RoleName::Client {
+            node.nic_bandwidth_bytes_s = Some(1 << 20);
+        }
+    }
+    assert!(stack.modeled().contains("the NICs of c0"), "{}", stack.modeled());
+    let storage = StorageDir::temporary("test-nic", None).unwrap();
+    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
+    let c0 = running
+        .nodes()
+        .into_iter()
+        .find(|n| n.role == RoleName::Client)
+        .unwrap();
+    let config = iopath_stack::runtime::client_config(running.stack(), c0);
+    let client = iopath_client::Client::connect(config).await.unwrap();
+    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
+    let data = Bytes::from(vec![9u8; 256 << 10]);
+    let started = std::time::Instant::now();
+    file.write_at(0, data.clone()).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(250),
+        "256 KiB through a 1 MiB/s card takes a quarter second at least: {took:?}"
+    );
+    file.close().await.unwrap();
+    running.stop().await.unwrap();
+}

@@ -406,6 +406,63 @@ fn modeled_disks_are_checked_scaled_and_kept() {
 }
 
 #[test]
+fn a_nodes_nic_rate_replaces_its_networks_and_is_checked() {
+    let text = |rtr: &str, extra: &str| {
+        format!(
+            "name = \"t\"\n[[networks]]\nname = \"net0\"\nbandwidth = \"3200m\"\nlatency_us = 2\n[[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ net0 = 1 }}\n[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = {{ net0 = 2 }}\n[[nodes]]\nname = \"fyod\"\nrole = \"fyod\"\nnids = {{ net0 = 3 }}\n{rtr}\n{extra}"
+        )
+    };
+    for (field, needle) in [
+        ("nic_bandwidth = 0", "nodes[2] (fyod).nic_bandwidth"),
+        ("nic_bandwidth = \"quick\"", "nodes[2] (fyod).nic_bandwidth"),
+    ] {
+        let error = refused(&text(field, ""));
+        assert!(error.contains(needle), "{error:?} should say {needle:?}");
+    }
+    let stack = Stack::parse(
+        &text("nic_bandwidth = \"800m\"", "[model]\ntime_scale = 8"),
+        "nic.toml",
+    )
+    .unwrap();
+    let fyod = stack.node_index("fyod").unwrap();
+    let oss = stack.node_index("oss").unwrap();
+    let own = stack.interface_link(fyod, 0).unwrap();
+    assert_eq!(own.bandwidth_bytes_s, (800u64 << 20) as f64, "its own rate");
+    assert_eq!(
+        own.latency,
+        std::time::Duration::from_micros(2),
+        "the network's latency"
+    );
+    assert_eq!(own.time_scale, 8.0);
+    assert_eq!(
+        stack.interface_link(oss, 0).unwrap().bandwidth_bytes_s,
+        (3200u64 << 20) as f64,
+        "the others keep the network's"
+    );
+    assert!(
+        stack.modeled().contains("the NICs of fyod (839 MB/s)"),
+        "{}",
+        stack.modeled()
+    );
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.nodes, stack.nodes);
+    // A NIC rate alone is something to model, and to scale.
+    let plain = text("nic_bandwidth = 1000", "[model]\ntime_scale = 8")
+        .replace("bandwidth = \"3200m\"\nlatency_us = 2\n", "");
+    let stack = Stack::parse(&plain, "nic-only.toml").unwrap();
+    assert!(stack.is_modeled());
+    assert!(
+        stack
+            .interface_link(stack.node_index("oss").unwrap(), 0)
+            .is_none()
+    );
+    assert_eq!(
+        stack.interface_link(fyod, 0).unwrap().latency,
+        std::time::Duration::ZERO
+    );
+}
+
+#[test]
 fn an_unreachable_storage_server_is_refused() {
     let text = r#"
 name = "t"

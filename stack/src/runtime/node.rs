@@ -116,7 +116,10 @@ impl RunningNode {
                 .iter()
                 .enumerate()
                 .filter_map(|(k, i)| {
-                    Some((stack.nid_of(index, k).net, stack.link_model(i.network)?))
+                    Some((
+                        stack.nid_of(index, k).net,
+                        stack.interface_link(index, i.network)?,
+                    ))
                 })
                 .collect(),
             limits: tuning.limits.clone(),

@@ -40,6 +40,7 @@
 //! nids = { o2ib0 = 50, torus0 = 50 }
 //! large_router_buffers = 8       # router settings, named as LNet's module parameters
 //! peer_buffer_credits = 4
+//! nic_bandwidth = "1600m"        # any node: its own NIC rate, over its networks' bandwidth
 //! ```
 
 use std::collections::BTreeMap;
@@ -211,6 +212,11 @@ pub struct NodeEntry {
     /// Its torus coordinates `[x, y, z]` (on the first of its networks that has a torus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torus: Option<[u32; 3]>,
+    /// Its own NIC rate: each of its interfaces sends at this many bytes per modeled second
+    /// (a number, or `"3200m"`), whatever its networks' `bandwidth` (a router's or a fyod's
+    /// card, a storage server's link); absent: its networks' rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_bandwidth: Option<SizeValue>,
     /// OSS: number of object storage targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<u32>,

@@ -223,6 +223,8 @@ pub struct NodeSpec {
     pub interfaces: Vec<NodeInterface>,
     /// Its torus coordinates.
     pub torus: Option<[u32; 3]>,
+    /// Its own NIC rate, bytes per modeled second, over its networks' `bandwidth`.
+    pub nic_bandwidth_bytes_s: Option<u64>,
 }
 
 impl NodeSpec {
@@ -292,12 +294,14 @@ impl Stack {
             }
             Some(_)
                 if networks.iter().all(|n| n.link.is_none())
-                    && nodes.iter().all(|n| n.disk().is_none()) =>
+                    && nodes
+                        .iter()
+                        .all(|n| n.disk().is_none() && n.nic_bandwidth_bytes_s.is_none()) =>
             {
                 return Err(bad(
                     "model.time_scale".into(),
-                    "scales nothing: no network has a modeled link and no OSS a modeled disk \
-                     (give one a bandwidth or a disk_bandwidth)"
+                    "scales nothing: no network has a modeled link, no node a NIC rate and no \
+                     OSS a modeled disk (give one a bandwidth, nic_bandwidth or disk_bandwidth)"
                         .into(),
                 ));
             }
@@ -350,6 +354,20 @@ impl Stack {
         })
     }
 
+    /// Node `node`'s modeled link on network `network`, in host time: its own NIC rate if it
+    /// has one (with the network's latency, if any), else the network's link, if modeled.
+    pub fn interface_link(&self, node: usize, network: usize) -> Option<LinkModel> {
+        let network_link = self.link_model(network);
+        match self.nodes.get(node)?.nic_bandwidth_bytes_s {
+            Some(rate) => Some(LinkModel {
+                bandwidth_bytes_s: rate as f64,
+                latency: network_link.map_or(std::time::Duration::ZERO, |l| l.latency),
+                time_scale: f64::from(self.time_scale),
+            }),
+            None => network_link,
+        }
+    }
+
     /// Node `index`'s modeled disk, in host time, if it is an OSS with one.
     pub fn disk_model(&self, index: usize) -> Option<DiskModel> {
         let disk = self.nodes.get(index)?.disk()?;
@@ -360,10 +378,13 @@ impl Stack {
         })
     }
 
-    /// Whether any network or disk is modeled.
+    /// Whether any network, NIC or disk is modeled.
     pub fn is_modeled(&self) -> bool {
         self.networks.iter().any(|n| n.link.is_some())
-            || self.nodes.iter().any(|n| n.disk().is_some())
+            || self
+                .nodes
+                .iter()
+                .any(|n| n.disk().is_some() || n.nic_bandwidth_bytes_s.is_some())
     }
 
     /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
@@ -397,6 +418,29 @@ impl Stack {
             parts.push(format!(
                 "the links of {} (each interface's sending side; switches and receive sides are not modeled)",
                 links.join(", ")
+            ));
+        }
+        // Nodes with the same NIC rate are named together too.
+        let mut nics: Vec<(u64, Vec<&str>)> = Vec::new();
+        for node in &self.nodes {
+            let Some(rate) = node.nic_bandwidth_bytes_s else {
+                continue;
+            };
+            match nics.iter_mut().find(|(r, _)| *r == rate) {
+                Some((_, names)) => names.push(&node.name),
+                None => nics.push((rate, vec![&node.name])),
+            }
+        }
+        if !nics.is_empty() {
+            let nics: Vec<String> = nics
+                .iter()
+                .map(|(rate, names)| {
+                    format!("{} ({:.0} MB/s)", names.join(", "), *rate as f64 / 1e6)
+                })
+                .collect();
+            parts.push(format!(
+                "the NICs of {} (each interface's sending side, over its network's rate)",
+                nics.join("; ")
             ));
         }
         if !disks.is_empty() {
@@ -607,6 +651,7 @@ impl Stack {
                     count: None,
                     nids,
                     torus: n.torus,
+                    nic_bandwidth: n.nic_bandwidth_bytes_s.map(SizeValue::Bytes),
                     targets: None,
                     journal: None,
                     commit_interval_ms: None,
@@ -893,6 +938,23 @@ fn expand_nodes(
             ));
         }
         let role = role_of(entry).map_err(|(leaf, why)| (field(&leaf), why))?;
+        let nic_bandwidth_bytes_s = match &entry.nic_bandwidth {
+            None => None,
+            Some(value) => {
+                let b = match value {
+                    SizeValue::Bytes(b) => *b,
+                    SizeValue::Text(t) => iopath_fabric::units::parse_size(t)
+                        .map_err(|why| (field("nic_bandwidth"), why))?,
+                };
+                if !(1..=LINK_BANDWIDTH_MAX_BYTES_S).contains(&b) {
+                    return Err((
+                        field("nic_bandwidth"),
+                        format!("{b} bytes per second: use 1 to {LINK_BANDWIDTH_MAX_BYTES_S}"),
+                    ));
+                }
+                Some(b)
+            }
+        };
         if entry.nids.is_empty() {
             return Err((
                 field("nids"),
@@ -994,6 +1056,7 @@ fn expand_nodes(
                 role,
                 interfaces,
                 torus,
+                nic_bandwidth_bytes_s,
             });
             forwarders.push(entry.forwarder.clone());
         }
