@@ -15,7 +15,9 @@
 //!   external journal, in one run on one file system, with fio beside the baseline; the
 //!   phases run in this process, on the storage server's targets and engines.
 //! - [`iorcd`]: IORCD's analyses of routers' congestion records: write and read series,
-//!   correlation with bandwidth, the paper's rule for a degraded run.
+//!   correlation with bandwidth, the paper's rule for a degraded run; and `iopath bench
+//!   iorcd`, the paper's experiment.
+//! - [`monitoring`]: `iopath bench monitoring`, what IORCD and `/metrics` scrapes cost IOR.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.

@@ -1,6 +1,6 @@
 //! `iopath bench monitoring`: what watching a stack costs. Paper 002 found that IORCD "produces
 //! a negligible impact on runtime and I/O performance"; iopath's bound is that IOR with IORCD
-//! sampling every router and fyod each second, and every node's `/metrics` scraped each
+//! sampling every router and fyod each second, and every server node's `/metrics` scraped each
 //! second, stays within 3% of IOR without them.
 //!
 //! One stack (default `spider-mini-routed`, a process per server node, each serving
@@ -8,10 +8,14 @@
 //! rounds, monitored then plain in even ones, so that a drift over the whole run weighs on
 //! both alike. Each phase is stonewalled to the same time (or ends sooner when its files
 //! would take half the storage's free space), and a run's bandwidth is its bytes over its
-//! time. A plain run before the rounds warms the stack up and is not counted. Monitoring on: `iorcd.interval_ms` set on every sampler, and a scraper that GETs
-//! every node's `/metrics` each `scrape_every`; off: the samplers at 0 and no scraper. The
-//! runs' own spread (plain against plain) is reported beside the ratio: a difference smaller
-//! than the spread is not one this run can tell.
+//! time. A plain run before the rounds warms the stack up and is not counted. Monitoring on:
+//! `iorcd.interval_ms` set on every sampler (routers and fyods), and a scraper that GETs every
+//! server node's `/metrics` each `scrape_every` (client nodes run inside the benchmark); off:
+//! the samplers at 0 and no scraper. The IORCD records are fetched after each run, outside its
+//! timed phases, to prove the samplers ran. The rounds are even in number, so each order runs
+//! as often. Each round's monitored run over its plain one gives a ratio; the verdict takes the
+//! rounds' noise into account (Student's t at 95%), so a cost the runs cannot resolve is said
+//! to be too noisy rather than held or failed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,8 +33,8 @@ use crate::ior::IorOptions;
 use crate::ior::params::IorParams;
 use crate::iorcd::experiment::write_read;
 
-/// The bound: monitored runs keep at least this fraction of the plain runs' bandwidth.
-pub const WITHIN: f64 = 0.03;
+/// The bound: monitoring may cost at most this fraction of the plain runs' bandwidth.
+pub const COST_MAX_FRACTION: f64 = 0.03;
 
 /// Longest a scrape may take before it counts as failed.
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -53,7 +57,7 @@ pub struct MonitoringConfig {
     pub rounds: u32,
     /// IORCD's interval while monitored.
     pub interval: Duration,
-    /// How often the scraper GETs every node's `/metrics` while monitored.
+    /// How often the scraper GETs every server node's `/metrics` while monitored.
     pub scrape_every: Duration,
     /// Directory for the stack's storage; default: a temporary one in the current directory.
     pub dir: Option<std::path::PathBuf>,
@@ -69,7 +73,7 @@ impl Default for MonitoringConfig {
             tasks: 8,
             phase: Duration::from_secs(4),
             transfer_bytes: 4 << 20,
-            rounds: 3,
+            rounds: 4,
             interval: Duration::from_secs(1),
             scrape_every: Duration::from_secs(1),
             dir: None,
@@ -111,7 +115,7 @@ pub struct Overhead {
     pub round_ratios: Vec<f64>,
     /// Their mean.
     pub ratio: f64,
-    /// Its standard error (the rounds' standard deviation over √rounds; 0 with one round).
+    /// Its standard error (the rounds' standard deviation over √rounds).
     pub ratio_error: f64,
     /// The plain runs' spread: (highest − lowest) over their mean.
     pub plain_spread: f64,
@@ -119,27 +123,37 @@ pub struct Overhead {
     pub verdict: Verdict,
 }
 
-/// What a direction's rounds say of the bound.
+/// What a direction's rounds say of the bound, at 95% confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The mean ratio keeps `1 - within` or more.
+    /// Even the low end of the mean ratio's interval keeps `1 - cost_max`.
     Holds,
-    /// It does not, but is within two standard errors of doing so: the runs' own noise is
-    /// larger than the difference.
+    /// The interval straddles `1 - cost_max`: the runs' own noise hides a difference that
+    /// small.
     TooNoisy,
-    /// It does not, by more than two standard errors.
+    /// Even its high end falls short.
     Fails,
 }
 
+/// Student's t for a two-sided 95% interval with 1 to 9 degrees of freedom (`--rounds` is at
+/// most 10).
+const STUDENT_T_95: [f64; 9] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+];
+
 impl Verdict {
-    fn of(ratio: f64, error: f64) -> Verdict {
-        if ratio >= 1.0 - WITHIN {
+    /// The verdict on a mean `ratio` with standard error `error` over `rounds` rounds (at
+    /// least two).
+    pub fn of(ratio: f64, error: f64, rounds: usize) -> Verdict {
+        let t = STUDENT_T_95[rounds.clamp(2, STUDENT_T_95.len() + 1) - 2];
+        let floor = 1.0 - COST_MAX_FRACTION;
+        if ratio - t * error >= floor {
             Verdict::Holds
-        } else if ratio + 2.0 * error >= 1.0 - WITHIN {
-            Verdict::TooNoisy
-        } else {
+        } else if ratio + t * error < floor {
             Verdict::Fails
+        } else {
+            Verdict::TooNoisy
         }
     }
 }
@@ -216,8 +230,14 @@ fn check(config: &MonitoringConfig) -> Result<(), BenchError> {
     if !(1..=1024).contains(&config.tasks) {
         return bad("--tasks", format!("{}: use 1 to 1024", config.tasks));
     }
-    if !(1..=10).contains(&config.rounds) {
-        return bad("--rounds", format!("{}: use 1 to 10", config.rounds));
+    if !(2..=10).contains(&config.rounds) || config.rounds % 2 == 1 {
+        return bad(
+            "--rounds",
+            format!(
+                "{}: use an even number, 2 to 10 (each order of plain and monitored runs as often, and a noise estimate)",
+                config.rounds
+            ),
+        );
     }
     if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&config.phase) {
         return bad("--seconds", "each phase lasts 1 to 600 seconds".into());
@@ -337,20 +357,19 @@ async fn measure(
         phase_s: config.phase.as_secs_f64(),
         runs,
         overhead,
-        within: WITHIN,
+        within: COST_MAX_FRACTION,
         holds,
-        modeled: if stack.is_modeled() {
-            format!(
-                "{}; real: IOR's bytes over loopback TCP between a process per server node, \
-                 files on this host's disk, IORCD and the scrapes",
+        modeled: format!(
+            "{}; real: IOR's bytes over loopback TCP between a process per server node, files \
+             on this host's disk, IORCD and the scrapes",
+            if stack.is_modeled() {
                 stack.modeled()
-            )
-        } else {
-            "nothing: the stack runs at this host's speed, where monitoring's cost shows \
-             most; real: IOR's bytes over loopback TCP between a process per server node, \
-             files on this host's disk, IORCD and the scrapes"
-                .into()
-        },
+            } else {
+                "nothing (the stack runs at this host's speed, where monitoring's cost shows \
+                 most)"
+                    .into()
+            }
+        ),
     })
 }
 
@@ -395,6 +414,7 @@ fn overhead(runs: &[MonitoringRun], direction: &'static str, write: bool) -> Ove
     } else {
         0.0
     };
+    let rounds = round_ratios.len();
     Overhead {
         direction,
         plain_mib_s: plain_mean,
@@ -403,7 +423,7 @@ fn overhead(runs: &[MonitoringRun], direction: &'static str, write: bool) -> Ove
         ratio,
         ratio_error,
         plain_spread: spread / plain_mean.max(1e-12),
-        verdict: Verdict::of(ratio, ratio_error),
+        verdict: Verdict::of(ratio, ratio_error, rounds),
     }
 }
 
@@ -436,30 +456,32 @@ async fn rounds(
             [true, false]
         };
         for monitored in order {
-            let scraper = monitored.then(|| Scraper::start(targets.to_vec(), config.scrape_every));
+            let params = params(config, free_bytes)?;
             if monitored {
                 sample_every(samplers, Some(config.interval)).await?;
             }
+            // Stopped at the end of the run, or aborted when dropped on an early return.
+            let scraper = monitored.then(|| Scraper::start(targets.to_vec(), config.scrape_every));
             let stamp = runs.len() as u32 + 1;
             let phases = write_read(
                 clients,
-                params(config, free_bytes)?,
+                params,
                 config.tasks,
                 Some(config.phase),
                 stamp,
                 Duration::from_millis(500),
             )
             .await;
+            let scrapes = match scraper {
+                Some(s) => s.stop().await?,
+                None => ScrapeTally::default(),
+            };
             let records = if monitored {
                 let taken = records(samplers).await;
                 sample_every(samplers, None).await?;
                 taken?
             } else {
                 0
-            };
-            let scrapes = match scraper {
-                Some(s) => s.stop().await?,
-                None => ScrapeTally::default(),
             };
             let phases = phases?;
             let run = MonitoringRun {
@@ -530,10 +552,19 @@ struct ScrapeTally {
     slowest: Duration,
 }
 
-/// A task that GETs every target's `/metrics` each interval until stopped.
+/// A task that GETs every target's `/metrics` each interval until stopped (or dropped: then
+/// it is aborted).
 struct Scraper {
     stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<Result<ScrapeTally, String>>,
+    task: Option<tokio::task::JoinHandle<Result<ScrapeTally, String>>>,
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 impl Scraper {
@@ -558,12 +589,18 @@ impl Scraper {
                 }
             }
         });
-        Scraper { stop, task }
+        Scraper {
+            stop,
+            task: Some(task),
+        }
     }
 
-    async fn stop(self) -> Result<ScrapeTally, BenchError> {
+    async fn stop(mut self) -> Result<ScrapeTally, BenchError> {
         self.stop.store(true, Ordering::Release);
-        match self.task.await {
+        let Some(task) = self.task.take() else {
+            return Ok(ScrapeTally::default());
+        };
+        match task.await {
             Ok(Ok(tally)) => Ok(tally),
             Ok(Err(why)) => Err(BenchError::Tool {
                 what: format!("scraping /metrics: {why}"),
@@ -652,9 +689,11 @@ pub fn text(r: &MonitoringReport) -> String {
             o.ratio_error,
             o.plain_spread * 100.0,
             match o.verdict {
-                Verdict::Holds => format!("kept at least {keep:.0}% of the plain bandwidth"),
+                Verdict::Holds => format!(
+                    "kept at least {keep:.0}% of the plain bandwidth (the low end of the rounds' 95% interval)"
+                ),
                 Verdict::TooNoisy => format!(
-                    "below {keep:.0}%, but within two standard errors of it: the runs' own noise hides a cost this small; run more --rounds on a quieter machine"
+                    "cannot tell whether it kept {keep:.0}%: the rounds' 95% interval straddles it; run more --rounds on a quieter machine"
                 ),
                 Verdict::Fails => format!("did NOT keep {keep:.0}% of the plain bandwidth"),
             }
@@ -662,4 +701,79 @@ pub fn text(r: &MonitoringReport) -> String {
     }
     out.push_str(&format!("\nmodeled: {}\n", r.modeled));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(round: u32, monitored: bool, write: f64, read: f64) -> MonitoringRun {
+        MonitoringRun {
+            round,
+            monitored,
+            write_mib_s: write,
+            read_mib_s: read,
+            records: 0,
+            scrapes: 0,
+            scrape_bytes: 0,
+            scrape_max_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn each_round_is_a_pair_and_the_error_is_the_rounds_spread() {
+        let runs = [
+            run(1, false, 100.0, 50.0),
+            run(1, true, 99.0, 40.0),
+            run(2, true, 101.0, 60.0),
+            run(2, false, 100.0, 50.0),
+        ];
+        let write = overhead(&runs, "write", true);
+        assert_eq!(write.round_ratios, [0.99, 1.01]);
+        assert!((write.ratio - 1.0).abs() < 1e-12);
+        // Sample sd of 0.99 and 1.01 is 0.01√2; over √2 rounds: 0.01.
+        assert!(
+            (write.ratio_error - 0.01).abs() < 1e-12,
+            "{}",
+            write.ratio_error
+        );
+        assert_eq!(write.plain_spread, 0.0);
+        let read = overhead(&runs, "read", false);
+        assert_eq!(read.round_ratios, [0.8, 1.2]);
+        // A mean of 1.0 that the rounds cannot pin down: too noisy, not held.
+        assert_eq!(read.verdict, Verdict::TooNoisy);
+    }
+
+    #[test]
+    fn the_verdict_reads_the_interval_not_the_mean() {
+        // Two rounds: t = 12.7, so even a small error widens the interval a lot.
+        assert_eq!(Verdict::of(0.99, 0.0001, 2), Verdict::Holds);
+        assert_eq!(Verdict::of(0.99, 0.002, 2), Verdict::TooNoisy);
+        assert_eq!(Verdict::of(0.90, 0.002, 2), Verdict::Fails);
+        // Ten rounds: t = 2.26.
+        assert_eq!(Verdict::of(0.98, 0.004, 10), Verdict::Holds);
+        assert_eq!(Verdict::of(0.975, 0.004, 10), Verdict::TooNoisy);
+        assert_eq!(Verdict::of(0.95, 0.004, 10), Verdict::Fails);
+    }
+
+    #[test]
+    fn a_run_never_fills_more_than_half_the_free_space() {
+        let config = MonitoringConfig::default();
+        let roomy = params(&config, u64::MAX).unwrap();
+        assert_eq!(roomy.block_size_bytes, 64 << 30);
+        // 1 GiB free, 8 tasks: 64 MiB each at most, in whole 4 MiB transfers.
+        let tight = params(&config, 1 << 30).unwrap();
+        assert_eq!(tight.block_size_bytes, 64 << 20);
+    }
+
+    #[test]
+    fn odd_or_single_rounds_are_refused() {
+        for rounds in [1, 3] {
+            let config = MonitoringConfig {
+                rounds,
+                ..MonitoringConfig::default()
+            };
+            assert!(check(&config).is_err(), "{rounds}");
+        }
+    }
 }

@@ -152,7 +152,11 @@ async fn a_clients_nic_rate_holds_its_writes_to_that_rate() {
             node.nic_bandwidth_bytes_s = Some(1 << 20);
         }
     }
-    assert!(stack.modeled().contains("the NICs of c0"), "{}", stack.modeled());
+    assert!(
+        stack.modeled().contains("the NICs of c0"),
+        "{}",
+        stack.modeled()
+    );
     let storage = StorageDir::temporary("test-nic", None).unwrap();
     let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
     let c0 = running

@@ -397,7 +397,7 @@ fn modeled_disks_are_checked_scaled_and_kept() {
     assert!(stack.disk_model(0).is_none(), "the MDS has no modeled disk");
     let said = stack.modeled();
     assert!(
-        said.contains("oss0, oss1 (210 MB/s, seek 8 ms)") && said.contains("time scale 4"),
+        said.contains("oss0, oss1 (200 MiB/s, seek 8 ms)") && said.contains("time scale 4"),
         "{said}"
     );
     let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();

@@ -79,7 +79,7 @@ pub struct ExperimentConfig {
     pub repeats: u32,
     /// The impeded storage's rate, as a fraction of the healthy run's: its targets' modeled
     /// disks together write this fraction of what the healthy run wrote per second.
-    pub impeded: f64,
+    pub impeded_fraction: f64,
     /// The starved routers' large buffers (LNet `large_router_buffers`).
     pub starved_large_buffers: u32,
     /// The starved routers' buffers per sender (LNet `peer_buffer_credits`).
@@ -108,7 +108,7 @@ impl Default for ExperimentConfig {
             transfer_bytes: 4 << 20,
             degraded_tasks: 8,
             repeats: 2,
-            impeded: 0.125,
+            impeded_fraction: 0.125,
             starved_large_buffers: 1,
             starved_peer_credits: 1,
             samples_max: 2,
@@ -195,7 +195,7 @@ impl Condition {
     }
 
     /// Whether its runs are degraded by design: the rule should flag them.
-    pub fn impeded(self) -> bool {
+    pub fn should_be_flagged(self) -> bool {
         self == Condition::ImpededStorage
     }
 }
@@ -284,10 +284,11 @@ pub struct ConditionSeen {
     pub runs: usize,
     /// How many the rule flagged.
     pub flagged: usize,
-    /// Its writes' mean time over the healthy runs'.
-    pub time_vs_healthy: f64,
-    /// Its write bursts' mean congestion (summed over routers) over the healthy runs'.
-    pub congestion_vs_healthy: f64,
+    /// Its writes' mean time over the healthy runs' (none when the healthy runs took none).
+    pub time_vs_healthy: Option<f64>,
+    /// Its write bursts' mean congestion (summed over routers) over the healthy runs' (none
+    /// when the healthy runs showed none).
+    pub congestion_vs_healthy: Option<f64>,
 }
 
 /// The starved routers' buffers.
@@ -362,6 +363,14 @@ pub async fn run(
     let healthy_samples = healthy_samples?;
 
     // The same short runs on the stack impeded, then starved.
+    if !(healthy_mib_s.is_finite() && healthy_mib_s > 0.0) {
+        return Err(BenchError::Tool {
+            what: format!(
+                "the healthy run of {} tasks moved no data ({healthy_mib_s} MiB/s): there is no rate to impede the storage to",
+                config.degraded_tasks
+            ),
+        });
+    }
     let impeded_disk = impeded_disk(config, &stack, healthy_mib_s);
     let mut watched_runs = vec![RunsOf {
         runs: healthy_runs,
@@ -376,7 +385,7 @@ pub async fn run(
                     "its storage impeded: each of its {} targets' disks at {:.1} MB/s modeled ({:.1}% of the healthy rate together)",
                     impeded_disk.targets,
                     impeded_disk.bandwidth_bytes_s as f64 / 1e6,
-                    config.impeded * 100.0
+                    config.impeded_fraction * 100.0
                 ),
             ),
             _ => (
@@ -471,7 +480,7 @@ pub async fn run(
     let rule_holds = rule_runs
         .iter()
         .filter(|r| r.condition != Condition::StarvedRouters)
-        .all(|r| r.flagged == r.condition.impeded());
+        .all(|r| r.flagged == r.condition.should_be_flagged());
     Ok(Experiment {
         stack: stack.name.clone(),
         routers: routers
@@ -494,7 +503,8 @@ pub async fn run(
         low: config.low,
         rule_holds,
         modeled: format!(
-            "{}; in the impeded runs also a disk under each target at {:.1} MB/s; real: bytes \
+            "{}; in the impeded runs, a disk under each target at {:.1} MB/s (in place of any the \
+             stack had); real: bytes \
              over loopback TCP between a process per server node, files on this host's disk; \
              Titan's Gemini congestion counters are stood for by the time messages queue to \
              leave each router (for send credits and the modeled wire); torus hops are not \
@@ -548,12 +558,12 @@ fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
             "1 to 1024 tasks, 1 to 10 repeats".into(),
         );
     }
-    if !(config.impeded > 0.0 && config.impeded < 1.0) {
+    if !(config.impeded_fraction > 0.0 && config.impeded_fraction < 1.0) {
         return bad(
             "--impeded",
             format!(
                 "{}: a fraction of the healthy rate, above 0 and below 1",
-                config.impeded
+                config.impeded_fraction
             ),
         );
     }
@@ -884,13 +894,14 @@ fn starve(stack: &Stack, config: &ExperimentConfig) -> Stack {
     starved
 }
 
-/// The impeded storage's disks: each target's, so that together they write `config.impeded`
+/// The impeded storage's disks: each target's, so that together they write `config.impeded_fraction`
 /// of `healthy_mib_s` (host time), in modeled bytes per second.
 fn impeded_disk(config: &ExperimentConfig, stack: &Stack, healthy_mib_s: f64) -> ImpededDisk {
     let targets = (stack.targets().len() as u32).max(1);
-    let host_bytes_s = healthy_mib_s * config.impeded * (1u64 << 20) as f64 / f64::from(targets);
+    let host_bytes_s =
+        healthy_mib_s * config.impeded_fraction * (1u64 << 20) as f64 / f64::from(targets);
     ImpededDisk {
-        fraction: config.impeded,
+        fraction: config.impeded_fraction,
         bandwidth_bytes_s: ((host_bytes_s * f64::from(stack.time_scale)) as u64).max(1),
         targets,
     }
@@ -932,8 +943,9 @@ fn conditions_seen(runs: &[RuleRun]) -> Vec<ConditionSeen> {
             .first()
             .map_or(0.0, |p| p.end_epoch - p.start_epoch)
     };
-    let healthy_seconds = mean(Condition::Healthy, &seconds).max(1e-12);
-    let healthy_congestion = mean(Condition::Healthy, &congestion).max(1e-12);
+    let over = |x: f64, healthy: f64| (healthy > 0.0).then(|| x / healthy);
+    let healthy_seconds = mean(Condition::Healthy, &seconds);
+    let healthy_congestion = mean(Condition::Healthy, &congestion);
     Condition::ALL
         .into_iter()
         .map(|condition| ConditionSeen {
@@ -943,8 +955,8 @@ fn conditions_seen(runs: &[RuleRun]) -> Vec<ConditionSeen> {
                 .iter()
                 .filter(|r| r.condition == condition && r.flagged)
                 .count(),
-            time_vs_healthy: mean(condition, &seconds) / healthy_seconds,
-            congestion_vs_healthy: mean(condition, &congestion) / healthy_congestion,
+            time_vs_healthy: over(mean(condition, &seconds), healthy_seconds),
+            congestion_vs_healthy: over(mean(condition, &congestion), healthy_congestion),
         })
         .collect()
 }
@@ -996,25 +1008,35 @@ fn run_span(run: &RuleRun) -> (f64, f64) {
     (start, end)
 }
 
-/// Write congestion per sampling interval around `run`, summed over routers: interval `k`
-/// holds the records that end between `k` and `k + 1` intervals after the run starts, from
-/// the interval before it to the one after it ends (routers sample on clocks of their own).
+/// Write congestion per sampling interval around `run`, summed over routers: slot `k` covers
+/// `[start + k·I, start + (k+1)·I)` for `k` from −1 (the interval before the run) to the one
+/// in which it ends plus one. Routers sample on clocks of their own, so each record's queued
+/// seconds are shared among the slots its interval overlaps, in proportion, before dividing
+/// by the slot's width.
 fn timeline(run: &RuleRun, seen: &super::Series, interval_s: f64) -> Vec<f64> {
     let (start, end) = run_span(run);
-    let last = ((end - start) / interval_s).ceil() as i64 + 1;
-    let mut sums = vec![0.0; (last + 2) as usize];
+    let slots = ((end - start) / interval_s).ceil().max(1.0) as usize + 2;
+    let origin = start - interval_s;
+    let mut queued = vec![0.0; slots];
     for ((_, direction), points) in seen {
         if *direction != Direction::Write {
             continue;
         }
         for p in points {
-            let k = ((p.epoch - start) / interval_s).floor() as i64;
-            if (-1..=last).contains(&k) {
-                sums[(k + 1) as usize] += p.congestion_s / p.interval_s.max(1e-9);
+            let (from, to) = (p.epoch - p.interval_s, p.epoch);
+            if p.interval_s <= 0.0 || to <= origin || from >= origin + slots as f64 * interval_s {
+                continue;
+            }
+            let first = (((from - origin) / interval_s).floor().max(0.0)) as usize;
+            let last = ((((to - origin) / interval_s).ceil()) as usize).min(slots);
+            for (k, slot) in queued.iter_mut().enumerate().take(last).skip(first) {
+                let lo = origin + k as f64 * interval_s;
+                let overlap = (to.min(lo + interval_s) - from.max(lo)).max(0.0);
+                *slot += p.congestion_s * overlap / p.interval_s;
             }
         }
     }
-    sums
+    queued.iter().map(|q| q / interval_s).collect()
 }
 
 /// Whether burst `b` falls in `run`'s time.
@@ -1133,12 +1155,12 @@ pub fn text(e: &Experiment) -> String {
     out.push_str("  against the healthy runs, writes:\n");
     for c in &e.conditions {
         out.push_str(&format!(
-            "    {:<8} flagged {} of {}   time {:>5.0}%   congestion {:>5.0}%\n",
+            "    {:<8} flagged {} of {}   time {:>6}   congestion {:>6}\n",
             c.condition.word(),
             c.flagged,
             c.runs,
-            c.time_vs_healthy * 100.0,
-            c.congestion_vs_healthy * 100.0
+            percent(c.time_vs_healthy),
+            percent(c.congestion_vs_healthy)
         ));
     }
     out.push_str(if e.rule_holds {
@@ -1151,6 +1173,11 @@ pub fn text(e: &Experiment) -> String {
         e.modeled
     ));
     out
+}
+
+/// `42%`, or `n/a` where there was nothing to compare with.
+fn percent(fraction: Option<f64>) -> String {
+    fraction.map_or_else(|| "n/a".into(), |f| format!("{:.0}%", f * 100.0))
 }
 
 fn direction_name(d: Direction) -> &'static str {
@@ -1182,11 +1209,11 @@ pub fn rule_figure(e: &Experiment) -> iopath_plot::Figure {
             .find(|s| s.condition == c)
             .map_or_else(String::new, |s| {
                 format!(
-                    "{} ({} of {} flagged, {:.0}% of the healthy time)",
+                    "{} ({} of {} flagged, {} of the healthy time)",
                     c.word(),
                     s.flagged,
                     s.runs,
-                    s.time_vs_healthy * 100.0
+                    percent(s.time_vs_healthy)
                 )
             })
     };
@@ -1282,5 +1309,73 @@ pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
              over the routers) in the sampling intervals inside each phase. Modeled: {}",
             e.modeled
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(direction: Direction, start: f64, end: f64) -> PhaseSeen {
+        PhaseSeen {
+            direction,
+            start_epoch: start,
+            end_epoch: end,
+            bytes: 0,
+            bandwidth_mib_s: 0.0,
+            intervals: 0,
+            congestion: 0.0,
+            credit_waits: 0.0,
+            router_mib_s: 0.0,
+        }
+    }
+
+    fn point(epoch: f64, congestion_s: f64) -> Point {
+        Point {
+            epoch,
+            interval_s: 1.0,
+            congestion_s,
+            credit_wait_s: 0.0,
+            bytes: 1,
+        }
+    }
+
+    #[test]
+    fn a_timeline_shares_each_record_among_the_slots_it_overlaps() {
+        let run = RuleRun {
+            label: "healthy 1".into(),
+            condition: Condition::Healthy,
+            phases: vec![
+                phase(Direction::Write, 100.0, 101.5),
+                phase(Direction::Read, 101.6, 102.0),
+            ],
+            bursts: Vec::new(),
+            flagged: false,
+            write_timeline: Vec::new(),
+        };
+        let mut seen = super::super::Series::new();
+        // One router's records end half-way through slots, another's on their edges.
+        seen.insert(
+            ("a".into(), Direction::Write),
+            vec![point(100.5, 0.4), point(101.5, 0.2), point(105.0, 9.0)],
+        );
+        seen.insert(("b".into(), Direction::Write), vec![point(101.0, 0.5)]);
+        seen.insert(("b".into(), Direction::Read), vec![point(101.0, 7.0)]);
+        let line = timeline(&run, &seen, 1.0);
+        // Slots: [99,100) before, [100,101), [101,102), [102,103) after; the read and the
+        // record far after the run are left out.
+        assert_eq!(line.len(), 4);
+        let want = [0.2, 0.2 + 0.1 + 0.5, 0.1, 0.0];
+        for (got, want) in line.iter().zip(want) {
+            assert!((got - want).abs() < 1e-12, "{line:?}");
+        }
+        // Every queued second inside the slots is counted once.
+        assert!((line.iter().sum::<f64>() - 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn percentages_without_a_healthy_figure_say_so() {
+        assert_eq!(percent(Some(0.425)), "42%");
+        assert_eq!(percent(None), "n/a");
     }
 }

@@ -175,7 +175,7 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
         transfer_bytes: args.transfer_size,
         degraded_tasks: args.degraded_tasks,
         repeats: args.repeats,
-        impeded: args.impeded,
+        impeded_fraction: args.impeded,
         starved_large_buffers: args.starved_large_buffers,
         starved_peer_credits: args.starved_peer_credits,
         model: !args.unmodeled,
@@ -225,13 +225,13 @@ pub struct MonitoringArgs {
     /// IOR's transfer size (k, m suffixes).
     #[arg(short = 't', long, value_name = "SIZE", default_value = "4m", value_parser = iopath_fabric::units::parse_size)]
     transfer_size: u64,
-    /// Rounds, each a plain and a monitored run.
-    #[arg(long, default_value_t = 3)]
+    /// Rounds, each a plain and a monitored run: an even number, 2 to 10.
+    #[arg(long, default_value_t = 4)]
     rounds: u32,
     /// IORCD's interval while monitored, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     interval_ms: u64,
-    /// How often every node's /metrics is scraped while monitored, milliseconds.
+    /// How often every server node's /metrics is scraped while monitored, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     scrape_ms: u64,
     /// Directory for the stack's storage (default: a temporary one in the current directory).

@@ -110,8 +110,8 @@ pub enum BenchCommand {
     /// bandwidth at rising load, and the degraded rule over healthy runs, runs with the
     /// storage impeded and runs with starved router buffers.
     Iorcd(iorcd::ExperimentArgs),
-    /// What watching costs: IOR with IORCD sampling every router each second and every
-    /// node's /metrics scraped each second, against IOR without them, in one run.
+    /// What watching costs: IOR with IORCD sampling every router and fyod each second and
+    /// every server node's /metrics scraped each second, against IOR without them, in one run.
     Monitoring(iorcd::MonitoringArgs),
 }
 

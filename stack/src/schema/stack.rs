@@ -388,7 +388,7 @@ impl Stack {
     }
 
     /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
-    /// (...); the disks of oss0, oss1 (200 MB/s, seek 8 ms) at time scale 20 (...)`, or
+    /// (...); the disks of oss0, oss1 (200 MiB/s, seek 8 ms) at time scale 20 (...)`, or
     /// `nothing`.
     pub fn modeled(&self) -> String {
         let links: Vec<String> = self
@@ -404,32 +404,23 @@ impl Stack {
                 ))
             })
             .collect();
-        // Servers with the same disk are named together: `oss0, oss1 (200 MB/s, seek 8 ms)`.
-        let mut disks: Vec<(OstDisk, Vec<&str>)> = Vec::new();
-        for node in &self.nodes {
-            let Some(disk) = node.disk() else { continue };
-            match disks.iter_mut().find(|(d, _)| *d == disk) {
-                Some((_, names)) => names.push(&node.name),
-                None => disks.push((disk, vec![&node.name])),
-            }
-        }
+        // Nodes modeled alike are named together: `oss0, oss1 (190 MiB/s, seek 8 ms)`.
+        let disks = alike(
+            self.nodes
+                .iter()
+                .filter_map(|n| Some((n.disk()?, n.name.as_str()))),
+        );
+        let nics = alike(
+            self.nodes
+                .iter()
+                .filter_map(|n| Some((n.nic_bandwidth_bytes_s?, n.name.as_str()))),
+        );
         let mut parts = Vec::new();
         if !links.is_empty() {
             parts.push(format!(
                 "the links of {} (each interface's sending side; switches and receive sides are not modeled)",
                 links.join(", ")
             ));
-        }
-        // Nodes with the same NIC rate are named together too.
-        let mut nics: Vec<(u64, Vec<&str>)> = Vec::new();
-        for node in &self.nodes {
-            let Some(rate) = node.nic_bandwidth_bytes_s else {
-                continue;
-            };
-            match nics.iter_mut().find(|(r, _)| *r == rate) {
-                Some((_, names)) => names.push(&node.name),
-                None => nics.push((rate, vec![&node.name])),
-            }
         }
         if !nics.is_empty() {
             let nics: Vec<String> = nics
@@ -448,9 +439,9 @@ impl Stack {
                 .iter()
                 .map(|(d, names)| {
                     format!(
-                        "{} ({:.0} MB/s, seek {} ms)",
+                        "{} ({:.0} MiB/s, seek {} ms)",
                         names.join(", "),
-                        d.bandwidth_bytes_s as f64 / 1e6,
+                        d.bandwidth_bytes_s as f64 / (1u64 << 20) as f64,
                         d.seek_us as f64 / 1000.0
                     )
                 })
@@ -868,25 +859,18 @@ fn check_networks(entries: &[NetworkEntry]) -> Result<Vec<Network>, FieldError> 
                 format!("{dims:?}: each side must be 1 to {TORUS_SIDE_MAX}"),
             ));
         }
-        let bandwidth = match &entry.bandwidth {
-            None => None,
-            Some(SizeValue::Bytes(b)) => Some(*b),
-            Some(SizeValue::Text(t)) => {
-                Some(iopath_fabric::units::parse_size(t).map_err(|why| (field("bandwidth"), why))?)
-            }
-        };
+        let bandwidth = rate(
+            entry.bandwidth.as_ref(),
+            "bandwidth",
+            LINK_BANDWIDTH_MAX_BYTES_S,
+        )
+        .map_err(|(leaf, why)| (field(&leaf), why))?;
         let link = match (bandwidth, entry.latency_us) {
             (None, None) => None,
             (None, Some(_)) => {
                 return Err((
                     field("latency_us"),
                     "a modeled latency needs a modeled bandwidth too".into(),
-                ));
-            }
-            (Some(b), _) if !(1..=LINK_BANDWIDTH_MAX_BYTES_S).contains(&b) => {
-                return Err((
-                    field("bandwidth"),
-                    format!("{b} bytes per second: use 1 to {LINK_BANDWIDTH_MAX_BYTES_S}"),
                 ));
             }
             (Some(_), Some(l)) if l > LINK_LATENCY_MAX_US => {
@@ -938,23 +922,12 @@ fn expand_nodes(
             ));
         }
         let role = role_of(entry).map_err(|(leaf, why)| (field(&leaf), why))?;
-        let nic_bandwidth_bytes_s = match &entry.nic_bandwidth {
-            None => None,
-            Some(value) => {
-                let b = match value {
-                    SizeValue::Bytes(b) => *b,
-                    SizeValue::Text(t) => iopath_fabric::units::parse_size(t)
-                        .map_err(|why| (field("nic_bandwidth"), why))?,
-                };
-                if !(1..=LINK_BANDWIDTH_MAX_BYTES_S).contains(&b) {
-                    return Err((
-                        field("nic_bandwidth"),
-                        format!("{b} bytes per second: use 1 to {LINK_BANDWIDTH_MAX_BYTES_S}"),
-                    ));
-                }
-                Some(b)
-            }
-        };
+        let nic_bandwidth_bytes_s = rate(
+            entry.nic_bandwidth.as_ref(),
+            "nic_bandwidth",
+            LINK_BANDWIDTH_MAX_BYTES_S,
+        )
+        .map_err(|(leaf, why)| (field(&leaf), why))?;
         if entry.nids.is_empty() {
             return Err((
                 field("nids"),
@@ -1186,24 +1159,49 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
     })
 }
 
+/// `(value, name)` pairs grouped by value, in first-seen order: the names modeled alike.
+fn alike<'a, T: PartialEq>(items: impl Iterator<Item = (T, &'a str)>) -> Vec<(T, Vec<&'a str>)> {
+    let mut groups: Vec<(T, Vec<&str>)> = Vec::new();
+    for (value, name) in items {
+        match groups.iter_mut().find(|(v, _)| *v == value) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((value, vec![name])),
+        }
+    }
+    groups
+}
+
+/// A rate field, `leaf`: bytes per second as a number or as text with a suffix (`"3200m"`,
+/// binary), 1 to `max`.
+fn rate(value: Option<&SizeValue>, leaf: &str, max: u64) -> Result<Option<u64>, (String, String)> {
+    let bytes_s = match value {
+        None => return Ok(None),
+        Some(SizeValue::Bytes(b)) => *b,
+        Some(SizeValue::Text(t)) => {
+            iopath_fabric::units::parse_size(t).map_err(|why| (leaf.to_owned(), why))?
+        }
+    };
+    if !(1..=max).contains(&bytes_s) {
+        return Err((
+            leaf.to_owned(),
+            format!("{bytes_s} bytes per second: use 1 to {max}"),
+        ));
+    }
+    Ok(Some(bytes_s))
+}
+
 /// An OSS entry's modeled disk: `disk_bandwidth`, and `disk_seek_ms` only beside it.
 fn ost_disk(entry: &NodeEntry) -> Result<Option<OstDisk>, (String, String)> {
-    let bandwidth = match &entry.disk_bandwidth {
-        None => None,
-        Some(SizeValue::Bytes(b)) => Some(*b),
-        Some(SizeValue::Text(t)) => Some(
-            iopath_fabric::units::parse_size(t).map_err(|why| ("disk_bandwidth".into(), why))?,
-        ),
-    };
+    let bandwidth = rate(
+        entry.disk_bandwidth.as_ref(),
+        "disk_bandwidth",
+        DISK_BANDWIDTH_MAX_BYTES_S,
+    )?;
     match (bandwidth, entry.disk_seek_ms) {
         (None, None) => Ok(None),
         (None, Some(_)) => Err((
             "disk_seek_ms".into(),
             "a modeled seek needs a modeled disk: give disk_bandwidth too".into(),
-        )),
-        (Some(b), _) if !(1..=DISK_BANDWIDTH_MAX_BYTES_S).contains(&b) => Err((
-            "disk_bandwidth".into(),
-            format!("{b} bytes per second: use 1 to {DISK_BANDWIDTH_MAX_BYTES_S}"),
         )),
         (Some(_), Some(ms)) if !(0.0..=DISK_SEEK_MAX_MS).contains(&ms) => Err((
             "disk_seek_ms".into(),
