@@ -31,7 +31,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::error::BenchError;
 use crate::ior::IorOptions;
 use crate::ior::params::IorParams;
-use crate::iorcd::experiment::write_read;
+use crate::ior::phase::write_then_read;
 
 /// The bound: monitoring may cost at most this fraction of the plain runs' bandwidth.
 pub const COST_MAX_FRACTION: f64 = 0.03;
@@ -439,7 +439,7 @@ async fn rounds(
     // A plain run first, not counted: the first run after a start pays for cold caches and
     // connections, which would read as the monitored run's gain.
     say("warming up: a plain run, not counted");
-    write_read(
+    write_then_read(
         clients,
         params(config, free_bytes)?,
         config.tasks,
@@ -463,7 +463,7 @@ async fn rounds(
             // Stopped at the end of the run, or aborted when dropped on an early return.
             let scraper = monitored.then(|| Scraper::start(targets.to_vec(), config.scrape_every));
             let stamp = runs.len() as u32 + 1;
-            let phases = write_read(
+            let phases = write_then_read(
                 clients,
                 params,
                 config.tasks,
@@ -487,8 +487,8 @@ async fn rounds(
             let run = MonitoringRun {
                 round,
                 monitored,
-                write_mib_s: phases[0].bandwidth_mib_s,
-                read_mib_s: phases[1].bandwidth_mib_s,
+                write_mib_s: phases[0].result.bw_mib_s(),
+                read_mib_s: phases[1].result.bw_mib_s(),
                 records,
                 scrapes: scrapes.answered,
                 scrape_bytes: scrapes.bytes,

@@ -888,3 +888,62 @@ mod tests {
         assert_eq!(phase_deadline(&none, None), None);
     }
 }
+
+/// One phase of [`write_then_read`], with when it ran.
+#[derive(Debug, Clone)]
+pub struct TimedPhase {
+    /// When it began.
+    pub start: std::time::SystemTime,
+    /// When it ended.
+    pub end: std::time::SystemTime,
+    /// What IOR measured.
+    pub result: PhaseResult,
+}
+
+/// A run as a benchmark built on IOR makes one: `tasks` tasks over `clients` (a client node
+/// each, in turn) write, then read back and check what they wrote, each phase ended by
+/// `deadline` if given (IOR's stonewalling), with `pause` after each; the files are removed.
+/// `stamp` marks the run's data (unique among a benchmark's runs).
+pub async fn write_then_read(
+    clients: &[Client],
+    params: IorParams,
+    tasks: u32,
+    deadline: Option<Duration>,
+    stamp: u32,
+    pause: Duration,
+) -> Result<[TimedPhase; 2], BenchError> {
+    let nodes = tasks.min(clients.len() as u32);
+    make_parents(&clients[0], &params.test_file).await?;
+    let job = Arc::new(Job {
+        buffers: buffers::pool(params.transfer_size_bytes as usize),
+        params,
+        tasks,
+        clients: clients[..nodes as usize].to_vec(),
+        seed: 0,
+    });
+    let mut files = Files::new();
+    let start = std::time::SystemTime::now();
+    let until = deadline.map(|d| Instant::now() + d);
+    let (write, written) = self::write(&job, 0, stamp, until, Progress::Silent).await?;
+    let write = TimedPhase {
+        start,
+        end: std::time::SystemTime::now(),
+        result: write.result,
+    };
+    let written = Arc::new(written);
+    for task in 0..tasks {
+        files.insert(job.params.file_of(task, 0), Arc::clone(&written));
+    }
+    tokio::time::sleep(pause).await;
+    let start = std::time::SystemTime::now();
+    let until = deadline.map(|d| Instant::now() + d);
+    let read = self::read(&job, 0, &files, until, Progress::Silent).await?;
+    let read = TimedPhase {
+        start,
+        end: std::time::SystemTime::now(),
+        result: read.result,
+    };
+    remove(&job, 0, &mut files).await?;
+    tokio::time::sleep(pause).await;
+    Ok([write, read])
+}

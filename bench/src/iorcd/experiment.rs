@@ -23,7 +23,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use iopath_client::Client;
@@ -38,7 +37,7 @@ use super::{Burst, Direction, Point, bursts, pearson, series};
 use crate::error::BenchError;
 use crate::ior::IorOptions;
 use crate::ior::params::IorParams;
-use crate::ior::phase::{self, Files, Job, Progress};
+use crate::ior::phase;
 
 /// The paper's coefficients (Figures 3 and 4), printed beside ours.
 pub const PAPER_PEARSON_WRITE: f64 = 0.94;
@@ -715,9 +714,8 @@ fn epoch(t: SystemTime) -> f64 {
         .as_secs_f64()
 }
 
-/// Writes with `tasks` IOR tasks over `clients` (a client node each, in turn), then reads
-/// back, with `deadline` on each phase and `pause` after each; removes the files.
-pub(crate) async fn write_read(
+/// [`phase::write_then_read`], each phase as IORCD's experiment records it.
+async fn write_read(
     clients: &[Client],
     params: IorParams,
     tasks: u32,
@@ -725,43 +723,22 @@ pub(crate) async fn write_read(
     stamp: u32,
     pause: Duration,
 ) -> Result<Vec<PhaseSeen>, BenchError> {
-    let nodes = tasks.min(clients.len() as u32);
-    phase::make_parents(&clients[0], &params.test_file).await?;
-    let job = Arc::new(Job {
-        buffers: crate::ior::buffers::pool(params.transfer_size_bytes as usize),
-        params,
-        tasks,
-        clients: clients[..nodes as usize].to_vec(),
-        seed: 0,
-    });
-    let seen = |direction, start: SystemTime, result: &crate::ior::report::PhaseResult| PhaseSeen {
-        direction,
-        start_epoch: epoch(start),
-        end_epoch: epoch(SystemTime::now()),
-        bytes: result.bytes,
-        bandwidth_mib_s: result.bw_mib_s(),
-        intervals: 0,
-        congestion: 0.0,
-        credit_waits: 0.0,
-        router_mib_s: 0.0,
-    };
-    let mut files = Files::new();
-    let started = SystemTime::now();
-    let until = deadline.map(|d| std::time::Instant::now() + d);
-    let (write, written) = phase::write(&job, 0, stamp, until, Progress::Silent).await?;
-    let write = seen(Direction::Write, started, &write.result);
-    let written = Arc::new(written);
-    for task in 0..tasks {
-        files.insert(job.params.file_of(task, 0), Arc::clone(&written));
-    }
-    tokio::time::sleep(pause).await;
-    let started = SystemTime::now();
-    let until = deadline.map(|d| std::time::Instant::now() + d);
-    let read = phase::read(&job, 0, &files, until, Progress::Silent).await?;
-    let read = seen(Direction::Read, started, &read.result);
-    phase::remove(&job, 0, &mut files).await?;
-    tokio::time::sleep(pause).await;
-    Ok(vec![write, read])
+    let phases = phase::write_then_read(clients, params, tasks, deadline, stamp, pause).await?;
+    Ok([Direction::Write, Direction::Read]
+        .into_iter()
+        .zip(phases)
+        .map(|(direction, p)| PhaseSeen {
+            direction,
+            start_epoch: epoch(p.start),
+            end_epoch: epoch(p.end),
+            bytes: p.result.bytes,
+            bandwidth_mib_s: p.result.bw_mib_s(),
+            intervals: 0,
+            congestion: 0.0,
+            credit_waits: 0.0,
+            router_mib_s: 0.0,
+        })
+        .collect())
 }
 
 async fn load_series(
