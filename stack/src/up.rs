@@ -234,6 +234,11 @@ fn no_client_to_mount(stack: &Stack) -> StackError {
 /// Runs `iopath node`: one node of a resolved stack file, until its standard input closes,
 /// SIGTERM, or an admin's shutdown.
 pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
+    // The listening sockets the launcher picked and kept for this node, if it handed any over.
+    iopath_fabric::lnd::tcp::adopt_handed_over().map_err(|e| StackError::Process {
+        node: args.name.clone(),
+        why: format!("take the listening sockets handed over: {e}"),
+    })?;
     let stack = Stack::load(&args.stack)?;
     let index = stack
         .node_index(&args.name)

@@ -93,6 +93,99 @@ pub struct TcpLnd {
     stop: watch::Sender<bool>,
 }
 
+/// Listeners bound before their node starts, by address: whoever picked a node's port keeps it
+/// bound and hands the socket over ([`adopt`], [`hand_over`]), so that nothing else on the
+/// machine can take the port between the choice and the node's start.
+static ADOPTED: Mutex<std::collections::BTreeMap<SocketAddr, std::net::TcpListener>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+/// The environment variable through which a launcher names the listening sockets a child
+/// process inherits: `ADDR=FD` pairs, comma-separated.
+pub const HANDED_OVER_ENV: &str = "IOPATH_LISTEN_FDS";
+
+/// Keeps `listener` for the [`BoundTcp::bind`] of its address in this process.
+pub fn adopt(listener: std::net::TcpListener) -> std::io::Result<SocketAddr> {
+    let addr = listener.local_addr()?;
+    ADOPTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(addr, listener);
+    Ok(addr)
+}
+
+/// Lets the process `command` starts inherit `listeners`, named in [`HANDED_OVER_ENV`]; it
+/// takes them with [`adopt_handed_over`]. The caller closes its own copies once the process
+/// has started.
+pub fn hand_over(command: &mut tokio::process::Command, listeners: &[std::net::TcpListener]) {
+    use std::os::fd::AsRawFd;
+    let pairs: Vec<(SocketAddr, i32)> = listeners
+        .iter()
+        .filter_map(|l| Some((l.local_addr().ok()?, l.as_raw_fd())))
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    let named: Vec<String> = pairs.iter().map(|(a, fd)| format!("{a}={fd}")).collect();
+    command.env(HANDED_OVER_ENV, named.join(","));
+    let fds: Vec<i32> = pairs.iter().map(|&(_, fd)| fd).collect();
+    // SAFETY: the closure runs in the child between fork and exec, and calls only fcntl, which
+    // is async-signal-safe, on descriptors the parent holds open for the duration of the spawn.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &fds {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Adopts the listening sockets this process inherited through [`HANDED_OVER_ENV`] (a node
+/// process started by a stack); returns how many. Each must be a listening TCP socket bound to
+/// the address it is named with.
+pub fn adopt_handed_over() -> Result<usize, FabricError> {
+    use std::os::fd::FromRawFd;
+    static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let Ok(text) = std::env::var(HANDED_OVER_ENV) else {
+        return Ok(0);
+    };
+    // Once: the descriptors are owned by whoever takes them first.
+    if TAKEN.swap(true, Ordering::AcqRel) {
+        return Ok(0);
+    }
+    let bad = |why: String| FabricError::Io(format!("{HANDED_OVER_ENV}={text:?}: {why}"));
+    let mut count = 0;
+    for pair in text.split(',').filter(|p| !p.is_empty()) {
+        let (addr, fd) = pair
+            .split_once('=')
+            .ok_or_else(|| bad(format!("{pair:?} is not ADDR=FD")))?;
+        let addr: SocketAddr = addr.parse().map_err(|e| bad(format!("{addr}: {e}")))?;
+        let fd: i32 = fd.parse().map_err(|e| bad(format!("{fd}: {e}")))?;
+        if fd < 3 {
+            return Err(bad(format!("{fd} is a standard stream, not a socket")));
+        }
+        // SAFETY: the launcher handed this descriptor over for this process to own. It is not
+        // closed (ManuallyDrop) unless it proves to be a socket bound to `addr`.
+        let listener =
+            std::mem::ManuallyDrop::new(unsafe { std::net::TcpListener::from_raw_fd(fd) });
+        match listener.local_addr() {
+            Ok(bound) if bound == addr => {}
+            Ok(bound) => {
+                return Err(bad(format!(
+                    "descriptor {fd} is bound to {bound}, not {addr}"
+                )));
+            }
+            Err(e) => return Err(bad(format!("descriptor {fd} is not a bound socket: {e}"))),
+        }
+        adopt(std::mem::ManuallyDrop::into_inner(listener)).map_err(|e| bad(e.to_string()))?;
+        count += 1;
+    }
+    Ok(count)
+}
+
 /// A bound listener, waiting for the node that will receive from it.
 #[derive(Debug)]
 pub struct BoundTcp {
@@ -101,15 +194,28 @@ pub struct BoundTcp {
 }
 
 impl BoundTcp {
-    /// Binds `nid`'s address. Port 0 picks a free port; [`BoundTcp::nid`] then says which.
+    /// Binds `nid`'s address — or takes the listener already bound there and handed over
+    /// with [`adopt`]. Port 0 picks a free port; [`BoundTcp::nid`] then says which.
     pub async fn bind(nid: Nid) -> Result<BoundTcp, FabricError> {
         let addr = nid.socket_addr().ok_or_else(|| FabricError::BadNid {
             text: nid.to_string(),
             why: "a TCP interface needs an ip:port address".into(),
         })?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|e| FabricError::Io(format!("cannot listen on {addr}: {e}")))?;
+        let adopted = ADOPTED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&addr);
+        let listener = match adopted {
+            Some(listener) => listener
+                .set_nonblocking(true)
+                .and_then(|()| TcpListener::from_std(listener))
+                .map_err(|e| {
+                    FabricError::Io(format!("listen on the socket handed over for {addr}: {e}"))
+                })?,
+            None => TcpListener::bind(addr)
+                .await
+                .map_err(|e| FabricError::Io(format!("cannot listen on {addr}: {e}")))?,
+        };
         let bound = listener.local_addr()?;
         Ok(BoundTcp {
             listener,
@@ -524,4 +630,21 @@ async fn write_batch(
         write.write_all_buf(gather).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_handed_over_listener_is_the_one_the_node_listens_on() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = adopt(held).unwrap();
+        // The adopted socket still holds the port: a fresh bind would fail.
+        assert!(std::net::TcpListener::bind(addr).is_err());
+        let bound = BoundTcp::bind(Nid::tcp(addr, 0)).await.unwrap();
+        assert_eq!(bound.nid().socket_addr(), Some(addr));
+        // Taken once: a second node on the address binds afresh, and finds it in use.
+        assert!(BoundTcp::bind(Nid::tcp(addr, 0)).await.is_err());
+    }
 }

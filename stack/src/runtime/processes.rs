@@ -121,15 +121,20 @@ fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// Ports chosen for a stack's nodes, still bound: a node's are let go only right before the
-/// node binds them itself, so nothing else on the machine can take them in between.
+/// Ports chosen for a stack's nodes, still bound: a node's listening sockets are handed to it
+/// as they are (inherited by its process, or adopted by the fabric in this one), so nothing
+/// else on the machine can take a port between its choice and its node's start.
 #[derive(Debug, Default)]
 pub struct HeldPorts(Vec<(String, TcpListener)>);
 
 impl HeldPorts {
-    /// Lets go of `node`'s ports, for it to bind them.
-    pub fn release(&mut self, node: &str) {
-        self.0.retain(|(name, _)| name != node);
+    /// Takes `node`'s sockets, for it to listen on.
+    pub fn take(&mut self, node: &str) -> Vec<TcpListener> {
+        let (mine, others) = std::mem::take(&mut self.0)
+            .into_iter()
+            .partition(|(name, _)| name == node);
+        self.0 = others;
+        mine.into_iter().map(|(_, listener)| listener).collect()
     }
 }
 
@@ -221,8 +226,10 @@ impl ProcessStack {
     fn spawn(&self, index: usize, launcher: &Launcher) -> Result<Pending, StackError> {
         let spec = &self.stack.nodes[index];
         let dir = self.storage.node(&spec.name);
-        self.release_ports(&spec.name);
-        let child = Command::new(&launcher.program)
+        let sockets = self.take_ports(&spec.name);
+        let mut command = Command::new(&launcher.program);
+        iopath_fabric::lnd::tcp::hand_over(&mut command, &sockets);
+        let child = command
             .args(&launcher.args)
             .arg("--stack")
             .arg(&self.stack_file)
@@ -321,11 +328,11 @@ impl ProcessStack {
         }
     }
 
-    fn release_ports(&self, node: &str) {
+    fn take_ports(&self, node: &str) -> Vec<TcpListener> {
         self.held
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .release(node);
+            .take(node)
     }
 
     /// Starts the stack's client nodes in this process, on their resolved loopback ports.
@@ -334,7 +341,10 @@ impl ProcessStack {
         for index in self.stack.nodes_of(RoleName::Client) {
             let name = &self.stack.nodes[index].name;
             let dir = self.storage.node(name);
-            self.release_ports(name);
+            for socket in self.take_ports(name) {
+                iopath_fabric::lnd::tcp::adopt(socket)
+                    .map_err(|e| StackError::system(format!("keep {name}'s port"), e))?;
+            }
             match RunningNode::start(&self.stack, index, &[], &dir).await {
                 Ok(node) => clients.push(node),
                 Err(e) => {
