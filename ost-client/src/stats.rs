@@ -8,8 +8,9 @@
 //! target, and are in no row.
 //!
 //! Counting is on the I/O path, so it is cheap: an atomic add for each gauge (requests and
-//! RPCs under way, pages waiting for an RPC slot) and one short lock per request to add to the
-//! tallies ([`OscCounters`]); nothing is allocated. The table is fixed when the node starts and
+//! RPCs under way, pages waiting for an RPC slot) and a short lock each time a request adds to
+//! the tallies ([`OscCounters`]: when a bulk RPC is sent, when it is answered, when it is
+//! done); nothing is allocated. The table is fixed when the node starts and
 //! every histogram has [`BUCKETS`](iopath_admin::lprocfs::BUCKETS) buckets, so its memory is
 //! bounded whatever the load.
 
