@@ -51,6 +51,54 @@ pub struct FyodStats {
 }
 
 impl FyodStats {
+    /// The counters as `lctl get_param fyod.stats` prints them: a line each, name then value,
+    /// as Lustre's single-value parameters read.
+    pub fn text(&self) -> String {
+        let rows: [(&str, String); 20] = [
+            ("file_system", self.file_system.to_string()),
+            ("clients_connected", self.clients_connected.to_string()),
+            ("open_files", self.open_files.to_string()),
+            (
+                "sync_calls_in_flight",
+                self.sync_calls_in_flight.to_string(),
+            ),
+            (
+                "sync_calls_in_flight_peak",
+                self.sync_calls_in_flight_peak.to_string(),
+            ),
+            (
+                "sync_calls_waiting_peak",
+                self.sync_calls_waiting_peak.to_string(),
+            ),
+            (
+                "async_calls_in_flight",
+                self.async_calls_in_flight.to_string(),
+            ),
+            (
+                "async_calls_in_flight_peak",
+                self.async_calls_in_flight_peak.to_string(),
+            ),
+            ("calls_completed", self.calls_completed.to_string()),
+            ("token_waits", self.token_waits.to_string()),
+            ("bytes_through_fyod", self.bytes_through_fyod.to_string()),
+            (
+                "ufs_buffers_in_use_peak",
+                self.ufs_buffers_in_use_peak.to_string(),
+            ),
+            ("ufs_buffers_max", self.ufs_buffers_max.to_string()),
+            ("ufs_cache_hits", self.ufs_cache_hits.to_string()),
+            ("ufs_cache_misses", self.ufs_cache_misses.to_string()),
+            ("ufs_writes_absorbed", self.ufs_writes_absorbed.to_string()),
+            ("ufs_flushes", self.ufs_flushes.to_string()),
+            ("ost_requests", self.ost_requests.to_string()),
+            ("kept_bytes", self.kept_bytes.to_string()),
+            ("pfs_writes_replayed", self.pfs_writes_replayed.to_string()),
+        ];
+        rows.iter()
+            .map(|(name, value)| format!("{name:<27} {value}\n"))
+            .collect()
+    }
+
     /// The wire form.
     pub fn to_wire(&self) -> pb::StatsReply {
         pb::StatsReply {
@@ -104,5 +152,31 @@ impl FyodStats {
             kept_bytes: wire.kept_bytes,
             pfs_writes_replayed: wire.pfs_writes_replayed,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_a_line_per_counter_name_then_value() {
+        let mut wire = pb::StatsReply {
+            file_system: pb::FileSystem::Pfs as i32,
+            ..pb::StatsReply::default()
+        };
+        wire.open_files = 3;
+        wire.kept_bytes = 1 << 20;
+        let stats = FyodStats::from_wire(&wire).unwrap();
+        let text = stats.text();
+        let lines: Vec<(&str, &str)> = text
+            .lines()
+            .map(|l| l.split_once(' ').map(|(n, v)| (n, v.trim())).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 20, "{text}");
+        assert!(lines.contains(&("file_system", "pfs")), "{text}");
+        assert!(lines.contains(&("open_files", "3")), "{text}");
+        assert!(lines.contains(&("kept_bytes", "1048576")), "{text}");
+        assert!(!text.contains('{'), "no debug dump: {text}");
     }
 }

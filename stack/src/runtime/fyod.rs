@@ -69,11 +69,7 @@ pub async fn start(
     let weak = Arc::downgrade(&service);
     tree.register(
         "fyod.stats",
-        Param::read_only(move || {
-            weak.upgrade()
-                .map(|s| format!("{:#?}\n", s.stats()))
-                .unwrap_or_default()
-        }),
+        Param::read_only(move || weak.upgrade().map(|s| s.stats().text()).unwrap_or_default()),
     )
     .map_err(|e| format!("register its parameters: {e}"))?;
     Ok(FyodRunning { service })
