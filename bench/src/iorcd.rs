@@ -187,6 +187,107 @@ pub fn bursts(series: &Series, samples_max: usize, low: f64) -> Vec<Burst> {
     found
 }
 
+/// IORCD on a running stack's nodes, driven through their admin services: what `bench iorcd`
+/// and `bench monitoring` turn on, off and read.
+#[derive(Debug)]
+pub struct Samplers {
+    /// Each sampling node's name, the NID its records name it by, and its admin client.
+    nodes: Vec<(String, String, iopath_admin::Client)>,
+}
+
+impl Samplers {
+    /// Connects to the admin service of every node of `running` whose role is in `roles`.
+    pub async fn connect(
+        running: &iopath_stack::runtime::RunningStack,
+        roles: &[iopath_stack::schema::RoleName],
+    ) -> Result<Samplers, crate::error::BenchError> {
+        let stack = running.stack();
+        let mut nodes = Vec::new();
+        for index in (0..stack.nodes.len()).filter(|&i| roles.contains(&stack.nodes[i].role.kind()))
+        {
+            let name = stack.nodes[index].name.clone();
+            let addr =
+                running
+                    .admin_addr(index)
+                    .ok_or_else(|| crate::error::BenchError::Refused {
+                        why: format!("{name} has no admin service to drive its IORCD through"),
+                    })?;
+            let admin = iopath_admin::Client::connect(addr).await?;
+            nodes.push((name, stack.nid_of(index, 0).to_string(), admin));
+        }
+        Ok(Samplers { nodes })
+    }
+
+    /// The sampling nodes' names, in stack order.
+    pub fn names(&self) -> Vec<String> {
+        self.nodes.iter().map(|(name, _, _)| name.clone()).collect()
+    }
+
+    /// Node names by the NID their records name them with.
+    pub fn names_by_nid(&self) -> BTreeMap<String, String> {
+        self.nodes
+            .iter()
+            .map(|(name, nid, _)| (nid.clone(), name.clone()))
+            .collect()
+    }
+
+    /// Off and cleared, then on at `interval`: records from now on only.
+    pub async fn start(
+        &self,
+        interval: std::time::Duration,
+    ) -> Result<(), crate::error::BenchError> {
+        for (_, _, admin) in &self.nodes {
+            admin.set_param("iorcd.interval_ms", "0").await?;
+            admin.set_param("iorcd.samples", "").await?;
+            admin
+                .set_param("iorcd.interval_ms", &interval.as_millis().to_string())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Off; the records stay.
+    pub async fn stop(&self) -> Result<(), crate::error::BenchError> {
+        for (_, _, admin) in &self.nodes {
+            admin.set_param("iorcd.interval_ms", "0").await?;
+        }
+        Ok(())
+    }
+
+    /// Every node's records so far.
+    pub async fn samples(&self) -> Result<Vec<Sample>, crate::error::BenchError> {
+        let mut all = Vec::new();
+        for (name, _, admin) in &self.nodes {
+            for value in admin.get_param("iorcd.samples").await? {
+                all.extend(
+                    parse(&value.value).map_err(|why| crate::error::BenchError::Tool {
+                        what: format!("{name}'s IORCD records: {why}"),
+                    })?,
+                );
+            }
+        }
+        Ok(all)
+    }
+}
+
+/// Checks an IORCD sampling interval a benchmark is asked for, as `--interval-ms`.
+pub fn check_interval(interval: std::time::Duration) -> Result<(), crate::error::BenchError> {
+    let ms = interval.as_millis() as u64;
+    if (iopath_fabric::iorcd::INTERVAL_MIN_MS..=INTERVAL_MAX_MS).contains(&ms) {
+        return Ok(());
+    }
+    Err(crate::error::BenchError::BadOption {
+        option: "--interval-ms".into(),
+        why: format!(
+            "{ms}: use {} to {INTERVAL_MAX_MS} (the paper's 30 s window would make a run take minutes)",
+            iopath_fabric::iorcd::INTERVAL_MIN_MS
+        ),
+    })
+}
+
+/// The longest sampling interval a benchmark takes, milliseconds.
+pub const INTERVAL_MAX_MS: u64 = 60_000;
+
 /// Most records `iopath iorcd analyze` reads (a day at a 1 s interval on 20 routers' networks).
 pub const RECORDS_MAX: usize = 4_000_000;
 /// Largest records file it reads: its most records at about 400 bytes each.

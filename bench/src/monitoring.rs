@@ -29,9 +29,9 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::BenchError;
-use crate::ior::IorOptions;
 use crate::ior::params::IorParams;
-use crate::ior::phase::write_then_read;
+use crate::ior::phase::{self, write_then_read};
+use crate::iorcd::Samplers;
 
 /// The bound: monitoring may cost at most this fraction of the plain runs' bandwidth.
 pub const COST_MAX_FRACTION: f64 = 0.03;
@@ -242,16 +242,7 @@ fn check(config: &MonitoringConfig) -> Result<(), BenchError> {
     if !(Duration::from_secs(1)..=Duration::from_secs(600)).contains(&config.phase) {
         return bad("--seconds", "each phase lasts 1 to 600 seconds".into());
     }
-    let ms = config.interval.as_millis() as u64;
-    if !(iopath_fabric::iorcd::INTERVAL_MIN_MS..=60_000).contains(&ms) {
-        return bad(
-            "--interval-ms",
-            format!(
-                "{ms}: use {} to 60000",
-                iopath_fabric::iorcd::INTERVAL_MIN_MS
-            ),
-        );
-    }
+    crate::iorcd::check_interval(config.interval)?;
     if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&config.scrape_every) {
         return bad("--scrape-ms", "use 100 to 60000".into());
     }
@@ -271,20 +262,8 @@ const FREE_SPACE_SHARE: f64 = 0.5;
 fn params(config: &MonitoringConfig, free_bytes: u64) -> Result<IorParams, BenchError> {
     let transfer = config.transfer_bytes.max(1);
     let room = (free_bytes as f64 * FREE_SPACE_SHARE) as u64 / u64::from(config.tasks.max(1));
-    let block = ((64u64 << 30).min(room) / transfer).max(1) * transfer;
-    let options = IorOptions {
-        tasks: Some(config.tasks),
-        block_size_bytes: block,
-        transfer_size_bytes: config.transfer_bytes,
-        file_per_proc: true,
-        test_file: "/monitoring/testFile".into(),
-        api: "sync".into(),
-        ..IorOptions::default()
-    };
-    let mut params = IorParams::from_options(&options, 0)?;
-    params.write = true;
-    params.read = true;
-    Ok(params)
+    let block = (phase::stonewalled_block(transfer).min(room) / transfer).max(1) * transfer;
+    phase::write_read_params(config.tasks, block, transfer, "/monitoring/testFile")
 }
 
 async fn measure(
@@ -293,23 +272,7 @@ async fn measure(
     say: &mut dyn FnMut(&str),
 ) -> Result<MonitoringReport, BenchError> {
     let stack = running.stack().clone();
-    let mut samplers = Vec::new();
-    let mut sampler_names = Vec::new();
-    for index in (0..stack.nodes.len()).filter(|&i| {
-        matches!(
-            stack.nodes[i].role.kind(),
-            RoleName::Router | RoleName::Fyod
-        )
-    }) {
-        let name = &stack.nodes[index].name;
-        let addr = running
-            .admin_addr(index)
-            .ok_or_else(|| BenchError::Refused {
-                why: format!("{name} has no admin service to set IORCD's interval on"),
-            })?;
-        samplers.push(iopath_admin::Client::connect(addr).await?);
-        sampler_names.push(name.clone());
-    }
+    let samplers = Samplers::connect(running, &[RoleName::Router, RoleName::Fyod]).await?;
     let mut targets = Vec::new();
     let mut scraped = Vec::new();
     for index in 0..stack.nodes.len() {
@@ -349,7 +312,7 @@ async fn measure(
     let holds = overhead.iter().all(|o| o.verdict == Verdict::Holds);
     Ok(MonitoringReport {
         stack: stack.name.clone(),
-        samplers: sampler_names,
+        samplers: samplers.names(),
         scraped,
         interval_s: config.interval.as_secs_f64(),
         scrape_every_s: config.scrape_every.as_secs_f64(),
@@ -430,12 +393,12 @@ fn overhead(runs: &[MonitoringRun], direction: &'static str, write: bool) -> Ove
 async fn rounds(
     config: &MonitoringConfig,
     clients: &[Client],
-    samplers: &[iopath_admin::Client],
+    samplers: &Samplers,
     targets: &[std::net::SocketAddr],
     free_bytes: u64,
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<MonitoringRun>, BenchError> {
-    sample_every(samplers, None).await?;
+    samplers.stop().await?;
     // A plain run first, not counted: the first run after a start pays for cold caches and
     // connections, which would read as the monitored run's gain.
     say("warming up: a plain run, not counted");
@@ -458,7 +421,7 @@ async fn rounds(
         for monitored in order {
             let params = params(config, free_bytes)?;
             if monitored {
-                sample_every(samplers, Some(config.interval)).await?;
+                samplers.start(config.interval).await?;
             }
             // Stopped at the end of the run, or aborted when dropped on an early return.
             let scraper = monitored.then(|| Scraper::start(targets.to_vec(), config.scrape_every));
@@ -477,9 +440,9 @@ async fn rounds(
                 None => ScrapeTally::default(),
             };
             let records = if monitored {
-                let taken = records(samplers).await;
-                sample_every(samplers, None).await?;
-                taken?
+                let taken = samplers.samples().await;
+                samplers.stop().await?;
+                taken?.len()
             } else {
                 0
             };
@@ -510,38 +473,6 @@ async fn rounds(
         }
     }
     Ok(runs)
-}
-
-/// Sets every sampler's IORCD interval (`None`: off), clearing their records when turning on.
-async fn sample_every(
-    samplers: &[iopath_admin::Client],
-    interval: Option<Duration>,
-) -> Result<(), BenchError> {
-    for admin in samplers {
-        match interval {
-            Some(every) => {
-                admin.set_param("iorcd.samples", "").await?;
-                admin
-                    .set_param("iorcd.interval_ms", &every.as_millis().to_string())
-                    .await?;
-            }
-            None => {
-                admin.set_param("iorcd.interval_ms", "0").await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The records every sampler holds.
-async fn records(samplers: &[iopath_admin::Client]) -> Result<usize, BenchError> {
-    let mut count = 0;
-    for admin in samplers {
-        for value in admin.get_param("iorcd.samples").await? {
-            count += value.value.lines().filter(|l| !l.trim().is_empty()).count();
-        }
-    }
-    Ok(count)
 }
 
 /// What a scraper did.

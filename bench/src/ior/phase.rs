@@ -889,6 +889,36 @@ mod tests {
     }
 }
 
+/// IOR's options for a [`write_then_read`] run: `tasks` tasks, a file each under `test_file`,
+/// each `block` bytes in `transfer`-byte blocking calls (IOR's `-F -w -r -a POSIX`).
+pub fn write_read_params(
+    tasks: u32,
+    block: u64,
+    transfer: u64,
+    test_file: &str,
+) -> Result<IorParams, BenchError> {
+    let options = super::IorOptions {
+        tasks: Some(tasks),
+        block_size_bytes: block,
+        transfer_size_bytes: transfer,
+        file_per_proc: true,
+        test_file: test_file.into(),
+        api: "sync".into(),
+        ..super::IorOptions::default()
+    };
+    let mut params = IorParams::from_options(&options, 0)?;
+    params.write = true;
+    params.read = true;
+    Ok(params)
+}
+
+/// A block no task finishes before a phase's deadline stops it (IOR's stonewalling): 64 GiB
+/// in whole transfers.
+pub fn stonewalled_block(transfer: u64) -> u64 {
+    let transfer = transfer.max(1);
+    ((64u64 << 30) / transfer).max(1) * transfer
+}
+
 /// One phase of [`write_then_read`], with when it ran.
 #[derive(Debug, Clone)]
 pub struct TimedPhase {

@@ -33,9 +33,8 @@ use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{NetworkLink, OstDisk, Role, RoleName, Stack};
 use serde::Serialize;
 
-use super::{Burst, Direction, Point, bursts, pearson, series};
+use super::{Burst, Direction, Point, Samplers, bursts, pearson, series};
 use crate::error::BenchError;
-use crate::ior::IorOptions;
 use crate::ior::params::IorParams;
 use crate::ior::phase;
 
@@ -354,59 +353,12 @@ pub async fn run(
             return Err(e);
         }
     };
-    let healthy_samples = healthy.samples().await;
-    let healthy_names = healthy.router_names.clone();
+    let healthy_samples = healthy.routers.samples().await;
+    let healthy_names = healthy.routers.names_by_nid();
     let storage_nets = healthy.storage_nets.clone();
     healthy.stop().await?;
     let (healthy_runs, (per_task, healthy_mib_s)) = healthy_rule?;
     let healthy_samples = healthy_samples?;
-
-    // The same short runs on the stack impeded, then starved.
-    if !(healthy_mib_s.is_finite() && healthy_mib_s > 0.0) {
-        return Err(BenchError::Tool {
-            what: format!(
-                "the healthy run of {} tasks moved no data ({healthy_mib_s} MiB/s): there is no rate to impede the storage to",
-                config.degraded_tasks
-            ),
-        });
-    }
-    let impeded_disk = impeded_disk(config, &stack, healthy_mib_s);
-    let mut watched_runs = vec![RunsOf {
-        runs: healthy_runs,
-        samples: healthy_samples.clone(),
-        names: healthy_names,
-    }];
-    for condition in [Condition::ImpededStorage, Condition::StarvedRouters] {
-        let (changed, how) = match condition {
-            Condition::ImpededStorage => (
-                impede(&stack, impeded_disk),
-                format!(
-                    "its storage impeded: each of its {} targets' disks at {:.1} MB/s modeled ({:.1}% of the healthy rate together)",
-                    impeded_disk.targets,
-                    impeded_disk.bandwidth_bytes_s as f64 / 1e6,
-                    config.impeded_fraction * 100.0
-                ),
-            ),
-            _ => (
-                starve(&stack, config),
-                format!(
-                    "its routers starved: large_router_buffers = {}, peer_buffer_credits = {}",
-                    config.starved_large_buffers, config.starved_peer_credits
-                ),
-            ),
-        };
-        say(&format!("starting {} again with {how}", stack.name));
-        let watched = Watched::start(changed, &parent, launcher, config.interval).await?;
-        let runs = rule_runs(config, &watched, per_task, condition, say).await;
-        let samples = watched.samples().await;
-        let names = watched.router_names.clone();
-        watched.stop().await?;
-        watched_runs.push(RunsOf {
-            runs: runs?,
-            samples: samples?,
-            names,
-        });
-    }
 
     // The load series: each phase's congestion from the intervals inside it.
     let healthy_series = series(&healthy_samples, &storage_nets);
@@ -439,6 +391,56 @@ pub async fn run(
         })
         .collect();
 
+    // The same short runs on the stack impeded, then starved.
+    if !(healthy_mib_s.is_finite() && healthy_mib_s > 0.0) {
+        return Err(BenchError::Tool {
+            what: format!(
+                "the healthy run of {} tasks moved no data ({healthy_mib_s} MiB/s): there is no rate to impede the storage to",
+                config.degraded_tasks
+            ),
+        });
+    }
+    let impeded_disk = impeded_disk(config, &stack, healthy_mib_s);
+    let mut watched_runs = vec![RunsOf {
+        runs: healthy_runs,
+        samples: healthy_samples,
+        series: healthy_series,
+        names: healthy_names,
+    }];
+    for condition in [Condition::ImpededStorage, Condition::StarvedRouters] {
+        let (changed, how) = match condition {
+            Condition::ImpededStorage => (
+                impede(&stack, impeded_disk),
+                format!(
+                    "its storage impeded: each of its {} targets' disks at {:.1} MB/s modeled ({:.1}% of the healthy rate together)",
+                    impeded_disk.targets,
+                    impeded_disk.bandwidth_bytes_s as f64 / 1e6,
+                    config.impeded_fraction * 100.0
+                ),
+            ),
+            _ => (
+                starve(&stack, config),
+                format!(
+                    "its routers starved: large_router_buffers = {}, peer_buffer_credits = {}",
+                    config.starved_large_buffers, config.starved_peer_credits
+                ),
+            ),
+        };
+        say(&format!("starting {} again with {how}", stack.name));
+        let watched = Watched::start(changed, &parent, launcher, config.interval).await?;
+        let runs = rule_runs(config, &watched, per_task, condition, say).await;
+        let samples = watched.routers.samples().await;
+        let names = watched.routers.names_by_nid();
+        watched.stop().await?;
+        let samples = samples?;
+        watched_runs.push(RunsOf {
+            runs: runs?,
+            series: series(&samples, &storage_nets),
+            samples,
+            names,
+        });
+    }
+
     // The rule, over the records of every condition's runs together (as an operator's log of
     // one application's runs), each burst given to the run whose time it falls in.
     let rule_samples: Vec<Sample> = watched_runs
@@ -457,10 +459,10 @@ pub async fn run(
     );
     let mut rule_runs = Vec::new();
     for w in watched_runs {
-        let seen = series(&w.samples, &storage_nets);
+        let seen = &w.series;
         for mut run in w.runs {
             for phase in &mut run.phases {
-                seen_in(phase, &seen);
+                seen_in(phase, seen);
             }
             run.bursts = found
                 .iter()
@@ -471,7 +473,7 @@ pub async fn run(
                 })
                 .collect();
             run.flagged = run.bursts.iter().any(|b| b.burst.degraded);
-            run.write_timeline = timeline(&run, &seen, config.interval.as_secs_f64());
+            run.write_timeline = timeline(&run, seen, config.interval.as_secs_f64());
             rule_runs.push(run);
         }
     }
@@ -521,16 +523,7 @@ fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
             why,
         })
     };
-    let ms = config.interval.as_millis() as u64;
-    if !(iopath_fabric::iorcd::INTERVAL_MIN_MS..=60_000).contains(&ms) {
-        return bad(
-            "--interval-ms",
-            format!(
-                "{ms}: use {} to 60000 (the paper's 30 s window would make one run take minutes)",
-                iopath_fabric::iorcd::INTERVAL_MIN_MS
-            ),
-        );
-    }
+    super::check_interval(config.interval)?;
     if config.loads.len() < 3 || config.loads.iter().any(|&t| t == 0 || t > 1024) {
         return bad(
             "--loads",
@@ -579,10 +572,7 @@ fn check(config: &ExperimentConfig) -> Result<(), BenchError> {
 struct Watched {
     running: RunningStack,
     clients: Vec<Client>,
-    /// Each router's admin client, by its NID as the records name it.
-    admins: Vec<iopath_admin::Client>,
-    /// Router node names by the NID the records name them with.
-    router_names: BTreeMap<String, String>,
+    routers: Samplers,
     storage_nets: Vec<String>,
 }
 
@@ -609,32 +599,12 @@ impl Watched {
         interval: Duration,
     ) -> Result<Watched, (RunningStack, BenchError)> {
         let stack = running.stack().clone();
-        let mut admins = Vec::new();
-        let mut router_names = BTreeMap::new();
-        for index in stack.nodes_of(RoleName::Router) {
-            let Some(addr) = running.admin_addr(index) else {
-                let why = format!("router {} has no admin service", stack.nodes[index].name);
-                return Err((running, BenchError::Refused { why }));
-            };
-            let admin = match iopath_admin::Client::connect(addr).await {
-                Ok(a) => a,
-                Err(e) => return Err((running, e.into())),
-            };
-            // Off and cleared, then on at the interval: records from now on only.
-            for (key, value) in [
-                ("iorcd.interval_ms", "0".to_owned()),
-                ("iorcd.samples", String::new()),
-                ("iorcd.interval_ms", interval.as_millis().to_string()),
-            ] {
-                if let Err(e) = admin.set_param(key, &value).await {
-                    return Err((running, e.into()));
-                }
-            }
-            router_names.insert(
-                stack.nid_of(index, 0).to_string(),
-                stack.nodes[index].name.clone(),
-            );
-            admins.push(admin);
+        let routers = match Samplers::connect(&running, &[RoleName::Router]).await {
+            Ok(r) => r,
+            Err(e) => return Err((running, e)),
+        };
+        if let Err(e) = routers.start(interval).await {
+            return Err((running, e));
         }
         let mut storage_nets: Vec<String> = stack
             .nodes_of(RoleName::Oss)
@@ -654,23 +624,9 @@ impl Watched {
         Ok(Watched {
             running,
             clients,
-            admins,
-            router_names,
+            routers,
             storage_nets,
         })
-    }
-
-    /// Every router's records so far.
-    async fn samples(&self) -> Result<Vec<Sample>, BenchError> {
-        let mut all = Vec::new();
-        for admin in &self.admins {
-            for value in admin.get_param("iorcd.samples").await? {
-                all.extend(super::parse(&value.value).map_err(|why| BenchError::Tool {
-                    what: format!("{}'s IORCD records: {why}", admin.addr()),
-                })?);
-            }
-        }
-        Ok(all)
     }
 
     async fn stop(self) -> Result<(), BenchError> {
@@ -683,19 +639,7 @@ impl Watched {
 /// IOR's options for one run: a file per task, `tasks` tasks, each `block` bytes in the
 /// experiment's transfers.
 fn params(config: &ExperimentConfig, tasks: u32, block: u64) -> Result<IorParams, BenchError> {
-    let options = IorOptions {
-        tasks: Some(tasks),
-        block_size_bytes: block,
-        transfer_size_bytes: config.transfer_bytes,
-        file_per_proc: true,
-        test_file: "/iorcd/testFile".into(),
-        api: "sync".into(),
-        ..IorOptions::default()
-    };
-    let mut params = IorParams::from_options(&options, 0)?;
-    params.write = true;
-    params.read = true;
-    Ok(params)
+    phase::write_read_params(tasks, block, config.transfer_bytes, "/iorcd/testFile")
 }
 
 /// Long enough for the routers to sample an idle interval: bursts apart.
@@ -714,17 +658,9 @@ fn epoch(t: SystemTime) -> f64 {
         .as_secs_f64()
 }
 
-/// [`phase::write_then_read`], each phase as IORCD's experiment records it.
-async fn write_read(
-    clients: &[Client],
-    params: IorParams,
-    tasks: u32,
-    deadline: Option<Duration>,
-    stamp: u32,
-    pause: Duration,
-) -> Result<Vec<PhaseSeen>, BenchError> {
-    let phases = phase::write_then_read(clients, params, tasks, deadline, stamp, pause).await?;
-    Ok([Direction::Write, Direction::Read]
+/// A write-then-read run's two phases as the experiment records them.
+fn seen(phases: [phase::TimedPhase; 2]) -> Vec<PhaseSeen> {
+    [Direction::Write, Direction::Read]
         .into_iter()
         .zip(phases)
         .map(|(direction, p)| PhaseSeen {
@@ -738,7 +674,7 @@ async fn write_read(
             credit_waits: 0.0,
             router_mib_s: 0.0,
         })
-        .collect())
+        .collect()
 }
 
 async fn load_series(
@@ -747,13 +683,12 @@ async fn load_series(
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<LoadRun>, BenchError> {
     let phase_time = config.interval * config.windows;
-    // Blocks no task finishes before the deadline stops it (IOR's stonewalling).
-    let block = (64u64 << 30) / config.transfer_bytes * config.transfer_bytes;
+    let block = phase::stonewalled_block(config.transfer_bytes);
     idle(config).await;
     let mut runs = Vec::new();
     for (k, &tasks) in config.loads.iter().enumerate() {
         let params = params(config, tasks, block)?;
-        let phases = write_read(
+        let phases = phase::write_then_read(
             &watched.clients,
             params,
             tasks,
@@ -761,7 +696,8 @@ async fn load_series(
             k as u32 + 1,
             idle_time(config),
         )
-        .await?;
+        .await
+        .map(seen)?;
         say(&format!(
             "load {:>2}/{}: {tasks:>4} tasks  write {:>8.1} MiB/s  read {:>8.1} MiB/s",
             k + 1,
@@ -782,6 +718,8 @@ async fn load_series(
 struct RunsOf {
     runs: Vec<RuleRun>,
     samples: Vec<Sample>,
+    /// The samples' series, once.
+    series: super::Series,
     /// Router node names by the NID the records name them with.
     names: BTreeMap<String, String>,
 }
@@ -815,7 +753,7 @@ async fn rule_runs(
     let mut runs = Vec::new();
     for k in 0..config.repeats {
         let params = params(config, config.degraded_tasks, per_task)?;
-        let phases = write_read(
+        let phases = phase::write_then_read(
             &watched.clients,
             params,
             config.degraded_tasks,
@@ -823,7 +761,8 @@ async fn rule_runs(
             100 + k,
             idle_time(config),
         )
-        .await?;
+        .await
+        .map(seen)?;
         say(&format!(
             "{kind} {}: write {:.3} s ({:.1} MiB/s), read {:.3} s",
             k + 1,
