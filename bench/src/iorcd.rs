@@ -187,6 +187,10 @@ pub fn bursts(series: &Series, samples_max: usize, low: f64) -> Vec<Burst> {
     found
 }
 
+/// The stack `bench iorcd` and `bench monitoring` run on unless told otherwise: routers to
+/// watch between the compute and the storage networks.
+pub const ROUTED_PRESET: &str = "spider-mini-routed";
+
 /// IORCD on a running stack's nodes, driven through their admin services: what `bench iorcd`
 /// and `bench monitoring` turn on, off and read.
 #[derive(Debug)]

@@ -67,7 +67,7 @@ impl Default for MonitoringConfig {
     fn default() -> Self {
         MonitoringConfig {
             choice: StackChoice {
-                preset: Some("spider-mini-routed".into()),
+                preset: Some(crate::iorcd::ROUTED_PRESET.into()),
                 ..StackChoice::default()
             },
             tasks: 8,

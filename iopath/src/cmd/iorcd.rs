@@ -162,13 +162,8 @@ pub struct ExperimentArgs {
 /// Runs `iopath bench iorcd`.
 pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
     use iorcd::experiment::{self, ExperimentConfig};
-    let defaults = ExperimentConfig::default();
-    let mut choice: iopath_stack::StackChoice = args.stack.into();
-    if choice.preset.is_none() && choice.stack.is_none() {
-        choice.preset = defaults.choice.preset.clone();
-    }
     let config = ExperimentConfig {
-        choice,
+        choice: args.stack.or_preset(iorcd::ROUTED_PRESET),
         loads: args.loads,
         interval: std::time::Duration::from_millis(args.interval_ms),
         windows: args.windows,
@@ -180,7 +175,7 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
         starved_peer_credits: args.starved_peer_credits,
         model: !args.unmodeled,
         dir: args.dir,
-        ..defaults
+        ..ExperimentConfig::default()
     };
     if let Some(dir) = &args.svg {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
@@ -245,13 +240,8 @@ pub struct MonitoringArgs {
 /// Runs `iopath bench monitoring`.
 pub async fn monitoring(args: MonitoringArgs) -> anyhow::Result<()> {
     use iopath_bench::monitoring::{self, MonitoringConfig};
-    let defaults = MonitoringConfig::default();
-    let mut choice: iopath_stack::StackChoice = args.stack.into();
-    if choice.preset.is_none() && choice.stack.is_none() {
-        choice.preset = defaults.choice.preset.clone();
-    }
     let config = MonitoringConfig {
-        choice,
+        choice: args.stack.or_preset(iorcd::ROUTED_PRESET),
         tasks: args.tasks,
         phase: std::time::Duration::from_secs(args.seconds),
         transfer_bytes: args.transfer_size,

@@ -138,10 +138,7 @@ pub struct BenchMountArgs {
 /// Runs `iopath bench mount`: progress on standard error, the table (or JSON) on standard
 /// output.
 pub async fn bench(args: BenchMountArgs) -> anyhow::Result<()> {
-    let mut choice: iopath_stack::StackChoice = args.choice.into();
-    if choice.preset.is_none() && choice.stack.is_none() {
-        choice.preset = Some("spider-mini".to_owned());
-    }
+    let choice = args.choice.or_preset("spider-mini");
     let options = iopath_bench::mount::MountOptions {
         choice,
         jobs: args.jobs,

@@ -26,6 +26,17 @@ pub struct StackArgs {
     route_set: Option<String>,
 }
 
+impl StackArgs {
+    /// The stack asked for, or preset `default` when neither `--preset` nor `--stack` is.
+    pub fn or_preset(self, default: &str) -> StackChoice {
+        let mut choice = StackChoice::from(self);
+        if choice.preset.is_none() && choice.stack.is_none() {
+            choice.preset = Some(default.to_owned());
+        }
+        choice
+    }
+}
+
 impl From<StackArgs> for StackChoice {
     fn from(args: StackArgs) -> StackChoice {
         StackChoice {

@@ -121,11 +121,7 @@ impl RunningStack {
     pub fn admin_addr(&self, index: usize) -> Option<std::net::SocketAddr> {
         match self {
             RunningStack::Embedded(e) => e.admin_addr(index),
-            RunningStack::Processes { servers, .. } => servers
-                .children()
-                .iter()
-                .find(|c| c.index == index)
-                .map(|c| c.admin),
+            RunningStack::Processes { servers, .. } => servers.child(index).map(|c| c.admin),
         }
     }
 
@@ -134,11 +130,7 @@ impl RunningStack {
     pub fn metrics_addr(&self, index: usize) -> Option<std::net::SocketAddr> {
         match self {
             RunningStack::Embedded(e) => e.metrics_addr(index),
-            RunningStack::Processes { servers, .. } => servers
-                .children()
-                .iter()
-                .find(|c| c.index == index)
-                .and_then(|c| c.metrics),
+            RunningStack::Processes { servers, .. } => servers.child(index).and_then(|c| c.metrics),
         }
     }
 

@@ -269,6 +269,11 @@ impl ProcessStack {
         &self.children
     }
 
+    /// The process of stack node `index`, if it has one running.
+    pub fn child(&self, index: usize) -> Option<&ChildNode> {
+        self.children.iter().find(|c| c.index == index)
+    }
+
     /// Where the nodes keep their state.
     pub fn storage(&self) -> &StorageDir {
         &self.storage
