@@ -133,19 +133,7 @@ fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
         "{text}"
     );
     // lctl: the storage server's parameters, named after its targets.
-    let lctl = |args: &[&str]| {
-        let out = common::iopath()
-            .args(["lctl", "--admin", stack.admin("oss1")])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "lctl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let lctl = |args: &[&str]| common::lctl(stack.admin("oss1"), args);
     assert_eq!(
         lctl(&["get_param", "-N", "obdfilter.*.sync_journal"]),
         "obdfilter.scratch-OST0001.sync_journal\nobdfilter.scratch-OST0003.sync_journal\n"

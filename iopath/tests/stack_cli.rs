@@ -185,19 +185,7 @@ fn lctl_reads_and_clears_the_osc_files_of_an_up_stacks_client_node() {
         }
     }
     let admin = c0_admin.expect("up printed c0 with its admin address");
-    let lctl = |args: &[&str]| {
-        let out = iopath()
-            .args(["lctl", "--admin", &admin])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "lctl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let lctl = |args: &[&str]| common::lctl(&admin, args);
     let rpc_stats = lctl(&["get_param", "osc.*.rpc_stats"]);
     for target in 0..4 {
         assert!(

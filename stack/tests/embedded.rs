@@ -1,6 +1,8 @@
 //! A whole stack in one process: it starts, a client writes and reads back through it, and it
 //! stops cleanly.
 
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
 use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::preset;
@@ -118,28 +120,12 @@ async fn a_modeled_disk_holds_each_write_for_its_modeled_time() {
         }
     }
     assert!(stack.modeled().contains("a disk under each target"));
-    let storage = StorageDir::temporary("test-disk-model", None).unwrap();
-    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
-    let c0 = running
-        .nodes()
-        .into_iter()
-        .find(|n| n.role == RoleName::Client)
-        .unwrap();
-    let config = iopath_stack::runtime::client_config(running.stack(), c0);
-    let client = iopath_client::Client::connect(config).await.unwrap();
-    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
     // Within the first 1 MiB stripe: one target's disk transfers 256 KiB, a quarter second.
-    let data = Bytes::from(vec![7u8; 256 << 10]);
-    let started = std::time::Instant::now();
-    file.write_at(0, data.clone()).await.unwrap();
-    let took = started.elapsed();
+    let took = timed_write(stack, 256 << 10).await;
     assert!(
         took >= std::time::Duration::from_millis(250),
         "the disks' modeled time bounds the write from below: {took:?}"
     );
-    assert_eq!(file.read_at(0, data.len() as u64).await.unwrap(), data);
-    file.close().await.unwrap();
-    running.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,24 +143,30 @@ async fn a_clients_nic_rate_holds_its_writes_to_that_rate() {
         "{}",
         stack.modeled()
     );
-    let storage = StorageDir::temporary("test-nic", None).unwrap();
-    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
-    let c0 = running
-        .nodes()
-        .into_iter()
-        .find(|n| n.role == RoleName::Client)
-        .unwrap();
-    let config = iopath_stack::runtime::client_config(running.stack(), c0);
-    let client = iopath_client::Client::connect(config).await.unwrap();
-    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
-    let data = Bytes::from(vec![9u8; 256 << 10]);
-    let started = std::time::Instant::now();
-    file.write_at(0, data.clone()).await.unwrap();
-    let took = started.elapsed();
+    let took = timed_write(stack, 256 << 10).await;
     assert!(
         took >= std::time::Duration::from_millis(250),
         "256 KiB through a 1 MiB/s card takes a quarter second at least: {took:?}"
     );
+}
+
+/// Starts `stack` in this process, writes `bytes` into a new file from its first client node
+/// (within the first stripe), checks they read back, stops it; how long the write took.
+async fn timed_write(stack: iopath_stack::schema::Stack, bytes: usize) -> std::time::Duration {
+    use iopath_stack::runtime::{Mode, RunningStack};
+    let storage = StorageDir::temporary("test-modeled", None).unwrap();
+    let running = RunningStack::start(stack, Mode::Embedded, storage, None)
+        .await
+        .unwrap();
+    let client = running.connect(running.clients()[0]).await.unwrap();
+    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
+    let data = Bytes::from(vec![7u8; bytes]);
+    let started = std::time::Instant::now();
+    file.write_at(0, data.clone()).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(file.read_at(0, data.len() as u64).await.unwrap(), data);
     file.close().await.unwrap();
+    client.close().await.unwrap();
     running.stop().await.unwrap();
+    took
 }

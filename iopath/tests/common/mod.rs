@@ -55,6 +55,21 @@ pub fn iopath() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iopath"))
 }
 
+/// `iopath lctl --admin ADMIN ARGS...`'s standard output; panics, with its error, if it fails.
+pub fn lctl(admin: &str, args: &[&str]) -> String {
+    let out = iopath()
+        .args(["lctl", "--admin", admin])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// A stack running under `iopath up --processes`.
 pub struct Stack {
     pub up: Child,
