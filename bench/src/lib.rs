@@ -18,6 +18,9 @@
 //!   correlation with bandwidth, the paper's rule for a degraded run; and `iopath bench
 //!   iorcd`, the paper's experiment.
 //! - [`monitoring`]: `iopath bench monitoring`, what IORCD and `/metrics` scrapes cost IOR.
+//! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
+//!   every node's log of the traced frames gathered, paired and put in time order, as text,
+//!   JSON and an SVG sequence diagram.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.
@@ -40,6 +43,7 @@ pub mod mount;
 pub mod raw;
 pub mod report;
 pub mod selftest;
+pub mod trace;
 pub mod writers;
 pub use iopath_fabric::units;
 

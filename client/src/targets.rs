@@ -16,6 +16,7 @@
 //! `last_committed` covers it, and after a server restart reconnects and replays them before
 //! resending what was in flight; this layer sees only the final outcome.
 
+use iopath_fabric::trace;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,7 +293,7 @@ impl Targets {
                 Some(whole) if gather_is_whole(&io, whole.len()) => whole.clone(),
                 _ => Checksummed::from(gather(&data, &io)),
             };
-            set.spawn(async move {
+            set.spawn(trace::inherit(async move {
                 let _slot = link.slot(Rw::Write, bytes.len() as u64).await;
                 link.oss
                     .write(
@@ -304,7 +305,7 @@ impl Targets {
                     .await
                     .map(drop)
                     .map_err(|source| storage("write", object, source))
-            });
+            }));
         }
         first_failure(&mut set, "write").await?;
         Ok(length)
@@ -329,7 +330,7 @@ impl Targets {
         for io in ios {
             let object = layout.objects()[io.object_index as usize];
             let link = links[io.object_index as usize].clone();
-            set.spawn(async move {
+            set.spawn(trace::inherit(async move {
                 let _slot = link.slot(Rw::Read, io.length_bytes).await;
                 let read = link
                     .oss
@@ -342,7 +343,7 @@ impl Targets {
                     .await
                     .map_err(|source| storage("read", object, source));
                 (io, read)
-            });
+            }));
         }
         let single = set.len() == 1;
         // Zeroed when first needed: whatever the objects do not have (holes, the end) reads
@@ -397,10 +398,10 @@ impl Targets {
         let mut set = JoinSet::new();
         for (object, link) in layout.objects().iter().copied().zip(links) {
             let call = op(Arc::clone(&link.oss), object);
-            set.spawn(async move {
+            set.spawn(trace::inherit(async move {
                 let _slot = link.rpcs.acquire().await;
                 call.await.map_err(|source| storage(what, object, source))
-            });
+            }));
         }
         first_failure(&mut set, what).await
     }

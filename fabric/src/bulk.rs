@@ -26,6 +26,7 @@ use crate::error::FabricError;
 use crate::frame::{BULK_PORTAL, Kind, Message, status};
 use crate::landing::{Landing, Lender, Place};
 use crate::node::{Arrival, Node, NodeInner, flags_of, kind_of};
+use crate::trace::Step;
 
 /// How long to wait before asking again a peer that answered BUSY.
 const BUSY_BACKOFF: Duration = Duration::from_millis(5);
@@ -185,6 +186,23 @@ impl Node {
                     .counters
                     .bulk_get_bytes
                     .fetch_add(desc.length, Ordering::Relaxed);
+                inner.trace.record_current(|| {
+                    let against = match desc.checksum {
+                        Some(_) => "matches the descriptor's",
+                        None => "(the descriptor carried none to check against)",
+                    };
+                    Step::new(
+                        "bulk",
+                        "verify",
+                        format!(
+                            "pulled {} B of region {} from {} in {} chunks, every chunk's {kind:?} checked; whole {whole:#010x} {against}",
+                            desc.length,
+                            desc.region,
+                            desc.owner,
+                            chunks.count()
+                        ),
+                    )
+                });
                 return Ok((gathered.into_bytes(), whole));
             }
             let expected = desc.checksum.unwrap_or_default();
@@ -287,6 +305,19 @@ impl Node {
             .counters
             .bulk_put_bytes
             .fetch_add(desc.length, Ordering::Relaxed);
+        inner.trace.record_current(|| {
+            Step::new(
+                "bulk",
+                "verify",
+                format!(
+                    "pushed {} B into region {} of {} in {} chunks, each acknowledged; whole {kind:?} {whole:#010x}",
+                    desc.length,
+                    desc.region,
+                    desc.owner,
+                    chunks.count()
+                ),
+            )
+        });
         Ok(whole)
     }
 }

@@ -14,6 +14,9 @@
 //!
 //! A HELLO opens every TCP connection and names the node that opened it.
 //!
+//! The header's last four bytes name the traced request a frame belongs to (0: none), so a
+//! request can be followed hop by hop (see [`crate::trace`]).
+//!
 //! [`Header::decode`] is the only way bytes become a header: it checks the magic, version,
 //! kind, NIDs and that the payload length is within the receiver's limit *before* anything is
 //! allocated for the payload.
@@ -111,6 +114,8 @@ pub struct Header {
     pub payload_len: u32,
     /// Checksum of the payload (bulk REPLY and PUT), by the sender.
     pub checksum: u32,
+    /// The traced request this frame belongs to, or 0 (see [`crate::trace`]).
+    pub trace: u32,
 }
 
 /// Flag bit: `checksum` is CRC32C.
@@ -133,6 +138,7 @@ impl Header {
             length: 0,
             payload_len: 0,
             checksum: 0,
+            trace: 0,
         }
     }
 
@@ -157,7 +163,7 @@ impl Header {
         out.put_u32(self.length);
         out.put_u32(self.payload_len);
         out.put_u32(self.checksum);
-        out.put_u32(0);
+        out.put_u32(self.trace);
     }
 
     /// Parses a header, refusing anything malformed and any payload longer than
@@ -181,7 +187,7 @@ impl Header {
         if flags & !FLAG_CRC32C != 0 {
             return Err(bad("unknown frame flags"));
         }
-        if b[5..8] != [0, 0, 0] || b[108..112] != [0, 0, 0, 0] {
+        if b[5..8] != [0, 0, 0] {
             return Err(bad("non-zero padding in header"));
         }
         let nid = |at: usize| -> Result<Nid, FabricError> {
@@ -204,6 +210,7 @@ impl Header {
             length: u32_at(96),
             payload_len: u32_at(100),
             checksum: u32_at(104),
+            trace: u32_at(108),
         };
         if header.payload_len > payload_max_bytes {
             return Err(FabricError::TooLarge {
@@ -265,6 +272,7 @@ mod tests {
             length: 4096,
             payload_len: 4096,
             checksum: 0xDEAD_BEEF,
+            trace: 0x5EED_0001,
         }
     }
 
@@ -297,7 +305,7 @@ mod tests {
         let mut wire = Vec::new();
         sample().encode(&mut wire);
         // Magic, version, kind, flags, padding: any change must be refused.
-        for index in [0, 1, 2, 3, 5, 6, 7, 108, 109, 110, 111] {
+        for index in [0, 1, 2, 3, 5, 6, 7] {
             let mut bad = wire.clone();
             bad[index] ^= 0x80;
             assert!(Header::decode(&bad, u32::MAX).is_err(), "byte {index}");

@@ -22,6 +22,8 @@
 //! - [`gate`]: credit pools that tasks wait on, and the credits they hold.
 //! - [`reply_cache`]: the pure core that makes a resent request execute once.
 //! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
+//! - [`trace`]: following one request: the trace id its frames carry, and each node's log of
+//!   what it did with them.
 //! - [`descriptor`]: the buffer descriptor an RPC carries instead of data.
 //! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
 //! - [`fault`]: the seeded fault hook (drop, delay, corrupt) tests install.
@@ -71,6 +73,7 @@ pub mod routing;
 pub mod rpc;
 pub mod rpc_stats;
 pub mod status;
+pub mod trace;
 pub mod units;
 
 pub use checksum::{ChecksumKind, Checksummed};

@@ -193,6 +193,20 @@ impl Ni {
         self.credits.snapshot()
     }
 
+    /// Counters of one peer's pool, if the interface has sent to it.
+    pub fn peer_snapshot(&self, peer: &Nid) -> Option<CreditSnapshot> {
+        self.peers
+            .lock()
+            .expect("peer table lock poisoned")
+            .get(peer)
+            .map(|gate| gate.snapshot())
+    }
+
+    /// Credits each peer's pool starts with (LNet `peer_credits`).
+    pub fn peer_credits_max(&self) -> u32 {
+        self.peer_credits_max
+    }
+
     /// Counters of each peer's pool (LNet `peers`), sorted by NID.
     pub fn peers(&self) -> Vec<(Nid, CreditSnapshot)> {
         let peers = self.peers.lock().expect("peer table lock poisoned");

@@ -40,6 +40,7 @@ use crate::reply_cache::ReplyCache;
 use crate::router::{RouterBuffers, RouterConfig};
 use crate::routing::{RouteSpec, RouteTable};
 use crate::rpc_stats::RpcStats;
+use crate::trace::{self, Step, TraceId, TraceLog};
 
 /// One interface to bring up.
 #[derive(Debug, Clone)]
@@ -168,6 +169,8 @@ pub(crate) struct NodeInner {
     /// When the node started: the zero of the route table's clock.
     pub(crate) epoch: tokio::time::Instant,
     pub(crate) stopped: AtomicBool,
+    /// What it did with traced frames (see [`crate::trace`]).
+    pub(crate) trace: TraceLog,
     pub(crate) me: Weak<NodeInner>,
 }
 
@@ -221,6 +224,7 @@ impl Node {
                 .map(|c| RouterBuffers::new(c, limits.frame_payload_max_bytes)),
             epoch: tokio::time::Instant::now(),
             stopped: AtomicBool::new(false),
+            trace: TraceLog::new(nid),
             limits,
             nis: OnceLock::new(),
             me: me.clone(),
@@ -343,6 +347,11 @@ impl Node {
             .collect()
     }
 
+    /// What this node did with traced frames, and where the layers above record theirs.
+    pub fn trace_log(&self) -> &TraceLog {
+        &self.inner.trace
+    }
+
     /// The router's buffers, if this node is a router.
     pub fn router_buffers(&self) -> Option<&RouterBuffers> {
         self.inner.router.as_ref()
@@ -463,7 +472,9 @@ impl NodeInner {
     /// A header from this node to `target`. The source NID is fixed when the message is sent,
     /// to the interface its next hop is on, as LNet does.
     pub(crate) fn header(&self, kind: Kind, target: Nid) -> Header {
-        Header::new(kind, self.nid, target)
+        let mut header = Header::new(kind, self.nid, target);
+        header.trace = trace::current().map_or(0, |t| t.0);
+        header
     }
 
     /// Sends under credits (waiting for them if need be), directly or through a router.
@@ -476,13 +487,27 @@ impl NodeInner {
         if self.is_local(&message.header.source) {
             message.header.source = ni.nid();
         }
+        if message.header.trace == 0
+            && let Some(id) = trace::current()
+        {
+            message.header.trace = id.0;
+        }
+        let traced = TraceId::of(&message.header)
+            .map(|id| (id, SendTrace::before(&ni, next_hop, &message.header)));
         if next_hop == message.header.target {
-            return ni.send(next_hop, message, notify).await;
+            let sent = ni.send(next_hop, message, notify).await;
+            if let Some((id, before)) = traced {
+                before.record(&self.trace, id);
+            }
+            return sent;
         }
         // Routed: a send that fails marks the gateway down at once, so the resend that
         // follows takes another route rather than waiting for the next ping to notice.
         let (sent_tx, sent_rx) = oneshot::channel();
         ni.send(next_hop, message, Some(sent_tx)).await?;
+        if let Some((id, before)) = traced {
+            before.record(&self.trace, id);
+        }
         let me = self.me.clone();
         tokio::spawn(async move {
             let outcome = sent_rx.await.unwrap_or(Err(FabricError::ShuttingDown));
@@ -639,6 +664,7 @@ impl NodeInner {
         header.portal = REPLY_PORTAL;
         header.match_bits = request.match_bits;
         header.status = code;
+        header.trace = request.trace;
         self.send_detached(Message::new(header, body));
     }
 
@@ -667,6 +693,7 @@ impl NodeInner {
         reply.cookie = get.cookie;
         reply.offset = get.offset;
         reply.flags = get.flags;
+        reply.trace = get.trace;
         // The payload is a slice of the registered region: serving a GET copies nothing.
         let payload =
             match self
@@ -693,6 +720,7 @@ impl NodeInner {
         ack.cookie = put.cookie;
         ack.offset = put.offset;
         ack.flags = put.flags;
+        ack.trace = put.trace;
         if let Err(refusal) = self.regions.write(
             put.match_bits,
             put.offset,
@@ -842,7 +870,12 @@ impl Deliver for NodeInner {
             .find(|ni| ni.nid() == message.header.target)
         else {
             match grant.hold {
-                Some(buffer) => self.forward(message, buffer),
+                Some(buffer) => {
+                    if let Some(id) = TraceId::of(&message.header) {
+                        self.trace_forward(id, &message.header);
+                    }
+                    self.forward(message, buffer)
+                }
                 // Not for us, and we do not forward (or could not take a buffer).
                 None => {
                     self.counters.unexpected.fetch_add(1, Ordering::Relaxed);
@@ -851,6 +884,13 @@ impl Deliver for NodeInner {
             return;
         };
         ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+        if let Some(id) = TraceId::of(&message.header) {
+            let header = &message.header;
+            let mut step = Step::new("lnet", "arrive", describe_frame(header));
+            step.frame = Some(trace::frame_key(header));
+            step.peer = Some(header.source);
+            self.trace.record(id, step);
+        }
         // The header's length: a payload received into its place is not in the message.
         ni.counters
             .recv_bytes
@@ -906,5 +946,120 @@ impl Drop for Transfer {
                 .expect("transfers lock poisoned")
                 .remove(&self.cookie);
         }
+    }
+}
+
+/// A frame in words: `PUT portal 17 xid 42, 512 B`, `GET region 5 [0, +1 MiB)`.
+pub(crate) fn describe_frame(header: &Header) -> String {
+    let kind = trace::kind_name(header.kind);
+    let bytes = if header.kind == Kind::Get {
+        header.length
+    } else {
+        header.payload_len
+    };
+    match (header.kind, header.portal) {
+        (Kind::Put, REPLY_PORTAL) => {
+            format!(
+                "RPC reply xid {} ({bytes} B, status {})",
+                header.match_bits, header.status
+            )
+        }
+        (Kind::Put, BULK_PORTAL) => format!(
+            "bulk PUT region {} at {} ({bytes} B, crc {:#010x})",
+            header.match_bits, header.offset, header.checksum
+        ),
+        (Kind::Put, PING_PORTAL) => format!("ping xid {}", header.match_bits),
+        (Kind::Put, portal) => format!(
+            "RPC request xid {} opcode {} on portal {portal} ({bytes} B)",
+            header.match_bits, header.hdr_data
+        ),
+        (Kind::Get, _) => format!(
+            "GET region {} at {} ({bytes} B)",
+            header.match_bits, header.offset
+        ),
+        (Kind::Reply, _) => format!(
+            "{kind} bulk data at {} ({bytes} B, crc {:#010x})",
+            header.offset, header.checksum
+        ),
+        (Kind::Ack, _) => format!(
+            "ACK of the chunk at {} (status {})",
+            header.offset, header.status
+        ),
+        (Kind::Hello, _) => kind.to_owned(),
+    }
+}
+
+/// The credits a traced send is about to take, seen before it waits for them.
+struct SendTrace {
+    peer: Nid,
+    frame: String,
+    detail: String,
+    /// Peer and interface credits left once this send has taken its own: negative by the
+    /// sends queued ahead of it.
+    credits: Vec<(String, i64)>,
+    /// When the send began ([`trace::now_ns`]), before any wait for credits.
+    at_ns: u64,
+    started: std::time::Instant,
+}
+
+impl SendTrace {
+    fn before(ni: &Ni, next_hop: Nid, header: &Header) -> SendTrace {
+        let peer_credits = ni
+            .peer_snapshot(&next_hop)
+            .map_or(i64::from(ni.peer_credits_max()), |s| s.credits);
+        let ni_credits = ni.credits().credits;
+        SendTrace {
+            peer: next_hop,
+            frame: trace::frame_key(header),
+            detail: describe_frame(header),
+            credits: vec![
+                ("peer".to_owned(), peer_credits - 1),
+                ("ni".to_owned(), ni_credits - 1),
+            ],
+            at_ns: trace::now_ns(),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Records the send, at the time it began, once the interface has taken it: with the
+    /// time it waited for credits. (An in-memory network may deliver it before `send`
+    /// returns, so the time must be taken before.)
+    fn record(self, log: &TraceLog, id: TraceId) {
+        let mut step = Step::new("lnet", "send", self.detail);
+        step.frame = Some(self.frame);
+        step.peer = Some(self.peer);
+        step.credits = self.credits;
+        step.waited_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        log.record_at(id, self.at_ns, step);
+    }
+}
+
+impl NodeInner {
+    /// A router took a buffer for a traced frame: which pool, and what is left in it and in
+    /// the sender's router credits.
+    fn trace_forward(&self, id: TraceId, header: &Header) {
+        let Some(router) = &self.router else { return };
+        let class = crate::router::BufferClass::of(header.payload_len);
+        let mut credits = Vec::new();
+        if let Some((_, _, pool)) = router.pools().into_iter().find(|(c, _, _)| *c == class) {
+            credits.push((format!("{} buffers", class.name()), pool.credits));
+        }
+        if let Some(peer) = router.peer_snapshot(&header.source) {
+            credits.push(("router peer".to_owned(), peer.credits));
+        }
+        let mut step = Step::new(
+            "router",
+            "forward",
+            format!(
+                "{} buffer taken for {}",
+                class.name(),
+                describe_frame(header)
+            ),
+        );
+        // The arrival of the frame its sender sent: the router's send onward is the next hop.
+        step.frame = Some(trace::frame_key(header));
+        step.peer = Some(header.source);
+        step.credits = credits;
+        self.trace.record(id, step);
     }
 }

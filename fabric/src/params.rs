@@ -1,6 +1,7 @@
 //! The fabric's views on a node's admin parameter tree, in the layout of LNet's own files:
 //! `nis`, `peers`, `stats`, `routes`, `routers` and `buffers`, so `iopath lctl get_param peers` reads like `lctl`;
-//! and iopath's own `congestion`: every credit gate's waits and time waited, for sampling.
+//! and iopath's own `congestion`: every credit gate's waits and time waited, for sampling;
+//! and `trace.events`, the node's log of traced requests (see [`crate::trace`]).
 //!
 //! Columns follow LNet's files exactly (see `nis` and `peers` below for each column's
 //! meaning here). `routes`, `routers` and `buffers` show the routing table, gateway health and
@@ -58,6 +59,23 @@ pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), Admin
         },
     );
     tree.register(&name("routes"), routes_param)?;
+    // `trace.events`: what the node did for traced requests, as JSON Lines; writing clears.
+    let reader = std::sync::Arc::downgrade(&node.inner);
+    let clearer = reader.clone();
+    let trace_param = Param::read_write(
+        move || {
+            reader
+                .upgrade()
+                .map(|n| n.trace.json_lines())
+                .unwrap_or_default()
+        },
+        move |_: &str| {
+            let node = clearer.upgrade().ok_or("node stopped")?;
+            node.trace.clear();
+            Ok(())
+        },
+    );
+    tree.register(&name("trace.events"), trace_param)?;
     Ok(())
 }
 

@@ -40,6 +40,7 @@ use crate::id::ClientId;
 use crate::replay::{Kept, KeptData, ReplayList};
 use crate::stats::{OscStats, TargetStats};
 use crate::wire::{OST_PORTAL, is_connection_error, opcode};
+use iopath_fabric::trace::{self, Step};
 
 /// How often a client tries to reach a starting server whose service is not registered yet.
 const RECONNECT_ATTEMPTS: u32 = 100;
@@ -422,9 +423,47 @@ impl OstClient {
     /// Notes a reply's stamp: keeps the write if it is not committed yet, and forgets kept
     /// writes the target has now committed.
     fn note(&self, target: u32, stamp: Stamp, kept: Option<Kept>) {
-        self.lock()
-            .replay
-            .note(target, stamp.transno, stamp.last_committed, kept);
+        let traced = kept.as_ref().and_then(|k| k.trace);
+        let (forgotten, committed) = {
+            let mut state = self.lock();
+            let forgotten = state
+                .replay
+                .note(target, stamp.transno, stamp.last_committed, kept);
+            (forgotten, state.replay.last_committed(target))
+        };
+        let log = self.node.trace_log();
+        if let Some(id) = traced {
+            let (what, detail) = if stamp.transno > committed {
+                (
+                    "keep",
+                    format!(
+                        "{} acknowledged the write on target {target} as transno {} with \
+                         last_committed {}: kept for replay until a reply says it is committed",
+                        self.server, stamp.transno, stamp.last_committed
+                    ),
+                )
+            } else {
+                (
+                    "release",
+                    format!(
+                        "{} acknowledged the write on target {target} as transno {}, already \
+                         committed (last_committed {committed}): nothing kept for replay",
+                        self.server, stamp.transno
+                    ),
+                )
+            };
+            log.record(id, Step::new("osc", what, detail));
+        }
+        for ((target, transno), kept) in forgotten {
+            if let Some(id) = kept.trace {
+                let detail = format!(
+                    "{} says target {target} has committed through {committed}: transno \
+                     {transno} leaves the replay list",
+                    self.server
+                );
+                log.record(id, Step::new("osc", "release", detail));
+            }
+        }
     }
 
     /// The target committed up to `last_committed`, learned another way (a sync through
@@ -510,6 +549,7 @@ impl OstClient {
             object,
             offset,
             data: KeptData::Data(data.into_data()),
+            trace: trace::current(),
         };
         let reply = self.write_kept(target, kept, buffer).await?;
         drop(region);
@@ -531,6 +571,7 @@ impl OstClient {
             object,
             offset,
             data: KeptData::Descriptor(buffer),
+            trace: trace::current(),
         };
         let reply = self.write_kept(target, kept, buffer).await?;
         Ok(DescriptorReply {
@@ -601,6 +642,8 @@ impl OstClient {
         if let Some(rpc) = rpc {
             rpc.done(reply.bytes);
         }
+        // The reply says what the target has committed: kept writes it covers can go.
+        self.note_committed(target, reply.last_committed);
         Ok(data)
     }
 

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::Bytes;
 use iopath_fabric::BufferDescriptor;
 use iopath_fabric::frame::status::errno;
+use iopath_fabric::trace::TraceId;
 
 /// What the server pulls a kept write's bytes from when it is replayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,8 @@ pub struct Kept {
     pub offset: u64,
     /// What the server pulls the bytes from again.
     pub data: KeptData,
+    /// The traced request it belongs to, if it was traced: its release is recorded.
+    pub trace: Option<TraceId>,
 }
 
 /// Where a write sits in the replay order: its target and its transno there.
@@ -74,8 +77,15 @@ impl ReplayList {
 
     /// A reply from `target` said `last_committed`, and acknowledged `write` under `transno`
     /// (0 and `None` for a reply that acknowledged no write): keeps the write if it is not
-    /// committed yet, and forgets every kept write of the target the commit covers.
-    pub fn note(&mut self, target: u32, transno: u64, last_committed: u64, write: Option<Kept>) {
+    /// committed yet, and forgets every kept write of the target the commit covers. Returns
+    /// the writes it forgot.
+    pub fn note(
+        &mut self,
+        target: u32,
+        transno: u64,
+        last_committed: u64,
+        write: Option<Kept>,
+    ) -> Vec<(KeptKey, Kept)> {
         let committed = self.last_committed.entry(target).or_insert(0);
         *committed = (*committed).max(last_committed);
         let committed = *committed;
@@ -93,16 +103,18 @@ impl ReplayList {
             .range((target, 0)..=(target, committed))
             .map(|(key, _)| *key)
             .collect();
-        for key in covered {
-            self.forget(key);
-        }
+        let forgotten = covered
+            .into_iter()
+            .filter_map(|key| self.forget(key).map(|kept| (key, kept)))
+            .collect();
         self.check();
+        forgotten
     }
 
     /// `target` has committed up to `last_committed`, learned another way (a sync through
     /// another connection, a read's reply).
-    pub fn committed(&mut self, target: u32, last_committed: u64) {
-        self.note(target, 0, last_committed, None);
+    pub fn committed(&mut self, target: u32, last_committed: u64) -> Vec<(KeptKey, Kept)> {
+        self.note(target, 0, last_committed, None)
     }
 
     /// Drops the kept write at `key` (replayed and committed, or lost); returns it.
@@ -169,6 +181,7 @@ mod tests {
             object: 1,
             offset: 0,
             data: KeptData::Data(Bytes::from(vec![7; n])),
+            trace: None,
         }
     }
 
@@ -191,7 +204,8 @@ mod tests {
         list.note(1, 5, 0, Some(bytes(10)));
         assert_eq!((list.len(), list.pinned_bytes()), (3, 160));
         // Target 0 commits through 11: the first write goes, target 1's stays.
-        list.committed(0, 11);
+        let forgotten: Vec<KeptKey> = list.committed(0, 11).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(forgotten, [(0, 11)]);
         assert_eq!((list.len(), list.pinned_bytes()), (2, 60));
         let order: Vec<KeptKey> = list.in_replay_order().iter().map(|(k, _)| *k).collect();
         assert_eq!(order, [(0, 12), (1, 5)]);
@@ -228,6 +242,7 @@ mod tests {
                 object: 2,
                 offset: 0,
                 data: descriptor(),
+                trace: None,
             }),
         );
         assert_eq!(list.pinned_bytes(), 30, "a descriptor pins nothing here");

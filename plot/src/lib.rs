@@ -12,6 +12,8 @@
 //! - [`figure`]: [`Figure`], [`Axis`], [`Series`], [`Rule`]: what a plot shows.
 //! - [`mod@svg`]: [`Figure::svg`], the layout and the drawing.
 //! - [`scale`]: [`Span`], an axis's range and ticks, linear or logarithmic.
+//! - [`sequence`]: [`Sequence`], one request followed hop by hop across the nodes, drawn as a
+//!   sequence diagram with time running down in rows, not to scale.
 //! - [`text`]: label widths estimated without fonts, wrapping, escaping.
 //! - `check` (feature `check`): a plot's SVG read back with an XML parser, and what in it
 //!   reads badly — text outside the picture, a legend over the data, series alike.
@@ -20,11 +22,13 @@
 pub mod check;
 pub mod figure;
 pub mod scale;
+pub mod sequence;
 pub mod svg;
 pub mod text;
 
 pub use figure::{Axis, Draw, Figure, Range, Rule, RuleAt, Series, Ticks};
 pub use scale::{Scale, Span};
+pub use sequence::{Arrow, Mark, Sequence};
 
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ use crate::node::{Node, NodeInner, PortalHandler};
 use crate::reply_cache::{Admission, SavedReply};
 use crate::rpc::{Request, Service};
 use crate::rpc_stats::Executed;
+use crate::trace::{self, Step, TraceId};
 
 impl Node {
     /// Serves RPC requests that arrive on `portal` with `service`.
@@ -85,38 +86,62 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let started = tokio::time::Instant::now();
     let (portal, opcode) = (header.portal, request.opcode);
     let request_bytes = request.body.len() as u64;
-    tokio::spawn(
-        async move {
-            let name = service.op_name(opcode);
-            let (code, body) = match service.handle(request).await {
-                Ok(body) => (status::OK, body),
-                Err(error) => {
-                    debug!(code = error.code, "request failed: {}", error.message);
-                    (error.code, encode_error_body(error.code, &error.message))
-                }
-            };
-            let inner = &handle.inner;
-            let saved = SavedReply {
-                status: code,
-                body: body.clone(),
-            };
-            inner
-                .replies
-                .lock()
-                .expect("reply cache lock poisoned")
-                .complete(client, xid, saved);
-            let reply_bytes = body.len() as u64;
-            inner.send_reply(&header, code, body);
-            inner.rpc_stats.record(Executed {
-                portal,
-                opcode,
-                name,
-                request_bytes,
-                reply_bytes,
-                failed: code != status::OK,
-                latency: started.elapsed(),
-            });
+    let traced = TraceId::of(&header);
+    let work = async move {
+        let name = service.op_name(opcode);
+        if let Some(id) = traced {
+            let what = format!(
+                "handling {} (xid {xid}) for {client}",
+                name.unwrap_or("request")
+            );
+            handle
+                .trace_log()
+                .record(id, Step::new("rpc", "handle", what));
         }
-        .instrument(span),
-    );
+        let (code, body) = match service.handle(request).await {
+            Ok(body) => (status::OK, body),
+            Err(error) => {
+                debug!(code = error.code, "request failed: {}", error.message);
+                (error.code, encode_error_body(error.code, &error.message))
+            }
+        };
+        let inner = &handle.inner;
+        let saved = SavedReply {
+            status: code,
+            body: body.clone(),
+        };
+        inner
+            .replies
+            .lock()
+            .expect("reply cache lock poisoned")
+            .complete(client, xid, saved);
+        let reply_bytes = body.len() as u64;
+        if let Some(id) = traced {
+            let what = format!(
+                "replying to {} (xid {xid}): status {code}, {reply_bytes} B, handled in {} µs",
+                name.unwrap_or("request"),
+                started.elapsed().as_micros()
+            );
+            handle
+                .trace_log()
+                .record(id, Step::new("rpc", "reply", what));
+        }
+        inner.send_reply(&header, code, body);
+        inner.rpc_stats.record(Executed {
+            portal,
+            opcode,
+            name,
+            request_bytes,
+            reply_bytes,
+            failed: code != status::OK,
+            latency: started.elapsed(),
+        });
+    }
+    .instrument(span);
+    // A traced request is handled inside its trace: what the service sends on its behalf
+    // carries the id too.
+    match traced {
+        Some(id) => tokio::spawn(trace::traced(id, work)),
+        None => tokio::spawn(work),
+    };
 }

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::trace;
 use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_mds::error::errno::EEXIST;
@@ -140,6 +141,11 @@ impl Backend {
         *entry = (*entry).max(last_committed);
     }
 
+    /// The fyod's fabric node.
+    pub(crate) fn node(&self) -> &Node {
+        &self.node
+    }
+
     /// Every target's last committed transno, as far as the fyod knows.
     pub(crate) fn committed(&self) -> Vec<(u32, u64)> {
         self.committed
@@ -221,7 +227,7 @@ impl Backend {
         for (index, (key, location, server)) in located.into_iter().enumerate() {
             self.ost_requests.fetch_add(1, Ordering::Relaxed);
             let pending = call(server, location, key.clone());
-            calls.spawn(async move { (index, key, pending.await) });
+            calls.spawn(trace::inherit(async move { (index, key, pending.await) }));
         }
         let mut outcomes = Vec::with_capacity(calls.len());
         // Bounded: one result per key.

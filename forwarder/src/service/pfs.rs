@@ -25,6 +25,7 @@
 
 use std::sync::Arc;
 
+use iopath_fabric::trace::{self, Step};
 use iopath_fabric::{BufferDescriptor, ChecksumKind};
 use iopath_ost_client::DescriptorReply;
 use iopath_proto::fyod as pb;
@@ -53,7 +54,7 @@ async fn each_piece(
             let backend = Arc::clone(backend);
             let piece = pieces[next];
             let index = next;
-            tasks.spawn(async move {
+            tasks.spawn(trace::inherit(async move {
                 let reply = backend
                     .by_descriptor(
                         direction,
@@ -63,7 +64,7 @@ async fn each_piece(
                     )
                     .await;
                 (index, reply)
-            });
+            }));
             next += 1;
         }
         let Some(joined) = tasks.join_next().await else {
@@ -83,6 +84,43 @@ async fn each_piece(
         .collect())
 }
 
+/// Records how a traced call was split: each piece's target and the slice of the compute
+/// node's buffer its storage server moves itself.
+fn trace_split(backend: &Backend, what: &str, buffer: &BufferDescriptor, pieces: &[Piece]) {
+    backend.node().trace_log().record_current(|| {
+        let each: Vec<String> = pieces
+            .iter()
+            .map(|p| {
+                format!(
+                    "target {} object {} at {} ← buffer [{}, +{})",
+                    p.object.target,
+                    p.object.object_id,
+                    p.object_offset_bytes,
+                    p.buffer_offset_bytes,
+                    p.buffer.length
+                )
+            })
+            .collect();
+        let direction = if what == "write" {
+            "pulls from"
+        } else {
+            "pushes into"
+        };
+        Step::new(
+            "fyod",
+            "split",
+            format!(
+                "PFS {what} of {} B split by the layout into {} pieces, each a sub-descriptor: \
+                 its storage server {direction} {} itself, the fyod never holds the bytes: {}",
+                buffer.length,
+                pieces.len(),
+                buffer.owner,
+                each.join("; ")
+            ),
+        )
+    });
+}
+
 /// A write: the storage servers pull the client's buffer piece by piece.
 pub(crate) async fn write(
     backend: &Arc<Backend>,
@@ -92,6 +130,7 @@ pub(crate) async fn write(
     in_flight_max: usize,
 ) -> Result<pb::CallReply> {
     let pieces = split(&file.layout, offset, &buffer, PACKET_BYTES_MAX)?;
+    trace_split(backend, "write", &buffer, &pieces);
     let replies = each_piece(backend, &pieces, in_flight_max, Direction::Write).await?;
     // What the servers received, combined in buffer order, must be what the client described.
     let kind = buffer.checksum_kind;
@@ -134,6 +173,7 @@ pub(crate) async fn read(
     in_flight_max: usize,
 ) -> Result<pb::CallReply> {
     let pieces = split(&file.layout, offset, &buffer, PACKET_BYTES_MAX)?;
+    trace_split(backend, "read", &buffer, &pieces);
     let replies = each_piece(backend, &pieces, in_flight_max, Direction::Read).await?;
     let whole = pieces
         .iter()

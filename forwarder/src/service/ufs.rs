@@ -26,6 +26,7 @@
 //! back. Under MASYNC fyods' caches are not kept coherent — the paper's "a record in a file
 //! might end up containing partial data from each process".
 
+use iopath_fabric::trace::Step;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -197,6 +198,21 @@ impl Ufs {
         let _file = self.lock(file.ino).await;
         self.revalidate(backend, file, token).await?;
         let object = file.first_object();
+        node.trace_log().record_current(|| {
+            Step::new(
+                "fyod",
+                "buffer",
+                format!(
+                    "UFS write of {} B: the fyod pulls it from {} into its own {} KiB buffers, \
+                     then writes target {} object {} itself",
+                    buffer.length,
+                    buffer.owner,
+                    UFS_CHUNK_BYTES / 1024,
+                    object.target,
+                    object.object_id
+                ),
+            )
+        });
         let kind = buffer.checksum_kind;
         let mut checksum = kind.empty();
         for chunk in chunks(offset, buffer.length, UFS_CHUNK_BYTES)? {

@@ -11,6 +11,7 @@
 //! - [`journal`], [`ior`]: `bench journal` and `bench ior`.
 //! - [`lfs`]: Lustre's lfs against a running stack.
 //! - [`mount`]: a running stack mounted with FUSE, for unmodified programs.
+//! - [`trace`]: one write and one read followed hop by hop.
 //! - [`oss`]: an object storage server as a process of its own.
 
 pub mod ior;
@@ -24,6 +25,7 @@ pub mod oss;
 pub mod selftest;
 pub mod stack;
 pub mod topo;
+pub mod trace;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -65,6 +67,9 @@ pub enum Command {
     /// IORCD: collect routers' congestion records, and analyse them as the Titan paper did.
     #[command(subcommand)]
     Iorcd(iorcd::IorcdCommand),
+    /// Follow one write and one read hop by hop: every frame, the credits each hop saw, the
+    /// bulk pulls and their checksums, the journal record, the commit, the reply.
+    Trace(trace::TraceArgs),
     /// Benchmarks beside baselines measured in the same run.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -126,6 +131,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Lctl(args) => lctl::run(args).await,
         Command::Lnetctl(args) => lnetctl::run(args).await,
         Command::Iorcd(command) => iorcd::run(command).await,
+        Command::Trace(args) => trace::run(args).await,
         Command::Bench(BenchCommand::Journal(args)) => journal::run(args).await,
         Command::Bench(BenchCommand::Ior(args)) => ior::run(args).await,
         Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,

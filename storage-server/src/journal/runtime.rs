@@ -109,6 +109,8 @@ pub(crate) struct Journal {
     tx: mpsc::Sender<Request>,
     mode: watch::Sender<CommitMode>,
     last_committed: Arc<AtomicU64>,
+    /// `last_committed` as it moves, for whoever waits to see a transno committed.
+    committed: watch::Receiver<Transno>,
     counters: Arc<Counters>,
     task: JoinHandle<()>,
 }
@@ -126,6 +128,7 @@ impl Journal {
         let (mode_tx, mode_rx) = watch::channel(setup.mode);
         let last_committed = Arc::new(AtomicU64::new(setup.last_committed.0));
         let counters = Arc::new(Counters::default());
+        let (committed_tx, committed) = watch::channel(setup.last_committed);
         let target = setup.target;
         let task = JournalTask {
             policy: CommitPolicy::new(setup.policy, setup.mode, setup.last_committed),
@@ -137,6 +140,7 @@ impl Journal {
             in_flight_records: Vec::new(),
             commit_started: Instant::now(),
             last_committed: Arc::clone(&last_committed),
+            committed: committed_tx,
             counters: Arc::clone(&counters),
             setup,
         };
@@ -146,6 +150,7 @@ impl Journal {
             tx,
             mode: mode_tx,
             last_committed,
+            committed,
             counters,
             task,
         }
@@ -215,6 +220,17 @@ impl Journal {
         Transno(self.last_committed.load(Ordering::Acquire))
     }
 
+    /// Waits until `transno` is committed; returns the `last_committed` that covered it, or
+    /// `None` if the journal ended first.
+    pub(crate) async fn committed(&self, transno: Transno) -> Option<Transno> {
+        let mut committed = self.committed.clone();
+        committed
+            .wait_for(|last| *last >= transno)
+            .await
+            .ok()
+            .map(|last| *last)
+    }
+
     /// Counters so far.
     pub(crate) fn counters(&self) -> JournalCounters {
         JournalCounters {
@@ -267,6 +283,7 @@ struct JournalTask {
     /// When the running commit started, for its latency.
     commit_started: Instant,
     last_committed: Arc<AtomicU64>,
+    committed: watch::Sender<Transno>,
     counters: Arc<Counters>,
 }
 
@@ -452,6 +469,7 @@ impl JournalTask {
                 Decision::Committed { last_committed } => {
                     self.last_committed
                         .store(last_committed.0, Ordering::Release);
+                    self.committed.send_replace(last_committed);
                     for record in self.in_flight_records.drain(..) {
                         if let Err(reason) = self.setup.table.apply(&record) {
                             // The OST serialises operations per object, so this cannot happen;

@@ -289,6 +289,12 @@ impl Ost {
         self.journal.last_committed()
     }
 
+    /// Waits until `transno` is committed; the `last_committed` that covered it, or `None` if
+    /// the target stopped first.
+    pub async fn committed(&self, transno: Transno) -> Option<Transno> {
+        self.journal.committed(transno).await
+    }
+
     /// True in sync mode (`obdfilter.*.sync_journal`).
     pub fn sync_journal(&self) -> bool {
         self.journal.mode() == CommitMode::Sync

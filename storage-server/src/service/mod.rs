@@ -34,6 +34,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
+use iopath_fabric::trace::{self, Step, TraceId};
 use iopath_fabric::{BufferDescriptor, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
@@ -368,10 +369,53 @@ impl OssService {
                 .await
                 .map_err(storage_error)?
         };
+        if let Some(id) = trace::current() {
+            self.trace_journal(node, id, &target, op.target, &reply);
+        }
         Ok(pb::OpReply {
             checksum,
             ..self.stamp(&reply)
         })
+    }
+
+    /// A traced write's journal record, and — in async mode — its commit when its group lands.
+    fn trace_journal<T>(
+        &self,
+        node: &Node,
+        id: TraceId,
+        ost: &Arc<crate::ost::Ost>,
+        index: u32,
+        reply: &OpReply<T>,
+    ) {
+        let Some(transno) = reply.transno else { return };
+        let name = self.oss.target_name(index);
+        let last = reply.last_committed;
+        if last >= transno {
+            let what = format!(
+                "{name}: record transno {transno} written and committed before the reply \
+                 (sync journal): last_committed {last}"
+            );
+            node.trace_log()
+                .record(id, Step::new("journal", "commit", what));
+            return;
+        }
+        let what = format!(
+            "{name}: record transno {transno} handed to the journal; the reply goes now with \
+             last_committed {last}, the commit follows with the next group (async journal)"
+        );
+        node.trace_log()
+            .record(id, Step::new("journal", "record", what));
+        // Ends when the group commits or the target stops.
+        let (node, ost) = (node.clone(), Arc::clone(ost));
+        tokio::spawn(async move {
+            if let Some(last) = ost.committed(transno).await {
+                let what = format!(
+                    "{name}: group commit made transno {transno} durable: last_committed {last}"
+                );
+                node.trace_log()
+                    .record(id, Step::new("journal", "commit", what));
+            }
+        });
     }
 
     /// A client is done: every target is committed, so nothing it was told is written stays

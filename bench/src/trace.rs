@@ -1,0 +1,689 @@
+//! `iopath trace`: one write and one read followed hop by hop through a running stack.
+//!
+//! The client issues each request inside a trace ([`iopath_fabric::trace`]): every frame it
+//! causes carries the trace id, on every node it crosses — routers, a fyod, the storage
+//! servers and the bulk they pull — and each node logs what it did. After the read, the logs
+//! are gathered (from this process's nodes directly, from node processes over their admin
+//! service's `trace.events`) and put in time order: each send with the credits it saw
+//! (negative where it queued), each arrival with the hop's latency, router buffers, the
+//! journal record and its transno, the commit, the reply, and the client letting go of the
+//! write once a reply says `last_committed` covers it. Text for people, `--json` for
+//! machines, an SVG sequence diagram.
+//!
+//! The write goes first; in async mode the trace then waits one commit interval, so the
+//! group commit lands and the read's reply brings `last_committed` back to the client.
+//! Times are wall-clock (node processes on one host share the clock); everything runs at
+//! this host's speed unless the stack file models links or disks, which every report says.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iopath_client::StripeRequest;
+use iopath_fabric::trace::{self, TraceEvent, TraceId};
+use iopath_plot::{Arrow, Mark, Sequence};
+use iopath_stack::choice::StackChoice;
+use iopath_stack::describe::describe_size;
+use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
+use iopath_stack::schema::{FyodMode, Role, Stack};
+use serde::Serialize;
+
+use crate::error::BenchError;
+
+/// Smallest `--size`.
+pub const SIZE_MIN_BYTES: u64 = 1;
+/// Largest `--size`: a trace is for reading, and a large request's chunks are many.
+pub const SIZE_MAX_BYTES: u64 = 64 << 20;
+/// How long events may still arrive after the read returns (answers sent from tasks of their
+/// own, a router's last forward).
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// The journal mode to run the storage servers in, whatever the stack file says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalChoice {
+    /// Commit before replying.
+    Sync,
+    /// Reply at once, commit in groups.
+    Async,
+}
+
+/// What `iopath trace` runs.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// The preset or stack file.
+    pub choice: StackChoice,
+    /// A process per server node on loopback TCP.
+    pub processes: bool,
+    /// Bytes of the write, and of the read of them.
+    pub size: u64,
+    /// The file's stripe count (`-1`: every target); `None` inherits the stack's.
+    pub stripe_count: Option<i64>,
+    /// The file's stripe size; `None` inherits the stack's.
+    pub stripe_size: Option<u64>,
+    /// Every storage server's journal mode; `None` keeps the stack file's.
+    pub journal: Option<JournalChoice>,
+    /// Every fyod's mode; `None` keeps the stack file's.
+    pub fyod_mode: Option<FyodMode>,
+    /// Where the stack keeps its storage (a temporary directory inside, removed at the end).
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            choice: StackChoice::default(),
+            processes: false,
+            size: 1 << 20,
+            stripe_count: None,
+            stripe_size: None,
+            journal: None,
+            fyod_mode: None,
+            dir: None,
+        }
+    }
+}
+
+/// One step of a traced request, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hop {
+    /// Microseconds since the request's first event.
+    pub at_us: f64,
+    /// The node, by its name in the stack.
+    pub node: String,
+    /// Its role.
+    pub role: String,
+    /// The layer that recorded it (`lnet`, `router`, `rpc`, `bulk`, `fyod`, `journal`, `osc`).
+    pub layer: String,
+    /// What happened, one word.
+    pub what: String,
+    /// The sentence.
+    pub detail: String,
+    /// The other end of a message, by name: the next hop of a send, the origin of an arrival.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Credit counts as the node saw them, negative by the senders queued ahead.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub credits: Vec<(String, i64)>,
+    /// Microseconds it waited (for credits).
+    pub waited_us: f64,
+    /// For an arrival: microseconds since its send, on the hop it crossed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hop_us: Option<f64>,
+    /// For a send: the node it arrived at next, by index into the hops (`None` if it never
+    /// arrived while the trace ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrived_at: Option<usize>,
+}
+
+impl Hop {
+    /// The send waited for credits (a count went negative).
+    pub fn queued(&self) -> bool {
+        self.credits.iter().any(|(_, c)| *c < 0)
+    }
+}
+
+/// One traced request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TracedRequest {
+    /// Its trace id, in hex.
+    pub trace: String,
+    /// `write` or `read`.
+    pub op: String,
+    /// Bytes it moved.
+    pub bytes: u64,
+    /// The client's time for it, call to return.
+    pub seconds: f64,
+    /// Every step, in time order.
+    pub hops: Vec<Hop>,
+}
+
+/// What `iopath trace` found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceReport {
+    /// The stack's name.
+    pub stack: String,
+    /// `embedded` or `processes`.
+    pub mode: String,
+    /// What the stack models, or `nothing` (this host's speed).
+    pub modeled: String,
+    /// The file traced, its layout, and the journal and fyod modes.
+    pub setup: String,
+    /// The write, then the read.
+    pub requests: Vec<TracedRequest>,
+}
+
+/// Starts the stack, traces one write and one read, stops it.
+pub async fn run(
+    config: &TraceConfig,
+    progress: &mut dyn Write,
+) -> Result<TraceReport, BenchError> {
+    if !(SIZE_MIN_BYTES..=SIZE_MAX_BYTES).contains(&config.size) {
+        return Err(BenchError::BadOption {
+            option: "--size".into(),
+            why: format!(
+                "{} is outside {SIZE_MIN_BYTES} B to {}",
+                describe_size(config.size),
+                describe_size(SIZE_MAX_BYTES)
+            ),
+        });
+    }
+    let mut stack = config.choice.load()?;
+    apply_overrides(&mut stack, config);
+    if stack
+        .nodes
+        .iter()
+        .all(|n| !matches!(n.role, Role::Client(_)))
+    {
+        return Err(BenchError::BadOption {
+            option: "--stack".into(),
+            why: format!("{} has no client node to trace from", stack.origin),
+        });
+    }
+    let mode = if config.processes {
+        Mode::Processes
+    } else {
+        Mode::Embedded
+    };
+    let storage = StorageDir::temporary("trace", config.dir.as_deref())?;
+    let _ = writeln!(
+        progress,
+        "iopath trace: starting {} ({})",
+        stack.name,
+        mode.name()
+    );
+    let running = RunningStack::start(stack, mode, storage, None).await?;
+    let outcome = trace_on(&running, config, progress).await;
+    let stopped = running.stop().await;
+    let report = outcome?;
+    stopped?;
+    Ok(report)
+}
+
+/// The stack file with `--journal` and `--fyod-mode` applied.
+fn apply_overrides(stack: &mut Stack, config: &TraceConfig) {
+    for node in &mut stack.nodes {
+        match &mut node.role {
+            Role::Oss(spec) => {
+                if let Some(journal) = config.journal {
+                    spec.sync_journal = journal == JournalChoice::Sync;
+                }
+            }
+            Role::Fyod(spec) => {
+                if let Some(mode) = config.fyod_mode {
+                    spec.mode = mode;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn trace_on(
+    running: &RunningStack,
+    config: &TraceConfig,
+    progress: &mut dyn Write,
+) -> Result<TraceReport, BenchError> {
+    let stack = running.stack();
+    let client_node = running
+        .clients()
+        .into_iter()
+        .next()
+        .ok_or_else(|| BenchError::Refused {
+            why: "the stack has no client node in this process".into(),
+        })?;
+    let client = running.connect(client_node).await?;
+    let io = |what: &str, e: iopath_client::ClientError| BenchError::Io {
+        what: what.to_owned(),
+        why: e.to_string(),
+    };
+    client
+        .mkdir("/trace")
+        .await
+        .map_err(|e| io("mkdir /trace", e))?;
+    let path = "/trace/one-request";
+    let request = StripeRequest {
+        stripe_size_bytes: config.stripe_size.unwrap_or(0),
+        stripe_count: config.stripe_count.unwrap_or(0),
+        ..StripeRequest::INHERIT
+    };
+    let file = client
+        .create(path, request)
+        .await
+        .map_err(|e| io("create the traced file", e))?;
+    let data = Bytes::from(
+        (0..config.size)
+            .map(|i| (i as u8).wrapping_mul(31) ^ 0x5A)
+            .collect::<Vec<u8>>(),
+    );
+    let setup = describe_setup(stack, client_node.index, path, file.layout());
+    let _ = writeln!(
+        progress,
+        "tracing a write of {}: {setup}",
+        describe_size(config.size)
+    );
+
+    let write_id = TraceId::fresh();
+    let started = Instant::now();
+    trace::traced(write_id, file.write_at(0, data.clone()))
+        .await
+        .map_err(|e| io("the traced write", e))?;
+    let write_seconds = started.elapsed().as_secs_f64();
+
+    // Async journals commit within their interval: wait it out, so the read's reply brings
+    // the commit back to the client (and the trace shows the write leave its replay list).
+    if let Some(interval) = async_commit_interval(stack) {
+        let _ = writeln!(
+            progress,
+            "waiting {} ms for the async journals' group commit",
+            interval.as_millis()
+        );
+        tokio::time::sleep(interval + Duration::from_millis(50)).await;
+    }
+
+    let read_id = TraceId::fresh();
+    let started = Instant::now();
+    let read = trace::traced(read_id, file.read_at(0, config.size))
+        .await
+        .map_err(|e| io("the traced read", e))?;
+    let read_seconds = started.elapsed().as_secs_f64();
+    if read != data {
+        return Err(BenchError::Verify {
+            what: format!(
+                "the traced read returned {} B that differ from what was written",
+                read.len()
+            ),
+        });
+    }
+    tokio::time::sleep(SETTLE).await;
+    let events = gather(running).await?;
+    let names = NodeNames::of(stack);
+    let requests = vec![
+        traced_request(
+            write_id,
+            "write",
+            config.size,
+            write_seconds,
+            &events,
+            &names,
+        ),
+        traced_request(read_id, "read", config.size, read_seconds, &events, &names),
+    ];
+    file.close()
+        .await
+        .map_err(|e| io("close the traced file", e))?;
+    client
+        .close()
+        .await
+        .map_err(|e| io("close the client", e))?;
+    Ok(TraceReport {
+        stack: stack.name.clone(),
+        mode: running.mode().name().to_owned(),
+        modeled: stack.modeled(),
+        setup,
+        requests,
+    })
+}
+
+/// The longest commit interval of the async storage servers, if any are async.
+fn async_commit_interval(stack: &Stack) -> Option<Duration> {
+    stack
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.role {
+            Role::Oss(spec) if !spec.sync_journal => Some(spec.commit_interval_ms),
+            _ => None,
+        })
+        .max()
+        .map(Duration::from_millis)
+}
+
+fn describe_setup(
+    stack: &Stack,
+    client: usize,
+    path: &str,
+    layout: &iopath_client::Layout,
+) -> String {
+    let via = match stack.nodes[client].role {
+        Role::Client(spec) => match spec.forwarder {
+            Some(f) => {
+                let mode = match stack.nodes[f].role {
+                    Role::Fyod(fyod) => match fyod.mode {
+                        FyodMode::Pfs => "PFS",
+                        FyodMode::Ufs => "UFS",
+                    },
+                    _ => "?",
+                };
+                format!("through fyod {} ({mode})", stack.nodes[f].name)
+            }
+            None => "direct to the storage servers".to_owned(),
+        },
+        _ => String::new(),
+    };
+    let journals: Vec<&str> = stack
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.role {
+            Role::Oss(spec) => Some(if spec.sync_journal { "sync" } else { "async" }),
+            _ => None,
+        })
+        .collect();
+    let journal = if journals.iter().all(|j| *j == "sync") {
+        "sync"
+    } else if journals.iter().all(|j| *j == "async") {
+        "async"
+    } else {
+        "mixed"
+    };
+    format!(
+        "{path} from {} {via}; {} stripe(s) of {}; {journal} journals",
+        stack.nodes[client].name,
+        layout.objects().len(),
+        describe_size(layout.stripe_size_bytes())
+    )
+}
+
+/// Every node's log: this process's nodes directly, node processes over their admin service.
+async fn gather(running: &RunningStack) -> Result<Vec<TraceEvent>, BenchError> {
+    let mut events = Vec::new();
+    let local: Vec<usize> = running.local_nodes().iter().map(|n| n.index).collect();
+    for node in running.local_nodes() {
+        events.extend(node.node.trace_log().events(None));
+    }
+    for index in 0..running.stack().nodes.len() {
+        if local.contains(&index) {
+            continue;
+        }
+        let Some(addr) = running.admin_addr(index) else {
+            continue;
+        };
+        let admin = iopath_admin::Client::connect(addr).await?;
+        for value in admin.get_param("trace.events").await? {
+            let parsed = trace::parse_json_lines(&value.value).map_err(|why| BenchError::Io {
+                what: format!("trace.events of {}", running.stack().nodes[index].name),
+                why,
+            })?;
+            events.extend(parsed);
+        }
+    }
+    Ok(events)
+}
+
+/// NIDs to node names and roles.
+struct NodeNames(HashMap<String, (String, String)>);
+
+impl NodeNames {
+    fn of(stack: &Stack) -> NodeNames {
+        let mut names = HashMap::new();
+        for (index, node) in stack.nodes.iter().enumerate() {
+            for nid in stack.nids(index) {
+                names.insert(
+                    nid.to_string(),
+                    (node.name.clone(), node.role.name().to_owned()),
+                );
+            }
+        }
+        NodeNames(names)
+    }
+
+    fn name(&self, nid: &str) -> String {
+        self.0
+            .get(nid)
+            .map_or_else(|| nid.to_owned(), |(n, _)| n.clone())
+    }
+
+    fn role(&self, nid: &str) -> String {
+        self.0.get(nid).map_or_else(String::new, |(_, r)| r.clone())
+    }
+
+    /// `text` with every NID in it followed by its node's name: `100@mem0 (c0)`.
+    fn annotate(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len() + 16);
+        for (i, word) in text.split(' ').enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let trimmed = word.trim_end_matches([',', ':', ';', ')']);
+            out.push_str(trimmed);
+            if let Some((name, _)) = self.0.get(trimmed) {
+                out.push_str(&format!(" ({name})"));
+            }
+            out.push_str(&word[trimmed.len()..]);
+        }
+        out
+    }
+}
+
+/// One request's events, in time order, with sends paired to their next arrivals.
+fn traced_request(
+    id: TraceId,
+    op: &str,
+    bytes: u64,
+    seconds: f64,
+    events: &[TraceEvent],
+    names: &NodeNames,
+) -> TracedRequest {
+    let mut mine: Vec<&TraceEvent> = events.iter().filter(|e| e.trace == id).collect();
+    mine.sort_by_key(|e| e.at_ns);
+    let origin = mine.first().map_or(0, |e| e.at_ns);
+    let micros = |ns: u64| ns.saturating_sub(origin) as f64 / 1000.0;
+    let mut hops: Vec<Hop> = mine
+        .iter()
+        .map(|e| Hop {
+            at_us: micros(e.at_ns),
+            node: names.name(&e.node),
+            role: names.role(&e.node),
+            layer: e.layer.clone(),
+            what: e.what.clone(),
+            detail: names.annotate(&e.detail),
+            peer: e.peer.as_deref().map(|p| names.name(p)),
+            credits: e.credits.clone(),
+            waited_us: e.waited_ns as f64 / 1000.0,
+            hop_us: None,
+            arrived_at: None,
+        })
+        .collect();
+    // A send pairs with the first later arrival of the same frame on another node: the next
+    // hop (a router's forward, or the target).
+    for send in 0..mine.len() {
+        let (Some(frame), "send") = (&mine[send].frame, mine[send].what.as_str()) else {
+            continue;
+        };
+        let arrival = (send + 1..mine.len()).find(|&i| {
+            let e = mine[i];
+            e.frame.as_ref() == Some(frame)
+                && e.node != mine[send].node
+                && (e.what == "arrive" || e.what == "forward")
+                && hops[i].hop_us.is_none()
+        });
+        if let Some(i) = arrival {
+            hops[send].arrived_at = Some(i);
+            hops[i].hop_us = Some(hops[i].at_us - hops[send].at_us);
+        }
+    }
+    TracedRequest {
+        trace: id.to_string(),
+        op: op.to_owned(),
+        bytes,
+        seconds,
+        hops,
+    }
+}
+
+/// The report as text: per request, every step in time order.
+pub fn render(report: &TraceReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("stack: {} ({})\n", report.stack, report.mode));
+    out.push_str(&format!("modeled: {}\n", report.modeled));
+    out.push_str(&format!("traced: {}\n", report.setup));
+    for request in &report.requests {
+        out.push_str(&format!(
+            "\n{} of {} (trace {}): {:.3} ms at the client, {} steps\n",
+            request.op,
+            describe_size(request.bytes),
+            request.trace,
+            request.seconds * 1000.0,
+            request.hops.len()
+        ));
+        out.push_str(&format!(
+            "{:>12}  {:<8} {:<8} {:<8} {}\n",
+            "time (µs)", "node", "layer", "event", "detail"
+        ));
+        for hop in &request.hops {
+            let mut detail = hop.detail.clone();
+            if let Some(peer) = &hop.peer {
+                let arrow = if hop.what == "send" { "to" } else { "from" };
+                detail.push_str(&format!(" [{arrow} {peer}]"));
+            }
+            if let Some(us) = hop.hop_us {
+                detail.push_str(&format!(" [hop {us:.1} µs]"));
+            }
+            if !hop.credits.is_empty() {
+                let credits: Vec<String> = hop
+                    .credits
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect();
+                detail.push_str(&format!(" [credits: {}]", credits.join(", ")));
+            }
+            if hop.queued() || hop.waited_us >= 1000.0 {
+                detail.push_str(&format!(" [waited {:.1} µs]", hop.waited_us));
+            }
+            out.push_str(&format!(
+                "{:>12.1}  {:<8} {:<8} {:<8} {}\n",
+                hop.at_us, hop.node, hop.layer, hop.what, detail
+            ));
+        }
+    }
+    out.push_str(
+        "\ncredits are as each node saw them after taking its own: negative by the sends queued \
+         ahead (LNet's tx column); times are wall-clock microseconds from each request's first step\n",
+    );
+    out
+}
+
+/// One request as a sequence diagram: a lane per node it touched, in the order it reached
+/// them; an arrow per frame from send to arrival (dashed where it waited for credits); a mark
+/// for every other step, the commit emphasised.
+pub fn sequence(report: &TraceReport, request: &TracedRequest) -> Sequence {
+    let mut lanes: Vec<String> = Vec::new();
+    let mut lane_names: Vec<String> = Vec::new();
+    let mut lane_of = |hop: &Hop, lanes: &mut Vec<String>| -> usize {
+        if let Some(i) = lane_names.iter().position(|n| *n == hop.node) {
+            return i;
+        }
+        lane_names.push(hop.node.clone());
+        lanes.push(format!("{} ({})", hop.node, hop.role));
+        lane_names.len() - 1
+    };
+    let lane_indexes: Vec<usize> = request
+        .hops
+        .iter()
+        .map(|hop| lane_of(hop, &mut lanes))
+        .collect();
+    let mut messages = Vec::new();
+    let mut marks = Vec::new();
+    for (i, hop) in request.hops.iter().enumerate() {
+        match (hop.what.as_str(), hop.arrived_at) {
+            ("send", Some(j)) => messages.push(Arrow {
+                from: lane_indexes[i],
+                to: lane_indexes[j],
+                sent_us: hop.at_us,
+                arrived_us: request.hops[j].at_us,
+                label: frame_label(&hop.detail),
+                queued: hop.queued(),
+            }),
+            // Arrivals are the arrows' heads; an unpaired send stays a mark.
+            ("arrive", _) => {}
+            ("forward", _) if hop.hop_us.is_some() => {}
+            _ => marks.push(Mark {
+                lane: lane_indexes[i],
+                at_us: hop.at_us,
+                label: short_step(hop),
+                emphasis: hop.what == "commit" || hop.what == "release",
+            }),
+        }
+    }
+    Sequence {
+        title: format!(
+            "{} of {} through {} (trace {})",
+            request.op,
+            describe_size(request.bytes),
+            report.stack,
+            request.trace
+        ),
+        lanes,
+        messages,
+        marks,
+        footnote: format!(
+            "{}. Times in µs from the request's first step, wall-clock; rows are ordered, not \
+             to scale. Modeled: {}.",
+            report.setup, report.modeled
+        ),
+    }
+}
+
+/// A frame in a few words, for an arrow: `request 28 B`, `GET 1 MiB`, `REPLY 1 MiB crc ...`.
+fn frame_label(detail: &str) -> String {
+    let size = detail
+        .split('(')
+        .nth(1)
+        .and_then(|inside| inside.split(" B").next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .map(describe_size)
+        .unwrap_or_default();
+    let crc = detail
+        .split("crc ")
+        .nth(1)
+        .map(|c| format!(" crc {}", c.trim_end_matches(')')))
+        .unwrap_or_default();
+    let kind = [
+        ("RPC request", "request"),
+        ("RPC reply", "reply"),
+        ("GET", "GET"),
+        ("REPLY", "REPLY"),
+        ("bulk PUT", "bulk PUT"),
+        ("ACK", "ACK"),
+    ]
+    .iter()
+    .find(|(prefix, _)| detail.starts_with(prefix))
+    .map_or("frame", |(_, kind)| kind);
+    format!("{kind} {size}{crc}").trim().to_owned()
+}
+
+/// A step in a few words, for a mark: `handle write`, `record transno 2`, `commit transno 2`.
+fn short_step(hop: &Hop) -> String {
+    let transno = hop
+        .detail
+        .split("transno ")
+        .nth(1)
+        .and_then(|rest| rest.split([' ', ':', ',']).next())
+        .map(|t| format!(" transno {t}"))
+        .unwrap_or_default();
+    match hop.what.as_str() {
+        "handle" => hop
+            .detail
+            .replacen("handling", "handle", 1)
+            .split(" (")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        "reply" => "reply".to_owned(),
+        "verify" => format!(
+            "{} verified",
+            if hop.detail.starts_with("pulled") {
+                "pull"
+            } else {
+                "push"
+            }
+        ),
+        "record" => format!("journal record{transno} (async: reply now)"),
+        "commit" => format!("commit{transno}"),
+        "keep" => format!("kept for replay{transno}"),
+        "release" => format!("released from replay{transno}"),
+        "split" => "split by layout".to_owned(),
+        "buffer" => "into fyod buffers".to_owned(),
+        other => other.to_owned(),
+    }
+}
