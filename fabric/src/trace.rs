@@ -15,7 +15,9 @@
 //! layers above record what only they know (a journal record and its transno, a commit, a
 //! client keeping a request for replay). Events carry wall-clock time, so the logs of nodes in
 //! different processes on one host interleave correctly. The log keeps the last
-//! [`TRACE_EVENTS_MAX`] events; `trace.events` on the admin tree reads them as JSON Lines.
+//! [`TRACE_EVENTS_MAX`] events and [`TRACE_BYTES_MAX`] of their text — a peer can mark every
+//! frame it sends as traced, so the log is bounded whatever it sends, and `trace.events` on the
+//! admin tree, which reads it as JSON Lines, always fits one admin reply.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -30,6 +32,10 @@ use crate::nid::Nid;
 
 /// Events a node keeps; older ones are dropped first (and counted).
 pub const TRACE_EVENTS_MAX: usize = 8192;
+/// Bytes of event text a node keeps (well inside an admin reply's 4 MiB).
+pub const TRACE_BYTES_MAX: usize = 2 << 20;
+/// The longest detail kept; a longer one is cut, marked with `…`.
+pub const DETAIL_MAX_BYTES: usize = 2048;
 
 tokio::task_local! {
     static CURRENT: Option<TraceId>;
@@ -183,7 +189,7 @@ impl Step {
 #[derive(Debug)]
 pub struct TraceLog {
     node: String,
-    events: Mutex<VecDeque<TraceEvent>>,
+    events: Mutex<Held>,
     dropped: AtomicU64,
 }
 
@@ -192,7 +198,7 @@ impl TraceLog {
     pub fn new(nid: Nid) -> TraceLog {
         TraceLog {
             node: nid.to_string(),
-            events: Mutex::new(VecDeque::new()),
+            events: Mutex::default(),
             dropped: AtomicU64::new(0),
         }
     }
@@ -210,18 +216,23 @@ impl TraceLog {
             node: self.node.clone(),
             layer: step.layer.to_owned(),
             what: step.what.to_owned(),
-            detail: step.detail,
+            detail: cut(step.detail, DETAIL_MAX_BYTES),
             frame: step.frame,
             peer: step.peer.map(|p| p.to_string()),
             credits: step.credits,
             waited_ns: step.waited_ns,
         };
-        let mut events = self.events.lock().expect("trace log lock poisoned");
-        if events.len() >= TRACE_EVENTS_MAX {
-            events.pop_front();
+        let size = size_of(&event);
+        let mut held = self.events.lock().expect("trace log lock poisoned");
+        while held.events.len() >= TRACE_EVENTS_MAX || held.bytes + size > TRACE_BYTES_MAX {
+            let Some(oldest) = held.events.pop_front() else {
+                break;
+            };
+            held.bytes -= size_of(&oldest);
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
-        events.push_back(event);
+        held.bytes += size;
+        held.events.push_back(event);
     }
 
     /// Records `step` for the running task's trace, if it has one.
@@ -236,6 +247,7 @@ impl TraceLog {
         self.events
             .lock()
             .expect("trace log lock poisoned")
+            .events
             .iter()
             .filter(|e| trace.is_none_or(|t| e.trace == t))
             .cloned()
@@ -249,7 +261,7 @@ impl TraceLog {
 
     /// Forgets every event.
     pub fn clear(&self) {
-        self.events.lock().expect("trace log lock poisoned").clear();
+        *self.events.lock().expect("trace log lock poisoned") = Held::default();
     }
 
     /// The events as JSON Lines, oldest first.
@@ -263,6 +275,43 @@ impl TraceLog {
         }
         out
     }
+}
+
+/// The events a log holds, and the bytes of their text.
+#[derive(Debug, Default)]
+struct Held {
+    events: VecDeque<TraceEvent>,
+    bytes: usize,
+}
+
+/// About what an event takes as JSON: its texts and a fixed allowance for the rest.
+fn size_of(event: &TraceEvent) -> usize {
+    const FIXED_BYTES: usize = 200;
+    event.node.len()
+        + event.layer.len()
+        + event.what.len()
+        + event.detail.len()
+        + event.frame.as_ref().map_or(0, String::len)
+        + event.peer.as_ref().map_or(0, String::len)
+        + event
+            .credits
+            .iter()
+            .map(|(k, _)| k.len() + 24)
+            .sum::<usize>()
+        + FIXED_BYTES
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), with `…` where it was cut.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// Parses `trace.events`' JSON Lines back into events, refusing a line that is not one.
@@ -328,6 +377,33 @@ mod tests {
         assert_eq!(events.len(), TRACE_EVENTS_MAX);
         assert_eq!(events[0].detail, "5");
         assert_eq!(log.dropped(), 5);
+    }
+
+    #[test]
+    fn the_log_is_bounded_in_bytes_and_a_long_detail_is_cut() {
+        let log = TraceLog::new(nid());
+        let long = "é".repeat(DETAIL_MAX_BYTES);
+        log.record(TraceId(1), Step::new("fyod", "split", long));
+        let kept = &log.events(None)[0].detail;
+        assert!(kept.len() <= DETAIL_MAX_BYTES && kept.ends_with('…'));
+        for _ in 0..TRACE_EVENTS_MAX {
+            log.record(
+                TraceId(1),
+                Step::new("fyod", "split", "x".repeat(DETAIL_MAX_BYTES)),
+            );
+        }
+        assert!(
+            log.json_lines().len() <= TRACE_BYTES_MAX,
+            "the admin reply stays bounded"
+        );
+        assert!(
+            log.events(None).len() < TRACE_EVENTS_MAX,
+            "bytes bound before the count"
+        );
+        assert_eq!(
+            log.dropped() as usize + log.events(None).len(),
+            TRACE_EVENTS_MAX + 1
+        );
     }
 
     #[test]
