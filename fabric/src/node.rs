@@ -472,9 +472,7 @@ impl NodeInner {
     /// A header from this node to `target`. The source NID is fixed when the message is sent,
     /// to the interface its next hop is on, as LNet does.
     pub(crate) fn header(&self, kind: Kind, target: Nid) -> Header {
-        let mut header = Header::new(kind, self.nid, target);
-        header.trace = trace::current().map_or(0, |t| t.0);
-        header
+        Header::new(kind, self.nid, target)
     }
 
     /// Sends under credits (waiting for them if need be), directly or through a router.
@@ -487,6 +485,8 @@ impl NodeInner {
         if self.is_local(&message.header.source) {
             message.header.source = ni.nid();
         }
+        // A frame sent from a traced task joins its trace; an answer already carries the trace
+        // of the frame it answers.
         if message.header.trace == 0
             && let Some(id) = trace::current()
         {

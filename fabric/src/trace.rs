@@ -77,7 +77,12 @@ pub async fn traced<F: Future>(id: TraceId, work: F) -> F::Output {
 /// `work` in the running task's trace, if it has one: for work a traced task hands to a task
 /// of its own (a task-local does not follow `spawn`).
 pub fn inherit<F: Future>(work: F) -> impl Future<Output = F::Output> {
-    CURRENT.scope(current(), work)
+    within(current(), work)
+}
+
+/// `work` in trace `id`, or in none.
+pub fn within<F: Future>(id: Option<TraceId>, work: F) -> impl Future<Output = F::Output> {
+    CURRENT.scope(id, work)
 }
 
 /// The trace the running task belongs to, if any.

@@ -140,8 +140,5 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     .instrument(span);
     // A traced request is handled inside its trace: what the service sends on its behalf
     // carries the id too.
-    match traced {
-        Some(id) => tokio::spawn(trace::traced(id, work)),
-        None => tokio::spawn(work),
-    };
+    tokio::spawn(trace::within(traced, work));
 }
