@@ -26,6 +26,7 @@
 
 use std::fmt::Write as _;
 
+use crate::svg::{LINE_SPACING, MARGIN_PX, Page};
 use crate::text::{ASCENT_EM, DESCENT_EM, escape, width_px, wrap};
 
 /// One request's path through the stack, as a sequence diagram: drawn by [`Sequence::svg`].
@@ -89,17 +90,11 @@ const MS_FROM_US: f64 = 10_000.0;
 const WIDTH_MIN_PX: f64 = 600.0;
 /// The room each lane gets, at least.
 const LANE_PX: f64 = 180.0;
-/// Empty space around everything.
-const MARGIN_PX: f64 = 12.0;
 /// Between the time column and the lanes.
 const TIME_GAP_PX: f64 = 10.0;
-const TITLE_FONT_PX: f64 = 15.0;
 const LANE_FONT_PX: f64 = 12.0;
 const LABEL_FONT_PX: f64 = 11.0;
 const TIME_FONT_PX: f64 = 10.0;
-const FOOTNOTE_FONT_PX: f64 = 10.0;
-/// Line height as a share of the font size.
-const LINE_SPACING: f64 = 1.35;
 /// Lines of a lane's name, at most; the rest is cut short.
 const LANE_NAME_LINES_MAX: usize = 2;
 /// The least height of a row, from the one above.
@@ -327,9 +322,8 @@ impl Sequence {
 
         // Vertical layout, top down: the title, the lanes' names, the rows, then what was left
         // out, the key and the footnote.
-        let title_lines = wrap(&self.title, TITLE_FONT_PX, width - 2.0 * MARGIN_PX);
-        let title_line_px = TITLE_FONT_PX * LINE_SPACING;
-        let header_top = MARGIN_PX + title_line_px * title_lines.len() as f64 + 8.0;
+        let page = Page::new(width, &self.title, &self.footnote);
+        let header_top = page.title_bottom() + 8.0;
         let lane_names: Vec<Vec<String>> = self
             .lanes
             .iter()
@@ -359,31 +353,8 @@ impl Sequence {
             bottom += 8.0 + label_line_px;
             bottom - label_line_px / 2.0
         });
-        let footnote_lines = wrap(&self.footnote, FOOTNOTE_FONT_PX, width - 2.0 * MARGIN_PX);
-        let footnote_line_px = FOOTNOTE_FONT_PX * LINE_SPACING;
-        let footnote_top = bottom + 10.0;
-        let height =
-            (footnote_top + footnote_line_px * footnote_lines.len() as f64 + MARGIN_PX).ceil();
-
         let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif">"#
-        );
-        let _ = writeln!(svg, "<title>{}</title>", escape(&self.title));
-        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        for (i, line) in title_lines.iter().enumerate() {
-            let baseline = MARGIN_PX + ASCENT_EM * TITLE_FONT_PX + title_line_px * i as f64;
-            text(
-                &mut svg,
-                "title",
-                width / 2.0,
-                baseline,
-                TITLE_FONT_PX,
-                "middle",
-                line,
-            );
-        }
+        page.open(&mut svg, bottom);
         // The rows' area, unstroked: where arrows and marks are drawn.
         let _ = writeln!(
             svg,
@@ -549,20 +520,7 @@ impl Sequence {
         if let Some(centre) = key_centre {
             draw_key(&mut svg, lanes_left, centre);
         }
-        for (i, line) in footnote_lines.iter().enumerate() {
-            let baseline =
-                footnote_top + ASCENT_EM * FOOTNOTE_FONT_PX + footnote_line_px * i as f64;
-            text(
-                &mut svg,
-                "footnote",
-                MARGIN_PX,
-                baseline,
-                FOOTNOTE_FONT_PX,
-                "start",
-                line,
-            );
-        }
-        svg.push_str("</svg>\n");
+        page.close(&mut svg, bottom);
         svg
     }
 }

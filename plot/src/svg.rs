@@ -24,14 +24,14 @@ const WIDTH_PX: f64 = 760.0;
 /// The plot area's height.
 const PLOT_HEIGHT_PX: f64 = 300.0;
 /// Empty space around everything.
-const MARGIN_PX: f64 = 12.0;
+pub(crate) const MARGIN_PX: f64 = 12.0;
 const TITLE_FONT_PX: f64 = 15.0;
 const AXIS_LABEL_FONT_PX: f64 = 12.0;
 const TICK_FONT_PX: f64 = 11.0;
 const LEGEND_FONT_PX: f64 = 11.0;
 const FOOTNOTE_FONT_PX: f64 = 10.0;
 /// Line height as a share of the font size.
-const LINE_SPACING: f64 = 1.35;
+pub(crate) const LINE_SPACING: f64 = 1.35;
 const TICK_LENGTH_PX: f64 = 5.0;
 /// Space between a tick and its label.
 const TICK_GAP_PX: f64 = 3.0;
@@ -190,9 +190,8 @@ impl Figure {
         let right = WIDTH_PX - MARGIN_PX - x_tick_half.max(8.0);
 
         // Vertical layout, top down.
-        let title_lines = wrap(&self.title, TITLE_FONT_PX, WIDTH_PX - 2.0 * MARGIN_PX);
-        let title_line_px = TITLE_FONT_PX * LINE_SPACING;
-        let top = MARGIN_PX + title_line_px * title_lines.len() as f64 + 10.0;
+        let page = Page::new(WIDTH_PX, &self.title, &self.footnote);
+        let top = page.title_bottom() + 10.0;
         let frame = Frame {
             left,
             top,
@@ -209,31 +208,8 @@ impl Figure {
         let legend = self.legend_entries();
         let placed = place_legend(&legend, frame.left, legend_top, frame.width());
         let legend_bottom = placed.as_ref().map_or(legend_top, |p| p.bottom);
-        let footnote_lines = wrap(&self.footnote, FOOTNOTE_FONT_PX, WIDTH_PX - 2.0 * MARGIN_PX);
-        let footnote_line_px = FOOTNOTE_FONT_PX * LINE_SPACING;
-        let footnote_top = legend_bottom + 10.0;
-        let height =
-            (footnote_top + footnote_line_px * footnote_lines.len() as f64 + MARGIN_PX).ceil();
-
         let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" font-family="sans-serif">"#
-        );
-        let _ = writeln!(svg, "<title>{}</title>", escape(&self.title));
-        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        for (i, line) in title_lines.iter().enumerate() {
-            let baseline = MARGIN_PX + ASCENT_EM * TITLE_FONT_PX + title_line_px * i as f64;
-            text(
-                &mut svg,
-                "title",
-                WIDTH_PX / 2.0,
-                baseline,
-                TITLE_FONT_PX,
-                "middle",
-                line,
-            );
-        }
+        page.open(&mut svg, legend_bottom);
         self.draw_axes(
             &mut svg,
             &frame,
@@ -254,20 +230,7 @@ impl Figure {
         if let Some(placed) = placed {
             draw_legend(&mut svg, &legend, &placed);
         }
-        for (i, line) in footnote_lines.iter().enumerate() {
-            let baseline =
-                footnote_top + ASCENT_EM * FOOTNOTE_FONT_PX + footnote_line_px * i as f64;
-            text(
-                &mut svg,
-                "footnote",
-                MARGIN_PX,
-                baseline,
-                FOOTNOTE_FONT_PX,
-                "start",
-                line,
-            );
-        }
-        svg.push_str("</svg>\n");
+        page.close(&mut svg, legend_bottom);
         svg
     }
 
@@ -663,6 +626,84 @@ fn marker(svg: &mut String, shape: Marker, x: f64, y: f64, r: f64) {
             x - r
         ),
     };
+}
+
+/// What every picture has around its content: a white page of `width`, the title wrapped on
+/// top and the footnote wrapped below the content, in the same fonts and margins.
+pub(crate) struct Page {
+    width: f64,
+    title: String,
+    title_lines: Vec<String>,
+    footnote_lines: Vec<String>,
+}
+
+impl Page {
+    pub(crate) fn new(width: f64, title: &str, footnote: &str) -> Page {
+        Page {
+            width,
+            title: title.to_owned(),
+            title_lines: wrap(title, TITLE_FONT_PX, width - 2.0 * MARGIN_PX),
+            footnote_lines: wrap(footnote, FOOTNOTE_FONT_PX, width - 2.0 * MARGIN_PX),
+        }
+    }
+
+    /// Where the title ends: the content goes below.
+    pub(crate) fn title_bottom(&self) -> f64 {
+        MARGIN_PX + TITLE_FONT_PX * LINE_SPACING * self.title_lines.len() as f64
+    }
+
+    fn footnote_top(content_bottom: f64) -> f64 {
+        content_bottom + 10.0
+    }
+
+    /// Opens the picture — its height fits content ending at `content_bottom` and the
+    /// footnote — with the white page and the title.
+    pub(crate) fn open(&self, svg: &mut String, content_bottom: f64) {
+        let line_px = FOOTNOTE_FONT_PX * LINE_SPACING;
+        let height = (Page::footnote_top(content_bottom)
+            + line_px * self.footnote_lines.len() as f64
+            + MARGIN_PX)
+            .ceil();
+        let width = self.width;
+        let _ = writeln!(
+            svg,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif">"#
+        );
+        let _ = writeln!(svg, "<title>{}</title>", escape(&self.title));
+        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let line_px = TITLE_FONT_PX * LINE_SPACING;
+        for (i, line) in self.title_lines.iter().enumerate() {
+            let baseline = MARGIN_PX + ASCENT_EM * TITLE_FONT_PX + line_px * i as f64;
+            text(
+                svg,
+                "title",
+                width / 2.0,
+                baseline,
+                TITLE_FONT_PX,
+                "middle",
+                line,
+            );
+        }
+    }
+
+    /// The footnote below content ending at `content_bottom`, and the picture's end.
+    pub(crate) fn close(&self, svg: &mut String, content_bottom: f64) {
+        let top = Page::footnote_top(content_bottom);
+        let line_px = FOOTNOTE_FONT_PX * LINE_SPACING;
+        for (i, line) in self.footnote_lines.iter().enumerate() {
+            let baseline = top + ASCENT_EM * FOOTNOTE_FONT_PX + line_px * i as f64;
+            text(
+                svg,
+                "footnote",
+                MARGIN_PX,
+                baseline,
+                FOOTNOTE_FONT_PX,
+                "start",
+                line,
+            );
+        }
+        svg.push_str("</svg>\n");
+    }
 }
 
 fn text(svg: &mut String, class: &str, x: f64, y: f64, font_px: f64, anchor: &str, content: &str) {
