@@ -14,6 +14,7 @@
 //! - [`process`]: the life of a node process: READY line, serve, stop on stdin EOF,
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
+//! - [`http`]: a small bounded HTTP/1.1 server: one handler answers every request.
 //! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors,
 //!   and helpers that write one metric family each.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
@@ -40,6 +41,7 @@
 pub mod client;
 pub mod error;
 pub mod glob;
+pub mod http;
 pub mod lctl;
 pub mod lprocfs;
 pub mod metrics;

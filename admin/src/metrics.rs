@@ -7,24 +7,18 @@
 //! family each, with Prometheus's names (`iopath_` prefix, base units, `_total` added to
 //! counters by the encoder).
 //!
-//! The server is bounded as everything else is: at most [`CONNECTIONS_MAX`] connections at
-//! once (more wait in the listen queue), one request per connection, a request head of at
-//! most [`REQUEST_HEAD_MAX_BYTES`] read within [`REQUEST_HEAD_TIMEOUT`], the whole exchange
-//! within [`CONNECTION_TIMEOUT`] (a scraper that never reads its answer is dropped), and only `GET
-//! /metrics` answered (404 otherwise, 405 for another method).
+//! The server is [`crate::http`]'s, bounded as everything else is; only `GET /metrics` is
+//! answered (404 otherwise, 405 for another method).
 //!
 //! [`Collector`]: prometheus_client::collector::Collector
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, EncodeMetric,
 };
@@ -32,19 +26,10 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
-use tokio::sync::Semaphore;
-use tokio::task::{JoinHandle, JoinSet};
 
+use crate::http::HttpHandle;
 use crate::{AdminError, Shutdown};
 
-/// The most scrapes served at once.
-pub const CONNECTIONS_MAX: usize = 16;
-/// The most bytes of a request's line and headers.
-pub const REQUEST_HEAD_MAX_BYTES: usize = 8 * 1024;
-/// How long a client may take to send its request's head.
-pub const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest a connection may take, request and answer together.
-pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 /// The one path answered.
 pub const METRICS_PATH: &str = "/metrics";
 
@@ -127,90 +112,20 @@ pub fn render(registry: &Registry) -> Result<String, std::fmt::Error> {
     Ok(text)
 }
 
-/// A running `/metrics` server: where it listens, and its task.
-#[derive(Debug)]
-pub struct MetricsHandle {
-    local_addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl MetricsHandle {
-    /// The address it listens on (the real port when port 0 was asked for).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Waits for the server to end (after the shutdown signal fires).
-    pub async fn join(self) {
-        let _ = self.task.await;
-    }
-}
-
 /// Binds `addr` (port 0 picks a free port) and serves `registry` at `GET /metrics` on a new
 /// task until `shutdown` fires; then open scrapes are dropped. Returns once bound.
 pub async fn serve(
     addr: SocketAddr,
     registry: Arc<Registry>,
     shutdown: Shutdown,
-) -> Result<MetricsHandle, AdminError> {
-    let (listener, local_addr) = crate::service::bind(addr).await?;
-    tracing::info!(%local_addr, "metrics listening");
-    let task = tokio::spawn(async move {
-        let permits = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-        let mut connections = JoinSet::new();
-        loop {
-            // Back-pressure: a connection is accepted only once a permit is free, so at most
-            // CONNECTIONS_MAX are served and the rest wait in the kernel's listen queue.
-            let permit = tokio::select! {
-                reason = shutdown.triggered() => {
-                    tracing::info!(%local_addr, %reason, "metrics stopping");
-                    break;
-                }
-                permit = Arc::clone(&permits).acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break, // never closed; the loop is the only owner
-                },
-            };
-            let stream = tokio::select! {
-                reason = shutdown.triggered() => {
-                    tracing::info!(%local_addr, %reason, "metrics stopping");
-                    break;
-                }
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(error) => {
-                        tracing::warn!(%local_addr, %error, "metrics accept failed");
-                        continue;
-                    }
-                },
-            };
-            // Reap finished connections so the set stays as small as the permits.
-            while connections.try_join_next().is_some() {}
-            let registry = Arc::clone(&registry);
-            connections.spawn(async move {
-                let _permit = permit;
-                let service = hyper::service::service_fn(move |request| {
-                    let registry = Arc::clone(&registry);
-                    async move { Ok::<_, Infallible>(answer(&request, &registry)) }
-                });
-                let serving = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(REQUEST_HEAD_TIMEOUT)
-                    .max_buf_size(REQUEST_HEAD_MAX_BYTES)
-                    .keep_alive(false)
-                    .serve_connection(TokioIo::new(stream), service);
-                // A scraper that asks and never reads the answer gives its permit back.
-                match tokio::time::timeout(CONNECTION_TIMEOUT, serving).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(error)) => tracing::debug!(%error, "metrics connection ended badly"),
-                    Err(_) => tracing::debug!("metrics connection took too long; dropped"),
-                }
-            });
-        }
-        // Dropping the set aborts scrapes still being answered.
-        connections.shutdown().await;
-    });
-    Ok(MetricsHandle { local_addr, task })
+) -> Result<HttpHandle, AdminError> {
+    crate::http::serve(
+        addr,
+        "metrics",
+        Arc::new(move |request: &Request<Incoming>| answer(request, &registry)),
+        shutdown,
+    )
+    .await
 }
 
 /// The answer to one request.
@@ -256,6 +171,7 @@ fn answer(request: &Request<Incoming>, registry: &Registry) -> Response<Full<byt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::REQUEST_HEAD_MAX_BYTES;
     use prometheus_client::collector::Collector;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -849,6 +849,23 @@ impl Checked for NodeInner {
     }
 }
 
+impl NodeInner {
+    /// Counts a message to forward as received on the interface it came in on: the one on
+    /// its source's network, or (a source further away) the one not on its target's.
+    fn count_forwarded_arrival(&self, header: &Header) {
+        let nis = self.nis();
+        let on = |net| nis.iter().find(|ni| ni.nid().net == net);
+        let incoming = on(header.source.net)
+            .or_else(|| nis.iter().find(|ni| ni.nid().net != header.target.net));
+        if let Some(ni) = incoming {
+            ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+            ni.counters
+                .recv_bytes
+                .fetch_add(u64::from(header.payload_len), Ordering::Relaxed);
+        }
+    }
+}
+
 impl Deliver for NodeInner {
     fn admit(&self, header: &Header) -> Admit {
         if !self.is_local(&header.target) {
@@ -874,6 +891,7 @@ impl Deliver for NodeInner {
                     if let Some(id) = TraceId::of(&message.header) {
                         self.trace_forward(id, &message.header);
                     }
+                    self.count_forwarded_arrival(&message.header);
                     self.forward(message, buffer)
                 }
                 // Not for us, and we do not forward (or could not take a buffer).

@@ -135,6 +135,18 @@ pub struct OstClient {
     stats: Option<Arc<OscStats>>,
 }
 
+/// A client that goes takes what it kept with it: the node's osc counters stop counting it.
+impl Drop for OstClient {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut replay = std::mem::take(&mut state.replay);
+        self.forget_every_kept(&mut replay);
+    }
+}
+
 impl OstClient {
     /// Connects to the OSS at `server` as client `client` (an id that stays the same across
     /// restarts of this client).
@@ -294,6 +306,22 @@ impl OstClient {
         self.stats.as_deref()?.target(target).map(Arc::as_ref)
     }
 
+    /// Tells the node's osc counters that this client's replay list for `target` grew by
+    /// `added` and shrank by `removed`.
+    fn kept_changed(&self, target: u32, added: usize, removed: usize) {
+        if let Some(stats) = self.target_stats(target) {
+            stats.kept_changed(added as u64, removed as u64);
+        }
+    }
+
+    /// Empties the replay list, and says so to the osc counters.
+    fn forget_every_kept(&self, replay: &mut ReplayList) {
+        for (target, kept) in replay.kept_by_target() {
+            self.kept_changed(target, 0, kept as usize);
+        }
+        replay.clear();
+    }
+
     /// Sends one request to the server and waits for its reply: the one place requests
     /// leave. A request about `target` is counted in the node's osc counters of it (when the
     /// node keeps them) as under way until it ends, and its wait once a reply comes — an
@@ -426,9 +454,17 @@ impl OstClient {
         let traced = kept.as_ref().and_then(|k| k.trace);
         let (forgotten, committed) = {
             let mut state = self.lock();
+            let before = state.replay.len();
             let forgotten = state
                 .replay
                 .note(target, stamp.transno, stamp.last_committed, kept);
+            // A note keeps and forgets writes of `target` alone.
+            let after = state.replay.len();
+            self.kept_changed(
+                target,
+                after.saturating_sub(before),
+                before.saturating_sub(after),
+            );
             (forgotten, state.replay.last_committed(target))
         };
         let log = self.node.trace_log();
@@ -745,7 +781,7 @@ impl OstClient {
         self.call(None, opcode::DISCONNECT, body).await?;
         let mut state = self.lock();
         // Every target committed before the reply: nothing kept is needed any more.
-        state.replay.clear();
+        self.forget_every_kept(&mut state.replay);
         state.disconnected = true;
         Ok(())
     }
@@ -782,7 +818,9 @@ impl OstClient {
                         object: write.object,
                         transno,
                     });
-                    self.lock().replay.forget((target, transno));
+                    if self.lock().replay.forget((target, transno)).is_some() {
+                        self.kept_changed(target, 0, 1);
+                    }
                 }
                 Err(e) => return Err(e),
             }

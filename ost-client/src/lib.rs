@@ -15,6 +15,8 @@
 //! - [`stats`]: [`OscStats`], a client node's table of those counters, a row per target,
 //!   shared by every OST client on the node and counted into on the I/O path.
 //! - [`params`]: the table on the node's admin tree (`osc.iopath-OST0003-osc-c0.stats`).
+//! - [`metrics`]: the table's gauges on the node's `/metrics` (writes kept for replay, RPCs
+//!   in flight).
 //! - [`client`]: [`OstClient`], one connection — typed calls, reconnect, replay, disconnect.
 //! - [`mod@ping`]: Lustre's pinger, which replays promptly after a server restart.
 //! - [`connections`]: [`OstConnections`], one connection per server of a file system.
@@ -26,6 +28,7 @@ pub mod connections;
 pub mod counters;
 pub mod error;
 pub mod id;
+pub mod metrics;
 pub mod params;
 pub mod ping;
 pub mod replay;

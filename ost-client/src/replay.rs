@@ -135,6 +135,18 @@ impl ReplayList {
         self.kept.iter().map(|(k, v)| (*k, v.clone())).collect()
     }
 
+    /// How many writes are kept for each target that has any, by target.
+    pub fn kept_by_target(&self) -> Vec<(u32, u64)> {
+        let mut counts: Vec<(u32, u64)> = Vec::new();
+        for (target, _) in self.kept.keys() {
+            match counts.last_mut() {
+                Some((t, n)) if t == target => *n += 1,
+                _ => counts.push((*target, 1)),
+            }
+        }
+        counts
+    }
+
     /// How many writes are kept.
     pub fn len(&self) -> usize {
         self.kept.len()

@@ -36,6 +36,9 @@ pub struct TargetStats {
     rpcs: [AtomicU64; 2],
     /// Pages of read and write RPCs waiting for an RPC slot, by [`Rw`].
     pending_pages: [AtomicU64; 2],
+    /// Writes the target acknowledged and has not yet committed, kept by the node's OST
+    /// clients for replay.
+    uncommitted: AtomicU64,
 }
 
 // Relaxed throughout: each gauge is read on its own, and publishes no other memory.
@@ -48,6 +51,7 @@ impl TargetStats {
             active: AtomicU64::new(0),
             rpcs: Default::default(),
             pending_pages: Default::default(),
+            uncommitted: AtomicU64::new(0),
         }
     }
 
@@ -59,6 +63,23 @@ impl TargetStats {
     /// The tallies since the last clear.
     pub fn counters(&self) -> OscCounters {
         self.lock().clone()
+    }
+
+    /// Writes to the target acknowledged and not yet committed, kept for replay by every
+    /// OST client on the node.
+    pub fn uncommitted(&self) -> u64 {
+        self.uncommitted.load(Ordering::Relaxed)
+    }
+
+    /// `added` more writes are kept for replay, `removed` fewer (an OST client's replay list
+    /// changed).
+    pub fn kept_changed(&self, added: u64, removed: u64) {
+        if added > 0 {
+            self.uncommitted.fetch_add(added, Ordering::Relaxed);
+        }
+        if removed > 0 {
+            self.uncommitted.fetch_sub(removed, Ordering::Relaxed);
+        }
     }
 
     /// What is under way at the target now.

@@ -18,6 +18,8 @@
 //! - [`demo`]: `iopath demo`: phases, verification, the path hop by hop.
 //! - [`describe`]: a stack in words — the node table, each node's part, torus hops, sizes.
 //! - [`journal`]: what the targets' journals committed, embedded or over admin services.
+//! - [`live`]: the live view of a running stack (`--web`): what the page draws, and where
+//!   each node's counters are read.
 //! - [`pattern`]: the data every writer on a stack writes (IOR's words: which task, which
 //!   repetition, where) and the check of what comes back.
 //! - [`testing`]: [`testing::TestStack`], a whole file system in this process for every
@@ -29,6 +31,7 @@ pub mod demo;
 pub mod describe;
 pub mod error;
 pub mod journal;
+pub mod live;
 pub mod pattern;
 pub mod presets;
 pub mod runtime;

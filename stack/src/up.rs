@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::choice::StackChoice;
 use crate::describe;
 use crate::error::StackError;
+use crate::live;
 use crate::runtime::{
     EmbeddedOptions, EmbeddedStack, Launcher, Mode, ProcessStack, RunningNode, StorageDir,
     client_config,
@@ -28,6 +29,9 @@ pub struct UpConfig {
     /// Every node serves Prometheus's `/metrics` on a loopback port of its own, printed
     /// after the node table.
     pub metrics: bool,
+    /// Serve the live view — a page that draws the stack and follows its counters every
+    /// second — on this address.
+    pub web: Option<SocketAddr>,
 }
 
 /// What `iopath node` runs: one node of a stack file, as a process of its own.
@@ -122,14 +126,27 @@ pub async fn up_until(
                 (Some(_), None) => return Err(no_client_to_mount(running.stack())),
                 (None, _) => None,
             };
+            let live = match args.web {
+                Some(addr) => {
+                    let view = live::view(running.stack(), mode, "", &running.nodes(), &[], &|i| {
+                        running.admin_addr(i)
+                    });
+                    Some(open_live(addr, view, &mut say).await?)
+                }
+                None => None,
+            };
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
+            if let Some(live) = live {
+                live.stop().await;
+            }
             unmount(mounted).await;
             running.stop().await?;
         }
         Mode::Processes => {
             let mut launcher = Launcher::this_program()?;
-            if args.metrics {
+            // The live view reads each node process's /metrics.
+            if args.metrics || args.web.is_some() {
                 launcher
                     .args
                     .extend(["--metrics".into(), "127.0.0.1:0".into()]);
@@ -175,8 +192,26 @@ pub async fn up_until(
                 }
                 None => None,
             };
+            let live = match args.web {
+                Some(addr) => {
+                    let local: Vec<&RunningNode> = clients.iter().collect();
+                    let view = live::view(
+                        running.stack(),
+                        mode,
+                        "",
+                        &local,
+                        running.children(),
+                        &|i| running.child(i).map(|c| c.admin),
+                    );
+                    Some(open_live(addr, view, &mut say).await?)
+                }
+                None => None,
+            };
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
+            if let Some(live) = live {
+                live.stop().await;
+            }
             unmount(mounted).await;
             for client in clients {
                 client.stop().await?;
@@ -186,6 +221,21 @@ pub async fn up_until(
     }
     say("stopped".into());
     Ok(())
+}
+
+/// Serves the live view of `view` on `addr` and says where.
+async fn open_live(
+    addr: SocketAddr,
+    view: iopath_live::View,
+    say: &mut dyn FnMut(String),
+) -> Result<iopath_live::LiveHandle, StackError> {
+    let live = live::serve(addr, view).await?;
+    say(format!(
+        "live view: {} (the stack drawn, its counters read every {} ms)",
+        live.url(),
+        live::LIVE_INTERVAL.as_millis()
+    ));
+    Ok(live)
 }
 
 /// A mount and the client behind it.

@@ -159,6 +159,8 @@ pub struct IorOptions {
     /// Directory for the stack's storage and the disk baseline; default: a temporary
     /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
     pub dir: Option<PathBuf>,
+    /// Serve the live view of the stack on this address while IOR runs.
+    pub web: Option<std::net::SocketAddr>,
 }
 
 impl Default for IorOptions {
@@ -199,6 +201,7 @@ impl Default for IorOptions {
             choice: StackChoice::default(),
             processes: false,
             dir: None,
+            web: None,
         }
     }
 }

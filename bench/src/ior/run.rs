@@ -22,6 +22,7 @@ use super::report::{
 use crate::error::BenchError;
 use crate::fio;
 use iopath_client::Client;
+use iopath_stack::live;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{Role, RoleName, Stack};
 
@@ -167,6 +168,21 @@ async fn measure_on(
         ),
     );
     let started = Instant::now();
+    // The live view reads each node process's /metrics.
+    let with_metrics = match (args.web, mode) {
+        (Some(_), Mode::Processes) => {
+            let mut launcher = match launcher {
+                Some(l) => l.clone(),
+                None => Launcher::this_program()?,
+            };
+            launcher
+                .args
+                .extend(["--metrics".to_owned(), "127.0.0.1:0".to_owned()]);
+            Some(launcher)
+        }
+        _ => None,
+    };
+    let launcher = with_metrics.as_ref().or(launcher);
     let running = RunningStack::start(stack, mode, storage, launcher).await?;
     note(
         progress,
@@ -177,7 +193,26 @@ async fn measure_on(
             started.elapsed().as_secs_f64() * 1000.0
         ),
     );
+    let live = match args.web {
+        Some(addr) => {
+            let workload = format!("IOR: {command_line}");
+            match live::serve(addr, live::view_of(&running, &workload)).await {
+                Ok(live) => {
+                    note(progress, &format!("live view: {}", live.url()));
+                    Some(live)
+                }
+                Err(e) => {
+                    let _ = running.stop().await;
+                    return Err(e.into());
+                }
+            }
+        }
+        None => None,
+    };
     let outcome = on_stack(&running, tests, command_line, &mut streams, progress).await;
+    if let Some(live) = live {
+        live.stop().await;
+    }
     let stopped = running.stop().await;
     let outcome = outcome?;
     stopped?;

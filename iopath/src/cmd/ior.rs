@@ -131,6 +131,11 @@ pub struct IorArgs {
     /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Serve the live view of the stack on this address (`127.0.0.1:8080`; port 0 picks
+    /// one) while IOR runs: a page that draws the stack and follows bandwidth, credits,
+    /// router buffers, journal commits and uncommitted writes every second.
+    #[arg(long, value_name = "ADDR")]
+    web: Option<std::net::SocketAddr>,
 }
 
 impl From<IorArgs> for IorOptions {
@@ -170,6 +175,7 @@ impl From<IorArgs> for IorOptions {
             choice: args.choice.into(),
             processes: args.processes,
             dir: args.dir,
+            web: args.web,
         }
     }
 }
@@ -304,6 +310,7 @@ mod tests {
             },
             processes: true,
             dir: Some(PathBuf::from("/d")),
+            web: None,
         };
         assert_eq!(given, expected);
         assert_eq!(

@@ -69,6 +69,11 @@ pub struct UpArgs {
     /// the node table (embedded or with --processes).
     #[arg(long)]
     metrics: bool,
+    /// Serve the live view on this address (`127.0.0.1:8080`; port 0 picks one): a page
+    /// that draws the stack and follows bandwidth, credits, router buffers, journal commits
+    /// and recovery every second. Printed once the stack is up.
+    #[arg(long, value_name = "ADDR")]
+    web: Option<SocketAddr>,
 }
 
 /// `iopath node`: run one node of a stack file as a process of its own.
@@ -120,6 +125,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         processes: args.processes,
         dir: args.dir,
         metrics: args.metrics,
+        web: args.web,
     };
     let mounter = args.mount.map(|dir| -> iopath_stack::up::Mounter {
         let runtime = tokio::runtime::Handle::current();

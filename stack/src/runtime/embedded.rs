@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use iopath_admin::metrics::MetricsHandle;
+use iopath_admin::http::HttpHandle;
 use iopath_admin::{AdminHandle, Shutdown};
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
@@ -71,7 +71,7 @@ pub struct EmbeddedStack {
     admins: Vec<Option<AdminHandle>>,
     /// Each node's `/metrics`, by stack index (when asked for). A node restarted after a
     /// crash keeps the services of its first start, which read the crashed node.
-    metrics: Vec<Option<MetricsHandle>>,
+    metrics: Vec<Option<HttpHandle>>,
     shutdown: Shutdown,
     storage: StorageDir,
 }
@@ -270,7 +270,7 @@ impl EmbeddedStack {
         self.metrics
             .get(index)
             .and_then(Option::as_ref)
-            .map(MetricsHandle::local_addr)
+            .map(HttpHandle::local_addr)
     }
 
     /// Where the nodes keep their state.

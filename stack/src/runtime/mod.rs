@@ -16,7 +16,7 @@ pub mod storage;
 
 pub use embedded::{EmbeddedOptions, EmbeddedStack};
 pub use node::{FyodTuning, NodeTuning, RunningNode};
-pub use processes::{Launcher, ProcessStack};
+pub use processes::{ChildNode, Launcher, ProcessStack};
 pub use storage::StorageDir;
 
 use std::sync::Arc;

@@ -53,6 +53,8 @@ pub struct RunningNode {
     /// A client node's osc counters (`osc.*.stats`, `osc.*.rpc_stats`), which every client
     /// library connected on it counts into.
     pub osc: Option<Arc<iopath_ost_client::OscStats>>,
+    /// The file system's name: the osc families on `/metrics` name targets after it.
+    fsname: iopath_mds::layout::FsName,
     served: Served,
 }
 
@@ -158,6 +160,7 @@ impl RunningNode {
             tree,
             iorcd,
             osc,
+            fsname: stack.fsname.clone(),
             served,
         })
     }
@@ -171,7 +174,8 @@ impl RunningNode {
     }
 
     /// A registry of the node's collectors for `/metrics`: the fabric's (credits, traffic,
-    /// bulk, RPCs by operation) on every node, and a storage server's own.
+    /// bulk, RPCs by operation) on every node, a storage server's own, and a client node's
+    /// osc gauges (writes kept for replay, RPCs in flight).
     pub fn metrics_registry(&self) -> prometheus_client::registry::Registry {
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(iopath_fabric::metrics::FabricCollector::new(
@@ -181,6 +185,12 @@ impl RunningNode {
             registry.register_collector(Box::new(
                 iopath_storage_server::service::metrics::OssCollector::new(service),
             ));
+        }
+        if let Some(osc) = &self.osc {
+            registry.register_collector(Box::new(iopath_ost_client::metrics::OscCollector::new(
+                osc,
+                self.fsname.clone(),
+            )));
         }
         registry
     }

@@ -1,0 +1,260 @@
+//! The live view in a real browser: headless Chromium (installed by scripts/test) loads the
+//! page of `iopath bench ior --web` while IOR runs on a routed stack of node processes, and
+//! the values it shows are checked against the nodes' own counters, read through their admin
+//! services (`iopath lctl`) just before and just after: a counter the page shows lies between
+//! the two. A screenshot is left in the target directory (`live-view.png`) to look at.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+mod common;
+use common::{iopath, lctl};
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The longest the stack and IOR may take to start, and the page to show traffic.
+const START_MAX: Duration = Duration::from_secs(120);
+
+/// The browser: `IOPATH_CHROMIUM`, or Debian's headless shell or full Chromium on the path.
+fn chromium() -> PathBuf {
+    if let Some(path) = std::env::var_os("IOPATH_CHROMIUM") {
+        return PathBuf::from(path);
+    }
+    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
+        for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "no headless Chromium on the path (chromium-headless-shell or chromium): scripts/test \
+         installs Debian's chromium-headless-shell; or set IOPATH_CHROMIUM"
+    );
+}
+
+/// Chromium, headless, with `args` on `url`; its standard output.
+fn browse(url: &str, args: &[&str]) -> String {
+    let output = Command::new(chromium())
+        // Root in a container has no user namespace sandbox to give.
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args(["--virtual-time-budget=3000", "--window-size=1500,1300"])
+        .args(args)
+        .arg(url)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The text of the element with `data-node="node" data-field="field"` in the page `dom`.
+fn field(dom: &str, node: &str, field: &str) -> Option<String> {
+    let marker = format!("data-node=\"{node}\" data-field=\"{field}\"");
+    let at = dom.find(&marker)?;
+    let rest = &dom[at..];
+    let text = &rest[rest.find('>')? + 1..];
+    Some(text[..text.find('<')?].to_owned())
+}
+
+fn number(dom: &str, node: &str, name: &str) -> u64 {
+    field(dom, node, name)
+        .unwrap_or_else(|| panic!("the page shows no {name} for {node}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `GET path` from the live view: the body.
+fn get(addr: SocketAddr, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    body.to_owned()
+}
+
+/// A node's payload bytes sent and received, as its admin service's `stats` says.
+fn node_bytes(admin: &str) -> u64 {
+    let stats = lctl(admin, &["get_param", "-n", "stats"]);
+    let value = |key: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in stats: {stats}"))
+    };
+    value("send_length ") + value("recv_length ")
+}
+
+/// IOR with the live view, stopped when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
+    let browser = chromium();
+    assert!(browser.exists(), "{}", browser.display());
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Many short repetitions: traffic the whole time the page is looked at; the child is
+    // killed once the checks are done (bounded anyway: 40 repetitions of 64 MiB).
+    let mut child = iopath()
+        .args([
+            "bench",
+            "ior",
+            "--preset",
+            "spider-mini-routed",
+            "--processes",
+        ])
+        .args(["-w", "-r", "-F", "-t", "1m", "-b", "8m", "-i", "40"])
+        .args(["--web", "127.0.0.1:0", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let running = Running(child);
+    // The progress lines name the page's address.
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let started = Instant::now();
+    let url = loop {
+        let line = lines
+            .recv_timeout(START_MAX.saturating_sub(started.elapsed()))
+            .expect("iopath bench ior --web never said where its live view is");
+        if let Some(url) = line.strip_prefix("live view: ") {
+            break url.trim().to_owned();
+        }
+    };
+    let addr: SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let view: serde_json::Value = serde_json::from_str(&get(addr, "/view.json")).unwrap();
+    let admin_of = |name: &str| -> String {
+        view["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .and_then(|n| n["admin"].as_str())
+            .unwrap_or_else(|| panic!("{name} has no admin address in the view"))
+            .to_owned()
+    };
+    let oss = admin_of("oss0");
+    let router = admin_of("rtr1");
+
+    // Until IOR's bytes show: the first look at the page may come before the first write.
+    let mut shown = Vec::new();
+    while shown.len() < 2 {
+        assert!(
+            started.elapsed() < START_MAX * 2,
+            "the page never showed traffic: {shown:?}"
+        );
+        let before = (node_bytes(&oss), node_bytes(&router));
+        // The sampler reads every second: two intervals on, its latest sample is newer
+        // than `before`.
+        std::thread::sleep(Duration::from_millis(2_200));
+        let dom = browse(&url, &["--dump-dom"]);
+        let after = (node_bytes(&oss), node_bytes(&router));
+        let on_page =
+            |node: &str| number(&dom, node, "sent_bytes") + number(&dom, node, "received_bytes");
+        let page = (on_page("oss0"), on_page("rtr1"));
+        assert!(
+            before.0 <= page.0 && page.0 <= after.0,
+            "oss0: the page shows {} bytes, the node said {} before and {} after",
+            page.0,
+            before.0,
+            after.0
+        );
+        assert!(
+            before.1 <= page.1 && page.1 <= after.1,
+            "rtr1: the page shows {} bytes, the node said {} before and {} after",
+            page.1,
+            before.1,
+            after.1
+        );
+        // The page polls on its own: in three seconds of its time it updated more than once.
+        let updates: u64 = dom
+            .split("id=\"updates\">")
+            .nth(1)
+            .and_then(|t| t.split('<').next())
+            .and_then(|t| t.parse().ok())
+            .unwrap();
+        assert!(updates >= 2, "the page updated {updates} times");
+        // The journal as the page shows it, beside the target's own last_committed.
+        let committed = lctl(
+            &oss,
+            &["get_param", "-n", "obdfilter.iopath-OST0000.last_committed"],
+        );
+        let committed: u64 = committed.trim().parse().unwrap();
+        let shown_committed = number(&dom, "oss0", "last_committed:iopath-OST0000");
+        assert!(
+            shown_committed <= committed,
+            "the page shows last_committed {shown_committed}, the target {committed} after"
+        );
+        // Every row of the table is there, the routers with their buffers.
+        for node in ["c0", "rtr0", "rtr3", "oss1", "mds"] {
+            assert!(
+                field(&dom, node, "sent_bytes").is_some(),
+                "no row for {node}"
+            );
+        }
+        assert_eq!(
+            field(&dom, "rtr0", "router_buffers")
+                .unwrap()
+                .split('/')
+                .count(),
+            3
+        );
+        if page.0 > 0 && page.1 > 0 {
+            shown.push(page);
+        }
+    }
+    assert!(
+        shown[1].0 > shown[0].0 && shown[1].1 > shown[0].1,
+        "the page's counters did not move while IOR ran: {shown:?}"
+    );
+    let picture = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-view.png");
+    let _ = std::fs::remove_file(&picture);
+    browse(&url, &[&format!("--screenshot={}", picture.display())]);
+    let size = std::fs::metadata(&picture).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 10_000,
+        "screenshot {} is {size} bytes",
+        picture.display()
+    );
+    drop(running);
+}
