@@ -261,3 +261,80 @@ async fn a_fyod_counts_in_its_own_osc_files_what_it_forwards() {
     );
     running.stop().await.unwrap();
 }
+
+/// [`STACK`] with async commits that wait for a minute: acknowledged writes stay uncommitted
+/// until a client forces a commit (its disconnect does).
+fn slow_commits() -> String {
+    STACK.replace(
+        "targets = 2\n",
+        "targets = 2\njournal = \"async\"\ncommit_interval_ms = 60000\n",
+    )
+}
+
+/// The sum of `iopath_osc_uncommitted_writes` in the node's `/metrics` text.
+fn uncommitted_on_metrics(node: &iopath_stack::runtime::RunningNode) -> u64 {
+    let text = iopath_admin::metrics::render(&node.metrics_registry()).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("iopath_osc_uncommitted_writes{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_nodes_uncommitted_writes_rise_with_async_writes_and_fall_at_commit() {
+    let stack = Stack::parse(&slow_commits(), "osc-test").unwrap();
+    let storage = StorageDir::temporary("test-osc-uncommitted", None).unwrap();
+    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
+    let c0 = running
+        .nodes()
+        .into_iter()
+        .find(|n| n.role == RoleName::Client)
+        .unwrap();
+    let osc = c0.osc.as_ref().unwrap();
+    let uncommitted = || -> u64 { osc.targets().iter().map(|t| t.uncommitted()).sum() };
+    assert_eq!(uncommitted(), 0);
+
+    // 2 MiB over both targets in 1 MiB stripes: a write kept on each.
+    let client = iopath_client::Client::connect(client_config(running.stack(), c0))
+        .await
+        .unwrap();
+    let file = client.create("/a", StripeRequest::INHERIT).await.unwrap();
+    file.write_at(0, Bytes::from(vec![7u8; 2 << 20]))
+        .await
+        .unwrap();
+    let kept = uncommitted();
+    assert!(kept >= 2, "a write on each target is kept: {kept}");
+    for target in osc.targets() {
+        assert!(target.uncommitted() >= 1, "target {}", target.index());
+    }
+    assert_eq!(uncommitted_on_metrics(c0), kept, "/metrics says the same");
+
+    // A second client on the node, dropped without closing: what it kept goes with it.
+    let other = iopath_client::Client::connect(client_config(running.stack(), c0))
+        .await
+        .unwrap();
+    let second = other.create("/b", StripeRequest::INHERIT).await.unwrap();
+    second
+        .write_at(0, Bytes::from(vec![8u8; 1 << 20]))
+        .await
+        .unwrap();
+    assert!(uncommitted() > kept, "both clients' writes are counted");
+    drop(second);
+    drop(other);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while uncommitted() != kept {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dropped client's writes are still counted: {} (kept {kept})",
+            uncommitted()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    // Closing commits every target: nothing is kept.
+    file.close().await.unwrap();
+    client.close().await.unwrap();
+    assert_eq!(uncommitted(), 0);
+    assert_eq!(uncommitted_on_metrics(c0), 0);
+    running.stop().await.unwrap();
+}

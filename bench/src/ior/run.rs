@@ -195,7 +195,9 @@ async fn measure_on(
     );
     let live = match args.web {
         Some(addr) => {
-            let workload = format!("IOR: {command_line}");
+            // The program as its name, not where it lies on this machine.
+            let args = command_line.split_once(' ').map_or("", |(_, rest)| rest);
+            let workload = format!("IOR: iopath {args}");
             match live::serve(addr, live::view_of(&running, &workload)).await {
                 Ok(live) => {
                     note(progress, &format!("live view: {}", live.url()));
