@@ -1,5 +1,6 @@
 //! The live view in a real browser: headless Chromium (installed by scripts/test) loads the
-//! page of `iopath bench ior --web` while IOR runs on a routed stack of node processes, and
+//! page of `iopath bench ior --web` while IOR runs on a routed stack of node processes (the
+//! credit-stall lab's, docs/labs/live.md), and
 //! the values it shows are checked against the nodes' own counters, read through their admin
 //! services (`iopath lctl`) just before and just after: a counter the page shows lies between
 //! the two. A screenshot is left in the target directory (`live-view.png`) to look at.
@@ -105,6 +106,23 @@ fn node_bytes(admin: &str) -> u64 {
     value("send_length ") + value("recv_length ")
 }
 
+/// The credit-stall lab's stack (docs/labs/live.md): spider-mini-routed with two large
+/// buffers per router. The test runs the lab's command, smaller.
+fn lab_stack() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/labs/starved-routers.toml")
+}
+
+/// A router's large-buffer low-water mark, as its `buffers` view says.
+fn large_min(admin: &str) -> i64 {
+    let buffers = lctl(admin, &["get_param", "-n", "buffers"]);
+    let row = buffers
+        .lines()
+        .find(|l| l.starts_with("large"))
+        .unwrap_or_else(|| panic!("no large pool: {buffers}"));
+    // class bytes count credits min queue
+    row.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
 /// IOR with the live view, stopped when dropped.
 struct Running(Child);
 
@@ -123,13 +141,9 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
     // Many short repetitions: traffic the whole time the page is looked at; the child is
     // killed once the checks are done (bounded anyway: 40 repetitions of 64 MiB).
     let mut child = iopath()
-        .args([
-            "bench",
-            "ior",
-            "--preset",
-            "spider-mini-routed",
-            "--processes",
-        ])
+        .args(["bench", "ior", "--stack"])
+        .arg(lab_stack())
+        .arg("--processes")
         .args(["-w", "-r", "-F", "-t", "1m", "-b", "8m", "-i", "40"])
         .args(["--web", "127.0.0.1:0", "--dir"])
         .arg(dir.path())
@@ -243,6 +257,37 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
             shown.push(page);
         }
     }
+    // The lab's finding: with two large buffers a router queues bulk messages, and the page
+    // shows the pool's low-water mark below zero in red; tiny and small pools never get there.
+    // A mark only falls, so the page's is at or above the node's read after it.
+    let dom = browse(&url, &["--dump-dom"]);
+    let mut queued = Vec::new();
+    for router in ["rtr0", "rtr1", "rtr2", "rtr3"] {
+        let mins: Vec<i64> = field(&dom, router, "router_buffers_min")
+            .unwrap()
+            .split('/')
+            .map(|m| m.parse().unwrap())
+            .collect();
+        assert_eq!(mins.len(), 3, "{router}: {mins:?}");
+        assert!(mins[0] >= 0 && mins[1] >= 0, "{router}: {mins:?}");
+        let after = large_min(&admin_of(router));
+        assert!(
+            mins[2] >= after,
+            "{router}: the page's large min {} is below the node's {after}",
+            mins[2]
+        );
+        if mins[2] < 0 {
+            queued.push(router);
+        }
+    }
+    assert!(
+        !queued.is_empty(),
+        "no router's large pool went below zero with two buffers"
+    );
+    assert!(
+        dom.contains("data-field=\"router_buffers_min\" class=\"neg\""),
+        "a negative low-water mark is drawn red"
+    );
     assert!(
         shown[1].0 > shown[0].0 && shown[1].1 > shown[0].1,
         "the page's counters did not move while IOR ran: {shown:?}"

@@ -44,6 +44,9 @@ pub struct NodeState {
     pub peer_lowest: Option<PeerGate>,
     /// Sends queued for a peer credit, every peer.
     pub peer_queue: u64,
+    /// The lowest peer credit count ever seen, any peer (LNet's `min`: below 0, sends
+    /// queued at some moment, whether or not a sample caught it).
+    pub peer_min: Option<i64>,
     /// A router's buffer pools.
     pub pools: Vec<PoolReading>,
     /// A router: the peer with the fewest router buffer credits now.
@@ -167,6 +170,7 @@ impl NodeState {
             peers: now.peers.len(),
             peer_lowest: lowest(&now.peers),
             peer_queue: now.peers.iter().map(|p| p.gate.queue).sum(),
+            peer_min: now.peers.iter().map(|p| p.gate.min).min(),
             pools: now.pools.clone(),
             router_peer_lowest: lowest(&now.router_peers),
             forwarded: now.forwarded,
