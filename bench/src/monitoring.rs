@@ -196,13 +196,11 @@ pub async fn run(
 ) -> Result<MonitoringReport, BenchError> {
     check(config)?;
     let stack = config.choice.load()?;
-    let mut launcher = match launcher {
+    let launcher = match launcher {
         Some(l) => l.clone(),
         None => Launcher::this_program()?,
-    };
-    launcher
-        .args
-        .extend(["--metrics".into(), "127.0.0.1:0".into()]);
+    }
+    .with_metrics();
     let parent = config
         .dir
         .clone()

@@ -849,23 +849,6 @@ impl Checked for NodeInner {
     }
 }
 
-impl NodeInner {
-    /// Counts a message to forward as received on the interface it came in on: the one on
-    /// its source's network, or (a source further away) the one not on its target's.
-    fn count_forwarded_arrival(&self, header: &Header) {
-        let nis = self.nis();
-        let on = |net| nis.iter().find(|ni| ni.nid().net == net);
-        let incoming = on(header.source.net)
-            .or_else(|| nis.iter().find(|ni| ni.nid().net != header.target.net));
-        if let Some(ni) = incoming {
-            ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
-            ni.counters
-                .recv_bytes
-                .fetch_add(u64::from(header.payload_len), Ordering::Relaxed);
-        }
-    }
-}
-
 impl Deliver for NodeInner {
     fn admit(&self, header: &Header) -> Admit {
         if !self.is_local(&header.target) {
@@ -880,18 +863,22 @@ impl Deliver for NodeInner {
         })
     }
 
-    fn deliver(&self, message: Message, grant: Grant) {
-        let Some(ni) = self
-            .nis()
-            .iter()
-            .find(|ni| ni.nid() == message.header.target)
-        else {
+    fn deliver(&self, via: Nid, message: Message, grant: Grant) {
+        // Counted where it came in, whether it is for this node or passes through (a router).
+        // The header's length: a payload received into its place is not in the message.
+        if let Some(incoming) = self.nis().iter().find(|ni| ni.nid() == via) {
+            let counters = &incoming.counters;
+            counters.recv_count.fetch_add(1, Ordering::Relaxed);
+            counters
+                .recv_bytes
+                .fetch_add(u64::from(message.header.payload_len), Ordering::Relaxed);
+        }
+        if !self.is_local(&message.header.target) {
             match grant.hold {
                 Some(buffer) => {
                     if let Some(id) = TraceId::of(&message.header) {
                         self.trace_forward(id, &message.header);
                     }
-                    self.count_forwarded_arrival(&message.header);
                     self.forward(message, buffer)
                 }
                 // Not for us, and we do not forward (or could not take a buffer).
@@ -900,8 +887,7 @@ impl Deliver for NodeInner {
                 }
             }
             return;
-        };
-        ni.counters.recv_count.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(id) = TraceId::of(&message.header) {
             let header = &message.header;
             let mut step = Step::new("lnet", "arrive", describe_frame(header));
@@ -909,10 +895,6 @@ impl Deliver for NodeInner {
             step.peer = Some(header.source);
             self.trace.record(id, step);
         }
-        // The header's length: a payload received into its place is not in the message.
-        ni.counters
-            .recv_bytes
-            .fetch_add(u64::from(message.header.payload_len), Ordering::Relaxed);
         let place = grant.place;
         match (message.header.kind, message.header.portal) {
             (Kind::Put, REPLY_PORTAL) => self.on_rpc_reply(message),

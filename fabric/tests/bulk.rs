@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern};
+use common::{
+    BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern, stat,
+};
 use iopath_admin::ParamTree;
 use iopath_fabric::aligned::DIRECT_ALIGN_BYTES;
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
@@ -137,15 +139,6 @@ async fn many_concurrent_regions() {
             "every region released when its handle dropped"
         );
     }
-}
-
-/// One counter of the node's `stats` view, as `lctl get_param stats` shows it.
-fn stat(tree: &ParamTree, name: &str) -> u64 {
-    let stats = tree.get("stats").unwrap().remove(0).value;
-    stats
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in stats:\n{stats}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

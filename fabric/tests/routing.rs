@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{OP_COUNT, OP_PULL, PORTAL, TestService, encode_desc, pattern};
+use common::{OP_COUNT, OP_PULL, PORTAL, TestService, encode_desc, pattern, stat};
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
 use iopath_fabric::frame::Kind;
 use iopath_fabric::router::RouterConfig;
@@ -139,6 +139,15 @@ async fn four_equal_routers_share_messages_round_robin() {
             forwarded(router),
             20,
             "10 requests and 10 replies through {}",
+            router.nid()
+        );
+        // What a router forwards it received: its stats count both sides.
+        let tree = iopath_admin::ParamTree::new();
+        iopath_fabric::params::register(router, &tree, "").unwrap();
+        let (received, sent) = (stat(&tree, "recv_length"), stat(&tree, "send_length"));
+        assert!(
+            received > 0 && received == sent,
+            "{}: received {received} bytes, sent {sent}",
             router.nid()
         );
     }

@@ -187,39 +187,38 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
             .unwrap_or_else(|| panic!("{name} has no admin address in the view"))
             .to_owned()
     };
-    let oss = admin_of("oss0");
-    let router = admin_of("rtr1");
+    // A storage server and a router: what each sent and received, on the page and in the
+    // node's own stats.
+    let watched: Vec<(&str, String)> = ["oss0", "rtr1"]
+        .into_iter()
+        .map(|node| (node, admin_of(node)))
+        .collect();
+    let oss = &watched[0].1;
 
     // Until IOR's bytes show: the first look at the page may come before the first write.
-    let mut shown = Vec::new();
+    let mut shown: Vec<Vec<u64>> = Vec::new();
     while shown.len() < 2 {
         assert!(
             started.elapsed() < START_MAX * 2,
             "the page never showed traffic: {shown:?}"
         );
-        let before = (node_bytes(&oss), node_bytes(&router));
+        let before: Vec<u64> = watched.iter().map(|(_, a)| node_bytes(a)).collect();
         // The sampler reads every second: two intervals on, its latest sample is newer
         // than `before`.
         std::thread::sleep(Duration::from_millis(2_200));
         let dom = browse(&url, &["--dump-dom"]);
-        let after = (node_bytes(&oss), node_bytes(&router));
-        let on_page =
-            |node: &str| number(&dom, node, "sent_bytes") + number(&dom, node, "received_bytes");
-        let page = (on_page("oss0"), on_page("rtr1"));
-        assert!(
-            before.0 <= page.0 && page.0 <= after.0,
-            "oss0: the page shows {} bytes, the node said {} before and {} after",
-            page.0,
-            before.0,
-            after.0
-        );
-        assert!(
-            before.1 <= page.1 && page.1 <= after.1,
-            "rtr1: the page shows {} bytes, the node said {} before and {} after",
-            page.1,
-            before.1,
-            after.1
-        );
+        let after: Vec<u64> = watched.iter().map(|(_, a)| node_bytes(a)).collect();
+        let mut page = Vec::new();
+        for (i, (node, _)) in watched.iter().enumerate() {
+            let on_page = number(&dom, node, "sent_bytes") + number(&dom, node, "received_bytes");
+            assert!(
+                before[i] <= on_page && on_page <= after[i],
+                "{node}: the page shows {on_page} bytes, the node said {} before and {} after",
+                before[i],
+                after[i]
+            );
+            page.push(on_page);
+        }
         // The page polls on its own: in three seconds of its time it updated more than once.
         let updates: u64 = dom
             .split("id=\"updates\">")
@@ -230,7 +229,7 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
         assert!(updates >= 2, "the page updated {updates} times");
         // The journal as the page shows it, beside the target's own last_committed.
         let committed = lctl(
-            &oss,
+            oss,
             &["get_param", "-n", "obdfilter.iopath-OST0000.last_committed"],
         );
         let committed: u64 = committed.trim().parse().unwrap();
@@ -253,7 +252,7 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
                 .count(),
             3
         );
-        if page.0 > 0 && page.1 > 0 {
+        if page.iter().all(|&bytes| bytes > 0) {
             shown.push(page);
         }
     }
@@ -289,7 +288,10 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
         "a negative low-water mark is drawn red"
     );
     assert!(
-        shown[1].0 > shown[0].0 && shown[1].1 > shown[0].1,
+        shown[1]
+            .iter()
+            .zip(&shown[0])
+            .all(|(later, earlier)| later > earlier),
         "the page's counters did not move while IOR ran: {shown:?}"
     );
     let picture = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-view.png");

@@ -1,7 +1,7 @@
 //! One node's counters from one Prometheus text: [`Reading::parse`] keeps what the page
 //! draws and drops the rest (RPC histograms, per-operation tallies).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use prometheus_parse::{Sample, Scrape, Value};
 use serde::Serialize;
@@ -106,15 +106,19 @@ impl Reading {
     /// The reading in a parsed scrape.
     pub fn of(scrape: &Scrape) -> Reading {
         let families = Families::of(scrape);
+        let sent = families.index("iopath_ni_sent_bytes_total", &["nid"]);
+        let received = families.index("iopath_ni_received_bytes_total", &["nid"]);
         let nis = families
             .gates("iopath_ni", &["nid"])
             .into_iter()
-            .map(|(labels, gate)| {
-                let nid = labels[0].clone();
-                let with = [("nid", nid.as_str())];
+            .map(|(mut labels, gate)| {
+                let nid = labels.pop().unwrap_or_default();
+                let bytes = |values: &HashMap<Vec<&str>, f64>| {
+                    values.get(&vec![nid.as_str()]).copied().unwrap_or(0.0) as u64
+                };
                 NiReading {
-                    sent_bytes: families.sum("iopath_ni_sent_bytes_total", &with) as u64,
-                    received_bytes: families.sum("iopath_ni_received_bytes_total", &with) as u64,
+                    sent_bytes: bytes(&sent),
+                    received_bytes: bytes(&received),
                     nid,
                     gate,
                 }
@@ -186,7 +190,9 @@ impl Reading {
     }
 }
 
-/// A scrape's numeric samples by metric name.
+/// A scrape's numeric samples by metric name. A router has a gate per peer: each family is
+/// indexed by its label values once ([`Families::index`]), so reading every gate is linear in
+/// the scrape, not quadratic.
 struct Families<'a> {
     by_name: BTreeMap<&'a str, Vec<&'a Sample>>,
 }
@@ -213,6 +219,14 @@ impl<'a> Families<'a> {
             .sum()
     }
 
+    /// `metric`'s values by the values of `labels` (in that order).
+    fn index(&self, metric: &str, labels: &[&str]) -> HashMap<Vec<&'a str>, f64> {
+        self.samples(metric)
+            .iter()
+            .map(|s| (key(s, labels), number(s)))
+            .collect()
+    }
+
     /// The values label `label` takes in `metric`, in the order first seen.
     fn label_values(&self, metric: &str, label: &str) -> Vec<String> {
         let mut values: Vec<String> = Vec::new();
@@ -229,30 +243,36 @@ impl<'a> Families<'a> {
     /// Every gate of family `prefix`, identified by the values of `labels`, in the order of
     /// `<prefix>_credits_max`.
     fn gates(&self, prefix: &str, labels: &[&str]) -> Vec<(Vec<String>, Gate)> {
-        let max = format!("{prefix}_credits_max");
-        self.samples(&max)
+        let family = |suffix: &str| self.index(&format!("{prefix}_{suffix}"), labels);
+        let (credits, min, queue) = (
+            family("credits"),
+            family("credits_min"),
+            family("queue_depth"),
+        );
+        self.samples(&format!("{prefix}_credits_max"))
             .iter()
             .map(|sample| {
-                let key: Vec<String> = labels
-                    .iter()
-                    .map(|l| sample.labels.get(l).unwrap_or_default().to_owned())
-                    .collect();
-                let with: Vec<(&str, &str)> = labels
-                    .iter()
-                    .copied()
-                    .zip(key.iter().map(String::as_str))
-                    .collect();
-                let of = |suffix: &str| self.sum(&format!("{prefix}_{suffix}"), &with);
+                let key = key(sample, labels);
+                let of =
+                    |values: &HashMap<Vec<&str>, f64>| values.get(&key).copied().unwrap_or(0.0);
                 let gate = Gate {
-                    credits: of("credits") as i64,
+                    credits: of(&credits) as i64,
                     max: number(sample) as i64,
-                    min: of("credits_min") as i64,
-                    queue: of("queue_depth") as u64,
+                    min: of(&min) as i64,
+                    queue: of(&queue) as u64,
                 };
-                (key, gate)
+                (key.into_iter().map(str::to_owned).collect(), gate)
             })
             .collect()
     }
+}
+
+/// The values of `labels` on `sample`, in that order (empty where absent).
+fn key<'a>(sample: &'a Sample, labels: &[&str]) -> Vec<&'a str> {
+    labels
+        .iter()
+        .map(|l| sample.labels.get(l).unwrap_or_default())
+        .collect()
 }
 
 fn number(sample: &Sample) -> f64 {

@@ -37,7 +37,6 @@ pub struct LiveHandle {
     http: HttpHandle,
     sampler: JoinHandle<()>,
     shutdown: Shutdown,
-    latest: Arc<Mutex<Arc<String>>>,
 }
 
 impl LiveHandle {
@@ -51,11 +50,6 @@ impl LiveHandle {
         format!("http://{}/", self.local_addr())
     }
 
-    /// The latest state, as `/state.json` serves it.
-    pub fn latest(&self) -> Arc<String> {
-        Arc::clone(&self.latest.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
     /// Stops the sampler and the server.
     pub async fn stop(self) {
         self.shutdown.trigger("the live view stops");
@@ -66,15 +60,10 @@ impl LiveHandle {
 }
 
 /// Serves the live view of `view` on `addr` (port 0 picks one), reading every node's
-/// counters every `interval` (at least [`INTERVAL_MIN`]). Returns once the address is bound
-/// and the first sample is taken.
-pub async fn serve(
-    addr: SocketAddr,
-    view: View,
-    interval: Duration,
-) -> Result<LiveHandle, AdminError> {
-    let interval = interval.max(INTERVAL_MIN);
-    let mut view = view;
+/// counters every `view.interval_ms` (raised to [`INTERVAL_MIN`]). Returns once the address is
+/// bound and the first sample is taken.
+pub async fn serve(addr: SocketAddr, mut view: View) -> Result<LiveHandle, AdminError> {
+    let interval = Duration::from_millis(view.interval_ms).max(INTERVAL_MIN);
     view.interval_ms = interval.as_millis() as u64;
     let view = Arc::new(view);
     let view_json: Arc<String> =
@@ -109,7 +98,6 @@ pub async fn serve(
         http,
         sampler: task,
         shutdown,
-        latest,
     })
 }
 
@@ -169,7 +157,7 @@ impl Sampler {
 /// One node's reading from `source`.
 async fn read(source: &Source) -> Result<Reading, String> {
     let text = match source {
-        Source::Unread => return Err("not read".into()),
+        Source::Unread(why) => return Err(why.clone()),
         Source::Registry(registry) => iopath_admin::metrics::render(registry)
             .map_err(|_| "a collector failed to encode".to_owned())?,
         Source::Scrape(addr) => tokio::time::timeout(READ_TIMEOUT, scrape(*addr))

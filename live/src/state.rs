@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::reading::{Gate, PeerGate, PoolReading, Reading};
+use crate::reading::{NiReading, PeerGate, PoolReading, Reading, TargetReading};
 
 /// Bytes in the page's megabyte (decimal, as the papers' MB/s).
 pub const MB: f64 = 1e6;
@@ -38,8 +38,6 @@ pub struct NodeState {
     pub sent_mb_s: f64,
     /// Received since the last sample, MB/s.
     pub received_mb_s: f64,
-    /// Peers it keeps send credits for.
-    pub peers: usize,
     /// The peer with the fewest send credits now (the most queued), if any.
     pub peer_lowest: Option<PeerGate>,
     /// Sends queued for a peer credit, every peer.
@@ -68,39 +66,27 @@ pub struct NodeState {
 /// One interface: the node's link to one network.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct NiState {
-    /// Its NID.
-    pub nid: String,
-    /// Payload bytes sent since the node started.
-    pub sent_bytes: u64,
-    /// Payload bytes received since the node started.
-    pub received_bytes: u64,
+    /// Its counters and credits, as read.
+    #[serde(flatten)]
+    pub reading: NiReading,
     /// Sent since the last sample, MB/s.
     pub sent_mb_s: f64,
     /// Received since the last sample, MB/s.
     pub received_mb_s: f64,
-    /// Its send credits.
-    pub gate: Gate,
 }
 
 /// One storage target.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TargetState {
-    /// Its name.
-    pub name: String,
-    /// Highest committed transno.
-    pub last_committed: u64,
-    /// Journal commits since the server started.
-    pub commits: u64,
-    /// ... and per second since the last sample.
+    /// Its counters, as read.
+    #[serde(flatten)]
+    pub reading: TargetReading,
+    /// Journal commits per second since the last sample.
     pub commits_per_s: f64,
     /// Written since the last sample, MB/s.
     pub write_mb_s: f64,
     /// Read since the last sample, MB/s.
     pub read_mb_s: f64,
-    /// Still waiting for its clients' replays.
-    pub recovering: bool,
-    /// Commits synchronously.
-    pub sync: bool,
 }
 
 impl NodeState {
@@ -131,12 +117,9 @@ impl NodeState {
             .map(|ni| {
                 let then = earlier.and_then(|r| r.nis.iter().find(|n| n.nid == ni.nid));
                 NiState {
-                    nid: ni.nid.clone(),
-                    sent_bytes: ni.sent_bytes,
-                    received_bytes: ni.received_bytes,
                     sent_mb_s: rate(ni.sent_bytes, then.map(|t| t.sent_bytes), MB),
                     received_mb_s: rate(ni.received_bytes, then.map(|t| t.received_bytes), MB),
-                    gate: ni.gate,
+                    reading: ni.clone(),
                 }
             })
             .collect();
@@ -146,14 +129,10 @@ impl NodeState {
             .map(|t| {
                 let then = earlier.and_then(|r| r.targets.iter().find(|o| o.name == t.name));
                 TargetState {
-                    name: t.name.clone(),
-                    last_committed: t.last_committed,
-                    commits: t.commits,
                     commits_per_s: rate(t.commits, then.map(|o| o.commits), 1.0),
                     write_mb_s: rate(t.write_bytes, then.map(|o| o.write_bytes), MB),
                     read_mb_s: rate(t.read_bytes, then.map(|o| o.read_bytes), MB),
-                    recovering: t.recovering,
-                    sync: t.sync,
+                    reading: t.clone(),
                 }
             })
             .collect();
@@ -162,12 +141,11 @@ impl NodeState {
             name: name.to_owned(),
             read: true,
             error: None,
-            sent_bytes: nis.iter().map(|n| n.sent_bytes).sum(),
-            received_bytes: nis.iter().map(|n| n.received_bytes).sum(),
+            sent_bytes: now.nis.iter().map(|n| n.sent_bytes).sum(),
+            received_bytes: now.nis.iter().map(|n| n.received_bytes).sum(),
             sent_mb_s: nis.iter().map(|n| n.sent_mb_s).sum(),
             received_mb_s: nis.iter().map(|n| n.received_mb_s).sum(),
             nis,
-            peers: now.peers.len(),
             peer_lowest: lowest(&now.peers),
             peer_queue: now.peers.iter().map(|p| p.gate.queue).sum(),
             peer_min: now.peers.iter().map(|p| p.gate.min).min(),
@@ -186,7 +164,6 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reading::{NiReading, TargetReading};
 
     fn reading(sent: u64, commits: u64) -> Reading {
         Reading {

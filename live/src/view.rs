@@ -24,7 +24,8 @@ pub struct View {
     pub networks: Vec<String>,
     /// The nodes, in stack order.
     pub nodes: Vec<ViewNode>,
-    /// How often the counters are read, milliseconds.
+    /// How often the counters are read and the page redraws, milliseconds (at least
+    /// [`crate::server::INTERVAL_MIN`]).
     pub interval_ms: u64,
 }
 
@@ -44,11 +45,18 @@ pub struct ViewNode {
     /// Its admin service, where it has one (`iopath lctl --admin ADDR` reads the same
     /// counters).
     pub admin: Option<String>,
-    /// Where its counters come from.
-    #[serde(skip)]
+    /// Where its counters come from; the page sees only why it has none, if it has none
+    /// (`unread`).
+    #[serde(rename = "unread", serialize_with = "unread_reason")]
     pub source: Source,
-    /// Why it has no counters, when it has none (`runs in the application`).
-    pub unread: Option<String>,
+}
+
+/// A source as the page sees it: the reason a node is not read, or nothing.
+fn unread_reason<S: serde::Serializer>(source: &Source, out: S) -> Result<S::Ok, S::Error> {
+    match source {
+        Source::Unread(why) => out.serialize_some(why),
+        Source::Scrape(_) | Source::Registry(_) => out.serialize_none(),
+    }
 }
 
 /// One interface of a node.
@@ -61,15 +69,15 @@ pub struct ViewInterface {
 }
 
 /// Where a node's counters come from.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub enum Source {
     /// A node process's `/metrics`, read over HTTP.
     Scrape(SocketAddr),
     /// A node in this process: its registry, rendered as a scrape would get it.
     Registry(Arc<Registry>),
-    /// Nowhere: drawn, never read.
-    #[default]
-    Unread,
+    /// Nowhere, for this reason (`a client node: it runs inside the application`): drawn,
+    /// never read.
+    Unread(String),
 }
 
 impl std::fmt::Debug for Source {
@@ -77,7 +85,7 @@ impl std::fmt::Debug for Source {
         match self {
             Source::Scrape(addr) => write!(f, "Scrape({addr})"),
             Source::Registry(_) => f.write_str("Registry"),
-            Source::Unread => f.write_str("Unread"),
+            Source::Unread(why) => write!(f, "Unread({why:?})"),
         }
     }
 }

@@ -34,19 +34,13 @@ pub fn view(
         .map(|(index, spec)| {
             let here = local.iter().find(|n| n.index == index);
             let child = children.iter().find(|c| c.index == index);
-            let (source, unread) = match (here, child.and_then(|c| c.metrics)) {
-                (Some(node), _) => (Source::Registry(Arc::new(node.metrics_registry())), None),
-                (None, Some(metrics)) => (Source::Scrape(metrics), None),
-                (None, None) if spec.role.kind() == RoleName::Client => (
-                    Source::Unread,
-                    Some(
-                        "a client node: it runs inside the application, and none runs here".into(),
-                    ),
+            let source = match (here, child.and_then(|c| c.metrics)) {
+                (Some(node), _) => Source::Registry(Arc::new(node.metrics_registry())),
+                (None, Some(metrics)) => Source::Scrape(metrics),
+                (None, None) if spec.role.kind() == RoleName::Client => Source::Unread(
+                    "a client node: it runs inside the application, and none runs here".into(),
                 ),
-                (None, None) => (
-                    Source::Unread,
-                    Some("its process serves no /metrics".into()),
-                ),
+                (None, None) => Source::Unread("its process serves no /metrics".into()),
             };
             ViewNode {
                 name: spec.name.clone(),
@@ -64,7 +58,6 @@ pub fn view(
                 torus: spec.torus,
                 admin: admin(index).map(|a| a.to_string()),
                 source,
-                unread,
             }
         })
         .collect();
@@ -98,7 +91,7 @@ pub fn view_of(running: &RunningStack, workload: &str) -> View {
 
 /// Serves `view` on `addr`, naming the address in the error if it cannot.
 pub async fn serve(addr: SocketAddr, view: View) -> Result<LiveHandle, StackError> {
-    iopath_live::serve(addr, view, LIVE_INTERVAL)
+    iopath_live::serve(addr, view)
         .await
         .map_err(|e| StackError::BadOption {
             option: "--web".into(),

@@ -147,9 +147,7 @@ pub async fn up_until(
             let mut launcher = Launcher::this_program()?;
             // The live view reads each node process's /metrics.
             if args.metrics || args.web.is_some() {
-                launcher
-                    .args
-                    .extend(["--metrics".into(), "127.0.0.1:0".into()]);
+                launcher = launcher.with_metrics();
             }
             let running = ProcessStack::start(&stack, storage, &launcher).await?;
             say(format!(

@@ -83,16 +83,26 @@ fn values(tree: &iopath_admin::ParamTree, pattern: &str) -> Vec<(String, String)
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_nodes_osc_files_count_every_client_on_it_and_clear_when_written() {
-    let stack = Stack::parse(STACK, "osc-test").unwrap();
-    let storage = StorageDir::temporary("test-osc-stats", None).unwrap();
-    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
-    let c0 = running
+/// The stack `text` started in this process, its storage in a directory named after `what`.
+async fn start(text: &str, what: &str) -> EmbeddedStack {
+    let stack = Stack::parse(text, "osc-test").unwrap();
+    let storage = StorageDir::temporary(what, None).unwrap();
+    EmbeddedStack::start(stack, storage, false).await.unwrap()
+}
+
+/// The stack's (first) client node.
+fn client_node(running: &EmbeddedStack) -> &iopath_stack::runtime::RunningNode {
+    running
         .nodes()
         .into_iter()
         .find(|n| n.role == RoleName::Client)
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_nodes_osc_files_count_every_client_on_it_and_clear_when_written() {
+    let running = start(STACK, "test-osc-stats").await;
+    let c0 = client_node(&running);
     let tree = &c0.tree;
     let names: Vec<String> = values(tree, "osc.*.*").into_iter().map(|v| v.0).collect();
     assert_eq!(
@@ -282,14 +292,8 @@ fn uncommitted_on_metrics(node: &iopath_stack::runtime::RunningNode) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_nodes_uncommitted_writes_rise_with_async_writes_and_fall_at_commit() {
-    let stack = Stack::parse(&slow_commits(), "osc-test").unwrap();
-    let storage = StorageDir::temporary("test-osc-uncommitted", None).unwrap();
-    let running = EmbeddedStack::start(stack, storage, false).await.unwrap();
-    let c0 = running
-        .nodes()
-        .into_iter()
-        .find(|n| n.role == RoleName::Client)
-        .unwrap();
+    let running = start(&slow_commits(), "test-osc-uncommitted").await;
+    let c0 = client_node(&running);
     let osc = c0.osc.as_ref().unwrap();
     let uncommitted = || -> u64 { osc.targets().iter().map(|t| t.uncommitted()).sum() };
     assert_eq!(uncommitted(), 0);

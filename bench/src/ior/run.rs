@@ -170,16 +170,10 @@ async fn measure_on(
     let started = Instant::now();
     // The live view reads each node process's /metrics.
     let with_metrics = match (args.web, mode) {
-        (Some(_), Mode::Processes) => {
-            let mut launcher = match launcher {
-                Some(l) => l.clone(),
-                None => Launcher::this_program()?,
-            };
-            launcher
-                .args
-                .extend(["--metrics".to_owned(), "127.0.0.1:0".to_owned()]);
-            Some(launcher)
-        }
+        (Some(_), Mode::Processes) => Some(match launcher {
+            Some(l) => l.clone().with_metrics(),
+            None => Launcher::this_program()?.with_metrics(),
+        }),
         _ => None,
     };
     let launcher = with_metrics.as_ref().or(launcher);

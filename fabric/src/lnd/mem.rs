@@ -108,7 +108,7 @@ impl Lnd for MemLnd {
             Some((node, counters)) => match node.admit(&message.header) {
                 Admit::Now(mut grant) => {
                     put_in_place(&counters, &mut message, &mut grant);
-                    node.deliver(message, grant);
+                    node.deliver(target, message, grant);
                     ticket.complete();
                 }
                 // The receiver (a router) is out of buffers: the message stays "on the wire",
@@ -117,12 +117,12 @@ impl Lnd for MemLnd {
                     tokio::spawn(async move {
                         // A router's wait: its grant never names a place.
                         let grant = granted.await;
-                        node.deliver(message, grant);
+                        node.deliver(target, message, grant);
                         ticket.complete();
                     });
                 }
                 Admit::Refuse(_) => {
-                    node.deliver(message, Grant::default());
+                    node.deliver(target, message, Grant::default());
                     ticket.complete();
                 }
             },

@@ -93,8 +93,9 @@ pub trait Deliver: Send + Sync + 'static {
     /// Called with each header before its payload is read.
     fn admit(&self, header: &Header) -> Admit;
 
-    /// Takes one received message, with what [`Deliver::admit`] granted for it.
-    fn deliver(&self, message: Message, grant: Grant);
+    /// Takes one received message, with what [`Deliver::admit`] granted for it; `via` is the
+    /// receiving interface's NID (for a message to forward, not its target).
+    fn deliver(&self, via: Nid, message: Message, grant: Grant);
 }
 
 /// A transport for one network.

@@ -449,7 +449,7 @@ async fn read_loop(
             let Some(node) = node.upgrade() else {
                 return Ok(peer);
             };
-            node.deliver(Message { header, payload }, granted);
+            node.deliver(lnd.nid, Message { header, payload }, granted);
         };
         // The rest of the pending frame (bounded by the checked header) and a little more.
         let limit = wanted - buffer.len() + READ_AHEAD_BYTES;

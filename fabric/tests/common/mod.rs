@@ -112,3 +112,12 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
         .map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) >> 3) as u8)
         .collect()
 }
+
+/// One counter of a node's `stats` view, as `lctl get_param stats` shows it.
+pub fn stat(tree: &iopath_admin::ParamTree, name: &str) -> u64 {
+    let stats = tree.get("stats").unwrap().remove(0).value;
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in stats:\n{stats}"))
+}

@@ -42,6 +42,14 @@ pub struct Launcher {
 }
 
 impl Launcher {
+    /// The same launcher, each node process also serving `/metrics` on a loopback port of
+    /// its own (listed on its READY line).
+    pub fn with_metrics(mut self) -> Launcher {
+        self.args
+            .extend(["--metrics".to_owned(), "127.0.0.1:0".to_owned()]);
+        self
+    }
+
     /// This program's `node` subcommand (`iopath node`).
     pub fn this_program() -> Result<Launcher, StackError> {
         let program = std::env::current_exe()
