@@ -7,6 +7,8 @@
 //! family each, with Prometheus's names (`iopath_` prefix, base units, `_total` added to
 //! counters by the encoder).
 //!
+//! [`fetch`] is the other side: one node's text, read by the live view and `bench monitoring`.
+//!
 //! The server is [`crate::http`]'s, bounded as everything else is; only `GET /metrics` is
 //! answered (404 otherwise, 405 for another method).
 //!
@@ -15,10 +17,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http_body_util::Full;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, EncodeMetric,
 };
@@ -126,6 +130,38 @@ pub async fn serve(
         shutdown,
     )
     .await
+}
+
+/// `GET /metrics` at `addr`: the text, at most `bytes_max` bytes of it (a longer answer is an
+/// error). What a reader of a node's counters (the live view, `bench monitoring`) calls.
+pub async fn fetch(addr: SocketAddr, bytes_max: usize) -> Result<String, String> {
+    let failed = |e: &dyn std::fmt::Display| format!("read http://{addr}/metrics: {e}");
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| failed(&e))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| failed(&e))?;
+    let connection = tokio::spawn(connection);
+    let request = Request::get(METRICS_PATH)
+        .header(HOST, addr.to_string())
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| failed(&e))?;
+    let answer = async {
+        let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
+        if !response.status().is_success() {
+            return Err(failed(&response.status()));
+        }
+        let body = Limited::new(response.into_body(), bytes_max)
+            .collect()
+            .await
+            .map_err(|e| failed(&e))?
+            .to_bytes();
+        String::from_utf8(body.to_vec()).map_err(|e| failed(&e))
+    }
+    .await;
+    connection.abort();
+    answer
 }
 
 /// The answer to one request.

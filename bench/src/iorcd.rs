@@ -187,10 +187,6 @@ pub fn bursts(series: &Series, samples_max: usize, low: f64) -> Vec<Burst> {
     found
 }
 
-/// The stack `bench iorcd` and `bench monitoring` run on unless told otherwise: routers to
-/// watch between the compute and the storage networks.
-pub const ROUTED_PRESET: &str = "spider-mini-routed";
-
 /// IORCD on a running stack's nodes, driven through their admin services: what `bench iorcd`
 /// and `bench monitoring` turn on, off and read.
 #[derive(Debug)]
@@ -254,6 +250,14 @@ impl Samplers {
     pub async fn stop(&self) -> Result<(), crate::error::BenchError> {
         for (_, _, admin) in &self.nodes {
             admin.set_param("iorcd.interval_ms", "0").await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets every node's records.
+    pub async fn clear(&self) -> Result<(), crate::error::BenchError> {
+        for (_, _, admin) in &self.nodes {
+            admin.set_param("iorcd.samples", "").await?;
         }
         Ok(())
     }

@@ -26,7 +26,6 @@ use iopath_stack::StackChoice;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use iopath_stack::schema::RoleName;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::BenchError;
 use crate::ior::params::IorParams;
@@ -40,7 +39,7 @@ pub const COST_MAX_FRACTION: f64 = 0.03;
 const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Largest `/metrics` answer read (a node's families are a few hundred KiB at most).
-const SCRAPE_MAX_BYTES: u64 = 16 << 20;
+const SCRAPE_MAX_BYTES: usize = 16 << 20;
 
 /// The benchmark's settings.
 #[derive(Debug, Clone)]
@@ -67,7 +66,7 @@ impl Default for MonitoringConfig {
     fn default() -> Self {
         MonitoringConfig {
             choice: StackChoice {
-                preset: Some(crate::iorcd::ROUTED_PRESET.into()),
+                preset: Some(iopath_stack::ROUTED_PRESET.into()),
                 ..StackChoice::default()
             },
             tasks: 8,
@@ -437,14 +436,31 @@ async fn rounds(
                 Some(s) => s.stop().await?,
                 None => ScrapeTally::default(),
             };
-            let records = if monitored {
-                let taken = samplers.samples().await;
+            // Read after every run, plain ones too: a run proves which way it ran — a
+            // monitored one recorded and scraped, a plain one recorded nothing (the samplers
+            // were off and cleared).
+            let taken = samplers.samples().await;
+            if monitored {
                 samplers.stop().await?;
-                taken?.len()
-            } else {
-                0
-            };
+                samplers.clear().await?;
+            }
+            let records = taken?.len();
             let phases = phases?;
+            let as_set = if monitored {
+                records > 0 && scrapes.answered > 0
+            } else {
+                records == 0
+            };
+            if !as_set {
+                return Err(BenchError::Tool {
+                    what: format!(
+                        "round {round} ({}): the monitors did not run as set: {records} IORCD \
+                         records, {} scrapes",
+                        if monitored { "monitored" } else { "plain" },
+                        scrapes.answered
+                    ),
+                });
+            }
             let run = MonitoringRun {
                 round,
                 monitored,
@@ -541,31 +557,13 @@ impl Scraper {
     }
 }
 
-/// One `GET /metrics`, as Prometheus makes it; the bytes of the answer.
+/// One `GET /metrics` at `addr`: the bytes of text it answered.
 async fn scrape(addr: std::net::SocketAddr) -> Result<u64, String> {
-    let get = async {
-        let mut stream = tokio::net::TcpStream::connect(addr)
-            .await
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(b"GET /metrics HTTP/1.1\r\nHost: iopath\r\nConnection: close\r\n\r\n")
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut answer = Vec::new();
-        (&mut stream)
-            .take(SCRAPE_MAX_BYTES)
-            .read_to_end(&mut answer)
-            .await
-            .map_err(|e| e.to_string())?;
-        if !answer.starts_with(b"HTTP/1.1 200") {
-            let head = String::from_utf8_lossy(&answer[..answer.len().min(64)]).into_owned();
-            return Err(format!("answered {head:?}"));
-        }
-        Ok(answer.len() as u64)
-    };
-    tokio::time::timeout(SCRAPE_TIMEOUT, get)
+    let text = iopath_admin::metrics::fetch(addr, SCRAPE_MAX_BYTES);
+    let text = tokio::time::timeout(SCRAPE_TIMEOUT, text)
         .await
-        .map_err(|_| format!("no answer in {SCRAPE_TIMEOUT:?}"))?
+        .map_err(|_| format!("no answer in {SCRAPE_TIMEOUT:?}"))??;
+    Ok(text.len() as u64)
 }
 
 /// The benchmark for people.

@@ -387,8 +387,23 @@ fn describe_setup(
 /// Every node's log: this process's nodes directly, node processes over their admin service.
 async fn gather(running: &RunningStack) -> Result<Vec<TraceEvent>, BenchError> {
     let mut events = Vec::new();
+    // A node whose bounded log let events go would show hops missing: refuse instead.
+    let complete = |name: &str, dropped: u64| {
+        if dropped == 0 {
+            Ok(())
+        } else {
+            Err(BenchError::Refused {
+                why: format!(
+                    "{name}'s trace log let {dropped} events go (it keeps {}): the trace \
+                     would miss hops; trace a smaller --size",
+                    trace::TRACE_EVENTS_MAX
+                ),
+            })
+        }
+    };
     let local: Vec<usize> = running.local_nodes().iter().map(|n| n.index).collect();
     for node in running.local_nodes() {
+        complete(&node.name, node.node.trace_log().dropped())?;
         events.extend(node.node.trace_log().events(None));
     }
     for index in 0..running.stack().nodes.len() {
@@ -399,6 +414,14 @@ async fn gather(running: &RunningStack) -> Result<Vec<TraceEvent>, BenchError> {
             continue;
         };
         let admin = iopath_admin::Client::connect(addr).await?;
+        let name = &running.stack().nodes[index].name;
+        for value in admin.get_param("trace.dropped").await? {
+            let dropped = value.value.trim().parse().map_err(|_| BenchError::Io {
+                what: format!("trace.dropped of {name}"),
+                why: format!("not a count: {:?}", value.value),
+            })?;
+            complete(name, dropped)?;
+        }
         for value in admin.get_param("trace.events").await? {
             let parsed = trace::parse_json_lines(&value.value).map_err(|why| BenchError::Io {
                 what: format!("trace.events of {}", running.stack().nodes[index].name),
@@ -685,5 +708,52 @@ fn short_step(hop: &Hop) -> String {
         "split" => "split by layout".to_owned(),
         "buffer" => "into fyod buffers".to_owned(),
         other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(at_ns: u64, node: &str, what: &str, peer: Option<&str>) -> TraceEvent {
+        TraceEvent {
+            trace: TraceId(7),
+            at_ns,
+            node: node.into(),
+            layer: "lnet".into(),
+            what: what.into(),
+            detail: String::new(),
+            frame: Some("PUT xid 1".into()),
+            peer: peer.map(Into::into),
+            credits: Vec::new(),
+            waited_ns: 0,
+        }
+    }
+
+    /// A send pairs with its frame's arrival on the next hop when the clocks put the arrival
+    /// after it, and with nothing when they put it before (two nodes' clocks disagreeing):
+    /// a hop's latency is never negative.
+    #[test]
+    fn a_send_pairs_only_with_a_later_arrival_of_its_frame_elsewhere() {
+        let names = NodeNames(HashMap::new());
+        let later = [
+            event(1_000, "1@mem0", "send", Some("2@mem0")),
+            event(1_500, "1@mem0", "arrive", None), // the sender's own: not the next hop
+            event(4_000, "2@mem0", "arrive", None),
+        ];
+        let request = traced_request(TraceId(7), "write", 0, 0.0, &later, &names);
+        let send = &request.hops[0];
+        assert_eq!(send.arrived_at, Some(2));
+        assert_eq!(request.hops[2].hop_us, Some(3.0));
+        assert_eq!(request.hops[1].hop_us, None);
+
+        let earlier = [
+            event(4_000, "1@mem0", "send", Some("2@mem0")),
+            event(1_000, "2@mem0", "arrive", None),
+        ];
+        let request = traced_request(TraceId(7), "write", 0, 0.0, &earlier, &names);
+        let send = request.hops.iter().find(|h| h.what == "send").unwrap();
+        assert_eq!(send.arrived_at, None, "{request:?}");
+        assert!(request.hops.iter().all(|h| h.hop_us.is_none()));
     }
 }

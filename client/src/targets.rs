@@ -193,10 +193,10 @@ impl Targets {
         let links = self.links_of(layout)?;
         let mut set = JoinSet::new();
         for (index, (object, link)) in layout.objects().iter().copied().zip(links).enumerate() {
-            set.spawn(async move {
+            set.spawn(trace::inherit(async move {
                 let size = link.oss.getattr(object.target, object.object_id).await;
                 (index, object, size)
-            });
+            }));
         }
         let mut sizes = vec![0u64; layout.objects().len()];
         let mut first_error = None;

@@ -31,6 +31,15 @@ pub struct CreditGate {
 #[derive(Debug)]
 pub struct Credit {
     gate: Arc<CreditGate>,
+    /// How long its taker queued for it (zero when one was free).
+    waited: Duration,
+}
+
+impl Credit {
+    /// How long its taker queued for it: zero when one was free.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
 }
 
 impl Drop for Credit {
@@ -81,6 +90,7 @@ impl CreditGate {
             Acquire::Granted(_) => {
                 return Credit {
                     gate: Arc::clone(self),
+                    waited: Duration::ZERO,
                 };
             }
             Acquire::Queued(id) => id,
@@ -94,11 +104,15 @@ impl CreditGate {
         // The sender is only dropped unsent if the pool is dropped, which needs this Arc.
         let _ = granted_rx.await;
         waiting.granted = true;
-        let waited = u64::try_from(queued.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let waited = queued.elapsed();
         self.waits.fetch_add(1, Ordering::Relaxed);
-        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
+        self.waited_ns.fetch_add(
+            u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
         Credit {
             gate: Arc::clone(self),
+            waited,
         }
     }
 
@@ -106,6 +120,7 @@ impl CreditGate {
     pub fn try_acquire(self: &Arc<Self>) -> Option<Credit> {
         self.lock().try_acquire().then(|| Credit {
             gate: Arc::clone(self),
+            waited: Duration::ZERO,
         })
     }
 

@@ -116,20 +116,22 @@ impl Ni {
         Ok(gate)
     }
 
-    /// Sends `message` to `next_hop` under credits. Returns once the LND has the message;
-    /// `notify`, if given, hears whether it left.
+    /// Sends `message` to `next_hop` under credits. Returns once the LND has the message,
+    /// with the time it queued for its peer and interface credits; `notify`, if given, hears
+    /// whether it left.
     pub async fn send(
         &self,
         next_hop: Nid,
         mut message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
-    ) -> Result<(), FabricError> {
+    ) -> Result<std::time::Duration, FabricError> {
         let peer = next_hop;
         let peer_gate = self.peer_gate(peer)?;
         // Back-pressure lives here: a sender with no credit waits, and the credit counts go
         // negative by the length of the queue.
         let peer_credit = peer_gate.acquire().await;
         let ni_credit = self.credits.acquire().await;
+        let waited = peer_credit.waited() + ni_credit.waited();
         let ticket = SendTicket::new(peer_credit, ni_credit, notify);
         self.counters.send_count.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -164,7 +166,7 @@ impl Ni {
                 });
             }
         }
-        Ok(())
+        Ok(waited)
     }
 
     /// Hands `message` to the LND, over the modeled wire if there is one.

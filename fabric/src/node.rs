@@ -495,18 +495,18 @@ impl NodeInner {
         let traced = TraceId::of(&message.header)
             .map(|id| (id, SendTrace::before(&ni, next_hop, &message.header)));
         if next_hop == message.header.target {
-            let sent = ni.send(next_hop, message, notify).await;
+            let waited = ni.send(next_hop, message, notify).await?;
             if let Some((id, before)) = traced {
-                before.record(&self.trace, id);
+                before.record(&self.trace, id, waited);
             }
-            return sent;
+            return Ok(());
         }
         // Routed: a send that fails marks the gateway down at once, so the resend that
         // follows takes another route rather than waiting for the next ping to notice.
         let (sent_tx, sent_rx) = oneshot::channel();
-        ni.send(next_hop, message, Some(sent_tx)).await?;
+        let waited = ni.send(next_hop, message, Some(sent_tx)).await?;
         if let Some((id, before)) = traced {
-            before.record(&self.trace, id);
+            before.record(&self.trace, id, waited);
         }
         let me = self.me.clone();
         tokio::spawn(async move {
@@ -999,7 +999,6 @@ struct SendTrace {
     credits: Vec<(String, i64)>,
     /// When the send began ([`trace::now_ns`]), before any wait for credits.
     at_ns: u64,
-    started: std::time::Instant,
 }
 
 impl SendTrace {
@@ -1017,19 +1016,18 @@ impl SendTrace {
                 ("ni".to_owned(), ni_credits - 1),
             ],
             at_ns: trace::now_ns(),
-            started: std::time::Instant::now(),
         }
     }
 
-    /// Records the send, at the time it began, once the interface has taken it: with the
-    /// time it waited for credits. (An in-memory network may deliver it before `send`
-    /// returns, so the time must be taken before.)
-    fn record(self, log: &TraceLog, id: TraceId) {
+    /// Records the send, at the time it began (an in-memory network may deliver it before
+    /// `send` returns, so the time is taken before), once the interface has taken it: with
+    /// the time it queued for its credits, as the credit gates measured it.
+    fn record(self, log: &TraceLog, id: TraceId, waited: std::time::Duration) {
         let mut step = Step::new("lnet", "send", self.detail);
         step.frame = Some(self.frame);
         step.peer = Some(self.peer);
         step.credits = self.credits;
-        step.waited_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        step.waited_ns = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
         log.record_at(id, self.at_ns, step);
     }
 }

@@ -1,7 +1,8 @@
 //! The fabric's views on a node's admin parameter tree, in the layout of LNet's own files:
 //! `nis`, `peers`, `stats`, `routes`, `routers` and `buffers`, so `iopath lctl get_param peers` reads like `lctl`;
 //! and iopath's own `congestion`: every credit gate's waits and time waited, for sampling;
-//! and `trace.events`, the node's log of traced requests (see [`crate::trace`]).
+//! and `trace.events`, the node's log of traced requests (see [`crate::trace`]), with
+//! `trace.dropped`, the events its bound let go.
 //!
 //! Columns follow LNet's files exactly (see `nis` and `peers` below for each column's
 //! meaning here). `routes`, `routers` and `buffers` show the routing table, gateway health and
@@ -76,6 +77,17 @@ pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), Admin
         },
     );
     tree.register(&name("trace.events"), trace_param)?;
+    // `trace.dropped`: events the bounded log let go; a trace that lost some is incomplete.
+    let dropped = std::sync::Arc::downgrade(&node.inner);
+    tree.register(
+        &name("trace.dropped"),
+        Param::read_only(move || {
+            dropped
+                .upgrade()
+                .map(|n| n.trace.dropped().to_string())
+                .unwrap_or_default()
+        }),
+    )?;
     Ok(())
 }
 

@@ -7,11 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use iopath_admin::http::HttpHandle;
 use iopath_admin::{AdminError, Shutdown};
 use tokio::task::{JoinHandle, JoinSet};
@@ -160,42 +159,14 @@ async fn read(source: &Source) -> Result<Reading, String> {
         Source::Unread(why) => return Err(why.clone()),
         Source::Registry(registry) => iopath_admin::metrics::render(registry)
             .map_err(|_| "a collector failed to encode".to_owned())?,
-        Source::Scrape(addr) => tokio::time::timeout(READ_TIMEOUT, scrape(*addr))
-            .await
-            .map_err(|_| format!("http://{addr}/metrics took over {READ_TIMEOUT:?}"))??,
+        Source::Scrape(addr) => tokio::time::timeout(
+            READ_TIMEOUT,
+            iopath_admin::metrics::fetch(*addr, READ_BYTES_MAX),
+        )
+        .await
+        .map_err(|_| format!("http://{addr}/metrics took over {READ_TIMEOUT:?}"))??,
     };
     Reading::parse(&text)
-}
-
-/// `GET /metrics` at `addr`: its text.
-async fn scrape(addr: SocketAddr) -> Result<String, String> {
-    let failed = |e: &dyn std::fmt::Display| format!("read http://{addr}/metrics: {e}");
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| failed(&e))?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| failed(&e))?;
-    let connection = tokio::spawn(connection);
-    let request = Request::get(iopath_admin::metrics::METRICS_PATH)
-        .header(HOST, addr.to_string())
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| failed(&e))?;
-    let answer = async {
-        let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
-        if !response.status().is_success() {
-            return Err(failed(&response.status()));
-        }
-        let body = Limited::new(response.into_body(), READ_BYTES_MAX)
-            .collect()
-            .await
-            .map_err(|e| failed(&e))?
-            .to_bytes();
-        String::from_utf8(body.to_vec()).map_err(|e| failed(&e))
-    }
-    .await;
-    connection.abort();
-    answer
 }
 
 /// The answer to one request.

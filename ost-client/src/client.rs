@@ -454,18 +454,12 @@ impl OstClient {
         let traced = kept.as_ref().and_then(|k| k.trace);
         let (forgotten, committed) = {
             let mut state = self.lock();
-            let before = state.replay.len();
-            let forgotten = state
+            let noted = state
                 .replay
                 .note(target, stamp.transno, stamp.last_committed, kept);
             // A note keeps and forgets writes of `target` alone.
-            let after = state.replay.len();
-            self.kept_changed(
-                target,
-                after.saturating_sub(before),
-                before.saturating_sub(after),
-            );
-            (forgotten, state.replay.last_committed(target))
+            self.kept_changed(target, usize::from(noted.kept), noted.forgotten.len());
+            (noted.forgotten, state.replay.last_committed(target))
         };
         let log = self.node.trace_log();
         if let Some(id) = traced {

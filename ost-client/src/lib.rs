@@ -42,6 +42,6 @@ pub use counters::{OscCounters, OstOp, UnderWay};
 pub use error::OstClientError;
 pub use id::ClientId;
 pub use ping::ping;
-pub use replay::{Kept, KeptData, ReplayList};
+pub use replay::{Kept, KeptData, Noted, ReplayList};
 pub use stats::{OscStats, TargetStats};
 pub use wire::{OST_PORTAL, is_connection_error, opcode};

@@ -61,6 +61,15 @@ pub struct Kept {
 /// Where a write sits in the replay order: its target and its transno there.
 pub type KeptKey = (u32, u64);
 
+/// What [`ReplayList::note`] did.
+#[derive(Debug)]
+pub struct Noted {
+    /// The acknowledged write is kept now (it was not before).
+    pub kept: bool,
+    /// The kept writes of the target its commit covered, now forgotten.
+    pub forgotten: Vec<(KeptKey, Kept)>,
+}
+
 /// The kept writes of one connection, and each target's `last_committed` as last heard.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayList {
@@ -77,25 +86,27 @@ impl ReplayList {
 
     /// A reply from `target` said `last_committed`, and acknowledged `write` under `transno`
     /// (0 and `None` for a reply that acknowledged no write): keeps the write if it is not
-    /// committed yet, and forgets every kept write of the target the commit covers. Returns
-    /// the writes it forgot.
+    /// committed yet, and forgets every kept write of the target the commit covers. Says
+    /// whether the write is newly kept, and returns the writes it forgot.
     pub fn note(
         &mut self,
         target: u32,
         transno: u64,
         last_committed: u64,
         write: Option<Kept>,
-    ) -> Vec<(KeptKey, Kept)> {
+    ) -> Noted {
         let committed = self.last_committed.entry(target).or_insert(0);
         *committed = (*committed).max(last_committed);
         let committed = *committed;
+        let mut kept = false;
         if let Some(write) = write
             && transno > committed
         {
             self.pinned_bytes += write.data.pinned_bytes();
-            if let Some(replaced) = self.kept.insert((target, transno), write) {
+            match self.kept.insert((target, transno), write) {
                 // A server gives a transno once; a second reply with it is the same write.
-                self.pinned_bytes -= replaced.data.pinned_bytes();
+                Some(replaced) => self.pinned_bytes -= replaced.data.pinned_bytes(),
+                None => kept = true,
             }
         }
         let covered: Vec<KeptKey> = self
@@ -108,13 +119,13 @@ impl ReplayList {
             .filter_map(|key| self.forget(key).map(|kept| (key, kept)))
             .collect();
         self.check();
-        forgotten
+        Noted { kept, forgotten }
     }
 
     /// `target` has committed up to `last_committed`, learned another way (a sync through
     /// another connection, a read's reply).
     pub fn committed(&mut self, target: u32, last_committed: u64) -> Vec<(KeptKey, Kept)> {
-        self.note(target, 0, last_committed, None)
+        self.note(target, 0, last_committed, None).forgotten
     }
 
     /// Drops the kept write at `key` (replayed and committed, or lost); returns it.

@@ -41,5 +41,5 @@ pub mod up;
 
 pub use choice::StackChoice;
 pub use error::StackError;
-pub use presets::{DEFAULT_PRESET, PRESETS, Preset, preset};
+pub use presets::{DEFAULT_PRESET, PRESETS, Preset, ROUTED_PRESET, preset};
 pub use schema::{Stack, StackFile};

@@ -32,6 +32,11 @@ pub const PRESETS: &[Preset] = &[
 /// The preset `iopath up`, `iopath demo` and `iopath bench ior` use when given none.
 pub const DEFAULT_PRESET: &str = "asci-red-mini";
 
+/// The routed preset: what the commands about routers (`bench iorcd`, `bench monitoring`,
+/// `trace`) run on unless told otherwise — LNET routers between the compute and the storage
+/// networks.
+pub const ROUTED_PRESET: &str = "spider-mini-routed";
+
 /// The preset called `name`.
 pub fn preset(name: &str) -> Result<&'static Preset, StackError> {
     PRESETS

@@ -97,7 +97,7 @@ impl Default for ExperimentConfig {
     fn default() -> Self {
         ExperimentConfig {
             choice: StackChoice {
-                preset: Some(super::ROUTED_PRESET.into()),
+                preset: Some(iopath_stack::ROUTED_PRESET.into()),
                 ..StackChoice::default()
             },
             loads: vec![1, 2, 4, 8, 16, 32],

@@ -54,46 +54,36 @@ impl FyodStats {
     /// The counters as `lctl get_param fyod.stats` prints them: a line each, name then value,
     /// as Lustre's single-value parameters read.
     pub fn text(&self) -> String {
-        let rows: [(&str, String); 20] = [
-            ("file_system", self.file_system.to_string()),
-            ("clients_connected", self.clients_connected.to_string()),
-            ("open_files", self.open_files.to_string()),
-            (
-                "sync_calls_in_flight",
-                self.sync_calls_in_flight.to_string(),
-            ),
-            (
-                "sync_calls_in_flight_peak",
-                self.sync_calls_in_flight_peak.to_string(),
-            ),
-            (
-                "sync_calls_waiting_peak",
-                self.sync_calls_waiting_peak.to_string(),
-            ),
-            (
-                "async_calls_in_flight",
-                self.async_calls_in_flight.to_string(),
-            ),
-            (
-                "async_calls_in_flight_peak",
-                self.async_calls_in_flight_peak.to_string(),
-            ),
-            ("calls_completed", self.calls_completed.to_string()),
-            ("token_waits", self.token_waits.to_string()),
-            ("bytes_through_fyod", self.bytes_through_fyod.to_string()),
-            (
-                "ufs_buffers_in_use_peak",
-                self.ufs_buffers_in_use_peak.to_string(),
-            ),
-            ("ufs_buffers_max", self.ufs_buffers_max.to_string()),
-            ("ufs_cache_hits", self.ufs_cache_hits.to_string()),
-            ("ufs_cache_misses", self.ufs_cache_misses.to_string()),
-            ("ufs_writes_absorbed", self.ufs_writes_absorbed.to_string()),
-            ("ufs_flushes", self.ufs_flushes.to_string()),
-            ("ost_requests", self.ost_requests.to_string()),
-            ("kept_bytes", self.kept_bytes.to_string()),
-            ("pfs_writes_replayed", self.pfs_writes_replayed.to_string()),
-        ];
+        // Each field named once; the destructure has no `..`, so a field added to the struct
+        // and not here does not compile.
+        macro_rules! rows {
+            ($($field:ident),* $(,)?) => {{
+                let FyodStats { $($field),* } = *self;
+                [$((stringify!($field), $field.to_string())),*]
+            }};
+        }
+        let rows = rows!(
+            file_system,
+            clients_connected,
+            open_files,
+            sync_calls_in_flight,
+            sync_calls_in_flight_peak,
+            sync_calls_waiting_peak,
+            async_calls_in_flight,
+            async_calls_in_flight_peak,
+            calls_completed,
+            token_waits,
+            bytes_through_fyod,
+            ufs_buffers_in_use_peak,
+            ufs_buffers_max,
+            ufs_cache_hits,
+            ufs_cache_misses,
+            ufs_writes_absorbed,
+            ufs_flushes,
+            ost_requests,
+            kept_bytes,
+            pfs_writes_replayed,
+        );
         rows.iter()
             .map(|(name, value)| format!("{name:<27} {value}\n"))
             .collect()

@@ -163,7 +163,7 @@ pub struct ExperimentArgs {
 pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
     use iorcd::experiment::{self, ExperimentConfig};
     let config = ExperimentConfig {
-        choice: args.stack.or_preset(iorcd::ROUTED_PRESET),
+        choice: args.stack.or_preset(iopath_stack::ROUTED_PRESET),
         loads: args.loads,
         interval: std::time::Duration::from_millis(args.interval_ms),
         windows: args.windows,
@@ -241,7 +241,7 @@ pub struct MonitoringArgs {
 pub async fn monitoring(args: MonitoringArgs) -> anyhow::Result<()> {
     use iopath_bench::monitoring::{self, MonitoringConfig};
     let config = MonitoringConfig {
-        choice: args.stack.or_preset(iorcd::ROUTED_PRESET),
+        choice: args.stack.or_preset(iopath_stack::ROUTED_PRESET),
         tasks: args.tasks,
         phase: std::time::Duration::from_secs(args.seconds),
         transfer_bytes: args.transfer_size,

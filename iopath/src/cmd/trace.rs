@@ -54,7 +54,7 @@ pub struct TraceArgs {
 /// Runs `iopath trace`.
 pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let config = TraceConfig {
-        choice: args.choice.or_preset("spider-mini-routed"),
+        choice: args.choice.or_preset(iopath_stack::ROUTED_PRESET),
         processes: args.processes,
         size: args.size,
         stripe_count: args.stripe_count,

@@ -108,8 +108,11 @@ pub(crate) struct Journal {
     target: u32,
     tx: mpsc::Sender<Request>,
     mode: watch::Sender<CommitMode>,
+    /// Highest committed transno, read by every reply: a load, where the watch below would
+    /// take its lock.
     last_committed: Arc<AtomicU64>,
-    /// `last_committed` as it moves, for whoever waits to see a transno committed.
+    /// The same `last_committed` as it moves, for whoever waits to see a transno committed
+    /// (a traced async write); both are set together when a commit lands.
     committed: watch::Receiver<Transno>,
     counters: Arc<Counters>,
     task: JoinHandle<()>,

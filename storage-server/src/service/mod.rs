@@ -391,9 +391,16 @@ impl OssService {
         let name = self.oss.target_name(index);
         let last = reply.last_committed;
         if last >= transno {
+            // A sync journal commits each write before replying; an async one may have landed
+            // the write's group before the reply too.
+            let journal = if ost.sync_journal() {
+                "sync journal"
+            } else {
+                "async journal, its group already landed"
+            };
             let what = format!(
                 "{name}: record transno {transno} written and committed before the reply \
-                 (sync journal): last_committed {last}"
+                 ({journal}): last_committed {last}"
             );
             node.trace_log()
                 .record(id, Step::new("journal", "commit", what));
