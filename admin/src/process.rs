@@ -1,8 +1,9 @@
-//! The life of a node process started by another program (a benchmark, a test, `iopath up`):
-//! serve the admin service (and `/metrics`, if asked), say `READY <nids> <admin address>
-//! [<metrics address>]` on standard output, and run until
-//! standard input closes (the parent is gone), SIGTERM arrives, or an admin asks for a
-//! shutdown — then let the admin service finish answering before returning.
+//! The life of a node process: serve the admin service (and `/metrics`, if asked), say `READY
+//! <nids> <admin address> [<metrics address>]` on standard output, and run until SIGTERM or
+//! SIGINT arrives, an admin asks for a shutdown, or — for a process whose parent watches over
+//! it (a benchmark, a test, `iopath up`) — standard input closes; then let the admin service
+//! finish answering before returning. Without a parent (`iopath launch`, a script, a
+//! scheduler), standard input is not watched: the node runs as a daemon.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,11 +17,13 @@ use crate::{AdminError, NodeInfo, ParamTree, Shutdown};
 
 /// Serves `tree` on `admin_addr` and, if `metrics` names an address, the registry's
 /// `/metrics` there; announces the node, and waits for a reason to stop, which it returns.
+/// With `watch_stdin`, the end of standard input is one (the parent is gone).
 pub async fn serve_until_stopped(
     admin_addr: SocketAddr,
     tree: ParamTree,
     info: NodeInfo,
     metrics: Option<(SocketAddr, Arc<Registry>)>,
+    watch_stdin: bool,
 ) -> Result<String, AdminError> {
     let shutdown = Shutdown::new();
     let nids = info.nids.join(",");
@@ -37,19 +40,27 @@ pub async fn serve_until_stopped(
     }
     let mut stdin = tokio::io::stdin();
     let mut byte = [0u8; 1];
-    let stdin_closed = async { while stdin.read(&mut byte).await.is_ok_and(|n| n > 0) {} };
-    let sigterm = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    let stdin_closed = async {
+        if watch_stdin {
+            // Bounded by the input: each read returns data, or 0 at its end.
+            while stdin.read(&mut byte).await.is_ok_and(|n| n > 0) {}
+        } else {
+            std::future::pending::<()>().await
+        }
+    };
+    let signal = |kind: tokio::signal::unix::SignalKind| async move {
+        match tokio::signal::unix::signal(kind) {
+            Ok(mut signal) => {
+                signal.recv().await;
             }
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    // Whichever comes first: the parent going away, SIGTERM, or an admin's Shutdown.
+    // Whichever comes first: the parent going away, a signal, or an admin's Shutdown.
     let reason = tokio::select! {
         _ = stdin_closed => "standard input closed".to_owned(),
-        _ = sigterm => "SIGTERM".to_owned(),
+        _ = signal(tokio::signal::unix::SignalKind::terminate()) => "SIGTERM".to_owned(),
+        _ = signal(tokio::signal::unix::SignalKind::interrupt()) => "SIGINT".to_owned(),
         reason = shutdown.triggered() => reason,
     };
     shutdown.trigger(&reason);

@@ -268,8 +268,8 @@ fn fio_verifies_striped_files_written_by_several_jobs_at_once() {
     // file back and checks every block's crc32c.
     let out = sh(&format!(
         "fio --name=verify --directory={} --rw=write --bs=1M --size=48M --numjobs=4 \
-         --verify=crc32c --do_verify=1 --verify_fatal=1 --group_reporting \
-         --output-format=json",
+         --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+         --group_reporting --output-format=json",
         mnt.dir.display()
     ));
     let json: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
@@ -430,6 +430,8 @@ fn fio_verify_passes_after_a_storage_server_is_killed_under_it() {
             "--verify=crc32c",
             "--do_verify=1",
             "--verify_fatal=1",
+            // fio would leave its verify state in the working directory (the crate's).
+            "--verify_state_save=0",
             "--group_reporting",
             "--output-format=json",
         ])

@@ -1,6 +1,9 @@
 //! What the storage targets' journals did: commits and `last_committed` per target, read from
 //! the targets themselves (embedded) or from each storage server's admin service
-//! (`obdfilter.iopath-OSTnnnn.last_committed` and `commits`, in processes mode).
+//! (`obdfilter.iopath-OSTnnnn.last_committed` and `commits`, with node processes and on a
+//! launched stack).
+
+use std::net::SocketAddr;
 
 use serde::Serialize;
 
@@ -48,43 +51,21 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
             }
         }
         RunningStack::Processes { servers, .. } => {
-            for child in servers
+            let osss: Vec<(usize, SocketAddr)> = servers
                 .children()
                 .iter()
                 .filter(|c| c.role == RoleName::Oss)
-            {
-                let admin = iopath_admin::Client::connect(child.admin)
-                    .await
-                    .map_err(|e| {
-                        StackError::io(format!("ask {} for its journals", child.name), e)
-                    })?;
-                for (global, &(oss, _)) in targets.iter().enumerate() {
-                    if oss != child.index {
-                        continue;
-                    }
-                    let param =
-                        |leaf: &str| format!("obdfilter.{}.{leaf}", stack.target_name(global));
-                    let get = |name: String| {
-                        let admin = &admin;
-                        async move {
-                            admin
-                                .get_param(&name)
-                                .await
-                                .map_err(|e| StackError::io(format!("get {name}"), e))
-                                .map(|v| v.into_iter().next().map(|p| p.value).unwrap_or_default())
-                        }
-                    };
-                    let (last, commits) = (param("last_committed"), param("commits"));
-                    let last_committed = number(&last, &get(last.clone()).await?)?;
-                    let commits = number(&commits, &get(commits.clone()).await?)?;
-                    out.push(TargetJournal {
-                        target: stack.target_name(global).to_string(),
-                        oss: child.name.clone(),
-                        commits,
-                        last_committed,
-                    });
-                }
-            }
+                .map(|c| (c.index, c.admin))
+                .collect();
+            out = over_admin(stack, &osss).await?;
+        }
+        RunningStack::Attached { .. } => {
+            let osss: Vec<(usize, SocketAddr)> = stack
+                .nodes_of(RoleName::Oss)
+                .into_iter()
+                .filter_map(|i| Some((i, running.admin_addr(i)?)))
+                .collect();
+            out = over_admin(stack, &osss).await?;
         }
     }
     Ok(out)
@@ -97,6 +78,48 @@ fn number(name: &str, value: &str) -> Result<u64, StackError> {
         .trim()
         .parse()
         .map_err(|_| StackError::io(format!("get {name}"), format!("not a number: {value:?}")))
+}
+
+/// The journals of the storage servers `osss` (node index, admin address), asked over their
+/// admin services.
+async fn over_admin(
+    stack: &crate::schema::Stack,
+    osss: &[(usize, SocketAddr)],
+) -> Result<Vec<TargetJournal>, StackError> {
+    let targets = stack.targets();
+    let mut out = Vec::new();
+    for &(index, admin_addr) in osss {
+        let name = &stack.nodes[index].name;
+        let admin = iopath_admin::Client::connect(admin_addr)
+            .await
+            .map_err(|e| StackError::io(format!("ask {name} for its journals"), e))?;
+        for (global, &(oss, _)) in targets.iter().enumerate() {
+            if oss != index {
+                continue;
+            }
+            let param = |leaf: &str| format!("obdfilter.{}.{leaf}", stack.target_name(global));
+            let get = |name: String| {
+                let admin = &admin;
+                async move {
+                    admin
+                        .get_param(&name)
+                        .await
+                        .map_err(|e| StackError::io(format!("get {name}"), e))
+                        .map(|v| v.into_iter().next().map(|p| p.value).unwrap_or_default())
+                }
+            };
+            let (last, commits) = (param("last_committed"), param("commits"));
+            let last_committed = number(&last, &get(last.clone()).await?)?;
+            let commits = number(&commits, &get(commits.clone()).await?)?;
+            out.push(TargetJournal {
+                target: stack.target_name(global).to_string(),
+                oss: name.clone(),
+                commits,
+                last_committed,
+            });
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@
 //! - [`runtime`]: running a stack — one node ([`runtime::RunningNode`]), all in this process
 //!   ([`runtime::EmbeddedStack`]), or a process per server node on loopback TCP
 //!   ([`runtime::ProcessStack`]).
+//! - [`cluster`]: a stack across hosts — a hostfile or the Slurm job's nodes, each node placed
+//!   on a host with its addresses there, the server nodes launched by `srun` or a command
+//!   template (`iopath launch`).
 //! - [`choice`]: [`StackChoice`], a preset or a stack file and the route set in force.
 //! - [`up`]: `iopath up` and `iopath node` — a whole stack, or one node of it as a process,
 //!   run until told to stop.
@@ -27,6 +30,7 @@
 //! - [`error`]: [`StackError`], the crate's one error type.
 
 pub mod choice;
+pub mod cluster;
 pub mod demo;
 pub mod describe;
 pub mod error;
@@ -41,5 +45,5 @@ pub mod up;
 
 pub use choice::StackChoice;
 pub use error::StackError;
-pub use presets::{DEFAULT_PRESET, PRESETS, Preset, ROUTED_PRESET, preset};
+pub use presets::{CLUSTER_PRESET, DEFAULT_PRESET, PRESETS, Preset, ROUTED_PRESET, preset};
 pub use schema::{Stack, StackFile};

@@ -76,7 +76,7 @@ pub fn view(
 /// The view of a running stack, with `workload` said on the page.
 pub fn view_of(running: &RunningStack, workload: &str) -> View {
     let children = match running {
-        RunningStack::Embedded(_) => &[][..],
+        RunningStack::Embedded(_) | RunningStack::Attached { .. } => &[][..],
         RunningStack::Processes { servers, .. } => servers.children(),
     };
     view(

@@ -27,6 +27,10 @@ pub const PRESETS: &[Preset] = &[
         name: "spider-mini-routed",
         text: include_str!("../presets/spider-mini-routed.toml"),
     },
+    Preset {
+        name: "spider-cluster",
+        text: include_str!("../presets/spider-cluster.toml"),
+    },
 ];
 
 /// The preset `iopath up`, `iopath demo` and `iopath bench ior` use when given none.
@@ -36,6 +40,9 @@ pub const DEFAULT_PRESET: &str = "asci-red-mini";
 /// `trace`) run on unless told otherwise — LNET routers between the compute and the storage
 /// networks.
 pub const ROUTED_PRESET: &str = "spider-mini-routed";
+
+/// The cluster preset: Spider across five hosts (`iopath launch`, docs/cluster.md).
+pub const CLUSTER_PRESET: &str = "spider-cluster";
 
 /// The preset called `name`.
 pub fn preset(name: &str) -> Result<&'static Preset, StackError> {

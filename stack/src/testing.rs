@@ -415,8 +415,13 @@ pub mod processes {
     /// `--stack FILE --name NODE --dir DIR`: the flags `iopath node` takes.
     fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
         let mut flags = std::collections::HashMap::new();
+        let mut watch_stdin = false;
         // Bounded by the arguments: each pass takes a flag and its value.
         while let Some(flag) = args.next() {
+            if flag == "--watch-stdin" {
+                watch_stdin = true;
+                continue;
+            }
             let value = args.next().ok_or(format!("{flag} needs a value"))?;
             flags.insert(flag, value);
         }
@@ -430,6 +435,7 @@ pub mod processes {
                 .remove("--metrics")
                 .map(|addr| addr.parse().map_err(|e| format!("--metrics {addr}: {e}")))
                 .transpose()?,
+            watch_stdin,
         };
         match flags.keys().next() {
             Some(flag) => Err(format!("unknown flag {flag}")),

@@ -37,8 +37,8 @@ pub struct UpConfig {
 /// What `iopath node` runs: one node of a stack file, as a process of its own.
 #[derive(Debug, Clone)]
 pub struct NodeProcessConfig {
-    /// The stack file; every address in it must be `host:port` (`iopath up --processes`
-    /// writes such a file).
+    /// The stack file, `-` for standard input; every address in it must be `host:port`
+    /// (`iopath up --processes` and `iopath launch` write such files).
     pub stack: PathBuf,
     /// The node to run.
     pub name: String,
@@ -49,7 +49,17 @@ pub struct NodeProcessConfig {
     /// Where to serve `/metrics`, if anywhere (port 0 picks one; printed on the READY line
     /// after the admin address).
     pub metrics: Option<SocketAddr>,
+    /// Stop when standard input closes: a parent that started the node holds it open for as
+    /// long as it wants the node. Without, the node runs until a signal or an admin's shutdown.
+    pub watch_stdin: bool,
 }
+
+/// The most of a stack file read from standard input (a resolved file of 1,024 nodes is
+/// about half a megabyte).
+const STACK_TEXT_MAX_BYTES: u64 = 16 << 20;
+
+/// The `--stack` value that reads the stack file from standard input.
+pub const STACK_FROM_STDIN: &str = "-";
 
 /// What `iopath up --mount` does with the client it connects on the stack's first client
 /// node: mounts it, returning what unmounts when dropped (the stack crate knows nothing of
@@ -98,6 +108,7 @@ pub async fn up_until(
         }
     ));
     match mode {
+        Mode::Attached => unreachable!("iopath up starts every node itself"),
         Mode::Embedded => {
             let options = EmbeddedOptions {
                 admin: true,
@@ -287,7 +298,25 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         node: args.name.clone(),
         why: format!("take the listening sockets handed over: {e}"),
     })?;
-    let stack = Stack::load(&args.stack)?;
+    let stack = if args.stack.as_os_str() == STACK_FROM_STDIN {
+        if args.watch_stdin {
+            return Err(StackError::BadOption {
+                option: "--watch-stdin".into(),
+                why: "the stack file comes on standard input (--stack -), so its end cannot \
+                      also be the signal to stop"
+                    .into(),
+            });
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(std::io::stdin(), STACK_TEXT_MAX_BYTES),
+            &mut text,
+        )
+        .map_err(|e| StackError::system("read the stack file from standard input", e))?;
+        Stack::parse(&text, "the stack file on standard input")?
+    } else {
+        Stack::load(&args.stack)?
+    };
     let index = stack
         .node_index(&args.name)
         .ok_or_else(|| StackError::BadOption {
@@ -333,6 +362,7 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         running.tree.clone(),
         running.info(),
         metrics,
+        args.watch_stdin,
     )
     .await
     .map_err(|e| StackError::Start {

@@ -187,6 +187,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .parse()
             .map_err(|e: std::net::AddrParseError| e.to_string())?,
         metrics: None,
+        watch_stdin: true,
     };
     let error = iopath_stack::up::run_node(&args)
         .await

@@ -156,6 +156,9 @@ pub struct IorOptions {
     /// A process per server node on loopback TCP (the tasks run in this process, on the
     /// stack's client nodes); default: every node in this process on in-memory networks.
     pub processes: bool,
+    /// Run on a stack `iopath launch` started, the file it wrote: its client nodes start in
+    /// this process, and its servers are where it placed them.
+    pub attach: Option<PathBuf>,
     /// Directory for the stack's storage and the disk baseline; default: a temporary
     /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
     pub dir: Option<PathBuf>,
@@ -200,6 +203,7 @@ impl Default for IorOptions {
             script: None,
             choice: StackChoice::default(),
             processes: false,
+            attach: None,
             dir: None,
             web: None,
         }

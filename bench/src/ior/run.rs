@@ -66,7 +66,10 @@ pub async fn measure(
     let first = tests.first().ok_or_else(|| BenchError::Refused {
         why: "no test to run".into(),
     })?;
-    let stack = args.choice.load()?;
+    let stack = match &args.attach {
+        Some(file) => Stack::load(file)?,
+        None => args.choice.load()?,
+    };
     let client_nodes = stack.nodes_of(RoleName::Client).len() as u32;
     if client_nodes == 0 {
         return Err(BenchError::BadOption {
@@ -153,7 +156,9 @@ async fn measure_on(
     progress: Progress,
     launcher: Option<&Launcher>,
 ) -> Result<IorOutcome, BenchError> {
-    let mode = if args.processes {
+    let mode = if args.attach.is_some() {
+        Mode::Attached
+    } else if args.processes {
         Mode::Processes
     } else {
         Mode::Embedded
@@ -289,10 +294,15 @@ async fn baselines(
         disk_write_each_mib_s: vec![disk.write_mib_s],
         disk_read_each_mib_s: vec![disk.read_mib_s],
         disk_how: format!(
-            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the test",
+            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the test{}",
             disk.engine,
             report::human_base_two(bytes_per_task),
-            report::human_base_two(t)
+            report::human_base_two(t),
+            if running.mode() == Mode::Attached {
+                "; on this host, where the clients run: the storage servers' disks are on their own hosts"
+            } else {
+                ""
+            }
         ),
         fio_write_mib_s: fio.as_ref().ok().map(|(m, _)| *m),
         fio_note: match &fio {

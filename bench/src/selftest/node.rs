@@ -316,7 +316,7 @@ async fn serve_until_told(node: Node, role: &str) -> Result<(), BenchError> {
     let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
     let info = NodeInfo::new(nids, vec![role.to_owned()]);
     let admin = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let reason = iopath_admin::process::serve_until_stopped(admin, tree, info, None).await?;
+    let reason = iopath_admin::process::serve_until_stopped(admin, tree, info, None, true).await?;
     tracing::info!(nid = %node.nid(), "{role} stopping: {reason}");
     node.shutdown();
     Ok(())

@@ -127,6 +127,10 @@ pub struct IorArgs {
     /// stack's client nodes); default: every node in this process on in-memory networks.
     #[arg(long)]
     processes: bool,
+    /// Run on a stack `iopath launch` started, given the file it wrote: the tasks run here on
+    /// the stack's client nodes (placed on this host), the servers where launch put them.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["processes", "preset", "stack"])]
+    attach: Option<PathBuf>,
     /// Directory for the stack's storage and the disk baseline; default: a temporary
     /// directory in the current directory (on its file system, not /tmp, which may be tmpfs).
     #[arg(long)]
@@ -174,6 +178,7 @@ impl From<IorArgs> for IorOptions {
             script: args.script,
             choice: args.choice.into(),
             processes: args.processes,
+            attach: args.attach,
             dir: args.dir,
             web: args.web,
         }
@@ -309,6 +314,7 @@ mod tests {
                 route_set: Some("rr".into()),
             },
             processes: true,
+            attach: None,
             dir: Some(PathBuf::from("/d")),
             web: None,
         };

@@ -31,8 +31,13 @@ const COPY_CHUNK_MAX_BYTES: u64 = 64 << 20;
 pub struct LfsArgs {
     /// The metadata service's NID (printed when the stack starts). Not needed for paths
     /// under an `iopath mount`: the mount names its stack.
-    #[arg(long, env = "IOPATH_MDS")]
+    #[arg(long, env = "IOPATH_MDS", conflicts_with = "stack")]
     mds: Option<Nid>,
+    /// A stack file whose nodes are TCP addresses (`iopath launch` and `iopath up
+    /// --processes` write them): this command joins the stack as a client would, on the
+    /// clients' network with their routes, so routed stacks work too.
+    #[arg(long, value_name = "FILE")]
+    stack: Option<PathBuf>,
     /// Go through the fyod at this NID instead of straight to the storage servers.
     #[arg(long)]
     fyod: Option<Nid>,
@@ -192,9 +197,15 @@ pub enum LfsCommand {
 pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
     let LfsArgs {
         mds,
+        stack,
         fyod,
         mut command,
     } = args;
+    if let Some(file) = stack {
+        let stack = iopath_stack::Stack::load(&file)?;
+        let (node, client) = connect_as_a_client(&stack, fyod).await?;
+        return run_and_close(node, client, command).await;
+    }
     let mds = match (mds, command.stack_path_mut().and_then(|p| on_a_mount(p))) {
         // A path under a mount: the mount's stack, the path inside it.
         (_, Some((mount_mds, inside))) => {
@@ -203,10 +214,20 @@ pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
         }
         (Some(mds), None) => mds,
         (None, None) => bail!(
-            "which stack? give --mds NID (or set IOPATH_MDS), or a path under an `iopath mount`"
+            "which stack? give --mds NID (or set IOPATH_MDS), --stack FILE, or a path under \
+             an `iopath mount`"
         ),
     };
     let (node, client) = connect(mds, fyod).await?;
+    run_and_close(node, client, command).await
+}
+
+/// Runs `command` on `client`, closes it, stops `node`, and prints what the command wrote.
+async fn run_and_close(
+    node: iopath_fabric::Node,
+    client: Client,
+    command: LfsCommand,
+) -> anyhow::Result<()> {
     let mut out = Vec::new();
     let result = run_to(&client, command, &mut out).await;
     // Before exiting, every write the servers acknowledged is committed and the servers
@@ -301,16 +322,85 @@ pub async fn connect(mds: Nid, fyod: Option<Nid>) -> anyhow::Result<(iopath_fabr
     })
     .await
     .context("start the client node")?;
+    let client = client_on(&node, mds, fyod).await?;
+    Ok((node, client))
+}
+
+/// A client of this command's own on `stack`, as its first client node would be: on that
+/// node's network, at this host's address towards the network's other nodes, with that node's
+/// routes — so a command outside the stack reaches the metadata service through the stack's
+/// routers as its clients do.
+pub async fn connect_as_a_client(
+    stack: &iopath_stack::Stack,
+    fyod: Option<Nid>,
+) -> anyhow::Result<(iopath_fabric::Node, Client)> {
+    use iopath_stack::schema::{Address, RoleName};
+    let like = stack
+        .nodes_of(RoleName::Client)
+        .first()
+        .copied()
+        .unwrap_or_else(|| stack.mds());
+    let network = stack.nodes[like].interfaces[0].network;
+    // Any other node's socket on that network: the kernel's route to it gives this host's
+    // address there.
+    let peer = stack
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| *i != like && n.role.kind() != RoleName::Client)
+        .flat_map(|(_, n)| &n.interfaces)
+        .find_map(|i| match i.address {
+            Address::Socket(s) if i.network == network => Some(s),
+            _ => None,
+        })
+        .with_context(|| {
+            format!(
+                "{} has no server node with a TCP address on {}: give a stack file `iopath \
+                 launch` or `iopath up --processes` wrote",
+                stack.origin, stack.networks[network].name
+            )
+        })?;
+    let local = std::net::UdpSocket::bind(if peer.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    })
+    .and_then(|socket| {
+        socket.connect(peer)?;
+        socket.local_addr()
+    })
+    .with_context(|| format!("find this host's address towards {peer}"))?;
+    let number = stack.networks[network].number;
+    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![iopath_fabric::Interface::Tcp {
+            nid: Nid::tcp(std::net::SocketAddr::new(local.ip(), 0), number),
+        }],
+        routes: stack.routes_of(like),
+        ..Default::default()
+    })
+    .await
+    .context("start the client node")?;
+    let mds = stack.primary_nid(stack.mds());
+    let client = client_on(&node, mds, fyod).await?;
+    Ok((node, client))
+}
+
+/// The client library on `node`, connected to the stack at `mds` (through `fyod` if given),
+/// with an id of its own.
+async fn client_on(
+    node: &iopath_fabric::Node,
+    mds: Nid,
+    fyod: Option<Nid>,
+) -> anyhow::Result<Client> {
     let client_id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_nanos() as u64
         ^ u64::from(std::process::id());
     let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
     config.forwarder = fyod;
-    let client = Client::connect(config)
+    Client::connect(config)
         .await
-        .with_context(|| format!("connect to the stack at {mds}"))?;
-    Ok((node, client))
+        .with_context(|| format!("connect to the stack at {mds}"))
 }
 
 /// Runs `cmd`, writing what it prints to `out`.

@@ -1,16 +1,14 @@
 //! `iopath lnetctl route add|del|show`: a running node's LNet routes, over its admin service
 //! (written to and read from its `routes` parameter).
 
-use std::net::SocketAddr;
-
 use clap::Subcommand;
 
 /// `iopath lnetctl`: which node, and the command.
 #[derive(Debug, clap::Args)]
 pub struct LnetctlArgs {
-    /// The node's admin service address.
-    #[arg(long, env = "IOPATH_ADMIN")]
-    admin: SocketAddr,
+    /// The node.
+    #[command(flatten)]
+    node: super::lctl::AdminTarget,
     #[command(subcommand)]
     command: LnetctlCommand,
 }
@@ -85,7 +83,7 @@ enum RouteAction {
 
 /// Runs `iopath lnetctl`.
 pub async fn run(args: LnetctlArgs) -> anyhow::Result<()> {
-    let client = iopath_admin::Client::connect(args.admin).await?;
+    let client = iopath_admin::Client::connect(args.node.address()?).await?;
     let param = |name: &'static str| {
         let client = &client;
         async move {

@@ -4,6 +4,7 @@
 //! the libraries know nothing of flags.
 //!
 //! - [`stack`]: `demo`, `up`, `node` — a stack run in this process or as processes.
+//! - [`launch`]: `launch` — a stack across the hosts of a Slurm job or a hostfile.
 //! - [`selftest`]: `selftest`, and the hidden `selftest-node` its node processes run.
 //! - [`topo`]: `topo analyze | routes | layout`, the torus model.
 //! - [`lctl`], [`lnetctl`]: a running node's parameters and routes, over its admin service.
@@ -17,6 +18,7 @@
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
+pub mod launch;
 pub mod lctl;
 pub mod lfs;
 pub mod lnetctl;
@@ -53,8 +55,12 @@ pub enum Command {
     Demo(stack::DemoArgs),
     /// Run a whole stack (a preset or a stack file): in this process, or a process per node.
     Up(stack::UpArgs),
-    /// Run one node of a stack file (what `iopath up --processes` starts for each node).
+    /// Run one node of a stack file (what `iopath up --processes` and `iopath launch` start
+    /// for each node).
     Node(stack::NodeArgs),
+    /// Run a stack across hosts: inside a Slurm job (srun), or on a hostfile's hosts through
+    /// a command template (ssh, pdsh); writes a stack file the tools take.
+    Launch(launch::LaunchArgs),
     /// lnet_selftest-style bulk and ping tests between groups of fabric nodes.
     Selftest(selftest::SelftestArgs),
     /// The torus model: link loads, placement, LNET routes, router layout.
@@ -126,6 +132,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(args) => stack::demo(args).await,
         Command::Up(args) => stack::up(args).await,
         Command::Node(args) => stack::node(args).await,
+        Command::Launch(args) => launch::run(args).await,
         Command::Selftest(args) => selftest::run(args).await,
         Command::Topo(command) => topo::run(command),
         Command::Lctl(args) => lctl::run(args).await,

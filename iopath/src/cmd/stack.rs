@@ -76,11 +76,12 @@ pub struct UpArgs {
     web: Option<SocketAddr>,
 }
 
-/// `iopath node`: run one node of a stack file as a process of its own.
+/// `iopath node`: run one node of a stack file as a process of its own, until SIGTERM,
+/// Ctrl-C or an admin's shutdown (`--watch-stdin`: or the end of standard input).
 #[derive(clap::Args, Debug, Clone)]
 pub struct NodeArgs {
-    /// The stack file; every address in it must be `host:port` (`iopath up --processes`
-    /// writes such a file).
+    /// The stack file, `-` to read it from standard input; every address in it must be
+    /// `host:port` (`iopath up --processes` and `iopath launch` write such files).
     #[arg(long)]
     stack: PathBuf,
     /// The node to run.
@@ -96,6 +97,10 @@ pub struct NodeArgs {
     /// line after the admin address).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// Also stop when standard input closes: for a parent that starts the node and holds its
+    /// input open for as long as it wants it (`iopath up --processes` does).
+    #[arg(long)]
+    watch_stdin: bool,
 }
 
 /// `iopath demo`: one write and read through a preset stack, explained.
@@ -162,6 +167,7 @@ pub async fn node(args: NodeArgs) -> anyhow::Result<()> {
         dir: args.dir,
         admin: args.admin,
         metrics: args.metrics,
+        watch_stdin: args.watch_stdin,
     };
     iopath_stack::up::run_node(&config).await?;
     Ok(())

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod netns;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
@@ -204,7 +206,7 @@ impl Stack {
     pub fn start_node(&mut self, name: &str) -> Result<String, String> {
         let storage = self.storage();
         let mut child = iopath()
-            .args(["node", "--stack"])
+            .args(["node", "--watch-stdin", "--stack"])
             .arg(storage.join("stack.toml"))
             .args(["--name", name, "--dir"])
             .arg(storage.join(name))

@@ -37,6 +37,8 @@ pub enum Mode {
     Embedded,
     /// A process per server node, loopback TCP; clients in this process.
     Processes,
+    /// Server nodes launched on their hosts (`iopath launch`); clients in this process.
+    Attached,
 }
 
 impl Mode {
@@ -47,6 +49,10 @@ impl Mode {
             Mode::Processes => {
                 "processes: a process per server node on loopback TCP, clients in this process"
             }
+            Mode::Attached => {
+                "attached: server nodes launched on their hosts (iopath launch), clients in \
+                 this process"
+            }
         }
     }
 
@@ -55,6 +61,7 @@ impl Mode {
         match self {
             Mode::Embedded => "embedded",
             Mode::Processes => "processes",
+            Mode::Attached => "attached",
         }
     }
 }
@@ -72,6 +79,17 @@ pub enum RunningStack {
         /// The client nodes, in this process.
         clients: Vec<RunningNode>,
     },
+    /// Server nodes running on their hosts, started by `iopath launch`; the client nodes
+    /// here.
+    Attached {
+        /// The stack `iopath launch` wrote: every address a socket, every server node's admin
+        /// address.
+        stack: Stack,
+        /// The client nodes, in this process.
+        clients: Vec<RunningNode>,
+        /// Where the client nodes keep their state.
+        storage: StorageDir,
+    },
 }
 
 impl RunningStack {
@@ -84,6 +102,7 @@ impl RunningStack {
         launcher: Option<&Launcher>,
     ) -> Result<RunningStack, StackError> {
         match mode {
+            Mode::Attached => RunningStack::attach(stack, storage).await,
             Mode::Embedded => Ok(RunningStack::Embedded(
                 EmbeddedStack::start(stack, storage, false).await?,
             )),
@@ -108,11 +127,66 @@ impl RunningStack {
         }
     }
 
+    /// Joins a stack `iopath launch` started (the file it wrote): its client nodes start in
+    /// this process, on their placed addresses, which must be this host's.
+    pub async fn attach(stack: Stack, storage: StorageDir) -> Result<RunningStack, StackError> {
+        if !stack.is_tcp() {
+            return Err(StackError::BadOption {
+                option: "--attach".into(),
+                why: format!(
+                    "{} gives numbered addresses: attach to the file `iopath launch` wrote",
+                    stack.origin
+                ),
+            });
+        }
+        if let Some(server) = stack
+            .nodes
+            .iter()
+            .find(|n| n.role.kind() != RoleName::Client && n.admin.is_none())
+        {
+            return Err(StackError::BadOption {
+                option: "--attach".into(),
+                why: format!(
+                    "{} gives {} no admin address: attach to the file `iopath launch` wrote \
+                     once the stack is up",
+                    stack.origin, server.name
+                ),
+            });
+        }
+        let mut clients = Vec::new();
+        for index in stack.nodes_of(RoleName::Client) {
+            let spec = &stack.nodes[index];
+            let dir = storage.node(&spec.name);
+            match RunningNode::start(&stack, index, &[], &dir).await {
+                Ok(node) => clients.push(node),
+                Err(e) => {
+                    for c in clients {
+                        let _ = c.stop().await;
+                    }
+                    let host = spec.host.as_ref().map(ToString::to_string);
+                    return Err(StackError::Process {
+                        node: spec.name.clone(),
+                        why: match host {
+                            Some(host) => format!("{e} (it is placed on {host}: attach there)"),
+                            None => e.to_string(),
+                        },
+                    });
+                }
+            }
+        }
+        Ok(RunningStack::Attached {
+            stack,
+            clients,
+            storage,
+        })
+    }
+
     /// The stack (resolved to loopback sockets in processes mode).
     pub fn stack(&self) -> &Stack {
         match self {
             RunningStack::Embedded(e) => e.stack(),
             RunningStack::Processes { servers, .. } => servers.stack(),
+            RunningStack::Attached { stack, .. } => stack,
         }
     }
 
@@ -122,6 +196,7 @@ impl RunningStack {
         match self {
             RunningStack::Embedded(e) => e.admin_addr(index),
             RunningStack::Processes { servers, .. } => servers.child(index).map(|c| c.admin),
+            RunningStack::Attached { stack, .. } => stack.nodes[index].admin,
         }
     }
 
@@ -131,6 +206,7 @@ impl RunningStack {
         match self {
             RunningStack::Embedded(e) => e.metrics_addr(index),
             RunningStack::Processes { servers, .. } => servers.child(index).and_then(|c| c.metrics),
+            RunningStack::Attached { .. } => None,
         }
     }
 
@@ -139,6 +215,7 @@ impl RunningStack {
         match self {
             RunningStack::Embedded(_) => Mode::Embedded,
             RunningStack::Processes { .. } => Mode::Processes,
+            RunningStack::Attached { .. } => Mode::Attached,
         }
     }
 
@@ -146,7 +223,9 @@ impl RunningStack {
     pub fn local_nodes(&self) -> Vec<&RunningNode> {
         match self {
             RunningStack::Embedded(e) => e.nodes(),
-            RunningStack::Processes { clients, .. } => clients.iter().collect(),
+            RunningStack::Processes { clients, .. } | RunningStack::Attached { clients, .. } => {
+                clients.iter().collect()
+            }
         }
     }
 
@@ -163,6 +242,7 @@ impl RunningStack {
         match self {
             RunningStack::Embedded(e) => e.storage(),
             RunningStack::Processes { servers, .. } => servers.storage(),
+            RunningStack::Attached { storage, .. } => storage,
         }
     }
 
@@ -180,6 +260,7 @@ impl RunningStack {
     pub async fn crash_node(&mut self, name: &str) -> Result<(), StackError> {
         match self {
             RunningStack::Processes { servers, .. } => servers.crash(name).await,
+            RunningStack::Attached { .. } => Err(not_here(name)),
             RunningStack::Embedded(e) => {
                 let index = index_of(e.stack(), name)?;
                 e.crash_node(index)
@@ -195,6 +276,7 @@ impl RunningStack {
     ) -> Result<(), StackError> {
         match self {
             RunningStack::Processes { servers, .. } => servers.restart(name, launcher).await,
+            RunningStack::Attached { .. } => Err(not_here(name)),
             RunningStack::Embedded(e) => {
                 let index = index_of(e.stack(), name)?;
                 e.restart_node(index).await
@@ -212,7 +294,21 @@ impl RunningStack {
                 }
                 servers.stop().await
             }
+            RunningStack::Attached { clients, .. } => {
+                for c in clients {
+                    c.stop().await?;
+                }
+                Ok(())
+            }
         }
+    }
+}
+
+/// Why an attached stack's server node cannot be crashed or restarted from here.
+fn not_here(name: &str) -> StackError {
+    StackError::Process {
+        node: name.to_owned(),
+        why: "runs on its host under iopath launch: stop or start it there".into(),
     }
 }
 

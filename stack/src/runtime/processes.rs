@@ -76,7 +76,7 @@ pub struct ChildNode {
     pub admin: SocketAddr,
     /// Its `/metrics`, if it serves one (started with `--metrics`).
     pub metrics: Option<SocketAddr>,
-    child: Child,
+    pub(crate) child: Child,
     /// Closing it tells the child to stop.
     stdin: Option<ChildStdin>,
 }
@@ -237,8 +237,10 @@ impl ProcessStack {
         let sockets = self.take_ports(&spec.name);
         let mut command = Command::new(&launcher.program);
         iopath_fabric::lnd::tcp::hand_over(&mut command, &sockets);
+        // This parent holds the child's standard input open for as long as it wants the node.
         let child = command
             .args(&launcher.args)
+            .arg("--watch-stdin")
             .arg("--stack")
             .arg(&self.stack_file)
             .arg("--name")
@@ -417,18 +419,23 @@ impl ProcessStack {
     }
 }
 
+/// Lines a starting node (or what starts it) may print before its READY line.
+const LINES_BEFORE_READY_MAX: usize = 100;
+
 /// A node process that has not said READY yet.
 #[derive(Debug)]
-struct Pending {
-    index: usize,
-    name: String,
-    role: RoleName,
-    child: Child,
+pub(crate) struct Pending {
+    pub(crate) index: usize,
+    pub(crate) name: String,
+    pub(crate) role: RoleName,
+    pub(crate) child: Child,
 }
 
 /// Waits for `pending`'s READY line. On failure, returns the error and the child if it is
 /// still worth stopping.
-async fn wait_ready(mut pending: Pending) -> Result<ChildNode, (StackError, Option<ChildNode>)> {
+pub(crate) async fn wait_ready(
+    mut pending: Pending,
+) -> Result<ChildNode, (StackError, Option<ChildNode>)> {
     let failed = |why: String| StackError::Process {
         node: pending.name.clone(),
         why,
@@ -438,32 +445,43 @@ async fn wait_ready(mut pending: Pending) -> Result<ChildNode, (StackError, Opti
     };
     let stdin = pending.child.stdin.take();
     let mut lines = BufReader::new(stdout).lines();
-    let line = match tokio::time::timeout(START_TIMEOUT, lines.next_line()).await {
-        Ok(Ok(Some(line))) => line,
-        Ok(Ok(None)) | Ok(Err(_)) => {
-            let status = pending.child.wait().await;
-            let how = match status {
-                Ok(s) => s.to_string(),
-                Err(e) => e.to_string(),
-            };
-            return Err((
-                failed(format!(
-                    "exited before it was ready ({how}); its error is above"
-                )),
-                None,
-            ));
+    // Its first line is READY; a remote starter (ssh, srun) may print a few of its own first,
+    // which are passed on.
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    let mut line = None;
+    for _ in 0..LINES_BEFORE_READY_MAX {
+        match tokio::time::timeout_at(deadline, lines.next_line()).await {
+            Ok(Ok(Some(said))) if said.starts_with("READY ") => {
+                line = Some(said);
+                break;
+            }
+            Ok(Ok(Some(said))) => eprintln!("{}: {said}", pending.name),
+            Ok(Ok(None)) | Ok(Err(_)) => {
+                let status = pending.child.wait().await;
+                let how = match status {
+                    Ok(s) => s.to_string(),
+                    Err(e) => e.to_string(),
+                };
+                return Err((
+                    failed(format!(
+                        "exited before it was ready ({how}); its error is above"
+                    )),
+                    None,
+                ));
+            }
+            Err(_) => break,
         }
-        Err(_) => {
-            let _ = pending.child.start_kill();
-            let _ = pending.child.wait().await;
-            return Err((
-                failed(format!(
-                    "did not say READY within {} s and was killed",
-                    START_TIMEOUT.as_secs()
-                )),
-                None,
-            ));
-        }
+    }
+    let Some(line) = line else {
+        let _ = pending.child.start_kill();
+        let _ = pending.child.wait().await;
+        return Err((
+            failed(format!(
+                "did not say READY within {} s and was killed",
+                START_TIMEOUT.as_secs()
+            )),
+            None,
+        ));
     };
     let mut words = line.split_whitespace();
     let (Some("READY"), Some(nids), Some(admin)) = (words.next(), words.next(), words.next())

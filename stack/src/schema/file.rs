@@ -132,6 +132,11 @@ pub struct NetworkEntry {
     /// its arrival (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
+    /// On a cluster (`iopath launch`): the network's IP subnet (`"10.77.1.0/24"`); a node's
+    /// address on this network is its host's address inside it. Absent: the host's first
+    /// address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet: Option<String>,
 }
 
 /// The roles a node can play.
@@ -195,6 +200,28 @@ pub enum AddressValue {
     Socket(String),
 }
 
+/// One host, as a node's `host` names it: an index into the allocation's hosts (the hostfile's
+/// lines, Slurm's node list), or a host name or address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HostItem {
+    /// The allocation's host at this index, from 0.
+    Index(u64),
+    /// A host name or IP address.
+    Name(String),
+}
+
+/// Where a node runs on a cluster: one host, or for a `count` entry a list its nodes take in
+/// turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HostValue {
+    /// Every node of the entry on this host.
+    One(HostItem),
+    /// Node `k` of the entry on item `k` modulo the list's length.
+    Each(Vec<HostItem>),
+}
+
 /// `[[nodes]]`: one node, or `count` alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -212,6 +239,14 @@ pub struct NodeEntry {
     /// Its torus coordinates `[x, y, z]` (on the first of its networks that has a torus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torus: Option<[u32; 3]>,
+    /// On a cluster (`iopath launch`): the host it runs on. Absent: taken in turn from the
+    /// allocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostValue>,
+    /// Where its admin service answers, `"host:port"`: written by `iopath launch` into the
+    /// stack file it hands to tools, once the node is up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin: Option<String>,
     /// Its own NIC rate: each of its interfaces sends at this many bytes per modeled second
     /// (a number, or `"3200m"`), whatever its networks' `bandwidth` (a router's or a fyod's
     /// card, a storage server's link); absent: its networks' rate.

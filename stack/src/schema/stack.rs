@@ -13,8 +13,8 @@ use iopath_mds::layout::{FsName, TargetName};
 use iopath_storage_server::engine::modeled::DiskModel;
 
 use super::file::{
-    AddressValue, FyodModeName, JournalName, LayoutSection, ModelSection, NetworkEntry, NodeEntry,
-    RoleName, RouteEntry, SizeValue, StackFile,
+    AddressValue, FyodModeName, HostItem, HostValue, JournalName, LayoutSection, ModelSection,
+    NetworkEntry, NodeEntry, RoleName, RouteEntry, SizeValue, StackFile,
 };
 use crate::error::StackError;
 
@@ -87,6 +87,86 @@ pub struct Network {
     pub torus: Option<[u32; 3]>,
     /// Its modeled link, if it has one.
     pub link: Option<NetworkLink>,
+    /// Its IP subnet on a cluster: a node's address on it is its host's address inside.
+    pub subnet: Option<Subnet>,
+}
+
+/// An IP subnet, `10.77.1.0/24`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subnet {
+    /// Its first address (host bits zero).
+    pub addr: std::net::IpAddr,
+    /// Its prefix length.
+    pub prefix: u8,
+}
+
+impl Subnet {
+    /// Parses `addr/prefix`; host bits must be zero, as `ip route` wants them.
+    pub fn parse(text: &str) -> Result<Subnet, String> {
+        let bad = || format!("{text:?} is not a subnet (as in \"10.77.1.0/24\")");
+        let (addr, prefix) = text.split_once('/').ok_or_else(bad)?;
+        let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+        let prefix: u8 = prefix.parse().map_err(|_| bad())?;
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        if prefix > bits {
+            return Err(format!(
+                "{text:?}: a prefix of {prefix} bits is longer than the address"
+            ));
+        }
+        let subnet = Subnet { addr, prefix };
+        if !subnet.contains(addr) || subnet.bits(addr) & !subnet.mask() != 0 {
+            return Err(format!(
+                "{text:?} has host bits set: the subnet is {}",
+                Subnet {
+                    addr: subnet.first(),
+                    prefix,
+                }
+            ));
+        }
+        Ok(subnet)
+    }
+
+    /// True if `ip` lies inside.
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        ip.is_ipv4() == self.addr.is_ipv4()
+            && self.bits(ip) & self.mask() == self.bits(self.addr) & self.mask()
+    }
+
+    fn bits(&self, ip: std::net::IpAddr) -> u128 {
+        match ip {
+            std::net::IpAddr::V4(v4) => u128::from(u32::from(v4)),
+            std::net::IpAddr::V6(v6) => u128::from(v6),
+        }
+    }
+
+    fn mask(&self) -> u128 {
+        let bits = if self.addr.is_ipv4() { 32 } else { 128 };
+        let host_bits = bits - u32::from(self.prefix);
+        let all = if bits == 32 {
+            u128::from(u32::MAX)
+        } else {
+            u128::MAX
+        };
+        if host_bits >= 128 {
+            0
+        } else {
+            all & !((1u128 << host_bits) - 1)
+        }
+    }
+
+    fn first(&self) -> std::net::IpAddr {
+        let bits = self.bits(self.addr) & self.mask();
+        match self.addr {
+            std::net::IpAddr::V4(_) => std::net::IpAddr::V4((bits as u32).into()),
+            std::net::IpAddr::V6(_) => std::net::IpAddr::V6(bits.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for Subnet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
 }
 
 /// A network's modeled link, as the stack file gives it (modeled time).
@@ -225,7 +305,35 @@ pub struct NodeSpec {
     pub torus: Option<[u32; 3]>,
     /// Its own NIC rate, bytes per modeled second, over its networks' `bandwidth`.
     pub nic_bandwidth_bytes_s: Option<u64>,
+    /// The host it runs on, on a cluster, if the file says.
+    pub host: Option<HostRef>,
+    /// Where its admin service answers, in a stack file `iopath launch` wrote.
+    pub admin: Option<SocketAddr>,
 }
+
+/// A host a node is placed on: the allocation's `Index`th, or one by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRef {
+    /// The allocation's host at this index, from 0.
+    Index(usize),
+    /// A host name or address.
+    Name(String),
+}
+
+impl std::fmt::Display for HostRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostRef::Index(i) => write!(f, "host #{i}"),
+            HostRef::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// Most hosts an index may name (a hostfile or an allocation of more is fine; an index past
+/// this is a typo).
+pub const HOST_INDEX_MAX: u64 = 65_535;
+/// Longest host name (DNS's limit).
+pub const HOST_NAME_MAX_BYTES: usize = 253;
 
 impl NodeSpec {
     /// Its modeled disk, if it is an OSS with one.
@@ -642,6 +750,13 @@ impl Stack {
                     count: None,
                     nids,
                     torus: n.torus,
+                    host: n.host.as_ref().map(|h| {
+                        HostValue::One(match h {
+                            HostRef::Index(i) => HostItem::Index(*i as u64),
+                            HostRef::Name(name) => HostItem::Name(name.clone()),
+                        })
+                    }),
+                    admin: n.admin.map(|a| a.to_string()),
                     nic_bandwidth: n.nic_bandwidth_bytes_s.map(SizeValue::Bytes),
                     targets: None,
                     journal: None,
@@ -728,6 +843,7 @@ impl Stack {
                     torus: n.torus,
                     bandwidth: n.link.map(|l| SizeValue::Bytes(l.bandwidth_bytes_s)),
                     latency_us: n.link.map(|l| l.latency_us),
+                    subnet: n.subnet.map(|s| s.to_string()),
                 })
                 .collect(),
             nodes,
@@ -884,11 +1000,16 @@ fn check_networks(entries: &[NetworkEntry]) -> Result<Vec<Network>, FieldError> 
                 latency_us: l.unwrap_or(0),
             }),
         };
+        let subnet = match &entry.subnet {
+            None => None,
+            Some(text) => Some(Subnet::parse(text).map_err(|why| (field("subnet"), why))?),
+        };
         out.push(Network {
             name: entry.name.clone(),
             number: i as u16,
             torus: entry.torus,
             link,
+            subnet,
         });
     }
     Ok(out)
@@ -983,6 +1104,22 @@ fn expand_nodes(
             interfaces.push(NodeInterface { network, address });
         }
         interfaces.sort_by_key(|i| i.network);
+        let hosts = hosts_of(entry.host.as_ref()).map_err(|why| (field("host"), why))?;
+        let admin = match &entry.admin {
+            None => None,
+            Some(_) if count > 1 => {
+                return Err((
+                    field("admin"),
+                    "an admin address names one node: give each its own entry".into(),
+                ));
+            }
+            Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
+                (
+                    field("admin"),
+                    format!("{text:?} is not host:port (as in \"10.77.2.3:40211\")"),
+                )
+            })?),
+        };
         let torus_network = interfaces
             .iter()
             .find_map(|i| networks[i.network].torus.map(|dims| (i.network, dims)));
@@ -1030,12 +1167,45 @@ fn expand_nodes(
                 interfaces,
                 torus,
                 nic_bandwidth_bytes_s,
+                host: (!hosts.is_empty()).then(|| hosts[k as usize % hosts.len()].clone()),
+                admin,
             });
             forwarders.push(entry.forwarder.clone());
         }
     }
     check_unique(&nodes, networks)?;
     Ok((nodes, forwarders))
+}
+
+/// A node entry's `host`, as the hosts its nodes take in turn (empty when absent).
+fn hosts_of(value: Option<&HostValue>) -> Result<Vec<HostRef>, String> {
+    let items: Vec<&HostItem> = match value {
+        None => return Ok(Vec::new()),
+        Some(HostValue::One(item)) => vec![item],
+        Some(HostValue::Each(items)) if items.is_empty() => {
+            return Err("an empty list: name a host, or leave host out".into());
+        }
+        Some(HostValue::Each(items)) => items.iter().collect(),
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            HostItem::Index(i) if *i > HOST_INDEX_MAX => Err(format!(
+                "host index {i}: the allocation's hosts are numbered from 0 (at most {HOST_INDEX_MAX})"
+            )),
+            HostItem::Index(i) => Ok(HostRef::Index(*i as usize)),
+            HostItem::Name(name)
+                if name.is_empty()
+                    || name.len() > HOST_NAME_MAX_BYTES
+                    || name.chars().any(|c| c.is_whitespace() || c.is_control() || c == '/') =>
+            {
+                Err(format!(
+                    "{name:?} is not a host name or address (1 to {HOST_NAME_MAX_BYTES} bytes, no spaces or '/')"
+                ))
+            }
+            HostItem::Name(name) => Ok(HostRef::Name(name.clone())),
+        })
+        .collect()
 }
 
 /// `start` moved on by `steps` nodes through the torus, x fastest, wrapping.

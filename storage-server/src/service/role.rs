@@ -141,7 +141,7 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
         (addr, Arc::new(registry))
     });
     let reason =
-        iopath_admin::process::serve_until_stopped(role.admin, tree, info, metrics).await?;
+        iopath_admin::process::serve_until_stopped(role.admin, tree, info, metrics, true).await?;
     info!(nid = %node.nid(), "OSS stopping: {reason}");
     node.shutdown();
     service.shutdown().await.map_err(storage)?;

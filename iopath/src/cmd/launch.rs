@@ -1,0 +1,267 @@
+//! `iopath launch`: a stack across the hosts of a Slurm job or a hostfile — each node placed
+//! on a host, its server nodes started there (`srun`, or a command template), a stack file for
+//! the tools written, then run until Ctrl-C, SIGTERM (the job's end) or a node's loss.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use iopath_stack::cluster::{self, Hosts, LaunchConfig, Launched, Starter};
+use iopath_stack::schema::{RoleName, Subnet};
+use iopath_stack::{Stack, StackChoice};
+
+use super::stack::StackArgs;
+
+/// `iopath launch`: where the stack comes from, where it goes, and how nodes are started.
+#[derive(clap::Args, Debug)]
+pub struct LaunchArgs {
+    /// The stack.
+    #[command(flatten)]
+    choice: StackArgs,
+    /// Hosts a line each, `name [address ...]` (default: the Slurm job's nodes, from
+    /// SLURM_JOB_NODELIST and scontrol).
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// How to start a command on a host: a template whose `{host}` is replaced, the node's
+    /// command appended (`ssh {host}`, `pdsh -w {host}`, `ip netns exec {host}`). Default:
+    /// `srun` a step per node inside the Slurm job.
+    #[arg(long, value_name = "TEMPLATE")]
+    exec: Option<String>,
+    /// Show the commands that would start each node, and write the placed stack file; start
+    /// nothing.
+    #[arg(long)]
+    print: bool,
+    /// Numbered address n of network k listens on port PORT_BASE + 1000 × k + n.
+    #[arg(long, default_value_t = cluster::PORT_BASE_DEFAULT)]
+    port_base: u16,
+    /// A network's subnet, over the stack file's (`--subnet compute=10.1.0.0/16`); repeat for
+    /// each network to change.
+    #[arg(long, value_name = "NET=CIDR", value_parser = parse_network_subnet)]
+    subnet: Vec<(String, Subnet)>,
+    /// Admin services (and /metrics) listen on each host's address in this subnet (a
+    /// management network); default: each node's first NID's address.
+    #[arg(long, value_name = "CIDR", value_parser = parse_subnet)]
+    admin_subnet: Option<Subnet>,
+    /// Each node keeps its state in DIR/<node> on its host (default: /tmp/iopath-<stack>).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The iopath program on the hosts (default: this program's path, the same on each).
+    #[arg(long)]
+    program: Option<PathBuf>,
+    /// Every node also serves Prometheus's /metrics (beside its admin service).
+    #[arg(long)]
+    metrics: bool,
+    /// Where to write the stack file tools take (`iopath lfs --stack`, `iopath lctl
+    /// --stack`, `iopath bench ior --attach`): every address and admin service spelled out
+    /// (default: <stack>.launched.toml here).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+fn parse_subnet(text: &str) -> Result<Subnet, String> {
+    Subnet::parse(text)
+}
+
+fn parse_network_subnet(text: &str) -> Result<(String, Subnet), String> {
+    let (network, subnet) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: give NET=CIDR, as in compute=10.1.0.0/16"))?;
+    Ok((network.to_owned(), Subnet::parse(subnet)?))
+}
+
+/// Runs `iopath launch`.
+pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
+    let mut stack = StackChoice::from(args.choice.clone()).load()?;
+    for (name, subnet) in &args.subnet {
+        let network = stack
+            .networks
+            .iter_mut()
+            .find(|n| &n.name == name)
+            .with_context(|| {
+                format!(
+                    "--subnet {name}={subnet}: {} has no network {name:?}",
+                    stack.origin
+                )
+            })?;
+        network.subnet = Some(*subnet);
+    }
+    let (hosts, starter) = match (&args.hostfile, &args.exec) {
+        (Some(file), exec) => {
+            let hosts = Hosts::from_hostfile(file)?;
+            let starter = match exec {
+                Some(template) => Starter::Template(template.clone()),
+                None if std::env::var_os("SLURM_JOB_ID").is_some() => Starter::Srun,
+                None => anyhow::bail!(
+                    "--hostfile without --exec: say how a command starts on a host, as in \
+                     --exec 'ssh {{host}}' (outside a Slurm job there is no srun)"
+                ),
+            };
+            (hosts, starter)
+        }
+        (None, exec) => (
+            Hosts::from_slurm()?,
+            exec.clone().map_or(Starter::Srun, Starter::Template),
+        ),
+    };
+    let placed = cluster::place(&stack, &hosts, args.port_base)?;
+    // What was placed must read back as a stack (every check the file's readers make).
+    Stack::parse(&placed.to_toml(), "the placed stack").context("check the placed stack")?;
+    let program = match args.program {
+        Some(p) => p,
+        None => std::env::current_exe().context("find this program's path")?,
+    };
+    let config = LaunchConfig {
+        starter,
+        program,
+        dir: args
+            .dir
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/iopath-{}", stack.name))),
+        admin_subnet: args.admin_subnet,
+        metrics: args.metrics,
+        hosts: hosts.clone(),
+    };
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from(format!("{}.launched.toml", stack.name)));
+    if args.print {
+        std::fs::write(&out, placed.to_toml())
+            .with_context(|| format!("write the placed stack file {}", out.display()))?;
+        let mut text = format!(
+            "# {} on {} ({} hosts); each command reads the placed stack file on its input\n",
+            stack.name,
+            hosts.origin,
+            hosts.hosts.len()
+        );
+        for command in cluster::launch::commands(&placed, &config)? {
+            text.push_str(&format!("# {} ({})\n", command.name, command.host));
+            text.push_str(&command.shell_line(&out));
+            text.push('\n');
+        }
+        text.push_str(&clients_text(&placed, &out));
+        return std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
+            .context("write the commands");
+    }
+    eprintln!(
+        "launching {} on {} ({} hosts) ...",
+        stack.name,
+        hosts.origin,
+        hosts.hosts.len()
+    );
+    let mut launched = Launched::start(placed, &config).await?;
+    let written = std::fs::write(&out, launched.stack().to_toml())
+        .with_context(|| format!("write the launched stack file {}", out.display()));
+    if let Err(e) = written {
+        let _ = launched.stop().await;
+        return Err(e);
+    }
+    if let Err(e) = std::io::Write::write_all(
+        &mut std::io::stdout(),
+        launched_text(&launched, &out).as_bytes(),
+    ) {
+        let _ = launched.stop().await;
+        return Err(e).context("write the node table");
+    }
+    let lost = tokio::select! {
+        _ = tokio::signal::ctrl_c() => { eprintln!("Ctrl-C: stopping the stack"); None }
+        _ = sigterm() => { eprintln!("SIGTERM: stopping the stack"); None }
+        exited = launched.exited() => { eprintln!("{exited}: stopping the stack"); Some(exited) }
+    };
+    let stopped = launched.stop().await;
+    let _ = std::fs::remove_file(&out);
+    stopped?;
+    match lost {
+        Some(exited) => anyhow::bail!("the stack lost a node: {exited}"),
+        None => {
+            eprintln!("stopped");
+            Ok(())
+        }
+    }
+}
+
+async fn sigterm() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            term.recv().await;
+        }
+        Err(_) => std::future::pending::<()>().await,
+    }
+}
+
+/// The node table, then where the clients are and how tools reach the stack.
+fn launched_text(launched: &Launched, out: &std::path::Path) -> String {
+    let stack = launched.stack();
+    let mut text = format!(
+        "launched {}: {} node processes\n",
+        stack.name,
+        launched.children().count()
+    );
+    let mut rows = vec![["node", "role", "host", "nids", "admin"].map(str::to_owned)];
+    for (command, child) in launched.children() {
+        rows.push([
+            command.name.clone(),
+            child.role.as_str().to_owned(),
+            command.host.clone(),
+            child.nids.clone(),
+            child.admin.to_string(),
+        ]);
+    }
+    text.push_str(&iopath_stack::describe::left_aligned(&rows));
+    text.push_str(&clients_text(stack, out));
+    text.push_str("Ctrl-C, SIGTERM or the job's end stops every node.\n");
+    text
+}
+
+/// Where the client nodes are, and the commands that use the stack file.
+fn clients_text(stack: &Stack, out: &std::path::Path) -> String {
+    let mut text = String::new();
+    let clients = stack.nodes_of(RoleName::Client);
+    let mut hosts: Vec<String> = clients
+        .iter()
+        .filter_map(|&c| stack.nodes[c].host.as_ref().map(ToString::to_string))
+        .collect();
+    hosts.dedup();
+    if !clients.is_empty() {
+        text.push_str(&format!(
+            "clients {} run where the application runs, on {}:\n",
+            clients
+                .iter()
+                .map(|&c| stack.nodes[c].name.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            hosts.join(", ")
+        ));
+    }
+    let file = out.display();
+    text.push_str(&format!(
+        "  iopath bench ior --attach {file} -w -r -F -t 1m -b 16m\n  iopath lfs --stack {file} df\n  iopath lctl --stack {file} --node NODE list_param\n"
+    ));
+    text
+}
+
+/// The admin address of node `name` in a stack file `iopath launch` wrote.
+pub fn admin_of(stack: &Stack, name: &str) -> anyhow::Result<SocketAddr> {
+    let index = stack.node_index(name).with_context(|| {
+        format!(
+            "{} has no node called {name:?} (nodes: {})",
+            stack.origin,
+            stack
+                .nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    stack.nodes[index].admin.with_context(|| {
+        format!(
+            "{} gives {name} no admin address: use the file `iopath launch` wrote while the \
+             stack runs{}",
+            stack.origin,
+            if stack.nodes[index].role.kind() == RoleName::Client {
+                " (a client node has none: it runs inside the application)"
+            } else {
+                ""
+            }
+        )
+    })
+}

@@ -1,0 +1,300 @@
+//! A stack across hosts: `iopath launch` puts the spider-cluster preset on five hosts made of
+//! network namespaces (compute, two routers on both subnets, two servers; see
+//! `common/netns.rs`), started through `ip netns exec {host}` as it would be through `ssh
+//! {host}`; IOR and lfs run on the compute host against the file launch wrote.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
+
+/// How long the launched stack may take to come up.
+const UP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `iopath launch` running on the compute host, and what it said.
+struct Launch {
+    child: Child,
+    /// Its standard output up to the node table's end.
+    said: String,
+    /// The stack file it wrote.
+    file: PathBuf,
+}
+
+fn program() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_iopath"))
+}
+
+/// Starts `iopath launch` on c0 and waits for its node table.
+fn launch(cluster: &Cluster, dir: &Path) -> Launch {
+    let hostfile = dir.join("hosts");
+    cluster.write_hostfile(&hostfile);
+    let file = dir.join("spider-cluster.launched.toml");
+    let mut child = cluster
+        .on("c0", &program())
+        .args(["launch", "--preset", "spider-cluster", "--hostfile"])
+        .arg(&hostfile)
+        .args(["--exec", "ip netns exec {host}"])
+        .arg(format!("--subnet=compute={}", cluster.subnet(COMPUTE)))
+        .arg(format!("--subnet=storage={}", cluster.subnet(STORAGE)))
+        .arg(format!("--admin-subnet={}", cluster.subnet(MANAGEMENT)))
+        .arg("--dir")
+        .arg(dir.join("nodes"))
+        .arg("--out")
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut said = String::new();
+    loop {
+        match rx.recv_timeout(UP_TIMEOUT) {
+            Ok(line) => {
+                said.push_str(&line);
+                said.push('\n');
+                if line.starts_with("Ctrl-C, SIGTERM") {
+                    break;
+                }
+            }
+            Err(e) => {
+                let _ = child.kill();
+                panic!("iopath launch did not come up ({e}); it said:\n{said}");
+            }
+        }
+    }
+    Launch { child, said, file }
+}
+
+impl Launch {
+    /// SIGTERM, as the job's end sends it; returns its exit status's success.
+    fn stop(mut self) -> bool {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap().success()
+    }
+}
+
+/// Runs `iopath ARGS` on host `host`; its standard output, or a panic with its error.
+fn iopath_on(cluster: &Cluster, host: &str, args: &[&str]) -> String {
+    let out = cluster.on(host, &program()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iopath {args:?} on {host}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A counter's value in `lctl get_param -n stats` output (`recv_length 123`).
+fn stat(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+#[test]
+fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
+    let cluster = Cluster::new(231);
+    let dir = tempfile::tempdir().unwrap();
+    let launch = launch(&cluster, dir.path());
+    eprintln!("{}", launch.said);
+    // Every server node on the host the preset puts it on, at its address there.
+    for (node, host, nid) in [
+        (
+            "rtr0",
+            "r0",
+            format!("{}:21050@tcp0", cluster.addr(COMPUTE, 1)),
+        ),
+        (
+            "rtr1",
+            "r1",
+            format!("{}:22051@tcp1", cluster.addr(STORAGE, 2)),
+        ),
+        (
+            "oss0",
+            "s0",
+            format!("{}:22010@tcp1", cluster.addr(STORAGE, 3)),
+        ),
+        (
+            "oss1",
+            "s1",
+            format!("{}:22011@tcp1", cluster.addr(STORAGE, 4)),
+        ),
+        (
+            "mds",
+            "s0",
+            format!("{}:22001@tcp1", cluster.addr(STORAGE, 3)),
+        ),
+    ] {
+        let row = launch
+            .said
+            .lines()
+            .find(|l| l.starts_with(&format!("{node} ")))
+            .unwrap_or_else(|| panic!("no row for {node} in\n{}", launch.said));
+        assert!(
+            row.contains(&cluster.ns(host)) && row.contains(&nid),
+            "{node} should be on {host} at {nid}: {row}"
+        );
+    }
+    // Nothing of the cluster is reachable from the main namespace.
+    let route = Command::new("ip")
+        .args(["route", "get", &cluster.addr(STORAGE, 3)])
+        .output()
+        .unwrap();
+    assert!(
+        !route.status.success(),
+        "the main namespace has a route into the cluster: {}",
+        String::from_utf8_lossy(&route.stdout)
+    );
+
+    let file_path = launch.file.clone();
+    let file = file_path.to_str().unwrap();
+    let before: Vec<u64> = ["rtr0", "rtr1"]
+        .iter()
+        .map(|r| {
+            let stats = iopath_on(
+                &cluster,
+                "c0",
+                &[
+                    "lctl",
+                    "--stack",
+                    file,
+                    "--node",
+                    r,
+                    "get_param",
+                    "-n",
+                    "stats",
+                ],
+            );
+            stat(&stats, "recv_length")
+        })
+        .collect();
+    // IOR on the compute host: four tasks, a file each, written and read back, every word
+    // checked.
+    let ior_dir = dir.path().join("ior");
+    std::fs::create_dir(&ior_dir).unwrap();
+    let ior = iopath_on(
+        &cluster,
+        "c0",
+        &[
+            "bench",
+            "ior",
+            "--attach",
+            file,
+            "-w",
+            "-r",
+            "-F",
+            "-t",
+            "1m",
+            "-b",
+            "16m",
+            "--dir",
+            ior_dir.to_str().unwrap(),
+        ],
+    );
+    eprintln!("{ior}");
+    assert!(
+        ior.contains("verified: 64 MiB read back and checked word by word"),
+        "{ior}"
+    );
+    assert!(
+        ior.contains("attached: server nodes launched on their hosts"),
+        "{ior}"
+    );
+    // Both routers carried the traffic (round-robin), each at least a quarter of it.
+    for (r, before) in ["rtr0", "rtr1"].iter().zip(before) {
+        let stats = iopath_on(
+            &cluster,
+            "c0",
+            &[
+                "lctl",
+                "--stack",
+                file,
+                "--node",
+                r,
+                "get_param",
+                "-n",
+                "stats",
+            ],
+        );
+        let carried = stat(&stats, "recv_length") - before;
+        assert!(
+            carried > (2 * 64) << 20 >> 2,
+            "{r} received {carried} bytes: {stats}"
+        );
+    }
+    // lfs from the compute host reaches the MDS behind the routers, as the clients do.
+    let src = dir.path().join("src");
+    let back = dir.path().join("back");
+    let data: Vec<u8> = (0..5_000_000u32)
+        .map(|i| (i * 7 + i / 4099) as u8)
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    iopath_on(
+        &cluster,
+        "c0",
+        &[
+            "lfs",
+            "--stack",
+            file,
+            "put",
+            src.to_str().unwrap(),
+            "/copy",
+        ],
+    );
+    let stripe = iopath_on(
+        &cluster,
+        "c0",
+        &["lfs", "--stack", file, "getstripe", "-c", "/copy"],
+    );
+    assert_eq!(stripe.trim(), "4", "striped over all four targets");
+    iopath_on(
+        &cluster,
+        "c0",
+        &[
+            "lfs",
+            "--stack",
+            file,
+            "get",
+            "/copy",
+            back.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "lfs get returned other bytes"
+    );
+
+    assert!(
+        launch.stop(),
+        "iopath launch stopped every node cleanly on SIGTERM"
+    );
+    assert!(
+        !Path::new(file).exists(),
+        "the launched stack file goes with the stack"
+    );
+    let prefix = cluster.ns("");
+    drop(cluster);
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains(&prefix),
+        "namespaces left behind"
+    );
+}

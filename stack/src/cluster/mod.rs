@@ -1,0 +1,11 @@
+//! A stack on a cluster: [`Hosts`] (a hostfile, or the Slurm job's nodes), [`place`] (each
+//! node on a host, each numbered address a socket there), and [`Launched`] (the server nodes
+//! started on their hosts by `srun` or a command template, and stopped again).
+
+pub mod hosts;
+pub mod launch;
+pub mod place;
+
+pub use hosts::{Host, Hosts};
+pub use launch::{LaunchConfig, Launched, NodeCommand, Starter};
+pub use place::{PORT_BASE_DEFAULT, place};
