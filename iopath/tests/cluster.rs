@@ -1,7 +1,9 @@
 //! A stack across hosts: `iopath launch` puts the spider-cluster preset on five hosts made of
 //! network namespaces (compute, two routers on both subnets, two servers; see
 //! `common/netns.rs`), started through `ip netns exec {host}` as it would be through `ssh
-//! {host}`; IOR and lfs run on the compute host against the file launch wrote.
+//! {host}`; IOR and lfs run on the compute host against the file launch wrote. Then the
+//! faults: the compute host's link shaped (`tc tbf`), and random loss on its subnet
+//! (nftables' `numgen`, this kernel having no netem).
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
@@ -296,5 +298,173 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains(&prefix),
         "namespaces left behind"
+    );
+}
+
+/// `Max Write: 123.45 MiB/sec` in IOR's text output.
+fn max_write_mib_s(ior: &str) -> f64 {
+    ior.lines()
+        .find_map(|l| {
+            l.strip_prefix("Max Write:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no Max Write in {ior}"))
+}
+
+/// The namespace's TCP retransmitted segments (`/proc/net/snmp`, which is per namespace).
+fn tcp_retransmits(cluster: &Cluster, host: &str) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &cluster.ns(host), "cat", "/proc/net/snmp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
+    let column = names
+        .split_whitespace()
+        .position(|n| n == "RetransSegs")
+        .unwrap();
+    values
+        .split_whitespace()
+        .nth(column)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The shaper's rate: 200 Mbit/s is 25 MB/s, 23.8 MiB/s.
+const SHAPED_MBIT: u64 = 200;
+
+#[test]
+fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() {
+    let cluster = Cluster::new(232);
+    let dir = tempfile::tempdir().unwrap();
+    let launch = launch(&cluster, dir.path());
+    let file_path = launch.file.clone();
+    let file = file_path.to_str().unwrap();
+    let ior_dir = dir.path().join("ior");
+    std::fs::create_dir(&ior_dir).unwrap();
+    let ior = |label: &str| {
+        let out = iopath_on(
+            &cluster,
+            "c0",
+            &[
+                "bench",
+                "ior",
+                "--attach",
+                file,
+                "-w",
+                "-r",
+                "-F",
+                "-t",
+                "1m",
+                "-b",
+                "8m",
+                "--dir",
+                ior_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            out.contains("verified: 32 MiB read back and checked word by word"),
+            "{label}: {out}"
+        );
+        max_write_mib_s(&out)
+    };
+    let free = ior("unshaped");
+
+    // The compute host's link shaped (tc tbf on its egress: every write leaves through it).
+    let c0 = cluster.ns("c0");
+    common::netns::ip(&[
+        "netns",
+        "exec",
+        &c0,
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        &format!("eth{COMPUTE}"),
+        "root",
+        "tbf",
+        "rate",
+        &format!("{SHAPED_MBIT}mbit"),
+        "burst",
+        "256kb",
+        "latency",
+        "100ms",
+    ]);
+    let shaped = ior("shaped");
+    let limit_mib_s = (SHAPED_MBIT * 1_000_000 / 8) as f64 / f64::from(1 << 20);
+    eprintln!("IOR write: {free:.1} MiB/s unshaped, {shaped:.1} MiB/s shaped to {limit_mib_s:.1}");
+    // No faster than the shaper lets it (a bucket's burst allows a little over).
+    assert!(
+        shaped < limit_mib_s * 1.1,
+        "shaped to {limit_mib_s:.1} MiB/s, IOR wrote {shaped:.1}"
+    );
+    common::netns::ip(&[
+        "netns",
+        "exec",
+        &c0,
+        "tc",
+        "qdisc",
+        "del",
+        "dev",
+        &format!("eth{COMPUTE}"),
+        "root",
+    ]);
+
+    // Random loss on the compute subnet: nftables on each router drops 3 in 100 packets
+    // arriving from it (this kernel has no netem). The compute host's TCP resends them;
+    // nothing is lost.
+    let nft = |host: &str, rules: &str| {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &cluster.ns(host), "nft", rules])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nft {rules} on {host}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for router in ["r0", "r1"] {
+        nft(router, "add table inet loss");
+        nft(
+            router,
+            "add chain inet loss in { type filter hook input priority 0 ; }",
+        );
+        nft(
+            router,
+            &format!(
+                "add rule inet loss in iifname eth{COMPUTE} numgen random mod 100 < 3 counter drop"
+            ),
+        );
+    }
+    let before = tcp_retransmits(&cluster, "c0");
+    ior("lossy");
+    let resent = tcp_retransmits(&cluster, "c0") - before;
+    let dropped: u64 = ["r0", "r1"]
+        .iter()
+        .map(|r| {
+            let table = nft(r, "list table inet loss");
+            table
+                .split_whitespace()
+                .skip_while(|w| *w != "packets")
+                .nth(1)
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no packet counter in {table}"))
+        })
+        .sum();
+    eprintln!(
+        "lossy subnet: the routers dropped {dropped} packets, the compute host resent {resent} TCP segments"
+    );
+    assert!(dropped > 0, "nftables dropped nothing");
+    assert!(resent > 0, "{dropped} packets dropped and no TCP resends");
+    assert!(
+        launch.stop(),
+        "iopath launch stopped every node cleanly on SIGTERM"
     );
 }
