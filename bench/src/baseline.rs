@@ -168,6 +168,15 @@ fn iperf3_once(
     let _ = server.kill();
     let _ = server.wait();
     let output = output?;
+    Ok(Baseline {
+        command: format!("iperf3 {}", args.join(" ")),
+        version: version.to_owned(),
+        mib_s: iperf3_received_mib_s(&output)?,
+    })
+}
+
+/// What an `iperf3 -c ... -J` run received, MiB/s, from its JSON; its error if it failed.
+pub(crate) fn iperf3_received_mib_s(output: &std::process::Output) -> Result<f64, BenchError> {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| {
         BenchError::json(
             format!("parse iperf3 -J output (exit {})", output.status),
@@ -182,9 +191,5 @@ fn iperf3_once(
         .ok_or_else(|| {
             BenchError::tool("iperf3 -J output has no end.sum_received.bits_per_second")
         })?;
-    Ok(Baseline {
-        command: format!("iperf3 {}", args.join(" ")),
-        version: version.to_owned(),
-        mib_s: bits / 8.0 / (1 << 20) as f64,
-    })
+    Ok(bits / 8.0 / (1 << 20) as f64)
 }

@@ -17,10 +17,14 @@
 //! - [`iorcd`]: IORCD's analyses of routers' congestion records: write and read series,
 //!   correlation with bandwidth, the paper's rule for a degraded run; and `iopath bench
 //!   iorcd`, the paper's experiment.
+//! - [`cluster`]: `iopath bench cluster`, IOR on a stack across hosts made of network
+//!   namespaces beside the same stack on loopback and iperf3 over the hosts' links.
 //! - [`monitoring`]: `iopath bench monitoring`, what IORCD and `/metrics` scrapes cost IOR.
 //! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
 //!   every node's log of the traced frames gathered, paired and put in time order, as text,
 //!   JSON and an SVG sequence diagram.
+//! - [`netns`]: a cluster of five hosts made of network namespaces (compute, two routers, two
+//!   servers; a switch namespace between them), for `bench cluster` and the cluster tests.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.
@@ -32,6 +36,7 @@
 //! - [`error`]: [`BenchError`], the crate's one error type.
 
 pub mod baseline;
+pub mod cluster;
 pub mod cpu;
 pub mod error;
 pub mod fio;
@@ -40,6 +45,7 @@ pub mod iorcd;
 pub mod journal;
 pub mod monitoring;
 pub mod mount;
+pub mod netns;
 pub mod raw;
 pub mod report;
 pub mod selftest;

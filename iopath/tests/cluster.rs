@@ -1,13 +1,11 @@
 //! A stack across hosts: `iopath launch` puts the spider-cluster preset on five hosts made of
 //! network namespaces (compute, two routers on both subnets, two servers; see
-//! `common/netns.rs`), started through `ip netns exec {host}` as it would be through `ssh
+//! `iopath_bench::netns`), started through `ip netns exec {host}` as it would be through `ssh
 //! {host}`; IOR and lfs run on the compute host against the file launch wrote. Then the
 //! faults: the compute host's link shaped (`tc tbf`), and random loss on its subnet
 //! (nftables' `numgen`, this kernel having no netem).
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
-
-mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -15,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
+use iopath_bench::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
 
 /// How long the launched stack may take to come up.
 const UP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,7 +34,7 @@ fn program() -> PathBuf {
 /// Starts `iopath launch` on c0 and waits for its node table.
 fn launch(cluster: &Cluster, dir: &Path) -> Launch {
     let hostfile = dir.join("hosts");
-    cluster.write_hostfile(&hostfile);
+    cluster.write_hostfile(&hostfile).unwrap();
     let file = dir.join("spider-cluster.launched.toml");
     let mut child = cluster
         .on("c0", &program())
@@ -113,7 +111,7 @@ fn stat(text: &str, name: &str) -> u64 {
 
 #[test]
 fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
-    let cluster = Cluster::new(231);
+    let cluster = Cluster::new(231).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let launch = launch(&cluster, dir.path());
     eprintln!("{}", launch.said);
@@ -340,7 +338,7 @@ const SHAPED_MBIT: u64 = 200;
 
 #[test]
 fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() {
-    let cluster = Cluster::new(232);
+    let cluster = Cluster::new(232).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let launch = launch(&cluster, dir.path());
     let file_path = launch.file.clone();
@@ -377,7 +375,7 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
 
     // The compute host's link shaped (tc tbf on its egress: every write leaves through it).
     let c0 = cluster.ns("c0");
-    common::netns::ip(&[
+    iopath_bench::netns::ip(&[
         "netns",
         "exec",
         &c0,
@@ -394,7 +392,8 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
         "256kb",
         "latency",
         "100ms",
-    ]);
+    ])
+    .unwrap();
     let shaped = ior("shaped");
     let limit_mib_s = (SHAPED_MBIT * 1_000_000 / 8) as f64 / f64::from(1 << 20);
     eprintln!("IOR write: {free:.1} MiB/s unshaped, {shaped:.1} MiB/s shaped to {limit_mib_s:.1}");
@@ -403,7 +402,7 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
         shaped < limit_mib_s * 1.1,
         "shaped to {limit_mib_s:.1} MiB/s, IOR wrote {shaped:.1}"
     );
-    common::netns::ip(&[
+    iopath_bench::netns::ip(&[
         "netns",
         "exec",
         &c0,
@@ -413,7 +412,8 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
         "dev",
         &format!("eth{COMPUTE}"),
         "root",
-    ]);
+    ])
+    .unwrap();
 
     // Random loss on the compute subnet: nftables on each router drops 3 in 100 packets
     // arriving from it (this kernel has no netem). The compute host's TCP resends them;
@@ -466,5 +466,77 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
     assert!(
         launch.stop(),
         "iopath launch stopped every node cleanly on SIGTERM"
+    );
+}
+
+#[test]
+fn bench_cluster_puts_ior_across_hosts_beside_loopback_and_iperf3() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(program())
+        .args([
+            "bench",
+            "cluster",
+            "-b",
+            "4m",
+            "-i",
+            "1",
+            "--seconds",
+            "1",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its namespaces are named after its process id.
+    let prefix = format!("iop{}-", out.id());
+    let out = out.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let links: Vec<f64> = json["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["mib_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(links.len(), 2, "{json}");
+    assert!(links.iter().all(|&l| l > 0.0), "{json}");
+    let ior = json["ior"].as_array().unwrap();
+    assert_eq!(ior.len(), 2, "{json}");
+    assert!(
+        ior[0]["place"]
+            .as_str()
+            .unwrap()
+            .contains("namespace hosts")
+    );
+    assert!(ior[1]["place"].as_str().unwrap().contains("loopback"));
+    let (hosts, loopback) = (&ior[0], &ior[1]);
+    let ratio = |a: &serde_json::Value, b: f64| a.as_f64().unwrap() / b;
+    // The ratios are the figures' own.
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9 * b.abs().max(1.0);
+    assert!(close(
+        json["hosts_vs_loopback_write"].as_f64().unwrap(),
+        ratio(
+            &hosts["write_mib_s"],
+            loopback["write_mib_s"].as_f64().unwrap()
+        )
+    ));
+    let slower = links.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(close(
+        json["read_vs_link"].as_f64().unwrap(),
+        ratio(&hosts["read_mib_s"], slower)
+    ));
+    assert_eq!(json["modeled"], "nothing");
+    // Nothing of the cluster is left.
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains(&prefix),
+        "namespaces left behind"
     );
 }

@@ -6,13 +6,11 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::netns::{COMPUTE, Cluster, HOSTS, MANAGEMENT, STORAGE};
+use iopath_bench::netns::{COMPUTE, Cluster, HOSTS, MANAGEMENT, STORAGE};
 
 /// How long Slurm may take to see every slurmd, and the job to run.
 const SLURM_UP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -176,7 +174,7 @@ impl Drop for Slurm {
 
 #[test]
 fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back() {
-    let cluster = Cluster::new(233);
+    let cluster = Cluster::new(233).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let slurm = Slurm::start(&cluster, &dir.path().join("slurm"));
     // Slurm knows one address per node (the management one); the hostfile gives each node's

@@ -58,6 +58,54 @@ pub struct LaunchArgs {
     out: Option<PathBuf>,
 }
 
+/// `iopath bench cluster`: IOR across namespace hosts, on loopback, and iperf3 over the links.
+#[derive(clap::Args, Debug)]
+pub struct BenchClusterArgs {
+    /// IOR's -b: bytes each of the four tasks writes and reads (k, m, g).
+    #[arg(short = 'b', default_value = "64m", value_parser = iopath_fabric::units::parse_size)]
+    block_size: u64,
+    /// IOR's -t: bytes per transfer.
+    #[arg(short = 't', default_value = "1m", value_parser = iopath_fabric::units::parse_size)]
+    transfer_size: u64,
+    /// IOR's -i: repetitions (the best of them is reported, as IOR's Max).
+    #[arg(short = 'i', default_value_t = 3)]
+    repetitions: u32,
+    /// Seconds of iperf3 over each link.
+    #[arg(long, default_value_t = 3)]
+    seconds: u32,
+    /// Where the nodes' state and IOR's baselines go (default: a temporary directory here).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// The result as JSON on standard output (the table otherwise).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `iopath bench cluster`.
+pub async fn bench(args: BenchClusterArgs) -> anyhow::Result<()> {
+    let options = iopath_bench::cluster::ClusterOptions {
+        program: std::env::current_exe().context("find this program's path")?,
+        block_bytes: args.block_size,
+        transfer_bytes: args.transfer_size,
+        repetitions: args.repetitions,
+        iperf_seconds: args.seconds,
+        dir: args.dir,
+    };
+    // Processes and namespaces, waited on: off the async runtime's threads.
+    let result = tokio::task::spawn_blocking(move || {
+        let mut say = |line: &str| eprintln!("{line}");
+        iopath_bench::cluster::measure(&options, &mut say)
+    })
+    .await
+    .context("the benchmark's thread")??;
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&result)?)
+    } else {
+        iopath_bench::cluster::table(&result)
+    };
+    std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("write the result")
+}
+
 fn parse_subnet(text: &str) -> Result<Subnet, String> {
     Subnet::parse(text)
 }

@@ -124,6 +124,9 @@ pub enum BenchCommand {
     /// What watching costs: IOR with IORCD sampling every router and fyod each second and
     /// every server node's /metrics scraped each second, against IOR without them, in one run.
     Monitoring(iorcd::MonitoringArgs),
+    /// IOR on the spider-cluster preset across five hosts made of network namespaces (root),
+    /// beside the same stack as processes on loopback and iperf3 over the hosts' links.
+    Cluster(launch::BenchClusterArgs),
 }
 
 /// Runs the command the command line names, to its end.
@@ -144,6 +147,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Mount(args)) => mount::bench(args).await,
         Command::Bench(BenchCommand::Iorcd(args)) => iorcd::experiment(args).await,
         Command::Bench(BenchCommand::Monitoring(args)) => iorcd::monitoring(args).await,
+        Command::Bench(BenchCommand::Cluster(args)) => launch::bench(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-pub mod netns;
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};

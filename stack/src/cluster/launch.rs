@@ -387,7 +387,8 @@ async fn spawn(command: &NodeCommand, role: RoleName, text: &str) -> Result<Pend
     }
     Ok(Pending {
         index: command.index,
-        name: command.name.clone(),
+        // What a failed start says names the host too.
+        name: format!("{} on {}", command.name, command.host),
         role,
         child,
     })

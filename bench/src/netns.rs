@@ -1,4 +1,5 @@
-//! A cluster of hosts made of network namespaces, for the tests that run a stack across hosts.
+//! A cluster of hosts made of network namespaces, for `iopath bench cluster` and the tests that
+//! run a stack across hosts (needs root and iproute2's `ip`).
 //!
 //! Five hosts, named after their namespaces: `c0` (compute), `r0` and `r1` (routers, on both
 //! subnets), `s0` and `s1` (servers). A sixth namespace is the switch: a bridge per subnet,
@@ -11,6 +12,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::error::BenchError;
+
 /// The hosts: name, and whether it is on the compute, storage and management subnets (its
 /// address is `.<n>` on each, `n` its place in this list plus 2).
 pub const HOSTS: [(&str, bool, bool); 5] = [
@@ -21,12 +24,15 @@ pub const HOSTS: [(&str, bool, bool); 5] = [
     ("s1", false, true),
 ];
 
-/// The subnets, by the third byte of their address.
+/// The compute subnet, by the third byte of its addresses.
 pub const COMPUTE: u8 = 1;
+/// The storage subnet.
 pub const STORAGE: u8 = 2;
+/// The management subnet, where admin services listen.
 pub const MANAGEMENT: u8 = 9;
 
 /// A namespace cluster; dropped, it is gone.
+#[derive(Debug)]
 pub struct Cluster {
     /// The namespaces' prefix: `iop<pid>`.
     pub prefix: String,
@@ -36,38 +42,55 @@ pub struct Cluster {
     routed: bool,
 }
 
-/// Runs `ip ARGS`, panicking with what it said if it fails.
-pub fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
+/// Runs `ip ARGS`; an error says what `ip` said.
+pub fn ip(args: &[&str]) -> Result<(), BenchError> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| BenchError::system("run ip (install iproute2)", e))?;
+    if !out.status.success() {
+        return Err(BenchError::tool(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
 }
 
-/// Fails the test, loudly, where namespaces cannot be made: not root, no `ip`.
-pub fn require_namespaces() {
-    let whoami = Command::new("id").arg("-u").output().expect("run id");
-    assert_eq!(
-        String::from_utf8_lossy(&whoami.stdout).trim(),
-        "0",
-        "the cluster tests make network namespaces, which needs root (CI runs as root)"
-    );
-    assert!(
-        Command::new("ip")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success()),
-        "`ip` (iproute2) is not installed: scripts/test installs it"
-    );
+/// Refuses where namespaces cannot be made: not root, no `ip`.
+pub fn require_namespaces() -> Result<(), BenchError> {
+    // The effective user id, from the kernel's own account of this process.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|uids| uids.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    if !root {
+        return Err(BenchError::refused(
+            "hosts made of network namespaces need root (run as root, or in a container that \
+             allows it)",
+        ));
+    }
+    if !Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Err(BenchError::refused(
+            "`ip` (iproute2) is not installed: apt-get install iproute2",
+        ));
+    }
+    Ok(())
 }
 
 impl Cluster {
-    /// Makes the cluster on `10.<second>.0.0/16`.
-    pub fn new(second: u8) -> Cluster {
-        require_namespaces();
+    /// Makes the cluster on `10.<second>.0.0/16`; on any failure, what was made is removed.
+    pub fn new(second: u8) -> Result<Cluster, BenchError> {
+        require_namespaces()?;
         let mut cluster = Cluster {
             prefix: format!("iop{}", std::process::id()),
             second,
@@ -79,23 +102,24 @@ impl Cluster {
         let out = Command::new("ip")
             .args(["route", "add", "unreachable", &net])
             .output()
-            .expect("run ip");
+            .map_err(|e| BenchError::system("run ip", e))?;
         cluster.routed = out.status.success();
-        assert!(
-            cluster.routed || String::from_utf8_lossy(&out.stderr).contains("File exists"),
-            "route {net} unreachable: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !cluster.routed && !String::from_utf8_lossy(&out.stderr).contains("File exists") {
+            return Err(BenchError::tool(format!(
+                "route {net} unreachable: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
         let switch = cluster.ns("sw");
-        cluster.add(&switch);
+        cluster.add(&switch)?;
         for subnet in [COMPUTE, STORAGE, MANAGEMENT] {
             let bridge = format!("br{subnet}");
-            ip(&["-n", &switch, "link", "add", &bridge, "type", "bridge"]);
-            ip(&["-n", &switch, "link", "set", &bridge, "up"]);
+            ip(&["-n", &switch, "link", "add", &bridge, "type", "bridge"])?;
+            ip(&["-n", &switch, "link", "set", &bridge, "up"])?;
         }
         for (n, &(host, compute, storage)) in HOSTS.iter().enumerate() {
             let ns = cluster.ns(host);
-            cluster.add(&ns);
+            cluster.add(&ns)?;
             for (subnet, on) in [(COMPUTE, compute), (STORAGE, storage), (MANAGEMENT, true)] {
                 if !on {
                     continue;
@@ -105,29 +129,22 @@ impl Cluster {
                 ip(&[
                     "link", "add", &inside, "netns", &ns, "type", "veth", "peer", "name", &outside,
                     "netns", &switch,
-                ]);
-                ip(&[
-                    "-n",
-                    &switch,
-                    "link",
-                    "set",
-                    &outside,
-                    "master",
-                    &format!("br{subnet}"),
-                ]);
-                ip(&["-n", &switch, "link", "set", &outside, "up"]);
+                ])?;
+                let bridge = format!("br{subnet}");
+                ip(&["-n", &switch, "link", "set", &outside, "master", &bridge])?;
+                ip(&["-n", &switch, "link", "set", &outside, "up"])?;
                 let addr = format!("{}/24", cluster.addr(subnet, n));
-                ip(&["-n", &ns, "addr", "add", &addr, "dev", &inside]);
-                ip(&["-n", &ns, "link", "set", &inside, "up"]);
+                ip(&["-n", &ns, "addr", "add", &addr, "dev", &inside])?;
+                ip(&["-n", &ns, "link", "set", &inside, "up"])?;
             }
         }
-        cluster
+        Ok(cluster)
     }
 
-    fn add(&mut self, ns: &str) {
-        ip(&["netns", "add", ns]);
+    fn add(&mut self, ns: &str) -> Result<(), BenchError> {
+        ip(&["netns", "add", ns])?;
         self.made.push(ns.to_owned());
-        ip(&["-n", ns, "link", "set", "lo", "up"]);
+        ip(&["-n", ns, "link", "set", "lo", "up"])
     }
 
     /// The namespace of host `host`.
@@ -146,7 +163,7 @@ impl Cluster {
     }
 
     /// A hostfile naming every host by its namespace, with its addresses.
-    pub fn write_hostfile(&self, path: &Path) {
+    pub fn write_hostfile(&self, path: &Path) -> Result<(), BenchError> {
         let mut text = String::from("# namespace  addresses\n");
         for (n, &(host, compute, storage)) in HOSTS.iter().enumerate() {
             text.push_str(&self.ns(host));
@@ -158,7 +175,8 @@ impl Cluster {
             }
             text.push('\n');
         }
-        std::fs::write(path, text).unwrap();
+        std::fs::write(path, text)
+            .map_err(|e| BenchError::system(format!("write {}", path.display()), e))
     }
 
     /// A command run inside host `host`'s namespace.
