@@ -1,7 +1,10 @@
 //! Router health, as LNet's router checker: every `router_ping_interval` a node pings each
 //! gateway in its routing table; a gateway that has not answered for `router_dead_timeout` is
 //! marked down and traffic moves to the next routes; it is marked alive again when it answers.
-//! (A send that fails through a gateway marks it down at once: see `NodeInner::send`.)
+//! (A send that fails through a gateway marks it down at once: see `NodeInner::send`.) A
+//! router's answer also names the networks it has lost (its interface there is down): routes
+//! to those through it are set aside while it still answers — LNet's
+//! `avoid_asym_router_failure`.
 //!
 //! The checker sits below the node it checks for: it sees the node only through [`Checked`]
 //! (its routing table, its clock, and LNet's ping), so the node can start it without the two
@@ -13,7 +16,7 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use crate::nid::Nid;
+use crate::nid::{NetId, Nid};
 use crate::routing::RouteTable;
 
 /// What the router checker needs from the node whose gateways it checks.
@@ -27,8 +30,13 @@ pub(crate) trait Checked: Send + Sync + 'static {
     /// True once the node has been shut down; the checker then ends.
     fn stopped(&self) -> bool;
 
-    /// Pings `gateway` once; true if it answered within `timeout`.
-    fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> impl Future<Output = bool> + Send;
+    /// Pings `gateway` once; `Some` if it answered within `timeout`, with the networks it
+    /// reports it cannot reach.
+    fn ping(
+        self: Arc<Self>,
+        gateway: Nid,
+        timeout: Duration,
+    ) -> impl Future<Output = Option<Vec<NetId>>> + Send;
 }
 
 /// Pings every gateway each `interval` and marks silent ones down after `dead_timeout`.
@@ -55,15 +63,21 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
         for gateway in gateways {
             let node = Arc::clone(&inner);
             tokio::spawn(async move {
-                if Arc::clone(&node).ping(gateway, interval).await {
+                if let Some(down) = Arc::clone(&node).ping(gateway, interval).await {
                     let now = node.elapsed();
-                    let back = node
-                        .routes()
-                        .lock()
-                        .expect("routes lock poisoned")
-                        .ping_answered(gateway, now);
+                    let (back, (lost, regained)) = {
+                        let mut routes = node.routes().lock().expect("routes lock poisoned");
+                        let back = routes.ping_answered(gateway, now);
+                        (back, routes.set_down_nets(gateway, down))
+                    };
                     if back {
                         info!(%gateway, "router answers again: marked alive");
+                    }
+                    for net in lost {
+                        warn!(%gateway, %net, "router reports it cannot reach {net}: routes to it through this router are not used");
+                    }
+                    for net in regained {
+                        info!(%gateway, %net, "router reaches {net} again");
                     }
                 }
             });

@@ -220,6 +220,32 @@ impl Ni {
         list
     }
 
+    /// Whether this interface has lost its network, as a router reports it in ping replies:
+    /// for TCP, the kernel has no route from its address to a peer it has talked to (the link
+    /// is down, or the address gone); an interface with no such peer, or not on TCP, is up.
+    /// One unconnected UDP socket, asked to connect: no packet is sent.
+    pub fn link_down(&self) -> bool {
+        let Some(local) = self.nid.socket_addr() else {
+            return false;
+        };
+        let Some(peer) = self
+            .peers
+            .lock()
+            .expect("peer table lock poisoned")
+            .keys()
+            .find_map(Nid::socket_addr)
+        else {
+            return false;
+        };
+        let socket = match std::net::UdpSocket::bind(std::net::SocketAddr::new(local.ip(), 0)) {
+            Ok(socket) => socket,
+            Err(e) => return e.kind() == std::io::ErrorKind::AddrNotAvailable,
+        };
+        socket
+            .connect(peer)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NetworkUnreachable)
+    }
+
     /// Forgets every low-water mark.
     pub fn reset_min(&self) {
         self.credits.reset_min();

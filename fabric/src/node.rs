@@ -34,7 +34,7 @@ use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
 use crate::lnd::tcp::{POOLED_PAYLOAD_MIN_BYTES, RECEIVE_POOL_KEPT_BYTES_MAX};
 use crate::lnd::{Admit, Deliver, Grant, Hold, Lnd};
 use crate::ni::{Ni, NiCredits};
-use crate::nid::{NetId, Nid};
+use crate::nid::{NID_WIRE_BYTES, NetId, Nid};
 use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
 use crate::router::{RouterBuffers, RouterConfig};
@@ -582,10 +582,28 @@ impl NodeInner {
         Ok(())
     }
 
+    /// What a ping's reply carries: for a router, the NIDs of its interfaces that have lost
+    /// their network (see [`Ni::link_down`]), 24 bytes each in the wire form, so that nodes
+    /// routing through it stop sending it what it cannot pass on (LNet's ping buffer carries
+    /// its NIs' status for `avoid_asym_router_failure`). Empty otherwise.
+    fn ping_body(&self) -> Bytes {
+        if self.router.is_none() {
+            return Bytes::new();
+        }
+        let mut body = Vec::new();
+        for ni in self.nis().iter().filter(|ni| ni.link_down()) {
+            let mut wire = [0u8; NID_WIRE_BYTES];
+            ni.nid().encode(&mut wire);
+            body.extend_from_slice(&wire);
+        }
+        Bytes::from(body)
+    }
+
     /// LNet's ping, as its router checker sends it: a PUT to [`PING_PORTAL`], which every node
-    /// answers itself, with a reply matched by xid like an RPC's. True if `target` answered
-    /// within `timeout`; sent once, never resent.
-    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> bool {
+    /// answers itself, with a reply matched by xid like an RPC's. `Some` if `target` answered
+    /// within `timeout`, with the networks it reports it cannot reach (a router whose
+    /// interface there is down); sent once, never resent.
+    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> Option<Vec<NetId>> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         self.pending
@@ -599,18 +617,23 @@ impl NodeInner {
         let sent = self
             .send(Message::new(header, Bytes::new()), Some(sent_tx))
             .await;
-        let answered = sent.is_ok()
-            && tokio::time::timeout(timeout, async {
+        let answered = match sent {
+            Err(_) => None,
+            Ok(()) => tokio::time::timeout(timeout, async {
                 // A send that fails (gateway down) ends the wait at once.
                 if let Ok(Err(_)) = sent_rx.await {
-                    return false;
+                    return None;
                 }
-                reply_rx
-                    .await
-                    .is_ok_and(|reply| reply.header.status == status::OK)
+                match reply_rx.await {
+                    Ok(reply) if reply.header.status == status::OK => {
+                        Some(down_nets(&reply.payload))
+                    }
+                    _ => None,
+                }
             })
             .await
-            .unwrap_or(false);
+            .unwrap_or(None),
+        };
         self.pending
             .lock()
             .expect("pending lock poisoned")
@@ -637,7 +660,7 @@ impl NodeInner {
     fn on_request(&self, message: Message) {
         let header = &message.header;
         if header.portal == PING_PORTAL {
-            self.send_reply(header, status::OK, Bytes::new());
+            self.send_reply(header, status::OK, self.ping_body());
             return;
         }
         let handler = self
@@ -782,6 +805,20 @@ pub(crate) fn kind_of(flags: u8) -> ChecksumKind {
     }
 }
 
+/// The networks a ping reply's body reports down: its NIDs' networks. A body that is not whole
+/// NIDs (a peer of another make) reports nothing.
+fn down_nets(body: &[u8]) -> Vec<NetId> {
+    if !body.len().is_multiple_of(NID_WIRE_BYTES) {
+        return Vec::new();
+    }
+    body.chunks_exact(NID_WIRE_BYTES)
+        .filter_map(|chunk| {
+            let wire: &[u8; NID_WIRE_BYTES] = chunk.try_into().ok()?;
+            Nid::decode(wire).ok().map(|nid| nid.net)
+        })
+        .collect()
+}
+
 /// The frame flags for a checksum.
 pub(crate) fn flags_of(kind: ChecksumKind) -> u8 {
     match kind {
@@ -844,7 +881,7 @@ impl Checked for NodeInner {
         self.stopped.load(Ordering::Relaxed)
     }
 
-    async fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> bool {
+    async fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> Option<Vec<NetId>> {
         self.send_ping(gateway, timeout).await
     }
 }

@@ -82,6 +82,17 @@ pub struct Gateway {
     pub messages: u64,
     /// Times it went from alive to down.
     pub downs: u64,
+    /// Networks the gateway itself reports it cannot reach (its interface there is down), in
+    /// its last ping reply: routes through it to these are not used, as LNet's
+    /// `avoid_asym_router_failure` has it, though it answers.
+    pub down_nets: Vec<NetId>,
+}
+
+impl Gateway {
+    /// Whether a message to `net` may go through it.
+    pub fn carries(&self, net: NetId) -> bool {
+        self.alive && !self.down_nets.contains(&net)
+    }
 }
 
 /// Routes and gateways of one node.
@@ -127,6 +138,7 @@ impl RouteTable {
             pings_sent: 0,
             messages: 0,
             downs: 0,
+            down_nets: Vec::new(),
         });
         Ok(())
     }
@@ -152,7 +164,11 @@ impl RouteTable {
     /// alive routes of the best class; `None` if every route to `net` is down (or none exists).
     pub fn choose(&mut self, net: NetId) -> Option<Nid> {
         let routes = self.routes.get(&net)?;
-        let alive = |r: &&RouteSpec| self.gateways.get(&r.gateway).is_some_and(|g| g.alive);
+        let alive = |r: &&RouteSpec| {
+            self.gateways
+                .get(&r.gateway)
+                .is_some_and(|g| g.carries(net))
+        };
         let best = routes
             .iter()
             .filter(alive)
@@ -199,6 +215,27 @@ impl RouteTable {
         self.set_alive(gateway, true)
     }
 
+    /// Records the networks `gateway` reported down in its ping reply; returns the change, as
+    /// (newly down, up again), for the log.
+    pub fn set_down_nets(&mut self, gateway: Nid, nets: Vec<NetId>) -> (Vec<NetId>, Vec<NetId>) {
+        let Some(state) = self.gateways.get_mut(&gateway) else {
+            return (Vec::new(), Vec::new());
+        };
+        let newly: Vec<NetId> = nets
+            .iter()
+            .filter(|n| !state.down_nets.contains(n))
+            .copied()
+            .collect();
+        let back: Vec<NetId> = state
+            .down_nets
+            .iter()
+            .filter(|n| !nets.contains(n))
+            .copied()
+            .collect();
+        state.down_nets = nets;
+        (newly, back)
+    }
+
     /// Records a ping sent at `now`.
     pub fn ping_sent(&mut self, gateway: Nid, now: Duration) {
         if let Some(state) = self.gateways.get_mut(&gateway) {
@@ -232,12 +269,19 @@ impl RouteTable {
         self.gateways.iter()
     }
 
-    /// Every route with its gateway's liveness, by network.
+    /// Every route with whether it is used: its gateway alive and not reporting the route's
+    /// network down.
     pub fn routes(&self) -> Vec<(RouteSpec, bool)> {
         self.routes
             .values()
             .flatten()
-            .map(|r| (*r, self.gateways.get(&r.gateway).is_some_and(|g| g.alive)))
+            .map(|r| {
+                let carries = self
+                    .gateways
+                    .get(&r.gateway)
+                    .is_some_and(|g| g.carries(r.net));
+                (*r, carries)
+            })
             .collect()
     }
 }
@@ -264,6 +308,41 @@ mod tests {
                 },
             )
             .collect()
+    }
+
+    #[test]
+    fn a_gateway_that_reports_a_network_down_is_not_used_for_it_alone() {
+        let mut table = RouteTable::new();
+        for gw in 1..=2 {
+            table
+                .add(route("mem1", &format!("{gw}@mem0"), 1, 0))
+                .unwrap();
+            table
+                .add(route("mem2", &format!("{gw}@mem0"), 1, 0))
+                .unwrap();
+        }
+        let one: Nid = "1@mem0".parse().unwrap();
+        let (newly, back) = table.set_down_nets(one, vec!["mem1".parse().unwrap()]);
+        assert_eq!((newly.len(), back.len()), (1, 0));
+        // It answers its pings, but cannot reach mem1: mem1 goes through 2 only, mem2 through
+        // both still.
+        assert_eq!(picks(&mut table, "mem1", 4), [2, 2, 2, 2]);
+        assert_eq!(picks(&mut table, "mem2", 4), [1, 2, 1, 2]);
+        let shown: Vec<bool> = table
+            .routes()
+            .iter()
+            .filter(|(r, _)| r.gateway == one)
+            .map(|(_, used)| *used)
+            .collect();
+        assert_eq!(
+            shown,
+            [false, true],
+            "the route to mem1 through it shows down"
+        );
+        // Its interface back: both again.
+        let (newly, back) = table.set_down_nets(one, Vec::new());
+        assert_eq!((newly.len(), back.len()), (0, 1));
+        assert_eq!(picks(&mut table, "mem1", 2), [1, 2]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iopath_bench::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
 
@@ -538,5 +538,97 @@ fn bench_cluster_puts_ior_across_hosts_beside_loopback_and_iperf3() {
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains(&prefix),
         "namespaces left behind"
+    );
+}
+
+#[test]
+fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
+    let cluster = Cluster::new(234).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let launch = launch(&cluster, dir.path());
+    let file_path = launch.file.clone();
+    let file = file_path.to_str().unwrap();
+    let ior_dir = dir.path().join("ior");
+    std::fs::create_dir(&ior_dir).unwrap();
+    let received = |router: &str| {
+        let stats = iopath_on(
+            &cluster,
+            "c0",
+            &[
+                "lctl",
+                "--stack",
+                file,
+                "--node",
+                router,
+                "get_param",
+                "-n",
+                "stats",
+            ],
+        );
+        stat(&stats, "recv_length")
+    };
+    // IOR writes 4 x 64 MiB three times over; rtr0's link to the storage subnet is cut while
+    // the first writes are under way.
+    let ior = cluster
+        .on("c0", &program())
+        .args([
+            "bench", "ior", "--attach", file, "-w", "-r", "-F", "-t", "1m", "-b", "64m", "-i", "3",
+            "--dir",
+        ])
+        .arg(&ior_dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let cut = Instant::now();
+    iopath_bench::netns::ip(&[
+        "-n",
+        &cluster.ns("r0"),
+        "link",
+        "set",
+        &format!("eth{STORAGE}"),
+        "down",
+    ])
+    .unwrap();
+    let at_cut = (received("rtr0"), received("rtr1"));
+    let out = ior.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!(
+        "IOR ended {:.1} s after the cut",
+        cut.elapsed().as_secs_f64()
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("verified: 768 MiB read back and checked word by word"),
+        "{text}"
+    );
+    let after = (received("rtr0") - at_cut.0, received("rtr1") - at_cut.1);
+    eprintln!(
+        "after the cut: rtr0 received {} bytes, rtr1 {}",
+        after.0, after.1
+    );
+    // What remained went through rtr1: IOR had most of its 1.5 GiB still to move.
+    assert!(
+        after.1 > 512 << 20,
+        "rtr1 carried {} bytes after the cut",
+        after.1
+    );
+    assert!(
+        after.0 < after.1 / 8,
+        "rtr0 still carried {} bytes",
+        after.0
+    );
+    // The storage side sees rtr0 gone; it routes through rtr1 alone.
+    let routes = iopath_on(
+        &cluster,
+        "c0",
+        &[
+            "lnetctl", "--stack", file, "--node", "oss0", "route", "show",
+        ],
+    );
+    eprintln!("oss0's routes: {routes}");
+    assert!(
+        launch.stop(),
+        "iopath launch stopped every node cleanly on SIGTERM"
     );
 }
