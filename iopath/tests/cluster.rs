@@ -281,6 +281,12 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
         std::fs::read(&back).unwrap() == data,
         "lfs get returned other bytes"
     );
+    // The demo, too, on the launched stack.
+    let demo = iopath_on(&cluster, "c0", &["demo", "--attach", file, "--size", "8m"]);
+    assert!(
+        demo.contains("every byte read back matched what was written"),
+        "{demo}"
+    );
 
     assert!(
         launch.stop(),

@@ -84,6 +84,8 @@ pub struct DemoConfig {
     pub size: u64,
     /// A process per server node on loopback TCP.
     pub processes: bool,
+    /// Run on a stack `iopath launch` started, given the file it wrote (its clients here).
+    pub attach: Option<PathBuf>,
     /// Directory for the stack's storage (a temporary directory inside it, removed at the
     /// end). Default: the system's temporary directory.
     pub dir: Option<PathBuf>,
@@ -96,6 +98,7 @@ impl Default for DemoConfig {
             choice: StackChoice::default(),
             size: 128 << 20,
             processes: false,
+            attach: None,
             dir: None,
         }
     }
@@ -109,7 +112,10 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
             why: format!("must be {SIZE_MIN_BYTES} bytes to {SIZE_MAX_BYTES} bytes"),
         });
     }
-    let stack = args.choice.load()?;
+    let stack = match &args.attach {
+        Some(file) => Stack::load(file)?,
+        None => args.choice.load()?,
+    };
     let clients_count = stack.nodes_of(RoleName::Client).len();
     if clients_count == 0 {
         return Err(StackError::BadOption {
@@ -117,7 +123,9 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
             why: format!("{} has no client nodes to run the demo on", stack.origin),
         });
     }
-    let mode = if args.processes {
+    let mode = if args.attach.is_some() {
+        Mode::Attached
+    } else if args.processes {
         Mode::Processes
     } else {
         Mode::Embedded

@@ -162,7 +162,9 @@ pub async fn up_until(
             }
             let running = ProcessStack::start(&stack, storage, &launcher).await?;
             say(format!(
-                "stack file: {} (every address resolved; each node process reads it)",
+                "stack file: {0} (every address resolved; each node process reads it; \
+                 `iopath lfs --stack {0} ...` reaches the stack as its clients do, routers \
+                 included)",
                 running.stack_file().display()
             ));
             let admins: Vec<(usize, String)> = running

@@ -116,6 +116,10 @@ pub struct DemoArgs {
     /// A process per server node on loopback TCP.
     #[arg(long)]
     processes: bool,
+    /// Run on a stack `iopath launch` started, given the file it wrote: the demo's clients
+    /// run here on the stack's client nodes, the servers where launch put them.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["processes", "preset", "stack"])]
+    attach: Option<PathBuf>,
     /// Directory for the stack's storage (a temporary directory inside it, removed at the
     /// end). Default: the system's temporary directory.
     #[arg(long)]
@@ -179,6 +183,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         choice: args.choice.into(),
         size: args.size,
         processes: args.processes,
+        attach: args.attach,
         dir: args.dir,
     };
     iopath_stack::demo::run(&config, &mut std::io::stdout()).await?;
