@@ -151,6 +151,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
             exec.clone().map_or(Starter::Srun, Starter::Template),
         ),
     };
+    starter.check()?;
     let placed = cluster::place(&stack, &hosts, args.port_base)?;
     // What was placed must read back as a stack (every check the file's readers make).
     Stack::parse(&placed.to_toml(), "the placed stack").context("check the placed stack")?;

@@ -35,6 +35,24 @@ pub enum Starter {
     Template(String),
 }
 
+impl Starter {
+    /// Refuses a template that cannot tell hosts apart.
+    pub fn check(&self) -> Result<(), StackError> {
+        match self {
+            Starter::Template(template) if !template.contains(HOST_PLACEHOLDER) => {
+                Err(StackError::BadOption {
+                    option: "--exec".into(),
+                    why: format!(
+                        "{template:?} has no {HOST_PLACEHOLDER}: every node would start the same \
+                         way, on the same machine (as in \"ssh {HOST_PLACEHOLDER}\")"
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// How to launch: the starter, and what each node process is told.
 #[derive(Debug, Clone)]
 pub struct LaunchConfig {
@@ -85,17 +103,7 @@ impl NodeCommand {
 
 /// The start command of every server node of `placed`, in start order.
 pub fn commands(placed: &Stack, config: &LaunchConfig) -> Result<Vec<NodeCommand>, StackError> {
-    if let Starter::Template(template) = &config.starter
-        && !template.contains(HOST_PLACEHOLDER)
-    {
-        return Err(StackError::BadOption {
-            option: "--exec".into(),
-            why: format!(
-                "{template:?} has no {HOST_PLACEHOLDER}: every node would start the same \
-                 way, on the same machine (as in \"ssh {HOST_PLACEHOLDER}\")"
-            ),
-        });
-    }
+    config.starter.check()?;
     let mut out = Vec::new();
     for kind in START_ORDER {
         if kind == RoleName::Client {

@@ -1,0 +1,160 @@
+//! `iopath launch` as a user first meets it: `--print` shows each node's command on its host
+//! and writes the placed stack file; what is missing or wrong is said, naming what to give.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::process::{Command, Output};
+
+fn iopath(args: &[&str], dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iopath"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("SLURM_JOB_NODELIST")
+        .env_remove("SLURM_JOB_ID")
+        .output()
+        .unwrap()
+}
+
+const HOSTS: &str = "\
+# the spider-cluster preset's five hosts
+login 10.1.1.2
+rtr-a 10.1.1.3 10.1.2.3
+rtr-b 10.1.1.4 10.1.2.4
+oss-a 10.1.2.5
+oss-b 10.1.2.6
+";
+
+#[test]
+fn print_shows_every_server_node_started_on_its_host_and_writes_the_placed_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hosts"), HOSTS).unwrap();
+    let out = iopath(
+        &[
+            "launch",
+            "--preset",
+            "spider-cluster",
+            "--hostfile",
+            "hosts",
+            "--exec",
+            "ssh -o BatchMode=yes {host}",
+            "--subnet",
+            "compute=10.1.1.0/24",
+            "--subnet",
+            "storage=10.1.2.0/24",
+            "--print",
+            "--out",
+            "placed.toml",
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Routers first, each through ssh on its host, reading the placed file.
+    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("sh -c")).collect();
+    assert_eq!(commands.len(), 5, "two routers, two OSSes, the MDS: {text}");
+    assert!(
+        commands[0].contains("ssh -o BatchMode=yes rtr-a")
+            && commands[0].contains("node --stack - --name rtr0")
+            && commands[0].contains("--admin 10.1.1.3:0")
+            && commands[0].ends_with("< placed.toml"),
+        "{}",
+        commands[0]
+    );
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.contains("oss-b") && c.contains("--name oss1"))
+    );
+    assert!(
+        text.contains("clients c0 c1 c2 c3 run where the application runs, on login"),
+        "{text}"
+    );
+    // The placed file: every address a socket on its host's subnet.
+    let placed = std::fs::read_to_string(dir.path().join("placed.toml")).unwrap();
+    assert!(
+        placed.contains("\"10.1.2.4:22051\""),
+        "rtr1 on storage: {placed}"
+    );
+    assert!(
+        placed.contains("\"10.1.1.2:21103\""),
+        "c3 on compute: {placed}"
+    );
+}
+
+#[test]
+fn what_is_missing_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hosts"), HOSTS).unwrap();
+    let said = |args: &[&str]| {
+        let out = iopath(args, dir.path());
+        assert!(!out.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = said(&["launch", "--preset", "spider-cluster"]);
+    assert!(
+        e.contains("SLURM_JOB_NODELIST") && e.contains("--hostfile"),
+        "{e}"
+    );
+    let e = said(&[
+        "launch",
+        "--preset",
+        "spider-cluster",
+        "--hostfile",
+        "hosts",
+    ]);
+    assert!(e.contains("--exec 'ssh {host}'"), "{e}");
+    let e = said(&[
+        "launch",
+        "--preset",
+        "spider-cluster",
+        "--hostfile",
+        "hosts",
+        "--exec",
+        "ssh",
+        "--print",
+    ]);
+    assert!(e.contains("{host}"), "{e}");
+    // The preset's own subnets are not these hosts': the router is named, and its host.
+    let e = said(&[
+        "launch",
+        "--preset",
+        "spider-cluster",
+        "--hostfile",
+        "hosts",
+        "--exec",
+        "ssh {host}",
+        "--print",
+    ]);
+    assert!(
+        e.contains("c0") && e.contains("login") && e.contains("10.231.1.0/24"),
+        "{e}"
+    );
+    let e = said(&[
+        "launch",
+        "--preset",
+        "spider-cluster",
+        "--hostfile",
+        "hosts",
+        "--exec",
+        "ssh {host}",
+        "--subnet",
+        "nosuch=10.0.0.0/8",
+        "--print",
+    ]);
+    assert!(e.contains("no network \"nosuch\""), "{e}");
+    // A tool pointed at a file launch did not write.
+    std::fs::write(
+        dir.path().join("plain.toml"),
+        iopath_stack::preset("spider-mini").unwrap().text,
+    )
+    .unwrap();
+    let e = said(&["lctl", "--stack", "plain.toml", "--node", "oss0", "dl"]);
+    assert!(
+        e.contains("no admin address") && e.contains("iopath launch"),
+        "{e}"
+    );
+}
