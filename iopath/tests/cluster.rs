@@ -25,6 +25,8 @@ struct Launch {
     said: String,
     /// The stack file it wrote.
     file: PathBuf,
+    /// An empty directory for IOR's baselines.
+    ior_dir: PathBuf,
 }
 
 fn program() -> PathBuf {
@@ -76,10 +78,22 @@ fn launch(cluster: &Cluster, dir: &Path) -> Launch {
             }
         }
     }
-    Launch { child, said, file }
+    let ior_dir = dir.join("ior");
+    std::fs::create_dir(&ior_dir).unwrap();
+    Launch {
+        child,
+        said,
+        file,
+        ior_dir,
+    }
 }
 
 impl Launch {
+    /// The stack file's path, as an argument.
+    fn file(&self) -> String {
+        self.file.display().to_string()
+    }
+
     /// SIGTERM, as the job's end sends it; returns its exit status's success.
     fn stop(mut self) -> bool {
         let _ = Command::new("kill")
@@ -99,6 +113,25 @@ fn iopath_on(cluster: &Cluster, host: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The bytes router `router` has received so far, from its admin service.
+fn received(cluster: &Cluster, file: &str, router: &str) -> u64 {
+    let stats = iopath_on(
+        cluster,
+        "c0",
+        &[
+            "lctl",
+            "--stack",
+            file,
+            "--node",
+            router,
+            "get_param",
+            "-n",
+            "stats",
+        ],
+    );
+    stat(&stats, "recv_length")
 }
 
 /// A counter's value in `lctl get_param -n stats` output (`recv_length 123`).
@@ -164,32 +197,14 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
         String::from_utf8_lossy(&route.stdout)
     );
 
-    let file_path = launch.file.clone();
-    let file = file_path.to_str().unwrap();
+    let file = &launch.file();
     let before: Vec<u64> = ["rtr0", "rtr1"]
         .iter()
-        .map(|r| {
-            let stats = iopath_on(
-                &cluster,
-                "c0",
-                &[
-                    "lctl",
-                    "--stack",
-                    file,
-                    "--node",
-                    r,
-                    "get_param",
-                    "-n",
-                    "stats",
-                ],
-            );
-            stat(&stats, "recv_length")
-        })
+        .map(|r| received(&cluster, file, r))
         .collect();
     // IOR on the compute host: four tasks, a file each, written and read back, every word
     // checked.
-    let ior_dir = dir.path().join("ior");
-    std::fs::create_dir(&ior_dir).unwrap();
+    let ior_dir = launch.ior_dir.clone();
     let ior = iopath_on(
         &cluster,
         "c0",
@@ -220,24 +235,10 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
     );
     // Both routers carried the traffic (round-robin), each at least a quarter of it.
     for (r, before) in ["rtr0", "rtr1"].iter().zip(before) {
-        let stats = iopath_on(
-            &cluster,
-            "c0",
-            &[
-                "lctl",
-                "--stack",
-                file,
-                "--node",
-                r,
-                "get_param",
-                "-n",
-                "stats",
-            ],
-        );
-        let carried = stat(&stats, "recv_length") - before;
+        let carried = received(&cluster, file, r) - before;
         assert!(
             carried > (2 * 64) << 20 >> 2,
-            "{r} received {carried} bytes: {stats}"
+            "{r} received {carried} bytes"
         );
     }
     // lfs from the compute host reaches the MDS behind the routers, as the clients do.
@@ -347,10 +348,8 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
     let cluster = Cluster::new(232).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let launch = launch(&cluster, dir.path());
-    let file_path = launch.file.clone();
-    let file = file_path.to_str().unwrap();
-    let ior_dir = dir.path().join("ior");
-    std::fs::create_dir(&ior_dir).unwrap();
+    let file = &launch.file();
+    let ior_dir = launch.ior_dir.clone();
     let ior = |label: &str| {
         let out = iopath_on(
             &cluster,
@@ -552,27 +551,8 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
     let cluster = Cluster::new(234).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let launch = launch(&cluster, dir.path());
-    let file_path = launch.file.clone();
-    let file = file_path.to_str().unwrap();
-    let ior_dir = dir.path().join("ior");
-    std::fs::create_dir(&ior_dir).unwrap();
-    let received = |router: &str| {
-        let stats = iopath_on(
-            &cluster,
-            "c0",
-            &[
-                "lctl",
-                "--stack",
-                file,
-                "--node",
-                router,
-                "get_param",
-                "-n",
-                "stats",
-            ],
-        );
-        stat(&stats, "recv_length")
-    };
+    let file = &launch.file();
+    let ior_dir = launch.ior_dir.clone();
     // IOR writes 4 x 64 MiB three times over; rtr0's link to the storage subnet is cut while
     // the first writes are under way.
     let ior = cluster
@@ -596,7 +576,10 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
         "down",
     ])
     .unwrap();
-    let at_cut = (received("rtr0"), received("rtr1"));
+    let at_cut = (
+        received(&cluster, file, "rtr0"),
+        received(&cluster, file, "rtr1"),
+    );
     let out = ior.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!(
@@ -608,7 +591,10 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
         text.contains("verified: 768 MiB read back and checked word by word"),
         "{text}"
     );
-    let after = (received("rtr0") - at_cut.0, received("rtr1") - at_cut.1);
+    let after = (
+        received(&cluster, file, "rtr0") - at_cut.0,
+        received(&cluster, file, "rtr1") - at_cut.1,
+    );
     eprintln!(
         "after the cut: rtr0 received {} bytes, rtr1 {}",
         after.0, after.1
@@ -624,15 +610,32 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
         "rtr0 still carried {} bytes",
         after.0
     );
-    // The storage side sees rtr0 gone; it routes through rtr1 alone.
+    // The storage side sees rtr0 gone (its sends to it fail); it routes through rtr1 alone.
     let routes = iopath_on(
         &cluster,
         "c0",
         &[
-            "lnetctl", "--stack", file, "--node", "oss0", "route", "show",
+            "lnetctl", "--stack", file, "--node", "oss0", "route", "show", "-v",
         ],
     );
-    eprintln!("oss0's routes: {routes}");
+    let state_of = |gateway: String| {
+        routes
+            .split("- net:")
+            .find(|entry| entry.contains(&gateway))
+            .and_then(|entry| entry.lines().find_map(|l| l.trim().strip_prefix("state:")))
+            .map(|state| state.trim().to_owned())
+            .unwrap_or_else(|| panic!("no route through {gateway}: {routes}"))
+    };
+    assert_eq!(
+        state_of(format!("{}:22050@tcp1", cluster.addr(STORAGE, 1))),
+        "down",
+        "{routes}"
+    );
+    assert_eq!(
+        state_of(format!("{}:22051@tcp1", cluster.addr(STORAGE, 2))),
+        "up",
+        "{routes}"
+    );
     assert!(
         launch.stop(),
         "iopath launch stopped every node cleanly on SIGTERM"

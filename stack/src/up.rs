@@ -327,12 +327,7 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
                 "{} has no node called {:?} (nodes: {})",
                 args.stack.display(),
                 args.name,
-                stack
-                    .nodes
-                    .iter()
-                    .map(|n| n.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                stack.node_names()
             ),
         })?;
     if !stack.is_tcp() {

@@ -293,12 +293,7 @@ pub fn admin_of(stack: &Stack, name: &str) -> anyhow::Result<SocketAddr> {
         format!(
             "{} has no node called {name:?} (nodes: {})",
             stack.origin,
-            stack
-                .nodes
-                .iter()
-                .map(|n| n.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            stack.node_names()
         )
     })?;
     stack.nodes[index].admin.with_context(|| {

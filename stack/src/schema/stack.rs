@@ -569,6 +569,15 @@ impl Stack {
         )
     }
 
+    /// Every node's name, comma-separated: what a message about a name not found lists.
+    pub fn node_names(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The index of the node called `name`.
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.name == name)
