@@ -158,3 +158,86 @@ fn what_is_missing_is_said() {
         "{e}"
     );
 }
+
+/// `GET path` from `addr`, HTTP/1.0: the body.
+fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+#[test]
+fn launch_web_follows_every_server_node_from_its_metrics() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hosts"), "here 127.0.0.1\n").unwrap();
+    let mut launch = Command::new(env!("CARGO_BIN_EXE_iopath"))
+        .args([
+            "launch",
+            "--preset",
+            "spider-mini-routed",
+            "--hostfile",
+            "hosts",
+            "--exec",
+            "env IOPATH_HOST={host}",
+            "--port-base",
+            "31000",
+            "--dir",
+            "nodes",
+            "--out",
+            "launched.toml",
+            "--web",
+            "127.0.0.1:0",
+        ])
+        .current_dir(dir.path())
+        .env_remove("SLURM_JOB_ID")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(launch.stdout.take().unwrap()).lines();
+    // Bounded by what launch prints: its table, then the address (it fails or prints it).
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("launch ended before its live view")
+            .unwrap();
+        if let Some(url) = line.strip_prefix("live view: ") {
+            break url.to_owned();
+        }
+    };
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let page = get(&addr, "/");
+    assert!(page.contains("<svg") || page.contains("<html"), "{page}");
+    let state =
+        |at: &str| -> serde_json::Value { serde_json::from_str(&get(at, "/state.json")).unwrap() };
+    // The sampler reads every second; the first reading may precede the first sample.
+    let mut read = Vec::new();
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let now = state(&addr);
+        read = now["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["read"] == true)
+            .map(|n| n["name"].as_str().unwrap().to_owned())
+            .collect();
+        if read.len() == 7 {
+            break;
+        }
+    }
+    // Every server node (four routers, two OSSes, the MDS) read from its /metrics; the
+    // clients, which run in the application, not.
+    assert_eq!(read.len(), 7, "read: {read:?}");
+    assert!(read.iter().all(|n| !n.starts_with('c')), "{read:?}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &launch.id().to_string()])
+        .status();
+    assert!(launch.wait().unwrap().success());
+}

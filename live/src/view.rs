@@ -75,7 +75,7 @@ pub enum Source {
     Scrape(SocketAddr),
     /// A node in this process: its registry, rendered as a scrape would get it.
     Registry(Arc<Registry>),
-    /// Nowhere, for this reason (`a client node: it runs inside the application`): drawn,
+    /// Nowhere, for this reason (`runs in the application, not here`): drawn,
     /// never read.
     Unread(String),
 }

@@ -10,18 +10,18 @@ use iopath_live::{LiveHandle, Source, View, ViewInterface, ViewNode};
 
 use crate::describe;
 use crate::error::StackError;
-use crate::runtime::{ChildNode, Mode, RunningNode, RunningStack};
+use crate::runtime::{ChildNode, RunningNode, RunningStack};
 use crate::schema::{RoleName, Stack};
 
 /// How often the live view reads every node: the page updates as often.
 pub const LIVE_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The view of `stack` running in `mode`: nodes in `local` are read in this process, node
-/// processes in `children` from their `/metrics` (they must have been started with
-/// `--metrics`), and the rest are drawn but not read.
+/// The view of `stack` running as `mode` says (in words: [`crate::runtime::Mode::describe`]'s): nodes in
+/// `local` are read in this process, node processes in `children` from their `/metrics` (they
+/// must have been started with `--metrics`), and the rest are drawn but not read.
 pub fn view(
     stack: &Stack,
-    mode: Mode,
+    mode: &str,
     workload: &str,
     local: &[&RunningNode],
     children: &[ChildNode],
@@ -37,9 +37,9 @@ pub fn view(
             let source = match (here, child.and_then(|c| c.metrics)) {
                 (Some(node), _) => Source::Registry(Arc::new(node.metrics_registry())),
                 (None, Some(metrics)) => Source::Scrape(metrics),
-                (None, None) if spec.role.kind() == RoleName::Client => Source::Unread(
-                    "a client node: it runs inside the application, and none runs here".into(),
-                ),
+                (None, None) if spec.role.kind() == RoleName::Client => {
+                    Source::Unread("runs in the application, not here".into())
+                }
                 (None, None) => Source::Unread("its process serves no /metrics".into()),
             };
             ViewNode {
@@ -64,7 +64,7 @@ pub fn view(
     View {
         title: format!("{} ({})", stack.name, stack.origin),
         description: stack.description.clone(),
-        mode: mode.describe().to_owned(),
+        mode: mode.to_owned(),
         modeled: stack.modeled(),
         workload: workload.to_owned(),
         networks: stack.networks.iter().map(|n| n.name.clone()).collect(),
@@ -81,7 +81,7 @@ pub fn view_of(running: &RunningStack, workload: &str) -> View {
     };
     view(
         running.stack(),
-        running.mode(),
+        running.mode().describe(),
         workload,
         &running.local_nodes(),
         children,

@@ -139,9 +139,14 @@ pub async fn up_until(
             };
             let live = match args.web {
                 Some(addr) => {
-                    let view = live::view(running.stack(), mode, "", &running.nodes(), &[], &|i| {
-                        running.admin_addr(i)
-                    });
+                    let view = live::view(
+                        running.stack(),
+                        mode.describe(),
+                        "",
+                        &running.nodes(),
+                        &[],
+                        &|i| running.admin_addr(i),
+                    );
                     Some(open_live(addr, view, &mut say).await?)
                 }
                 None => None,
@@ -208,7 +213,7 @@ pub async fn up_until(
                     let local: Vec<&RunningNode> = clients.iter().collect();
                     let view = live::view(
                         running.stack(),
-                        mode,
+                        mode.describe(),
                         "",
                         &local,
                         running.children(),

@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use std::io::Write as _;
+
 use anyhow::Context as _;
 use iopath_stack::cluster::{self, Hosts, LaunchConfig, Launched, Starter};
 use iopath_stack::schema::{RoleName, Subnet};
@@ -51,6 +53,11 @@ pub struct LaunchArgs {
     /// Every node also serves Prometheus's /metrics (beside its admin service).
     #[arg(long)]
     metrics: bool,
+    /// Serve the live view on this address once the stack is up (`0.0.0.0:8080`; port 0
+    /// picks one): a page that draws the stack and follows every server node's counters each
+    /// second, read from their /metrics (implies --metrics).
+    #[arg(long, value_name = "ADDR")]
+    web: Option<SocketAddr>,
     /// Where to write the stack file tools take (`iopath lfs --stack`, `iopath lctl
     /// --stack`, `iopath bench ior --attach`): every address and admin service spelled out
     /// (default: <stack>.launched.toml here).
@@ -166,7 +173,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
             .dir
             .unwrap_or_else(|| PathBuf::from(format!("/tmp/iopath-{}", stack.name))),
         admin_subnet: args.admin_subnet,
-        metrics: args.metrics,
+        metrics: args.metrics || args.web.is_some(),
         hosts: hosts.clone(),
     };
     let out = args
@@ -210,11 +217,40 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         let _ = launched.stop().await;
         return Err(e).context("write the node table");
     }
+    let live = match args.web {
+        Some(addr) => {
+            let stack = launched.stack();
+            let view = iopath_stack::live::view(
+                stack,
+                "launched: a process per server node on its host (iopath launch); clients run \
+                 in the application",
+                "",
+                &[],
+                launched.nodes(),
+                &|i| stack.nodes[i].admin,
+            );
+            match iopath_stack::live::serve(addr, view).await {
+                Ok(live) => {
+                    // A closed terminal is not worth stopping the stack over.
+                    let _ = writeln!(std::io::stdout(), "live view: {}", live.url());
+                    Some(live)
+                }
+                Err(e) => {
+                    let _ = launched.stop().await;
+                    return Err(e.into());
+                }
+            }
+        }
+        None => None,
+    };
     let lost = tokio::select! {
         _ = tokio::signal::ctrl_c() => { eprintln!("Ctrl-C: stopping the stack"); None }
         _ = sigterm() => { eprintln!("SIGTERM: stopping the stack"); None }
         exited = launched.exited() => { eprintln!("{exited}: stopping the stack"); Some(exited) }
     };
+    if let Some(live) = live {
+        live.stop().await;
+    }
     let stopped = launched.stop().await;
     let _ = std::fs::remove_file(&out);
     stopped?;

@@ -227,7 +227,9 @@ fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAdd
 #[derive(Debug)]
 pub struct Launched {
     stack: Stack,
-    children: Vec<(NodeCommand, ChildNode)>,
+    /// How each node process was started, and the process: the same index in each.
+    commands: Vec<NodeCommand>,
+    nodes: Vec<ChildNode>,
 }
 
 impl Launched {
@@ -238,7 +240,8 @@ impl Launched {
         let text = placed.to_toml();
         let mut launched = Launched {
             stack: placed,
-            children: Vec::new(),
+            commands: Vec::new(),
+            nodes: Vec::new(),
         };
         for kind in START_ORDER {
             let group: Vec<&NodeCommand> = commands
@@ -258,11 +261,11 @@ impl Launched {
             }
             for (command, p) in pending {
                 match wait_ready(p).await {
-                    Ok(child) => launched.children.push((command, child)),
+                    Ok(child) => launched.push(command, child),
                     Err((e, child)) => {
                         failure.get_or_insert(e);
                         if let Some(child) = child {
-                            launched.children.push((command, child));
+                            launched.push(command, child);
                         }
                     }
                 }
@@ -272,10 +275,15 @@ impl Launched {
                 return Err(e);
             }
         }
-        for (_, child) in &launched.children {
+        for child in &launched.nodes {
             launched.stack.nodes[child.index].admin = Some(child.admin);
         }
         Ok(launched)
+    }
+
+    fn push(&mut self, command: NodeCommand, node: ChildNode) {
+        self.commands.push(command);
+        self.nodes.push(node);
     }
 
     /// The stack as it runs: placed, each server node with its admin address.
@@ -285,14 +293,19 @@ impl Launched {
 
     /// The node processes, with how each was started, in start order.
     pub fn children(&self) -> impl Iterator<Item = (&NodeCommand, &ChildNode)> {
-        self.children.iter().map(|(c, n)| (c, n))
+        self.commands.iter().zip(&self.nodes)
+    }
+
+    /// The node processes, in start order.
+    pub fn nodes(&self) -> &[ChildNode] {
+        &self.nodes
     }
 
     /// Waits until a node process exits, and says which and how: a launched stack has lost a
     /// node. Looks every [`EXIT_POLL`].
     pub async fn exited(&mut self) -> String {
         loop {
-            for (command, node) in &mut self.children {
+            for (command, node) in self.commands.iter().zip(&mut self.nodes) {
                 match node.child.try_wait() {
                     Ok(None) => {}
                     Ok(Some(status)) => {
@@ -315,7 +328,7 @@ impl Launched {
     /// before what started it is killed. Returns the first node that did not stop cleanly.
     pub async fn stop(mut self) -> Result<(), StackError> {
         let mut first_error = None;
-        while let Some((command, mut node)) = self.children.pop() {
+        while let (Some(command), Some(mut node)) = (self.commands.pop(), self.nodes.pop()) {
             let asked = match iopath_admin::Client::connect(node.admin).await {
                 Ok(admin) => admin.shutdown("iopath launch is stopping the stack").await,
                 Err(e) => Err(e),
