@@ -56,6 +56,8 @@ pub struct TraceConfig {
     pub choice: StackChoice,
     /// A process per server node on loopback TCP.
     pub processes: bool,
+    /// Trace on a stack `iopath launch` started, given the file it wrote.
+    pub attach: Option<PathBuf>,
     /// Bytes of the write, and of the read of them.
     pub size: u64,
     /// The file's stripe count (`-1`: every target); `None` inherits the stack's.
@@ -75,6 +77,7 @@ impl Default for TraceConfig {
         TraceConfig {
             choice: StackChoice::default(),
             processes: false,
+            attach: None,
             size: 1 << 20,
             stripe_count: None,
             stripe_size: None,
@@ -169,7 +172,20 @@ pub async fn run(
             ),
         });
     }
-    let mut stack = config.choice.load()?;
+    let mut stack = match &config.attach {
+        Some(file) => {
+            if config.journal.is_some() || config.fyod_mode.is_some() {
+                return Err(BenchError::BadOption {
+                    option: "--attach".into(),
+                    why: "a launched stack's servers run as launched: --journal and \
+                          --fyod-mode apply to a stack this command starts"
+                        .into(),
+                });
+            }
+            Stack::load(file)?
+        }
+        None => config.choice.load()?,
+    };
     apply_overrides(&mut stack, config);
     if stack
         .nodes
@@ -181,7 +197,9 @@ pub async fn run(
             why: format!("{} has no client node to trace from", stack.origin),
         });
     }
-    let mode = if config.processes {
+    let mode = if config.attach.is_some() {
+        Mode::Attached
+    } else if config.processes {
         Mode::Processes
     } else {
         Mode::Embedded
@@ -238,11 +256,24 @@ async fn trace_on(
         what: what.to_owned(),
         why: e.to_string(),
     };
-    client
-        .mkdir("/trace")
-        .await
-        .map_err(|e| io("mkdir /trace", e))?;
-    let path = "/trace/one-request";
+    match client.mkdir("/trace").await {
+        // A launched stack keeps what earlier traces wrote.
+        Ok(_) | Err(iopath_client::ClientError::Exists { .. }) => {}
+        Err(e) => return Err(io("mkdir /trace", e)),
+    }
+    let unique;
+    let path = if running.mode() == Mode::Attached {
+        unique = format!(
+            "/trace/one-request-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis())
+        );
+        unique.as_str()
+    } else {
+        "/trace/one-request"
+    };
     let request = StripeRequest {
         stripe_size_bytes: config.stripe_size.unwrap_or(0),
         stripe_count: config.stripe_count.unwrap_or(0),

@@ -282,6 +282,13 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
         std::fs::read(&back).unwrap() == data,
         "lfs get returned other bytes"
     );
+    // One write and one read traced hop by hop across the hosts: every server node's log read
+    // over its admin service, the routers' forwards among the steps.
+    let trace = iopath_on(&cluster, "c0", &["trace", "--attach", file, "--size", "1m"]);
+    assert!(
+        trace.contains("router   forward") && trace.contains("journal  record"),
+        "{trace}"
+    );
     // The demo, too, on the launched stack.
     let demo = iopath_on(&cluster, "c0", &["demo", "--attach", file, "--size", "8m"]);
     assert!(

@@ -22,6 +22,11 @@ pub struct TraceArgs {
     /// service).
     #[arg(long)]
     processes: bool,
+    /// Trace on a stack `iopath launch` started, given the file it wrote: the write and read
+    /// go from its first client node, here; every server node's log is read over its admin
+    /// service on its host.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["processes", "preset", "stack"])]
+    attach: Option<std::path::PathBuf>,
     /// Bytes of the write, and of the read of them back (k, m suffixes; at most 64m).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     size: u64,
@@ -56,6 +61,7 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let config = TraceConfig {
         choice: args.choice.or_preset(iopath_stack::ROUTED_PRESET),
         processes: args.processes,
+        attach: args.attach,
         size: args.size,
         stripe_count: args.stripe_count,
         stripe_size: args.stripe_size,
