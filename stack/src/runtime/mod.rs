@@ -164,12 +164,21 @@ impl RunningStack {
                         let _ = c.stop().await;
                     }
                     let host = spec.host.as_ref().map(ToString::to_string);
+                    let said = e.to_string();
+                    // The fabric says why it could not listen only in words.
+                    let why = if said.contains("Address already in use") {
+                        format!(
+                            "{said}: another program attached to this stack holds its client \
+                             nodes (one bench ior, demo or trace --attach at a time)"
+                        )
+                    } else if let Some(host) = host {
+                        format!("{said} (it is placed on {host}: attach there)")
+                    } else {
+                        said
+                    };
                     return Err(StackError::Process {
                         node: spec.name.clone(),
-                        why: match host {
-                            Some(host) => format!("{e} (it is placed on {host}: attach there)"),
-                            None => e.to_string(),
-                        },
+                        why,
                     });
                 }
             }
