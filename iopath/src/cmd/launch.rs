@@ -42,7 +42,7 @@ pub struct LaunchArgs {
     subnet: Vec<(String, Subnet)>,
     /// Admin services (and /metrics) listen on each host's address in this subnet (a
     /// management network); default: each node's first NID's address.
-    #[arg(long, value_name = "CIDR", value_parser = parse_subnet)]
+    #[arg(long, value_name = "CIDR", value_parser = Subnet::parse)]
     admin_subnet: Option<Subnet>,
     /// Each node keeps its state in DIR/<node> on its host (default: /tmp/iopath-<stack>).
     #[arg(long)]
@@ -111,10 +111,6 @@ pub async fn bench(args: BenchClusterArgs) -> anyhow::Result<()> {
         iopath_bench::cluster::table(&result)
     };
     std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()).context("write the result")
-}
-
-fn parse_subnet(text: &str) -> Result<Subnet, String> {
-    Subnet::parse(text)
 }
 
 fn parse_network_subnet(text: &str) -> Result<(String, Subnet), String> {
