@@ -476,6 +476,12 @@ impl Client {
         self.inner.kept_bytes()
     }
 
+    /// Writes this client replayed to storage servers that restarted (straight to them; a
+    /// fyod replays its own).
+    pub fn replayed_writes(&self) -> u64 {
+        self.inner.targets.get().map_or(0, |t| t.replayed_writes())
+    }
+
     /// Ends this client's session, as a program must before it exits: every write a server
     /// acknowledged is **committed** before this returns, and each server (and the fyod)
     /// forgets the client, so a server that restarts later neither waits for it nor needs

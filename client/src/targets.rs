@@ -132,6 +132,11 @@ impl Targets {
         self.connections.kept_bytes()
     }
 
+    /// Writes replayed to restarted storage servers, over every connection's life.
+    pub fn replayed_writes(&self) -> u64 {
+        self.connections.replayed()
+    }
+
     /// Acknowledged writes not yet committed, over every connection.
     pub fn kept_writes(&self) -> usize {
         self.connections.kept_writes()

@@ -17,7 +17,7 @@ use crate::describe::{self, describe_size};
 use crate::error::StackError;
 use crate::journal::{self, TargetJournal};
 use crate::pattern;
-use crate::runtime::{Mode, RunningStack, StorageDir};
+use crate::runtime::{Launcher, Mode, RunningStack, StorageDir};
 use crate::schema::{FyodMode, Role, RoleName, Stack};
 
 /// Bytes per request in the striped-file phase: four stripes of 1 MiB, so one request spans
@@ -86,6 +86,9 @@ pub struct DemoConfig {
     pub processes: bool,
     /// Run on a stack `iopath launch` started, given the file it wrote (its clients here).
     pub attach: Option<PathBuf>,
+    /// Crash this storage server after the striped write, before its journal commits, and
+    /// start it again: the writer replays what it kept.
+    pub crash: Option<String>,
     /// Directory for the stack's storage (a temporary directory inside it, removed at the
     /// end). Default: the system's temporary directory.
     pub dir: Option<PathBuf>,
@@ -99,6 +102,7 @@ impl Default for DemoConfig {
             size: 128 << 20,
             processes: false,
             attach: None,
+            crash: None,
             dir: None,
         }
     }
@@ -138,8 +142,30 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
         "storage: {} (removed at the end)\n",
         storage.path().display()
     );
+    if let Some(victim) = &args.crash {
+        let osss = stack.nodes_of(RoleName::Oss);
+        if !osss.iter().any(|&i| &stack.nodes[i].name == victim) {
+            return Err(StackError::BadOption {
+                option: "--crash".into(),
+                why: format!(
+                    "{victim:?} is not one of {}'s storage servers ({})",
+                    stack.name,
+                    osss.iter()
+                        .map(|&i| stack.nodes[i].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        if mode == Mode::Attached {
+            return Err(StackError::BadOption {
+                option: "--crash".into(),
+                why: "a launched stack's servers run on their hosts: crash one there".into(),
+            });
+        }
+    }
     let started = Instant::now();
-    let running = RunningStack::start(stack, mode, storage, None).await?;
+    let mut running = RunningStack::start(stack, mode, storage, None).await?;
     // The table of the stack as it runs: with --processes, the TCP addresses the nodes
     // bound and their admin services.
     let admin = |i: usize| running.admin_addr(i).map(|a| a.to_string());
@@ -150,7 +176,7 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
         running.stack().nodes.len(),
         started.elapsed().as_secs_f64() * 1000.0
     );
-    let outcome = exercise(&running, args.size, out).await;
+    let outcome = exercise(&mut running, args.size, args.crash.as_deref(), out).await;
     let stopped = running.stop().await;
     let report = outcome?;
     stopped?;
@@ -161,21 +187,54 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
     Ok(report)
 }
 
+/// Crashes storage server `victim` while `writer` holds writes it acknowledged but has not
+/// committed, and starts it again on the same disk: what the writer kept is what it replays.
+async fn crash_and_restart(
+    running: &mut RunningStack,
+    victim: &str,
+    writer: &iopath_client::Client,
+    writer_name: &str,
+    out: &mut dyn Write,
+) -> Result<(), StackError> {
+    say!(
+        out,
+        "   {victim} crashes now ({}): what its journal had not committed is gone from its disk; \
+         {writer_name} still holds {} of acknowledged writes to replay",
+        match running.mode() {
+            Mode::Processes => "SIGKILL",
+            _ => "its targets stop committing and it leaves the network",
+        },
+        describe_size(writer.kept_bytes())
+    );
+    running.crash_node(victim).await?;
+    let start = Instant::now();
+    let launcher = Launcher::this_program()?;
+    running.restart_node(victim, &launcher).await?;
+    say!(
+        out,
+        "   {victim} starts again on the same disk in {:.0} ms and waits for the clients it knew \
+         to reconnect and replay before it serves anything new",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
 /// The phases, on a running stack.
 async fn exercise(
-    running: &RunningStack,
+    running: &mut RunningStack,
     size: u64,
+    crash: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<DemoReport, StackError> {
-    let stack = running.stack();
-    let nodes = running.clients();
     let mut clients = Vec::new();
-    for node in &nodes {
+    let mut names = Vec::new();
+    for node in running.clients() {
         clients.push(running.connect(node).await?);
+        names.push(node.name.clone());
     }
     let counters_before = counters(running);
     let writer = &clients[0];
-    let writer_name = nodes[0].name.clone();
+    let writer_name = names[0].clone();
     writer
         .mkdir("/demo")
         .await
@@ -191,7 +250,7 @@ async fn exercise(
     let objects: Vec<String> = layout
         .objects()
         .iter()
-        .map(|o| stack.target_name(o.target as usize).to_string())
+        .map(|o| running.stack().target_name(o.target as usize).to_string())
         .collect();
     say!(
         out,
@@ -213,6 +272,9 @@ async fn exercise(
     say!(out, "   {:.0} MiB/s", phase.mib_s());
     phases.push(phase);
     let kept_after_write_bytes = writer.kept_bytes();
+    if let Some(victim) = crash {
+        crash_and_restart(running, victim, writer, &writer_name, out).await?;
+    }
     let start = Instant::now();
     striped
         .fsync()
@@ -226,6 +288,14 @@ async fn exercise(
         start.elapsed().as_secs_f64() * 1000.0,
         describe_size(kept_after_fsync_bytes)
     );
+    if crash.is_some() {
+        say!(
+            out,
+            "   {writer_name} replayed {} writes to the restarted server from the copies it \
+             kept, before the fsync's commit; the read back below shows whether any was lost",
+            writer.replayed_writes()
+        );
+    }
     striped
         .close()
         .await
@@ -242,8 +312,8 @@ async fn exercise(
     );
     let start = Instant::now();
     let mut tasks = JoinSet::new();
-    for (i, (client, node)) in clients.iter().zip(&nodes).enumerate() {
-        let (client, path) = (client.clone(), format!("/demo/{}", node.name));
+    for (i, (client, name)) in clients.iter().zip(&names).enumerate() {
+        let (client, path) = (client.clone(), format!("/demo/{name}"));
         tasks.spawn(async move {
             let file = client
                 .create(&path, StripeRequest::INHERIT)
@@ -286,9 +356,9 @@ async fn exercise(
     tasks.spawn(async move {
         read_pattern(&reader, "/demo/striped", 0, size, STRIPED_REQUEST_BYTES).await
     });
-    for (i, node) in nodes.iter().enumerate() {
+    for (i, name) in names.iter().enumerate() {
         let reader = clients[(i + 1) % n].clone();
-        let path = format!("/demo/{}", node.name);
+        let path = format!("/demo/{name}");
         tasks.spawn(async move {
             read_pattern(
                 &reader,
@@ -333,7 +403,9 @@ async fn exercise(
     }
 
     // The path, and what each node measured on it.
-    let client_index = nodes[0].index;
+    let running = &*running;
+    let stack = running.stack();
+    let client_index = running.clients()[0].index;
     let path = path_lines(stack, client_index);
     say!(out, "\nthe path of {writer_name}'s writes, hop by hop:");
     for line in &path {

@@ -120,6 +120,11 @@ pub struct DemoArgs {
     /// run here on the stack's client nodes, the servers where launch put them.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["processes", "preset", "stack"])]
     attach: Option<PathBuf>,
+    /// Crash this storage server after the striped write, before its journal commits (with
+    /// --processes: SIGKILL), and start it again on its disk: the writer replays what it kept,
+    /// and the read back shows nothing was lost.
+    #[arg(long, value_name = "OSS")]
+    crash: Option<String>,
     /// Directory for the stack's storage (a temporary directory inside it, removed at the
     /// end). Default: the system's temporary directory.
     #[arg(long)]
@@ -184,6 +189,7 @@ pub async fn demo(args: DemoArgs) -> anyhow::Result<()> {
         size: args.size,
         processes: args.processes,
         attach: args.attach,
+        crash: args.crash,
         dir: args.dir,
     };
     iopath_stack::demo::run(&config, &mut std::io::stdout()).await?;

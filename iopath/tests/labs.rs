@@ -1,0 +1,82 @@
+//! The labs' commands, run as the labs write them: each `iopath ...` line of a lab's code
+//! blocks is run (with the binary under test), and what the lab says of its output is checked.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::path::Path;
+use std::process::Command;
+
+/// The `iopath ...` command lines in `lab`'s code blocks, in order.
+fn commands(lab: &str) -> Vec<Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/labs")
+        .join(lab);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut inside = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            inside = !inside;
+            continue;
+        }
+        if inside && let Some(rest) = line.trim().strip_prefix("iopath ") {
+            out.push(rest.split_whitespace().map(str::to_owned).collect());
+        }
+    }
+    out
+}
+
+/// Runs `iopath ARGS` in a scratch directory; its standard output.
+fn run(args: &[String], dir: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_iopath"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "iopath {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_replay_lab_crashes_a_server_and_the_client_replays_with_nothing_lost() {
+    let lines = commands("replay.md");
+    assert_eq!(lines.len(), 2, "the lab's two commands: {lines:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for (args, victim, how) in [
+        (&lines[0], "oss0", "leaves the network"),
+        (&lines[1], "oss1", "SIGKILL"),
+    ] {
+        let out = run(args, dir.path());
+        // What the lab says: the crash while the writer holds its writes, the restart, the
+        // replay, and nothing lost.
+        assert!(
+            out.contains(&format!("{victim} crashes now (")) && out.contains(how),
+            "{out}"
+        );
+        assert!(
+            out.contains("c0 still holds 16 MiB of acknowledged writes to replay"),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("{victim} starts again on the same disk")),
+            "{out}"
+        );
+        let replayed: u64 = out
+            .split("c0 replayed ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no replay count: {out}"));
+        assert!(replayed > 0, "c0 replayed nothing: {out}");
+        assert!(out.contains("it kept 0 bytes after"), "{out}");
+        assert!(
+            out.contains("every byte read back matched what was written"),
+            "{out}"
+        );
+    }
+}
