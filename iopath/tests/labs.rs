@@ -80,3 +80,37 @@ fn the_replay_lab_crashes_a_server_and_the_client_replays_with_nothing_lost() {
         );
     }
 }
+
+#[test]
+fn the_journal_lab_shows_sync_commits_paying_two_seeks_a_write_and_async_not() {
+    let lines = commands("journal.md");
+    assert_eq!(lines.len(), 1, "the lab's command: {lines:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&lines[0], dir.path());
+    assert!(out.contains("disk modeled"), "{out}");
+    // A row's cells: configuration, MiB/s, % of baseline, commits, seeks.
+    let row = |name: &str| -> (f64, u64, u64) {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row: {out}"));
+        let cells: Vec<&str> = line[name.len()..].split_whitespace().collect();
+        let percent = cells[1].trim_end_matches('%').parse().unwrap();
+        (
+            percent,
+            cells[2].parse().unwrap(),
+            cells[3].parse().unwrap(),
+        )
+    };
+    let (sync_percent, sync_commits, sync_seeks) = row("OST, internal journal, sync commits");
+    let (async_percent, async_commits, _) = row("OST, internal journal, async commits");
+    // What the lab says: a commit per write, the head moving to the journal and back for
+    // each; async commits in groups — and the gap between them.
+    assert_eq!(
+        sync_commits, 256,
+        "one commit per 1 MiB write of 256 MiB: {out}"
+    );
+    assert_eq!(sync_seeks, 2 * sync_commits, "{out}");
+    assert!(async_commits < sync_commits / 10, "{out}");
+    assert!(sync_percent < async_percent / 2.0, "{out}");
+}
