@@ -114,3 +114,33 @@ fn the_journal_lab_shows_sync_commits_paying_two_seeks_a_write_and_async_not() {
     assert!(async_commits < sync_commits / 10, "{out}");
     assert!(sync_percent < async_percent / 2.0, "{out}");
 }
+
+#[test]
+fn the_iorcd_lab_sees_congestion_track_bandwidth_and_flags_impeded_runs_over_healthy_ones() {
+    let lines = commands("iorcd.md");
+    assert_eq!(lines.len(), 1, "the lab's command: {lines:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&lines[0], dir.path());
+    // The paper's Figures 3, 4 and 7, drawn where the lab says.
+    for svg in ["iorcd-write.svg", "iorcd-read.svg", "iorcd-rule.svg"] {
+        let text = std::fs::read_to_string(dir.path().join("lab").join(svg)).unwrap();
+        assert!(text.starts_with("<svg") || text.contains("<svg"), "{svg}");
+    }
+    // Congestion tracks bandwidth: a positive correlation for writes.
+    let write_r: f64 = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("write  r = "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no write correlation: {out}"));
+    assert!(write_r > 0.0, "write r = {write_r}: {out}");
+    // The degraded rule flags impeded runs more often than healthy ones.
+    let flagged = |kind: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix(kind)?.trim().strip_prefix("flagged "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {kind} verdict: {out}"))
+    };
+    assert!(flagged("impeded") > flagged("healthy"), "{out}");
+}
