@@ -53,6 +53,10 @@ pub struct Ni {
     pub counters: NiCounters,
 }
 
+/// Most peers [`Ni::link_down`] asks the kernel about: an interface is down only if none of
+/// them can be routed to, so one peer on a subnet gone elsewhere does not take it down.
+pub const LINK_PROBES_MAX: usize = 4;
+
 impl fmt::Debug for Ni {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Ni")
@@ -221,29 +225,33 @@ impl Ni {
     }
 
     /// Whether this interface has lost its network, as a router reports it in ping replies:
-    /// for TCP, the kernel has no route from its address to a peer it has talked to (the link
-    /// is down, or the address gone); an interface with no such peer, or not on TCP, is up.
-    /// One unconnected UDP socket, asked to connect: no packet is sent.
+    /// for TCP, the kernel has no route from its address to any of the peers it has talked to
+    /// (up to [`LINK_PROBES_MAX`] of them: the link is down, or the address gone); an interface
+    /// with no such peer, or not on TCP, is up. One unconnected UDP socket per peer asked,
+    /// asked to connect: no packet is sent.
     pub fn link_down(&self) -> bool {
         let Some(local) = self.nid.socket_addr() else {
             return false;
         };
-        let Some(peer) = self
+        let peers: Vec<std::net::SocketAddr> = self
             .peers
             .lock()
             .expect("peer table lock poisoned")
             .keys()
-            .find_map(Nid::socket_addr)
-        else {
+            .filter_map(Nid::socket_addr)
+            .take(LINK_PROBES_MAX)
+            .collect();
+        if peers.is_empty() {
             return false;
-        };
-        let socket = match std::net::UdpSocket::bind(std::net::SocketAddr::new(local.ip(), 0)) {
-            Ok(socket) => socket,
-            Err(e) => return e.kind() == std::io::ErrorKind::AddrNotAvailable,
-        };
-        socket
-            .connect(peer)
-            .is_err_and(|e| e.kind() == std::io::ErrorKind::NetworkUnreachable)
+        }
+        peers.iter().all(|&peer| {
+            match std::net::UdpSocket::bind(std::net::SocketAddr::new(local.ip(), 0)) {
+                Ok(socket) => socket
+                    .connect(peer)
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NetworkUnreachable),
+                Err(e) => e.kind() == std::io::ErrorKind::AddrNotAvailable,
+            }
+        })
     }
 
     /// Forgets every low-water mark.

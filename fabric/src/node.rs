@@ -171,6 +171,9 @@ pub(crate) struct NodeInner {
     pub(crate) stopped: AtomicBool,
     /// What it did with traced frames (see [`crate::trace`]).
     pub(crate) trace: TraceLog,
+    /// A router's ping reply body and when it was made: the interfaces it has lost change
+    /// seldom, and every node routing through it asks each ping interval.
+    ping_body: Mutex<Option<(tokio::time::Instant, Bytes)>>,
     pub(crate) me: Weak<NodeInner>,
 }
 
@@ -225,6 +228,7 @@ impl Node {
             epoch: tokio::time::Instant::now(),
             stopped: AtomicBool::new(false),
             trace: TraceLog::new(nid),
+            ping_body: Mutex::new(None),
             limits,
             nis: OnceLock::new(),
             me: me.clone(),
@@ -590,13 +594,22 @@ impl NodeInner {
         if self.router.is_none() {
             return Bytes::new();
         }
+        let mut cached = self.ping_body.lock().expect("ping body lock poisoned");
+        let now = tokio::time::Instant::now();
+        if let Some((made, body)) = cached.as_ref()
+            && now.duration_since(*made) < PING_BODY_FRESH
+        {
+            return body.clone();
+        }
         let mut body = Vec::new();
         for ni in self.nis().iter().filter(|ni| ni.link_down()) {
             let mut wire = [0u8; NID_WIRE_BYTES];
             ni.nid().encode(&mut wire);
             body.extend_from_slice(&wire);
         }
-        Bytes::from(body)
+        let body = Bytes::from(body);
+        *cached = Some((now, body.clone()));
+        body
     }
 
     /// LNet's ping, as its router checker sends it: a PUT to [`PING_PORTAL`], which every node
@@ -805,18 +818,29 @@ pub(crate) fn kind_of(flags: u8) -> ChecksumKind {
     }
 }
 
+/// Most interfaces a ping reply may report down: more than any router has; a longer body is
+/// not believed (a peer's reply must not cost this node more than a small, fixed amount).
+const DOWN_NETS_MAX: usize = 64;
+
+/// How long a router's ping reply body is reused before its interfaces are looked at again.
+const PING_BODY_FRESH: Duration = Duration::from_millis(250);
+
 /// The networks a ping reply's body reports down: its NIDs' networks. A body that is not whole
 /// NIDs (a peer of another make) reports nothing.
 fn down_nets(body: &[u8]) -> Vec<NetId> {
-    if !body.len().is_multiple_of(NID_WIRE_BYTES) {
+    if !body.len().is_multiple_of(NID_WIRE_BYTES) || body.len() > DOWN_NETS_MAX * NID_WIRE_BYTES {
         return Vec::new();
     }
-    body.chunks_exact(NID_WIRE_BYTES)
+    let mut nets: Vec<NetId> = body
+        .chunks_exact(NID_WIRE_BYTES)
         .filter_map(|chunk| {
             let wire: &[u8; NID_WIRE_BYTES] = chunk.try_into().ok()?;
             Nid::decode(wire).ok().map(|nid| nid.net)
         })
-        .collect()
+        .collect();
+    nets.sort_unstable();
+    nets.dedup();
+    nets
 }
 
 /// The frame flags for a checksum.
@@ -1096,5 +1120,35 @@ impl NodeInner {
         step.peer = Some(header.source);
         step.credits = credits;
         self.trace.record(id, step);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(nid: &str) -> [u8; NID_WIRE_BYTES] {
+        let mut out = [0u8; NID_WIRE_BYTES];
+        nid.parse::<Nid>().unwrap().encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_ping_reply_reports_each_network_once_and_a_long_one_nothing() {
+        let mut body = Vec::new();
+        for nid in ["10.0.0.1:1@tcp1", "10.0.0.2:2@tcp1", "10.0.1.1:3@tcp2"] {
+            body.extend_from_slice(&wire(nid));
+        }
+        let nets = down_nets(&body);
+        assert_eq!(nets, ["tcp1".parse().unwrap(), "tcp2".parse().unwrap()]);
+        // A peer's reply longer than any router's is not believed.
+        let long: Vec<u8> = (0..=DOWN_NETS_MAX)
+            .flat_map(|_| wire("10.0.0.1:1@tcp1"))
+            .collect();
+        assert!(down_nets(&long).is_empty());
+        assert!(
+            down_nets(&body[..NID_WIRE_BYTES - 1]).is_empty(),
+            "not whole NIDs"
+        );
     }
 }

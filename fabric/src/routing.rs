@@ -215,12 +215,22 @@ impl RouteTable {
         self.set_alive(gateway, true)
     }
 
-    /// Records the networks `gateway` reported down in its ping reply; returns the change, as
-    /// (newly down, up again), for the log.
-    pub fn set_down_nets(&mut self, gateway: Nid, nets: Vec<NetId>) -> (Vec<NetId>, Vec<NetId>) {
+    /// Records the networks `gateway` reported down in its ping reply (sorted, as the fabric
+    /// decodes them); only networks this table routes to are kept, so what a gateway reports
+    /// costs no more than the table's own size. Returns the change, as (newly down, up again),
+    /// for the log: empty, without allocating, when nothing changed.
+    pub fn set_down_nets(
+        &mut self,
+        gateway: Nid,
+        mut nets: Vec<NetId>,
+    ) -> (Vec<NetId>, Vec<NetId>) {
+        nets.retain(|n| self.routes.contains_key(n));
         let Some(state) = self.gateways.get_mut(&gateway) else {
             return (Vec::new(), Vec::new());
         };
+        if state.down_nets == nets {
+            return (Vec::new(), Vec::new());
+        }
         let newly: Vec<NetId> = nets
             .iter()
             .filter(|n| !state.down_nets.contains(n))
@@ -338,6 +348,21 @@ mod tests {
             shown,
             [false, true],
             "the route to mem1 through it shows down"
+        );
+        // A network this table does not route to is not kept, and a report repeated changes
+        // nothing.
+        let (newly, _) =
+            table.set_down_nets(one, vec!["mem1".parse().unwrap(), "mem9".parse().unwrap()]);
+        assert!(newly.is_empty(), "{newly:?}");
+        assert_eq!(
+            table
+                .gateways()
+                .find(|(n, _)| **n == one)
+                .unwrap()
+                .1
+                .down_nets
+                .len(),
+            1
         );
         // Its interface back: both again.
         let (newly, back) = table.set_down_nets(one, Vec::new());
