@@ -12,7 +12,8 @@
 //!
 //! The write goes first; in async mode the trace then waits one commit interval, so the
 //! group commit lands and the read's reply brings `last_committed` back to the client.
-//! Times are wall-clock (node processes on one host share the clock); everything runs at
+//! Times are wall-clock (node processes on one host share the clock; on a launched stack across
+//! hosts the report says each host's clock is its own); everything runs at
 //! this host's speed unless the stack file models links or disks, which every report says.
 
 use std::collections::HashMap;
@@ -147,8 +148,11 @@ pub struct TracedRequest {
 pub struct TraceReport {
     /// The stack's name.
     pub stack: String,
-    /// `embedded` or `processes`.
+    /// `embedded`, `processes` or `attached`.
     pub mode: String,
+    /// Whose clocks the times are: one host's, or several hosts' (a launched stack), whose
+    /// offsets are in every hop between two of them.
+    pub clocks: String,
     /// What the stack models, or `nothing` (this host's speed).
     pub modeled: String,
     /// The file traced, its layout, and the journal and fyod modes.
@@ -351,6 +355,7 @@ async fn trace_on(
     Ok(TraceReport {
         stack: stack.name.clone(),
         mode: running.mode().name().to_owned(),
+        clocks: clocks(stack),
         modeled: stack.modeled(),
         setup,
         requests,
@@ -413,6 +418,25 @@ fn describe_setup(
         layout.objects().len(),
         describe_size(layout.stripe_size_bytes())
     )
+}
+
+/// Whose clocks a trace's times are: the hosts a launched stack's nodes are placed on, or this
+/// one.
+fn clocks(stack: &Stack) -> String {
+    let hosts: std::collections::BTreeSet<String> = stack
+        .nodes
+        .iter()
+        .filter_map(|n| n.host.as_ref().map(ToString::to_string))
+        .collect();
+    if hosts.len() > 1 {
+        format!(
+            "wall-clock on {} hosts, each its own: a hop between two hosts includes their clocks' \
+             offset",
+            hosts.len()
+        )
+    } else {
+        "wall-clock on one host".to_owned()
+    }
 }
 
 /// Every node's log: this process's nodes directly, node processes over their admin service.
@@ -612,8 +636,10 @@ pub fn render(report: &TraceReport) -> String {
     }
     out.push_str(
         "\ncredits are as each node saw them after taking its own: negative by the sends queued \
-         ahead (LNet's tx column); times are wall-clock microseconds from each request's first step\n",
+         ahead (LNet's tx column); times are microseconds from each request's first step, ",
     );
+    out.push_str(&report.clocks);
+    out.push('\n');
     out
 }
 
@@ -671,9 +697,9 @@ pub fn sequence(report: &TraceReport, request: &TracedRequest) -> Sequence {
         messages,
         marks,
         footnote: format!(
-            "{}. Times in µs from the request's first step, wall-clock; rows are ordered, not \
-             to scale. Modeled: {}.",
-            report.setup, report.modeled
+            "{}. Times in µs from the request's first step, {}; rows are ordered, not to \
+             scale. Modeled: {}.",
+            report.setup, report.clocks, report.modeled
         ),
     }
 }

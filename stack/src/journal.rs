@@ -50,16 +50,8 @@ pub async fn targets(running: &RunningStack) -> Result<Vec<TargetJournal>, Stack
                 });
             }
         }
-        RunningStack::Processes { servers, .. } => {
-            let osss: Vec<(usize, SocketAddr)> = servers
-                .children()
-                .iter()
-                .filter(|c| c.role == RoleName::Oss)
-                .map(|c| (c.index, c.admin))
-                .collect();
-            out = over_admin(stack, &osss).await?;
-        }
-        RunningStack::Attached { .. } => {
+        // Node processes and launched nodes alike: over their admin services.
+        RunningStack::Processes { .. } | RunningStack::Attached { .. } => {
             let osss: Vec<(usize, SocketAddr)> = stack
                 .nodes_of(RoleName::Oss)
                 .into_iter()

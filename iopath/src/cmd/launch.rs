@@ -200,7 +200,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         hosts.hosts.len()
     );
     let mut launched = Launched::start(placed, &config).await?;
-    let written = std::fs::write(&out, launched.stack().to_toml())
+    let written = write_whole(&out, &launched.stack().to_toml())
         .with_context(|| format!("write the launched stack file {}", out.display()));
     if let Err(e) = written {
         let _ = launched.stop().await;
@@ -266,6 +266,15 @@ async fn sigterm() {
         }
         Err(_) => std::future::pending::<()>().await,
     }
+}
+
+/// Writes `text` to `path` whole or not at all: beside it first, then renamed into place, so a
+/// program waiting for the file (a batch script, `bench cluster`) never reads half of it.
+fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, path)
 }
 
 /// The node table, then where the clients are and how tools reach the stack.

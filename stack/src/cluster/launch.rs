@@ -19,7 +19,7 @@ use tokio::process::Command;
 
 use crate::error::StackError;
 use crate::runtime::embedded::START_ORDER;
-use crate::runtime::processes::{ChildNode, Pending, STOP_TIMEOUT, wait_ready};
+use crate::runtime::processes::{ChildNode, Pending, wait_ready, wait_stopped};
 use crate::schema::{Address, RoleName, Stack, Subnet};
 
 /// What `{host}` stands for in a command template.
@@ -259,6 +259,15 @@ impl Launched {
                     }
                 }
             }
+            if let Some(e) = failure.take() {
+                // One of the group did not start: the others are not waited for.
+                for (_, mut p) in pending {
+                    let _ = p.child.start_kill();
+                    let _ = p.child.wait().await;
+                }
+                let _ = launched.stop().await;
+                return Err(e);
+            }
             for (command, p) in pending {
                 match wait_ready(p).await {
                     Ok(child) => launched.push(command, child),
@@ -324,7 +333,7 @@ impl Launched {
     }
 
     /// Stops every node: fyods first, storage servers last, each asked through its admin
-    /// service and given [`STOP_TIMEOUT`] to finish (a storage server commits its journals)
+    /// service and given [`crate::runtime::processes::STOP_TIMEOUT`] to finish (a storage server commits its journals)
     /// before what started it is killed. Returns the first node that did not stop cleanly.
     pub async fn stop(mut self) -> Result<(), StackError> {
         let mut first_error = None;
@@ -333,24 +342,13 @@ impl Launched {
                 Ok(admin) => admin.shutdown("iopath launch is stopping the stack").await,
                 Err(e) => Err(e),
             };
-            let outcome = match tokio::time::timeout(STOP_TIMEOUT, node.child.wait()).await {
-                Ok(Ok(status)) if status.success() => Ok(()),
-                Ok(Ok(status)) => Err(format!("stopped with {status}")),
-                Ok(Err(e)) => Err(format!("could not be waited for: {e}")),
-                Err(_) => {
-                    let _ = node.child.start_kill();
-                    let _ = node.child.wait().await;
-                    Err(match asked {
-                        Ok(()) => format!(
-                            "did not stop within {} s of its shutdown; what started it was killed",
-                            STOP_TIMEOUT.as_secs()
-                        ),
-                        Err(e) => {
-                            format!("could not be asked to stop ({e}); what started it was killed")
-                        }
-                    })
+            let killed = match asked {
+                Ok(()) => "of its shutdown; what started it was killed".to_owned(),
+                Err(e) => {
+                    format!("(it could not be asked to stop: {e}); what started it was killed")
                 }
             };
+            let outcome = wait_stopped(&mut node.child, &killed).await;
             if let Err(why) = outcome {
                 tracing::warn!(node = %command.name, "{why}");
                 first_error.get_or_insert(StackError::Process {

@@ -163,19 +163,14 @@ impl RunningStack {
                     for c in clients {
                         let _ = c.stop().await;
                     }
-                    let host = spec.host.as_ref().map(ToString::to_string);
-                    let said = e.to_string();
-                    // The fabric says why it could not listen only in words.
-                    let why = if said.contains("Address already in use") {
-                        format!(
-                            "{said}: another program attached to this stack holds its client \
-                             nodes (one bench ior, demo or trace --attach at a time)"
-                        )
-                    } else if let Some(host) = host {
-                        format!("{said} (it is placed on {host}: attach there)")
-                    } else {
-                        said
-                    };
+                    let host = spec
+                        .host
+                        .as_ref()
+                        .map_or_else(|| "its host".to_owned(), ToString::to_string);
+                    let why = format!(
+                        "{e} (it is placed on {host}: attach there; one program attached at a \
+                         time holds the stack's client nodes)"
+                    );
                     return Err(StackError::Process {
                         node: spec.name.clone(),
                         why,
@@ -304,10 +299,14 @@ impl RunningStack {
                 servers.stop().await
             }
             RunningStack::Attached { clients, .. } => {
+                // Every client is stopped, whatever the first said.
+                let mut first_error = None;
                 for c in clients {
-                    c.stop().await?;
+                    if let Err(e) = c.stop().await {
+                        first_error.get_or_insert(e);
+                    }
                 }
-                Ok(())
+                first_error.map_or(Ok(()), Err)
             }
         }
     }

@@ -394,20 +394,7 @@ impl ProcessStack {
         for mut child in children.into_iter().rev() {
             // Closing standard input is the stop signal.
             drop(child.stdin.take());
-            let outcome = match tokio::time::timeout(STOP_TIMEOUT, child.child.wait()).await {
-                Ok(Ok(status)) if status.success() => Ok(()),
-                Ok(Ok(status)) => Err(format!("stopped with {status}")),
-                Ok(Err(e)) => Err(format!("could not be waited for: {e}")),
-                Err(_) => {
-                    let _ = child.child.start_kill();
-                    let _ = child.child.wait().await;
-                    Err(format!(
-                        "did not stop within {} s and was killed",
-                        STOP_TIMEOUT.as_secs()
-                    ))
-                }
-            };
-            if let Err(why) = outcome {
+            if let Err(why) = wait_stopped(&mut child.child, "and was killed").await {
                 tracing::warn!(node = %child.name, "{why}");
                 first_error.get_or_insert(StackError::Process {
                     node: child.name.clone(),
@@ -416,6 +403,24 @@ impl ProcessStack {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Waits up to [`STOP_TIMEOUT`] for a node process told to stop; one that has not stopped by
+/// then is killed, and the error says so, `killed` saying what was killed.
+pub(crate) async fn wait_stopped(child: &mut Child, killed: &str) -> Result<(), String> {
+    match tokio::time::timeout(STOP_TIMEOUT, child.wait()).await {
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(format!("stopped with {status}")),
+        Ok(Err(e)) => Err(format!("could not be waited for: {e}")),
+        Err(_) => {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            Err(format!(
+                "did not stop within {} s {killed}",
+                STOP_TIMEOUT.as_secs()
+            ))
+        }
     }
 }
 
@@ -475,13 +480,15 @@ pub(crate) async fn wait_ready(
     let Some(line) = line else {
         let _ = pending.child.start_kill();
         let _ = pending.child.wait().await;
-        return Err((
-            failed(format!(
+        let why = if tokio::time::Instant::now() < deadline {
+            format!("printed {LINES_BEFORE_READY_MAX} lines without READY and was killed")
+        } else {
+            format!(
                 "did not say READY within {} s and was killed",
                 START_TIMEOUT.as_secs()
-            )),
-            None,
-        ));
+            )
+        };
+        return Err((failed(why), None));
     };
     let mut words = line.split_whitespace();
     let (Some("READY"), Some(nids), Some(admin)) = (words.next(), words.next(), words.next())
