@@ -134,31 +134,50 @@ fn iperf3_once(
         .map_err(|e| BenchError::system("pick a port for iperf3", e))?
         .port()
         .to_string();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| BenchError::system("start iperf3 -s", e))?;
+    let mut server = Command::new("iperf3");
+    server.args(["-s", "-1", "-B", "127.0.0.1", "-p", &port]);
     let seconds_arg = seconds.to_string();
     let args = ["-c", "127.0.0.1", "-p", &port, "-t", &seconds_arg, "-J"];
     progress(&format!(
         "baseline: iperf3 {} ({seconds} s)",
         args.join(" ")
     ));
-    // The server takes a moment to listen. Probing it with a connection of our own would use
-    // up its one test (`-1`), so the client itself is retried, a bounded number of times.
+    let output = iperf3_pair(server, || {
+        let mut client = Command::new("iperf3");
+        client.args(args);
+        client
+    })?;
+    Ok(Baseline {
+        command: format!("iperf3 {}", args.join(" ")),
+        version: version.to_owned(),
+        mib_s: iperf3_received_mib_s(&output)?,
+    })
+}
+
+/// Runs an iperf3 test: starts `server` (an `iperf3 -s -1 ...`), runs the client `client`
+/// makes, and stops the server. The server takes a moment to listen, and probing it with a
+/// connection of our own would use up its one test (`-1`), so the client itself is retried
+/// while it cannot connect, a bounded number of times.
+pub(crate) fn iperf3_pair(
+    mut server: Command,
+    client: impl Fn() -> Command,
+) -> Result<std::process::Output, BenchError> {
+    let mut server = server
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| BenchError::system("start iperf3 -s", e))?;
     let run = || {
-        Command::new("iperf3")
-            .args(args)
+        client()
             .output()
             .map_err(|e| BenchError::system("run iperf3 -c", e))
     };
     let mut output = run();
-    for _ in 0..50 {
-        let refused = output.as_ref().is_ok_and(|o| {
-            !o.status.success() && String::from_utf8_lossy(&o.stdout).contains("unable to connect")
-        });
+    for _ in 0..IPERF3_CONNECT_TRIES {
+        // Said on standard output (-J) whatever the exit status.
+        let refused = output
+            .as_ref()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("unable to connect"));
         if !refused {
             break;
         }
@@ -167,13 +186,11 @@ fn iperf3_once(
     }
     let _ = server.kill();
     let _ = server.wait();
-    let output = output?;
-    Ok(Baseline {
-        command: format!("iperf3 {}", args.join(" ")),
-        version: version.to_owned(),
-        mib_s: iperf3_received_mib_s(&output)?,
-    })
+    output
 }
+
+/// How often an iperf3 client is tried while its server is not listening yet (100 ms apart).
+const IPERF3_CONNECT_TRIES: u32 = 50;
 
 /// What an `iperf3 -c ... -J` run received, MiB/s, from its JSON; its error if it failed.
 pub(crate) fn iperf3_received_mib_s(output: &std::process::Output) -> Result<f64, BenchError> {

@@ -18,7 +18,10 @@ use crate::error::BenchError;
 use crate::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
 
 /// The preset measured.
-pub const PRESET: &str = "spider-cluster";
+pub const PRESET: &str = iopath_stack::CLUSTER_PRESET;
+
+/// iperf3's parallel streams: as many as IOR has tasks (the preset's four clients).
+const IPERF3_STREAMS: u32 = 4;
 
 /// The cluster's /16 (`10.<this>.0.0/16`): apart from the tests' (231 to 233).
 const SECOND_BYTE: u8 = 230;
@@ -191,7 +194,7 @@ pub fn measure(
     })
 }
 
-/// iperf3 from `client` to `server` at `addr`, as many streams as IOR has tasks.
+/// iperf3 from `client` to `server` at `addr`, [`IPERF3_STREAMS`] streams.
 fn iperf3_between(
     cluster: &Cluster,
     server: &str,
@@ -200,14 +203,10 @@ fn iperf3_between(
     options: &ClusterOptions,
     name: &str,
 ) -> Result<LinkRate, BenchError> {
-    let mut daemon = cluster
-        .on(server, Path::new("iperf3"))
-        .args(["-s", "-1", "-B", addr, "-p", IPERF3_PORT])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| BenchError::system("start iperf3 -s", e))?;
+    let mut server = cluster.on(server, Path::new("iperf3"));
+    server.args(["-s", "-1", "-B", addr, "-p", IPERF3_PORT]);
     let seconds = options.iperf_seconds.to_string();
+    let streams = IPERF3_STREAMS.to_string();
     let args = [
         "-c",
         addr,
@@ -216,24 +215,14 @@ fn iperf3_between(
         "-t",
         &seconds,
         "-P",
-        "4",
+        &streams,
         "-J",
     ];
-    // The server takes a moment to listen; the client is retried, a bounded number of times.
-    let mut output = cluster.on(client, Path::new("iperf3")).args(args).output();
-    for _ in 0..50 {
-        let refused = output
-            .as_ref()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("unable to connect"));
-        if !refused {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        output = cluster.on(client, Path::new("iperf3")).args(args).output();
-    }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    let output = output.map_err(|e| BenchError::system("run iperf3 -c", e))?;
+    let output = crate::baseline::iperf3_pair(server, || {
+        let mut command = cluster.on(client, Path::new("iperf3"));
+        command.args(args);
+        command
+    })?;
     Ok(LinkRate {
         link: name.to_owned(),
         mib_s: crate::baseline::iperf3_received_mib_s(&output)?,
@@ -358,7 +347,7 @@ pub fn table(r: &ClusterResult) -> String {
     for l in &r.links {
         out.push_str(&format!(
             "{:<48} {:>12.1} {:>12}\n",
-            format!("iperf3, {} (4 streams)", l.link),
+            format!("iperf3, {} ({IPERF3_STREAMS} streams)", l.link),
             l.mib_s,
             "-"
         ));

@@ -60,15 +60,7 @@ pub fn ip(args: &[&str]) -> Result<(), BenchError> {
 
 /// Refuses where namespaces cannot be made: not root, no `ip`.
 pub fn require_namespaces() -> Result<(), BenchError> {
-    // The effective user id, from the kernel's own account of this process.
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|uids| uids.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false);
+    let root = crate::baseline::is_root();
     if !root {
         return Err(BenchError::refused(
             "hosts made of network namespaces need root (run as root, or in a container that \
