@@ -34,7 +34,7 @@ pub const MANAGEMENT: u8 = 9;
 /// A namespace cluster; dropped, it is gone.
 #[derive(Debug)]
 pub struct Cluster {
-    /// The namespaces' prefix: `iop<pid>`.
+    /// The namespaces' prefix: `iop<pid>-<second>`.
     pub prefix: String,
     /// `10.<second>.0.0/16` is the cluster's.
     pub second: u8,
@@ -84,7 +84,9 @@ impl Cluster {
     pub fn new(second: u8) -> Result<Cluster, BenchError> {
         require_namespaces()?;
         let mut cluster = Cluster {
-            prefix: format!("iop{}", std::process::id()),
+            // Its /16 in the name too: several clusters of one process (tests run as threads)
+            // must not share namespaces.
+            prefix: format!("iop{}-{second}", std::process::id()),
             second,
             made: Vec::new(),
             routed: false,

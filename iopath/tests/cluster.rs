@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,9 +20,10 @@ use iopath_bench::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
 /// How long the launched stack may take to come up.
 const UP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `iopath launch` running on the compute host, and what it said.
+/// `iopath launch` running on the compute host, and what it said; dropped (a test that
+/// failed), it is told to stop and waited for, so no node outlives the test.
 struct Launch {
-    child: Child,
+    child: Option<Child>,
     /// Its standard output up to the node table's end.
     said: String,
     /// The stack file it wrote.
@@ -81,7 +84,7 @@ fn launch(cluster: &Cluster, dir: &Path) -> Launch {
     let ior_dir = dir.join("ior");
     std::fs::create_dir(&ior_dir).unwrap();
     Launch {
-        child,
+        child: Some(child),
         said,
         file,
         ior_dir,
@@ -96,11 +99,24 @@ impl Launch {
 
     /// SIGTERM, as the job's end sends it; returns its exit status's success.
     fn stop(mut self) -> bool {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        self.child.wait().unwrap().success()
+        terminate(self.child.take().unwrap())
     }
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            terminate(child);
+        }
+    }
+}
+
+/// SIGTERM to `child`, then its exit status's success.
+fn terminate(mut child: Child) -> bool {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    child.wait().is_ok_and(|status| status.success())
 }
 
 /// Runs `iopath ARGS` on host `host`; its standard output, or a panic with its error.
@@ -131,21 +147,14 @@ fn received(cluster: &Cluster, file: &str, router: &str) -> u64 {
             "stats",
         ],
     );
-    stat(&stats, "recv_length")
-}
-
-/// A counter's value in `lctl get_param -n stats` output (`recv_length 123`).
-fn stat(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
+    common::stat(&stats, "recv_length")
 }
 
 #[test]
 fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
-    let cluster = Cluster::new(231).unwrap();
+    // Declared first, dropped last: every node is gone before its directory.
     let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(231).unwrap();
     let launch = launch(&cluster, dir.path());
     eprintln!("{}", launch.said);
     // Every server node on the host the preset puts it on, at its address there.
@@ -352,8 +361,9 @@ const SHAPED_MBIT: u64 = 200;
 
 #[test]
 fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() {
-    let cluster = Cluster::new(232).unwrap();
+    // Declared first, dropped last: every node is gone before its directory.
     let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(232).unwrap();
     let launch = launch(&cluster, dir.path());
     let file = &launch.file();
     let ior_dir = launch.ior_dir.clone();
@@ -409,7 +419,8 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
     let shaped = ior("shaped");
     let limit_mib_s = (SHAPED_MBIT * 1_000_000 / 8) as f64 / f64::from(1 << 20);
     eprintln!("IOR write: {free:.1} MiB/s unshaped, {shaped:.1} MiB/s shaped to {limit_mib_s:.1}");
-    // No faster than the shaper lets it (a bucket's burst allows a little over).
+    // No faster than the shaper lets it: a bound the kernel enforces, not a speed this machine
+    // must reach (a bucket's burst allows a little over).
     assert!(
         shaped < limit_mib_s * 1.1,
         "shaped to {limit_mib_s:.1} MiB/s, IOR wrote {shaped:.1}"
@@ -555,14 +566,15 @@ fn bench_cluster_puts_ior_across_hosts_beside_loopback_and_iperf3() {
 
 #[test]
 fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
-    let cluster = Cluster::new(234).unwrap();
+    // Declared first, dropped last: every node is gone before its directory.
     let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(234).unwrap();
     let launch = launch(&cluster, dir.path());
     let file = &launch.file();
     let ior_dir = launch.ior_dir.clone();
     // IOR writes 4 x 64 MiB three times over; rtr0's link to the storage subnet is cut while
     // the first writes are under way.
-    let ior = cluster
+    let mut ior = cluster
         .on("c0", &program())
         .args([
             "bench", "ior", "--attach", file, "-w", "-r", "-F", "-t", "1m", "-b", "64m", "-i", "3",
@@ -572,7 +584,18 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // The cut comes once rtr0 has carried some of the writes (bounded: 30 s of looks).
+    for look in 0.. {
+        assert!(
+            ior.try_wait().unwrap().is_none(),
+            "IOR ended before the cut"
+        );
+        assert!(look < 600, "rtr0 carried nothing in 30 s");
+        if received(&cluster, file, "rtr0") > 32 << 20 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let cut = Instant::now();
     iopath_bench::netns::ip(&[
         "-n",

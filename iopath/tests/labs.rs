@@ -124,7 +124,8 @@ fn the_iorcd_lab_sees_congestion_track_bandwidth_and_flags_impeded_runs_over_hea
     // The paper's Figures 3, 4 and 7, drawn where the lab says.
     for svg in ["iorcd-write.svg", "iorcd-read.svg", "iorcd-rule.svg"] {
         let text = std::fs::read_to_string(dir.path().join("lab").join(svg)).unwrap();
-        assert!(text.starts_with("<svg") || text.contains("<svg"), "{svg}");
+        // Well-formed, nothing outside its frame, no overlapping labels.
+        iopath_plot::check::Drawing::read_clean(&text).unwrap_or_else(|e| panic!("{svg}: {e}"));
     }
     // Congestion tracks bandwidth: a positive correlation for writes.
     let write_r: f64 = out

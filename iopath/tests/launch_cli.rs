@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::{Child, Command, Output};
 
 fn iopath(args: &[&str], dir: &std::path::Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_iopath"))
@@ -94,49 +96,24 @@ fn what_is_missing_is_said() {
         assert!(!out.status.success(), "{args:?} was accepted");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let e = said(&["launch", "--preset", "spider-cluster"]);
+    let launch =
+        |extra: &[&str]| said(&[&["launch", "--preset", "spider-cluster"][..], extra].concat());
+    let e = launch(&[]);
     assert!(
         e.contains("SLURM_JOB_NODELIST") && e.contains("--hostfile"),
         "{e}"
     );
-    let e = said(&[
-        "launch",
-        "--preset",
-        "spider-cluster",
-        "--hostfile",
-        "hosts",
-    ]);
+    let e = launch(&["--hostfile", "hosts"]);
     assert!(e.contains("--exec 'ssh {host}'"), "{e}");
-    let e = said(&[
-        "launch",
-        "--preset",
-        "spider-cluster",
-        "--hostfile",
-        "hosts",
-        "--exec",
-        "ssh",
-        "--print",
-    ]);
+    let e = launch(&["--hostfile", "hosts", "--exec", "ssh", "--print"]);
     assert!(e.contains("{host}"), "{e}");
     // The preset's own subnets are not these hosts': the router is named, and its host.
-    let e = said(&[
-        "launch",
-        "--preset",
-        "spider-cluster",
-        "--hostfile",
-        "hosts",
-        "--exec",
-        "ssh {host}",
-        "--print",
-    ]);
+    let e = launch(&["--hostfile", "hosts", "--exec", "ssh {host}", "--print"]);
     assert!(
         e.contains("c0") && e.contains("login") && e.contains("10.231.1.0/24"),
         "{e}"
     );
-    let e = said(&[
-        "launch",
-        "--preset",
-        "spider-cluster",
+    let e = launch(&[
         "--hostfile",
         "hosts",
         "--exec",
@@ -159,14 +136,31 @@ fn what_is_missing_is_said() {
     );
 }
 
-/// `GET path` from `addr`, HTTP/1.0: the body.
-fn get(addr: &str, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text.split_once("\r\n\r\n").unwrap().1.to_owned()
+/// A running `iopath launch`; dropped, told to stop (SIGTERM) and waited for, so no node
+/// outlives a test that failed.
+struct Running(Option<Child>);
+
+impl Running {
+    /// SIGTERM and the exit status's success.
+    fn stop(mut self) -> bool {
+        let child = self.0.take().unwrap();
+        terminate(child)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            terminate(child);
+        }
+    }
+}
+
+fn terminate(mut child: Child) -> bool {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    child.wait().is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -174,7 +168,7 @@ fn launch_web_follows_every_server_node_from_its_metrics() {
     use std::io::{BufRead, BufReader};
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("hosts"), "here 127.0.0.1\n").unwrap();
-    let mut launch = Command::new(env!("CARGO_BIN_EXE_iopath"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iopath"))
         .args([
             "launch",
             "--preset",
@@ -197,13 +191,21 @@ fn launch_web_follows_every_server_node_from_its_metrics() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(launch.stdout.take().unwrap()).lines();
-    // Bounded by what launch prints: its table, then the address (it fails or prints it).
+    let stdout = child.stdout.take().unwrap();
+    let launch = Running(Some(child));
+    // Its lines through a thread, so a launch that hangs fails the test instead of holding it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let url = loop {
-        let line = lines
-            .next()
-            .expect("launch ended before its live view")
-            .unwrap();
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("launch printed no live view address within 60 s");
         if let Some(url) = line.strip_prefix("live view: ") {
             break url.to_owned();
         }
@@ -212,10 +214,11 @@ fn launch_web_follows_every_server_node_from_its_metrics() {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_owned();
-    let page = get(&addr, "/");
-    assert!(page.contains("<svg") || page.contains("<html"), "{page}");
-    let state =
-        |at: &str| -> serde_json::Value { serde_json::from_str(&get(at, "/state.json")).unwrap() };
+    let page = common::http_get(&addr, "/");
+    assert!(page.contains("<html"), "{page}");
+    let state = |at: &str| -> serde_json::Value {
+        serde_json::from_str(&common::http_get(at, "/state.json")).unwrap()
+    };
     // The sampler reads every second; the first reading may precede the first sample.
     let mut read = Vec::new();
     for _ in 0..20 {
@@ -236,8 +239,8 @@ fn launch_web_follows_every_server_node_from_its_metrics() {
     // clients, which run in the application, not.
     assert_eq!(read.len(), 7, "read: {read:?}");
     assert!(read.iter().all(|n| !n.starts_with('c')), "{read:?}");
-    let _ = Command::new("kill")
-        .args(["-TERM", &launch.id().to_string()])
-        .status();
-    assert!(launch.wait().unwrap().success());
+    assert!(
+        launch.stop(),
+        "launch stopped every node cleanly on SIGTERM"
+    );
 }

@@ -10,8 +10,8 @@
 mod common;
 use common::{iopath, lctl};
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -81,29 +81,13 @@ fn number(dom: &str, node: &str, name: &str) -> u64 {
 
 /// `GET path` from the live view: the body.
 fn get(addr: SocketAddr, path: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
-    body.to_owned()
+    common::http_get(&addr.to_string(), path)
 }
 
 /// A node's payload bytes sent and received, as its admin service's `stats` says.
 fn node_bytes(admin: &str) -> u64 {
     let stats = lctl(admin, &["get_param", "-n", "stats"]);
-    let value = |key: &str| -> u64 {
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in stats: {stats}"))
-    };
-    value("send_length ") + value("recv_length ")
+    common::stat(&stats, "send_length") + common::stat(&stats, "recv_length")
 }
 
 /// The credit-stall lab's stack (docs/labs/live.md): spider-mini-routed with two large

@@ -68,16 +68,7 @@ nids = {{ mesh0 = 1 }}
 
 /// A tool the tests need, or a loud failure naming it and who installs it.
 fn require(tool: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(
-        found,
-        "{tool} is not installed: scripts/test installs it (apt-get install fuse3 fio)"
-    );
+    common::require_tool(tool, "fuse3 fio");
     assert!(
         Path::new("/dev/fuse").exists(),
         "/dev/fuse is missing: this machine cannot mount FUSE file systems"

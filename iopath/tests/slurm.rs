@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -25,16 +27,7 @@ struct Slurm {
 /// Fails loudly where Slurm is not installed.
 fn require_slurm() {
     for tool in ["slurmctld", "slurmd", "sbatch", "munged", "scontrol"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {tool}")])
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(
-            found,
-            "{tool} is not installed: scripts/test installs slurm-wlm and munge with apt-get"
-        );
+        common::require_tool(tool, "slurm-wlm munge");
     }
     assert!(
         Path::new("/etc/munge/munge.key").exists(),
@@ -174,8 +167,9 @@ impl Drop for Slurm {
 
 #[test]
 fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back() {
-    let cluster = Cluster::new(233).unwrap();
+    // Declared first, dropped last: Slurm and the nodes are gone before their files.
     let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(233).unwrap();
     let slurm = Slurm::start(&cluster, &dir.path().join("slurm"));
     // Slurm knows one address per node (the management one); the hostfile gives each node's
     // addresses on the stack's subnets, and srun still starts the steps.

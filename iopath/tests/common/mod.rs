@@ -289,3 +289,47 @@ pub fn node_pid(storage: &Path, name: &str) -> Option<u32> {
     }
     None
 }
+
+/// A tool the tests need, or a loud failure naming it and the packages `scripts/test`
+/// installs it from.
+pub fn require_tool(tool: &str, packages: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(
+        found,
+        "{tool} is not installed: scripts/test installs it (apt-get install {packages})"
+    );
+}
+
+/// A counter's value in a node's `lctl get_param -n stats` (`recv_length 123`).
+pub fn stat(stats: &str, name: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {stats}"))
+}
+
+/// How long an HTTP answer from a node or the live view may take.
+pub const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `GET path` from `addr` (HTTP/1.1, the connection closed after): the body of a 200.
+pub fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(HTTP_TIMEOUT)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{path}: {head}");
+    body.to_owned()
+}
