@@ -53,8 +53,11 @@ fn check_pairs(request: &TracedRequest) {
                 hop.peer.as_ref(),
                 "a send arrives at its next hop"
             );
-            // No earlier than the send: traced_request pairs only later arrivals (its unit
-            // test shows an earlier one left unpaired).
+            // No earlier than the send (one host's clock).
+            assert!(
+                j > i && arrival.at_us >= hop.at_us,
+                "arrival {j} before send {i}"
+            );
         }
         if hop.what == "arrive" {
             assert!(
