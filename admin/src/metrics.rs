@@ -132,9 +132,20 @@ pub async fn serve(
     .await
 }
 
-/// `GET /metrics` at `addr`: the text, at most `bytes_max` bytes of it (a longer answer is an
-/// error). What a reader of a node's counters (the live view, `bench monitoring`) calls.
-pub async fn fetch(addr: SocketAddr, bytes_max: usize) -> Result<String, String> {
+/// `GET /metrics` at `addr`: the text, at most `bytes_max` bytes of it and within `timeout`
+/// (a longer or later answer is an error: the node is the peer here). What a reader of a
+/// node's counters (the live view, `bench monitoring`) calls.
+pub async fn fetch(
+    addr: SocketAddr,
+    bytes_max: usize,
+    timeout: std::time::Duration,
+) -> Result<String, String> {
+    tokio::time::timeout(timeout, fetch_unbounded(addr, bytes_max))
+        .await
+        .map_err(|_| format!("http://{addr}/metrics took over {timeout:?}"))?
+}
+
+async fn fetch_unbounded(addr: SocketAddr, bytes_max: usize) -> Result<String, String> {
     let failed = |e: &dyn std::fmt::Display| format!("read http://{addr}/metrics: {e}");
     let stream = tokio::net::TcpStream::connect(addr)
         .await
@@ -157,7 +168,7 @@ pub async fn fetch(addr: SocketAddr, bytes_max: usize) -> Result<String, String>
             .await
             .map_err(|e| failed(&e))?
             .to_bytes();
-        String::from_utf8(body.to_vec()).map_err(|e| failed(&e))
+        String::from_utf8(Vec::from(body)).map_err(|e| failed(&e))
     }
     .await;
     connection.abort();

@@ -934,7 +934,9 @@ impl Deliver for NodeInner {
                 .recv_bytes
                 .fetch_add(u64::from(message.header.payload_len), Ordering::Relaxed);
         }
-        if !self.is_local(&message.header.target) {
+        // Most messages are for the interface they came in on: one look, not a scan.
+        let target = message.header.target;
+        if target != via && !self.is_local(&target) {
             match grant.hold {
                 Some(buffer) => {
                     if let Some(id) = TraceId::of(&message.header) {

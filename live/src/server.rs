@@ -159,12 +159,9 @@ async fn read(source: &Source) -> Result<Reading, String> {
         Source::Unread(why) => return Err(why.clone()),
         Source::Registry(registry) => iopath_admin::metrics::render(registry)
             .map_err(|_| "a collector failed to encode".to_owned())?,
-        Source::Scrape(addr) => tokio::time::timeout(
-            READ_TIMEOUT,
-            iopath_admin::metrics::fetch(*addr, READ_BYTES_MAX),
-        )
-        .await
-        .map_err(|_| format!("http://{addr}/metrics took over {READ_TIMEOUT:?}"))??,
+        Source::Scrape(addr) => {
+            iopath_admin::metrics::fetch(*addr, READ_BYTES_MAX, READ_TIMEOUT).await?
+        }
     };
     Reading::parse(&text)
 }
