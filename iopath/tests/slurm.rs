@@ -197,6 +197,8 @@ fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back
          {iopath} bench ior --attach stack.toml -w -r -F -t 1m -b 16m --dir {job}\n\
          {iopath} lfs --stack stack.toml df\n\
          kill $launch; wait $launch\n\
+         {iopath} launch --preset spider-cluster --subnet compute={management} \
+         --subnet storage={management} --print --out printed.toml > printed.out\n\
          echo job done\n",
         out = job.join("job.out").display(),
         job = job.display(),
@@ -262,5 +264,15 @@ fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back
     assert!(
         out.contains("stopped\njob done"),
         "launch stopped every node: {out}"
+    );
+    // Without a hostfile, launch reads the job's hosts from Slurm itself (its node list and
+    // each node's NodeAddr): every network on the management subnet, the commands are srun
+    // steps on the nodes Slurm names.
+    let printed = std::fs::read_to_string(job.join("printed.out")).unwrap();
+    assert!(printed.contains("the Slurm job's node list"), "{printed}");
+    assert!(
+        printed.lines().any(|l| l.contains("--nodelist=n1")
+            && l.contains(&format!("--admin {}:0", cluster.addr(MANAGEMENT, 1)))),
+        "{printed}"
     );
 }

@@ -144,11 +144,16 @@ impl Hosts {
             )
         })?;
         let names = scontrol(&["show", "hostnames", &list])?;
+        // Every node's record in one call (not one process per host): `NodeName=... NodeAddr=...`.
+        let records = scontrol(&["show", "node", "--oneliner"])?;
+        let node_addr: std::collections::HashMap<&str, &str> = records
+            .lines()
+            .filter_map(|r| Some((field(r, "NodeName")?, field(r, "NodeAddr")?)))
+            .collect();
         let mut hosts = Vec::new();
         for name in names.split_whitespace().take(HOSTS_MAX) {
             let mut addrs = Vec::new();
-            let node = scontrol(&["show", "node", "--oneliner", name])?;
-            if let Some(addr) = field(&node, "NodeAddr") {
+            if let Some(addr) = node_addr.get(name) {
                 addrs.extend(Host::named(addr).addresses().unwrap_or_default());
             }
             if let Ok(more) = Host::named(name).addresses() {
