@@ -201,13 +201,7 @@ pub async fn run(
             why: format!("{} has no client node to trace from", stack.origin),
         });
     }
-    let mode = if config.attach.is_some() {
-        Mode::Attached
-    } else if config.processes {
-        Mode::Processes
-    } else {
-        Mode::Embedded
-    };
+    let mode = Mode::of(config.attach.is_some(), config.processes);
     let storage = StorageDir::temporary("trace", config.dir.as_deref())?;
     let _ = writeln!(
         progress,

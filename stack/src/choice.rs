@@ -20,6 +20,15 @@ pub struct StackChoice {
 }
 
 impl StackChoice {
+    /// The stack `iopath launch` wrote to `attach`, if given (`--attach FILE`); else the
+    /// chosen one.
+    pub fn load_or_attached(&self, attach: Option<&std::path::Path>) -> Result<Stack, StackError> {
+        match attach {
+            Some(file) => Stack::load(file),
+            None => self.load(),
+        }
+    }
+
     /// Reads and checks the chosen stack.
     pub fn load(&self) -> Result<Stack, StackError> {
         let (mut file, origin) = match (&self.preset, &self.stack) {

@@ -116,10 +116,7 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
             why: format!("must be {SIZE_MIN_BYTES} bytes to {SIZE_MAX_BYTES} bytes"),
         });
     }
-    let stack = match &args.attach {
-        Some(file) => Stack::load(file)?,
-        None => args.choice.load()?,
-    };
+    let stack = args.choice.load_or_attached(args.attach.as_deref())?;
     let clients_count = stack.nodes_of(RoleName::Client).len();
     if clients_count == 0 {
         return Err(StackError::BadOption {
@@ -127,13 +124,7 @@ pub async fn run(args: &DemoConfig, out: &mut dyn Write) -> Result<DemoReport, S
             why: format!("{} has no client nodes to run the demo on", stack.origin),
         });
     }
-    let mode = if args.attach.is_some() {
-        Mode::Attached
-    } else if args.processes {
-        Mode::Processes
-    } else {
-        Mode::Embedded
-    };
+    let mode = Mode::of(args.attach.is_some(), args.processes);
     say!(out, "iopath demo: {} ({})", stack.name, stack.description);
     say!(out, "mode: {}", mode.describe());
     let storage = StorageDir::temporary("demo", args.dir.as_deref())?;

@@ -66,10 +66,7 @@ pub async fn measure(
     let first = tests.first().ok_or_else(|| BenchError::Refused {
         why: "no test to run".into(),
     })?;
-    let stack = match &args.attach {
-        Some(file) => Stack::load(file)?,
-        None => args.choice.load()?,
-    };
+    let stack = args.choice.load_or_attached(args.attach.as_deref())?;
     let client_nodes = stack.nodes_of(RoleName::Client).len() as u32;
     if client_nodes == 0 {
         return Err(BenchError::BadOption {
@@ -156,13 +153,7 @@ async fn measure_on(
     progress: Progress,
     launcher: Option<&Launcher>,
 ) -> Result<IorOutcome, BenchError> {
-    let mode = if args.attach.is_some() {
-        Mode::Attached
-    } else if args.processes {
-        Mode::Processes
-    } else {
-        Mode::Embedded
-    };
+    let mode = Mode::of(args.attach.is_some(), args.processes);
     let parent: PathBuf = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let storage = StorageDir::temporary("bench-ior", Some(&parent))?;
     note(

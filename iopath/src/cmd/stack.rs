@@ -123,7 +123,7 @@ pub struct DemoArgs {
     /// Crash this storage server after the striped write, before its journal commits (with
     /// --processes: SIGKILL), and start it again on its disk: the writer replays what it kept,
     /// and the read back shows nothing was lost.
-    #[arg(long, value_name = "OSS")]
+    #[arg(long, value_name = "OSS", conflicts_with = "attach")]
     crash: Option<String>,
     /// Directory for the stack's storage (a temporary directory inside it, removed at the
     /// end). Default: the system's temporary directory.

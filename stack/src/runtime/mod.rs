@@ -42,6 +42,18 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The mode a command's flags ask for: attached to a launched stack (`--attach FILE`), a
+    /// process per server node (`--processes`), or every node in this process.
+    pub fn of(attach: bool, processes: bool) -> Mode {
+        if attach {
+            Mode::Attached
+        } else if processes {
+            Mode::Processes
+        } else {
+            Mode::Embedded
+        }
+    }
+
     /// The mode in words, for output.
     pub fn describe(self) -> &'static str {
         match self {
