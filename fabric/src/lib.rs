@@ -73,6 +73,7 @@ pub mod routing;
 pub mod rpc;
 pub mod rpc_stats;
 pub mod status;
+pub mod torus;
 pub mod trace;
 pub mod units;
 

@@ -22,6 +22,7 @@ use crate::gate::{CreditGate, CreditSnapshot};
 use crate::link::{Link, LinkModel};
 use crate::lnd::{Lnd, LndCounters, SendTicket};
 use crate::nid::Nid;
+use crate::torus::TorusNetwork;
 
 /// Message and byte counters of an interface.
 #[derive(Debug, Default)]
@@ -38,6 +39,19 @@ pub struct NiCounters {
     pub drop_count: AtomicU64,
 }
 
+/// What a send's credits were, for a trace: how long it queued for them, and the counts of
+/// the peer's and the interface's pools right after it asked for each (negative by the sends
+/// queued, itself among them), as `lnetctl peer show` and `net show` read at that moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendCredits {
+    /// The time it queued for its peer and interface credits, summed.
+    pub waited: std::time::Duration,
+    /// The peer pool's count it left (LNet's peer `tx`).
+    pub peer_credits: i64,
+    /// The interface pool's count it left (LNet's NI `tx`).
+    pub ni_credits: i64,
+}
+
 /// One network interface of a node.
 pub struct Ni {
     nid: Nid,
@@ -48,9 +62,26 @@ pub struct Ni {
     peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
     fault: Option<Arc<dyn FaultHook>>,
     /// The modeled wire, if the network has a model.
-    link: Option<Link>,
+    wire: Option<Wire>,
     /// Traffic counters.
     pub counters: NiCounters,
+}
+
+/// What an interface's sends cross before the LND gets them.
+enum Wire {
+    /// Its own sending side, modeled ([`crate::link`]).
+    Link(Link),
+    /// The torus, hop by hop ([`crate::torus`]).
+    Torus(TorusNetwork),
+}
+
+/// An interface's modeled wire: its own link, or the torus its network models.
+#[derive(Debug, Clone)]
+pub enum WireModel {
+    /// A link of its own.
+    Link(LinkModel),
+    /// The shared torus.
+    Torus(TorusNetwork),
 }
 
 /// Most peers [`Ni::link_down`] asks the kernel about: an interface is down only if none of
@@ -78,17 +109,20 @@ pub struct NiCredits {
 }
 
 impl Ni {
-    /// An interface at `nid` sending through `lnd`, over a wire modeled by `link` if given.
+    /// An interface at `nid` sending through `lnd`, over a wire modeled by `wire` if given.
     pub fn new(
         nid: Nid,
         lnd: Arc<dyn Lnd>,
         credits: NiCredits,
         fault: Option<Arc<dyn FaultHook>>,
-        link: Option<LinkModel>,
+        wire: Option<WireModel>,
     ) -> Ni {
         Ni {
             nid,
-            link: link.map(|model| Link::new(model, Arc::clone(&lnd))),
+            wire: wire.map(|model| match model {
+                WireModel::Link(model) => Wire::Link(Link::new(model, Arc::clone(&lnd))),
+                WireModel::Torus(torus) => Wire::Torus(torus),
+            }),
             lnd,
             credits: CreditGate::new(credits.credits_max),
             peer_credits_max: credits.peer_credits_max,
@@ -121,21 +155,25 @@ impl Ni {
     }
 
     /// Sends `message` to `next_hop` under credits. Returns once the LND has the message,
-    /// with the time it queued for its peer and interface credits; `notify`, if given, hears
-    /// whether it left.
+    /// with what its credits were (the time it queued, the counts it left); `notify`, if
+    /// given, hears whether it left.
     pub async fn send(
         &self,
         next_hop: Nid,
         mut message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
-    ) -> Result<std::time::Duration, FabricError> {
+    ) -> Result<SendCredits, FabricError> {
         let peer = next_hop;
         let peer_gate = self.peer_gate(peer)?;
         // Back-pressure lives here: a sender with no credit waits, and the credit counts go
         // negative by the length of the queue.
         let peer_credit = peer_gate.acquire().await;
         let ni_credit = self.credits.acquire().await;
-        let waited = peer_credit.waited() + ni_credit.waited();
+        let taken = SendCredits {
+            waited: peer_credit.waited() + ni_credit.waited(),
+            peer_credits: peer_credit.credits_left(),
+            ni_credits: ni_credit.credits_left(),
+        };
         let ticket = SendTicket::new(peer_credit, ni_credit, notify);
         self.counters.send_count.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -170,28 +208,34 @@ impl Ni {
                 });
             }
         }
-        Ok(waited)
+        Ok(taken)
     }
 
     /// Hands `message` to the LND, over the modeled wire if there is one.
     fn transmit(&self, next_hop: Nid, message: Message, ticket: SendTicket) {
-        match &self.link {
-            Some(link) => link.send(next_hop, message, ticket),
+        match &self.wire {
+            Some(Wire::Link(link)) => link.send(next_hop, message, ticket),
+            Some(Wire::Torus(torus)) => {
+                torus.send(self.nid, next_hop, message, ticket, Arc::clone(&self.lnd));
+            }
             None => self.lnd.send(next_hop, message, ticket),
         }
     }
 
     /// Messages that queued for the modeled wire, and their time queued (zero without one).
+    /// On a torus, the packets that waited for the node's injection port.
     pub fn link_waits(&self) -> (u64, std::time::Duration) {
-        self.link
-            .as_ref()
-            .map_or((0, std::time::Duration::ZERO), |l| {
+        match &self.wire {
+            Some(Wire::Link(l)) => {
                 let c = l.counters();
                 (
                     c.waits.load(Ordering::Relaxed),
                     std::time::Duration::from_nanos(c.waited_ns.load(Ordering::Relaxed)),
                 )
-            })
+            }
+            Some(Wire::Torus(torus)) => torus.injection_waits(self.nid),
+            None => (0, std::time::Duration::ZERO),
+        }
     }
 
     /// Counters of the interface's own pool (LNet `nis`).

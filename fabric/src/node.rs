@@ -33,13 +33,14 @@ use crate::lnd::mem::MemNetwork;
 use crate::lnd::tcp::{BoundTcp, TcpLnd, TcpSettings};
 use crate::lnd::tcp::{POOLED_PAYLOAD_MIN_BYTES, RECEIVE_POOL_KEPT_BYTES_MAX};
 use crate::lnd::{Admit, Deliver, Grant, Hold, Lnd};
-use crate::ni::{Ni, NiCredits};
+use crate::ni::{Ni, NiCredits, SendCredits, WireModel};
 use crate::nid::{NID_WIRE_BYTES, NetId, Nid};
 use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
 use crate::router::{RouterBuffers, RouterConfig};
 use crate::routing::{RouteSpec, RouteTable};
 use crate::rpc_stats::RpcStats;
+use crate::torus::TorusNetwork;
 use crate::trace::{self, Step, TraceId, TraceLog};
 
 /// One interface to bring up.
@@ -75,6 +76,9 @@ pub struct NodeConfig {
     /// Modeled links, by network: each interface on one of these networks sends over a wire
     /// of that model (see [`crate::link`]).
     pub links: Vec<(NetId, LinkModel)>,
+    /// Modeled tori, by network: an interface on one of these crosses it hop by hop (see
+    /// [`crate::torus`]), whatever `links` says for the network.
+    pub tori: Vec<(NetId, TorusNetwork)>,
 }
 
 /// What takes the requests (PUTs) that arrive on one service portal. The RPC layer attaches one
@@ -274,17 +278,20 @@ impl Node {
                     why: "a node has one interface per network".into(),
                 });
             }
-            let link = config
-                .links
-                .iter()
-                .find(|(net, _)| *net == nid.net)
-                .map(|(_, model)| *model);
+            let wire = match config.tori.iter().find(|(net, _)| *net == nid.net) {
+                Some((_, torus)) => Some(WireModel::Torus(torus.clone())),
+                None => config
+                    .links
+                    .iter()
+                    .find(|(net, _)| *net == nid.net)
+                    .map(|(_, model)| WireModel::Link(*model)),
+            };
             nis.push(Arc::new(Ni::new(
                 nid,
                 lnd,
                 credits,
                 config.fault.clone(),
-                link,
+                wire,
             )));
         }
         let _ = inner.nis.set(nis);
@@ -497,20 +504,20 @@ impl NodeInner {
             message.header.trace = id.0;
         }
         let traced = TraceId::of(&message.header)
-            .map(|id| (id, SendTrace::before(&ni, next_hop, &message.header)));
+            .map(|id| (id, SendTrace::before(next_hop, &message.header)));
         if next_hop == message.header.target {
-            let waited = ni.send(next_hop, message, notify).await?;
+            let taken = ni.send(next_hop, message, notify).await?;
             if let Some((id, before)) = traced {
-                before.record(&self.trace, id, waited);
+                before.record(&self.trace, id, taken);
             }
             return Ok(());
         }
         // Routed: a send that fails marks the gateway down at once, so the resend that
         // follows takes another route rather than waiting for the next ping to notice.
         let (sent_tx, sent_rx) = oneshot::channel();
-        let waited = ni.send(next_hop, message, Some(sent_tx)).await?;
+        let taken = ni.send(next_hop, message, Some(sent_tx)).await?;
         if let Some((id, before)) = traced {
-            before.record(&self.trace, id, waited);
+            before.record(&self.trace, id, taken);
         }
         let me = self.me.clone();
         tokio::spawn(async move {
@@ -1052,45 +1059,39 @@ pub(crate) fn describe_frame(header: &Header) -> String {
     }
 }
 
-/// The credits a traced send is about to take, seen before it waits for them.
+/// A traced send, described before it waits for its credits.
 struct SendTrace {
     peer: Nid,
     frame: String,
     detail: String,
-    /// Peer and interface credits left once this send has taken its own: negative by the
-    /// sends queued ahead of it.
-    credits: Vec<(String, i64)>,
     /// When the send began ([`trace::now_ns`]), before any wait for credits.
     at_ns: u64,
 }
 
 impl SendTrace {
-    fn before(ni: &Ni, next_hop: Nid, header: &Header) -> SendTrace {
-        let peer_credits = ni
-            .peer_snapshot(&next_hop)
-            .map_or(i64::from(ni.peer_credits_max()), |s| s.credits);
-        let ni_credits = ni.credits().credits;
+    fn before(next_hop: Nid, header: &Header) -> SendTrace {
         SendTrace {
             peer: next_hop,
             frame: trace::frame_key(header),
             detail: describe_frame(header),
-            credits: vec![
-                ("peer".to_owned(), peer_credits - 1),
-                ("ni".to_owned(), ni_credits - 1),
-            ],
             at_ns: trace::now_ns(),
         }
     }
 
     /// Records the send, at the time it began (an in-memory network may deliver it before
     /// `send` returns, so the time is taken before), once the interface has taken it: with
-    /// the time it queued for its credits, as the credit gates measured it.
-    fn record(self, log: &TraceLog, id: TraceId, waited: std::time::Duration) {
+    /// the counts its peer and interface credits left when it asked for them (read under the
+    /// pools' locks, so values the node's own `peers` and `nis` views held at that moment)
+    /// and the time it queued for them, as the credit gates measured it.
+    fn record(self, log: &TraceLog, id: TraceId, taken: SendCredits) {
         let mut step = Step::new("lnet", "send", self.detail);
         step.frame = Some(self.frame);
         step.peer = Some(self.peer);
-        step.credits = self.credits;
-        step.waited_ns = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        step.credits = vec![
+            ("peer".to_owned(), taken.peer_credits),
+            ("ni".to_owned(), taken.ni_credits),
+        ];
+        step.waited_ns = u64::try_from(taken.waited.as_nanos()).unwrap_or(u64::MAX);
         log.record_at(id, self.at_ns, step);
     }
 }

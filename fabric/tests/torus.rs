@@ -1,0 +1,159 @@
+//! A modeled torus: messages cross the dimension-order route hop by hop, each directed link
+//! a server of its own bandwidth, arbitrating round-robin between its input ports. The rates
+//! are far below what this host does, so what is measured is the model, not the host.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iopath_fabric::torus::{PACKET_BYTES_DEFAULT, TorusModel, TorusNetwork, TorusNode};
+use iopath_fabric::{ChecksumKind, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_topology::{Coord, Torus};
+
+const MIB: u64 = 1 << 20;
+/// Modeled link bandwidth, and the time scale: 40 MB/s here.
+const LINK_BYTES_S: f64 = 640e6;
+const TIME_SCALE: f64 = 16.0;
+
+fn host_rate() -> f64 {
+    LINK_BYTES_S / TIME_SCALE
+}
+
+/// A node at each of `xs` on a 16-node ring (the X axis of a 16x1x1 torus), their NIC as
+/// fast as a link; returns them in the order given, with the torus.
+async fn ring(xs: &[u32]) -> (Vec<Node>, TorusNetwork) {
+    let network = MemNetwork::new();
+    let nodes: Vec<TorusNode> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| TorusNode {
+            nid: Nid::mem(i as u32 + 1, 0),
+            coord: Coord::new(x, 0, 0),
+            nic_bandwidth_bytes_s: LINK_BYTES_S,
+        })
+        .collect();
+    let torus = TorusNetwork::start(TorusModel {
+        torus: Torus::new(16, 1, 1).unwrap(),
+        link_bandwidth_bytes_s: LINK_BYTES_S,
+        hop_latency: Duration::from_micros(1),
+        time_scale: TIME_SCALE,
+        packet_bytes: PACKET_BYTES_DEFAULT,
+        nodes: nodes.clone(),
+    });
+    let mut started = Vec::new();
+    for node in &nodes {
+        started.push(
+            Node::start(NodeConfig {
+                interfaces: vec![Interface::Mem {
+                    nid: node.nid,
+                    network: std::sync::Arc::clone(&network),
+                }],
+                tori: vec![(node.nid.net, torus.clone())],
+                ..NodeConfig::default()
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    (started, torus)
+}
+
+/// `receiver` pulls `bytes` from `sender`: the data crosses the torus from the sender to the
+/// receiver. Returns the seconds it took.
+async fn pull(sender: &Node, receiver: &Node, bytes: u64) -> f64 {
+    let data = Bytes::from(vec![7u8; bytes as usize]);
+    let region = sender.regions().register_source(data).unwrap();
+    let desc = region.describe(0, bytes, ChecksumKind::Crc32).unwrap();
+    let started = Instant::now();
+    let got = receiver.bulk_get(&desc).await.unwrap();
+    assert_eq!(got.len() as u64, bytes);
+    started.elapsed().as_secs_f64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_flow_over_five_hops_gets_the_link_bandwidth() {
+    let (nodes, torus) = ring(&[0, 5]).await;
+    let bytes = 32 * MIB;
+    let seconds = pull(&nodes[0], &nodes[1], bytes).await;
+    let expected = bytes as f64 / host_rate();
+    let ratio = seconds / expected;
+    println!("5 hops: {seconds:.3} s, the link alone {expected:.3} s ({ratio:.3})");
+    assert!(
+        (0.95..1.05).contains(&ratio),
+        "{seconds:.3} s over 5 hops; a link alone takes {expected:.3} s"
+    );
+    // The data crossed exactly the five + links between them.
+    let loads = torus.link_loads();
+    let carried: Vec<_> = loads.iter().filter(|l| l.bytes >= bytes).collect();
+    assert_eq!(carried.len(), 5, "{carried:?}");
+    for l in carried {
+        assert!(l.link.direction.is_plus() && l.link.from.x < 5, "{l:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_flows_sharing_a_link_get_half_each() {
+    // x=0 -> x=3 and x=1 -> x=3 share the links (1,2) and (2,3); at x=1 the link's two
+    // inputs are the first flow, arriving, and the second, injected: half each.
+    let (nodes, _torus) = ring(&[0, 1, 3]).await;
+    let bytes = 16 * MIB;
+    let alone = bytes as f64 / host_rate();
+    let (a, b) = tokio::join!(
+        pull(&nodes[0], &nodes[2], bytes),
+        pull(&nodes[1], &nodes[2], bytes)
+    );
+    for (flow, seconds) in [("from x=0", a), ("from x=1", b)] {
+        let ratio = seconds / (2.0 * alone);
+        println!(
+            "{flow}: {seconds:.3} s against {:.3} s ({ratio:.3})",
+            2.0 * alone
+        );
+        assert!(
+            (0.9..1.1).contains(&ratio),
+            "the flow {flow} took {seconds:.3} s; half the link would take {:.3} s",
+            2.0 * alone
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_senders_into_one_link_gets_geometric_shares() {
+    // Four senders in a line (x=0..3) into a sink at x=4: at each router the link on
+    // serves its two inputs in turn, so the sender next to the sink gets half the last link,
+    // the next a quarter, the last two an eighth each (000 §4: the first node B/2, the next
+    // B/4, ...). Each pulls bytes in proportion to the share it should get, so with
+    // geometric shares all four finish together, in the time the last link needs for them.
+    let (nodes, _torus) = ring(&[0, 1, 2, 3, 4]).await;
+    let sink = &nodes[4];
+    let shares = [0.125, 0.125, 0.25, 0.5];
+    let unit = 32 * MIB;
+    let sizes: Vec<u64> = shares.iter().map(|s| (unit as f64 * s) as u64).collect();
+    let (t0, t1, t2, t3) = tokio::join!(
+        pull(&nodes[0], sink, sizes[0]),
+        pull(&nodes[1], sink, sizes[1]),
+        pull(&nodes[2], sink, sizes[2]),
+        pull(&nodes[3], sink, sizes[3]),
+    );
+    let together = unit as f64 / host_rate();
+    let mut rates = Vec::new();
+    for (x, (seconds, bytes)) in [t0, t1, t2, t3].into_iter().zip(&sizes).enumerate() {
+        let share = *bytes as f64 / seconds / host_rate();
+        println!(
+            "x={x}: {bytes} bytes in {seconds:.3} s: {share:.3} of the link (geometric: {})",
+            shares[x]
+        );
+        rates.push(share);
+        assert!(
+            (0.85..1.15).contains(&(seconds / together)),
+            "x={x} took {seconds:.3} s; with geometric shares all four take {together:.3} s"
+        );
+    }
+    // Shares as the chain gives them, not equal ones: the nearest gets four times the farthest.
+    assert!(
+        rates[3] / rates[0] > 3.0,
+        "the sender next to the sink got {:.3}, the farthest {:.3}",
+        rates[3],
+        rates[0]
+    );
+}
