@@ -33,12 +33,22 @@ pub struct Credit {
     gate: Arc<CreditGate>,
     /// How long its taker queued for it (zero when one was free).
     waited: Duration,
+    /// The pool's count right after its taker asked: negative by the takers queued, itself
+    /// among them, had it to queue.
+    credits_left: i64,
 }
 
 impl Credit {
     /// How long its taker queued for it: zero when one was free.
     pub fn waited(&self) -> Duration {
         self.waited
+    }
+
+    /// The pool's count right after its taker asked for it, as LNet's `tx` column showed it
+    /// at that moment: negative by the takers queued, itself among them, had it to queue. A
+    /// value the pool really held, so never below its `min`.
+    pub fn credits_left(&self) -> i64 {
+        self.credits_left
     }
 }
 
@@ -86,11 +96,18 @@ impl CreditGate {
     /// Takes a credit, waiting in arrival order if none is free.
     pub async fn acquire(self: &Arc<Self>) -> Credit {
         let (granted_tx, granted_rx) = oneshot::channel();
-        let id = match self.lock().acquire(granted_tx) {
+        // The count is read under the same lock as the acquisition: the one this taker left.
+        let (outcome, credits_left) = {
+            let mut pool = self.lock();
+            let outcome = pool.acquire(granted_tx);
+            (outcome, pool.credits())
+        };
+        let id = match outcome {
             Acquire::Granted(_) => {
                 return Credit {
                     gate: Arc::clone(self),
                     waited: Duration::ZERO,
+                    credits_left,
                 };
             }
             Acquire::Queued(id) => id,
@@ -113,14 +130,17 @@ impl CreditGate {
         Credit {
             gate: Arc::clone(self),
             waited,
+            credits_left,
         }
     }
 
     /// Takes a credit if one is free, without waiting.
     pub fn try_acquire(self: &Arc<Self>) -> Option<Credit> {
-        self.lock().try_acquire().then(|| Credit {
+        let mut pool = self.lock();
+        pool.try_acquire().then(|| Credit {
             gate: Arc::clone(self),
             waited: Duration::ZERO,
+            credits_left: pool.credits(),
         })
     }
 
@@ -180,6 +200,7 @@ mod tests {
     async fn a_gate_counts_its_waits_and_their_time() {
         let gate = CreditGate::new(1);
         let held = gate.acquire().await;
+        let held_left = held.credits_left();
         assert_eq!(gate.snapshot().waits, 0, "a free credit is no wait");
         let waiter = tokio::spawn({
             let gate = Arc::clone(&gate);
@@ -190,7 +211,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(5)).await;
         drop(held);
         let second = waiter.await.unwrap();
+        // Each credit says the count its taker left: the first took the last, the second
+        // queued, one below zero, and the pool's `min` remembers it.
+        assert_eq!((held_left, second.credits_left()), (0, -1));
         let snapshot = gate.snapshot();
+        assert_eq!(snapshot.credits_min, -1);
         assert_eq!(snapshot.waits, 1);
         assert_eq!(snapshot.waited, Duration::from_millis(5));
         // A waiter that gives up is not counted: it was never granted.
