@@ -32,6 +32,8 @@
 //! - [`region`]: memory registered for bulk, which descriptors name.
 //! - [`link`]: a modeled link: an interface's wire as a server of modeled bandwidth and
 //!   latency, at a time scale.
+//! - [`torus`]: a modeled torus crossed hop by hop: every directed link a server, serving
+//!   its input ports in turn, with back-pressure.
 //! - `health`: the router checker, pinging gateways through a trait the node implements.
 //! - [`ni`]: a network interface: credit gates, the send path, counters.
 //! - [`router`]: router buffers in size classes and per-peer router credits.

@@ -355,7 +355,13 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
             ),
         });
     }
-    let running = RunningNode::start(&stack, index, &[], &args.dir).await?;
+    let running = RunningNode::start(
+        &stack,
+        index,
+        &crate::runtime::SharedNetworks::none(),
+        &args.dir,
+    )
+    .await?;
     let metrics = args
         .metrics
         .map(|addr| (addr, std::sync::Arc::new(running.metrics_registry())));

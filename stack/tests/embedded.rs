@@ -170,3 +170,66 @@ async fn timed_write(stack: iopath_stack::schema::Stack, bytes: usize) -> std::t
     running.stop().await.unwrap();
     took
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_a_torus_crossed_hop_by_hop_takes_its_dimension_order_route() {
+    use iopath_stack::runtime::{Mode, RunningStack};
+    // The MDS at x=3, a client at x=0, the OSS at x=2 on a ring of five routers: the OSS
+    // pulls the write's bytes from the client, so they cross X+ from 0 to 2, and no other
+    // link carries them.
+    let text = "name = \"line\"\n[model]\ntime_scale = 8\n[[networks]]\nname = \"torus0\"\n\
+                torus = [5, 1, 1]\nbandwidth = \"640m\"\nlatency_us = 1\nhop_by_hop = true\n\
+                [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = { torus0 = 1 }\ntorus = [3, 0, 0]\n\
+                [[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = { torus0 = 100 }\ntorus = [0, 0, 0]\n\
+                [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { torus0 = 10 }\ntorus = [2, 0, 0]\n";
+    let stack = iopath_stack::schema::Stack::parse(text, "line.toml").unwrap();
+    // Its nodes in processes of their own would each see a torus of their own: refused.
+    let storage = StorageDir::temporary("test-torus", None).unwrap();
+    let Err(error) = RunningStack::start(stack.clone(), Mode::Processes, storage, None).await
+    else {
+        panic!("a torus crossed hop by hop needs one process");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("torus0 is crossed hop by hop") && error.contains("without --processes"),
+        "{error}"
+    );
+    let storage = StorageDir::temporary("test-torus", None).unwrap();
+    let running = RunningStack::start(stack, Mode::Embedded, storage, None)
+        .await
+        .unwrap();
+    let client = running.connect(running.clients()[0]).await.unwrap();
+    let file = client.create("/f", StripeRequest::INHERIT).await.unwrap();
+    let bytes = 4u64 << 20;
+    let data = Bytes::from(vec![3u8; bytes as usize]);
+    file.write_at(0, data.clone()).await.unwrap();
+    assert_eq!(file.read_at(0, bytes).await.unwrap(), data);
+    file.close().await.unwrap();
+    client.close().await.unwrap();
+    let RunningStack::Embedded(embedded) = &running else {
+        panic!("started embedded");
+    };
+    let loads = embedded.torus(0).unwrap().link_loads();
+    let along_x =
+        |l: &&iopath_fabric::torus::LinkLoad| l.link.direction.axis() == iopath_topology::Axis::X;
+    for load in loads.iter().filter(along_x) {
+        let plus = load.link.direction.is_plus();
+        let x = load.link.from.x;
+        let on_route = plus && x < 2;
+        // Written (pulled 0 -> 2) on the route; read back (2 -> 0, the X- way) off it.
+        if on_route {
+            assert!(load.bytes >= bytes, "{load:?} carried the write");
+        } else if plus {
+            assert!(load.bytes < bytes, "{load:?} is off the write's route");
+        }
+    }
+    let back: u64 = loads
+        .iter()
+        .filter(along_x)
+        .filter(|l| !l.link.direction.is_plus() && (l.link.from.x == 2 || l.link.from.x == 1))
+        .map(|l| l.bytes)
+        .min()
+        .unwrap();
+    assert!(back >= bytes, "the read came back over X- from 2 to 0");
+    running.stop().await.unwrap();
+}

@@ -557,3 +557,67 @@ fn the_file_system_name_defaults_to_iopath_and_is_checked_as_lustre_checks_it() 
         assert_eq!(refused(&named(fsname)), error, "{fsname:?}");
     }
 }
+
+/// A line of four routers (a 4x1x1 torus crossed hop by hop): the MDS, a client, an OSS.
+fn hop_by_hop_text(network: &str, model: &str) -> String {
+    format!(
+        "name = \"line\"\n{model}\n[[networks]]\nname = \"torus0\"\ntorus = [4, 1, 1]\n{network}\n\
+         [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ torus0 = 1 }}\ntorus = [3, 0, 0]\n\
+         [[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = {{ torus0 = 100 }}\ntorus = [0, 0, 0]\n\
+         [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = {{ torus0 = 10 }}\ntorus = [2, 0, 0]\n"
+    )
+}
+
+#[test]
+fn a_torus_crossed_hop_by_hop_is_checked_and_kept() {
+    let link = "bandwidth = \"640m\"\nlatency_us = 1\nhop_by_hop = true";
+    let cases = [
+        (
+            hop_by_hop_text("hop_by_hop = true", ""),
+            "networks[0] (torus0).hop_by_hop",
+        ),
+        (
+            hop_by_hop_text(link, "").replace("torus = [4, 1, 1]\n", ""),
+            "networks[0] (torus0).hop_by_hop",
+        ),
+        (
+            hop_by_hop_text(link, "[model]\ntime_scale = 4").replace("torus = [2, 0, 0]\n", ""),
+            "nodes (oss).torus",
+        ),
+        (
+            // 671 MB/s a link at time scale 1: faster than the model keeps pace with.
+            hop_by_hop_text(link, ""),
+            "use a time_scale of at least 2",
+        ),
+    ];
+    for (text, needle) in cases {
+        let error = refused(&text);
+        assert!(
+            error.contains(needle),
+            "{error:?} should say {needle:?}\n{text}"
+        );
+    }
+    let stack = Stack::parse(
+        &hop_by_hop_text(link, "[model]\ntime_scale = 4"),
+        "line.toml",
+    )
+    .unwrap();
+    assert!(stack.networks[0].hop_by_hop);
+    let model = stack.torus_model(0).unwrap();
+    assert_eq!(model.torus.dims(), [4, 1, 1]);
+    assert_eq!(model.time_scale, 4.0);
+    let coords: Vec<u32> = model.nodes.iter().map(|n| n.coord.x).collect();
+    assert_eq!(coords, [3, 0, 2], "every node at its coordinates");
+    // Hop by hop, the bandwidth is the torus's, not an interface's.
+    assert!(stack.link_model(0).is_some() && stack.modeled().contains("per directed link"));
+    assert!(!stack.modeled().contains("each interface's sending side"));
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.networks, stack.networks);
+    // Without hop_by_hop the same network is an interface link, and no torus is modeled.
+    let plain = Stack::parse(
+        &hop_by_hop_text("bandwidth = \"640m\"", "[model]\ntime_scale = 4"),
+        "plain.toml",
+    )
+    .unwrap();
+    assert!(plain.torus_model(0).is_none());
+}

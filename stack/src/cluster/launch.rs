@@ -236,6 +236,7 @@ impl Launched {
     /// Starts every server node of `placed` with `config`, group by group; on any failure,
     /// stops what started and says which node failed and why.
     pub async fn start(placed: Stack, config: &LaunchConfig) -> Result<Launched, StackError> {
+        placed.check_spread("iopath launch")?;
         let commands = commands(&placed, config)?;
         let text = placed.to_toml();
         let mut launched = Launched {

@@ -14,7 +14,7 @@ use iopath_admin::{AdminHandle, Shutdown};
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
 
-use super::node::{FyodTuning, NodeTuning, RunningNode};
+use super::node::{FyodTuning, NodeTuning, RunningNode, SharedNetworks};
 use super::storage::StorageDir;
 use crate::error::StackError;
 use crate::schema::{RoleName, Stack};
@@ -65,7 +65,7 @@ pub struct EmbeddedStack {
     stack: Stack,
     /// The nodes, by stack index; `None` while crashed.
     nodes: Vec<Option<RunningNode>>,
-    networks: Vec<Arc<MemNetwork>>,
+    networks: SharedNetworks,
     options: EmbeddedOptions,
     /// Each node's admin service, by stack index (when asked for).
     admins: Vec<Option<AdminHandle>>,
@@ -100,8 +100,7 @@ impl EmbeddedStack {
         options: EmbeddedOptions,
     ) -> Result<EmbeddedStack, StackError> {
         let admin = options.admin;
-        let networks: Vec<Arc<MemNetwork>> =
-            stack.networks.iter().map(|_| MemNetwork::new()).collect();
+        let networks = SharedNetworks::embedded(&stack);
         let mut started: Vec<Option<RunningNode>> = (0..stack.nodes.len()).map(|_| None).collect();
         let mut failure = None;
         'roles: for kind in START_ORDER {
@@ -198,7 +197,12 @@ impl EmbeddedStack {
 
     /// The in-memory network of stack network `index`.
     pub fn network(&self, index: usize) -> Option<&Arc<MemNetwork>> {
-        self.networks.get(index)
+        self.networks.mem(index)
+    }
+
+    /// The modeled torus of stack network `index`, if it is crossed hop by hop.
+    pub fn torus(&self, index: usize) -> Option<&iopath_fabric::torus::TorusNetwork> {
+        self.networks.torus(index)
     }
 
     /// The fabric limits every node runs with.

@@ -15,7 +15,7 @@ pub mod processes;
 pub mod storage;
 
 pub use embedded::{EmbeddedOptions, EmbeddedStack};
-pub use node::{FyodTuning, NodeTuning, RunningNode};
+pub use node::{FyodTuning, NodeTuning, RunningNode, SharedNetworks};
 pub use processes::{ChildNode, Launcher, ProcessStack};
 pub use storage::StorageDir;
 
@@ -169,7 +169,7 @@ impl RunningStack {
         for index in stack.nodes_of(RoleName::Client) {
             let spec = &stack.nodes[index];
             let dir = storage.node(&spec.name);
-            match RunningNode::start(&stack, index, &[], &dir).await {
+            match RunningNode::start(&stack, index, &SharedNetworks::none(), &dir).await {
                 Ok(node) => clients.push(node),
                 Err(e) => {
                     for c in clients {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::fault::FaultHook;
+use iopath_fabric::torus::TorusNetwork;
 use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
 use iopath_forwarder::FyodLimits;
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
@@ -18,6 +19,43 @@ use tracing::info;
 use super::fyod::{self, FyodRunning};
 use crate::error::StackError;
 use crate::schema::{Address, Role, RoleName, Stack};
+
+/// What the nodes of one process share: an in-memory network per stack network, and the
+/// modeled torus of each network crossed hop by hop. Node processes share nothing
+/// ([`SharedNetworks::none`]).
+#[derive(Debug, Default)]
+pub struct SharedNetworks {
+    mem: Vec<Arc<MemNetwork>>,
+    tori: Vec<Option<TorusNetwork>>,
+}
+
+impl SharedNetworks {
+    /// A whole stack's, in this process (inside a Tokio runtime: each torus's model is a
+    /// task).
+    pub fn embedded(stack: &Stack) -> SharedNetworks {
+        SharedNetworks {
+            mem: stack.networks.iter().map(|_| MemNetwork::new()).collect(),
+            tori: (0..stack.networks.len())
+                .map(|k| stack.torus_model(k).map(TorusNetwork::start))
+                .collect(),
+        }
+    }
+
+    /// Nothing shared: a node with a process of its own.
+    pub fn none() -> SharedNetworks {
+        SharedNetworks::default()
+    }
+
+    /// The in-memory network of stack network `index`.
+    pub fn mem(&self, index: usize) -> Option<&Arc<MemNetwork>> {
+        self.mem.get(index)
+    }
+
+    /// The modeled torus of stack network `index`, if it is crossed hop by hop.
+    pub fn torus(&self, index: usize) -> Option<&TorusNetwork> {
+        self.tori.get(index).and_then(Option::as_ref)
+    }
+}
 
 /// What a running node serves.
 #[derive(Debug)]
@@ -65,7 +103,7 @@ impl RunningNode {
     pub async fn start(
         stack: &Stack,
         index: usize,
-        networks: &[Arc<MemNetwork>],
+        networks: &SharedNetworks,
         storage: &Path,
     ) -> Result<RunningNode, StackError> {
         RunningNode::start_tuned(stack, index, networks, storage, &NodeTuning::default()).await
@@ -76,7 +114,7 @@ impl RunningNode {
     pub async fn start_tuned(
         stack: &Stack,
         index: usize,
-        networks: &[Arc<MemNetwork>],
+        networks: &SharedNetworks,
         storage: &Path,
         tuning: &NodeTuning,
     ) -> Result<RunningNode, StackError> {
@@ -91,7 +129,7 @@ impl RunningNode {
             let nid = stack.nid_of(index, k);
             interfaces.push(match interface.address {
                 Address::Number(_) => {
-                    let network = networks.get(interface.network).ok_or_else(|| {
+                    let network = networks.mem(interface.network).ok_or_else(|| {
                         failed(format!(
                             "{nid} is an in-memory address, and in-memory networks exist only \
                              when the whole stack runs in one process"
@@ -104,6 +142,22 @@ impl RunningNode {
                 }
                 Address::Socket(_) => Interface::Tcp { nid },
             });
+        }
+        let mut tori = Vec::new();
+        for (k, interface) in spec.interfaces.iter().enumerate() {
+            let network = &stack.networks[interface.network];
+            if !network.hop_by_hop {
+                continue;
+            }
+            let torus = networks.torus(interface.network).ok_or_else(|| {
+                failed(format!(
+                    "{} is crossed hop by hop, and its modeled torus exists only when every \
+                     node on it runs in one process (an embedded stack, not --processes or \
+                     iopath launch)",
+                    network.name
+                ))
+            })?;
+            tori.push((stack.nid_of(index, k).net, torus.clone()));
         }
         let router = match spec.role {
             Role::Router(buffers) => Some(buffers),
@@ -124,6 +178,7 @@ impl RunningNode {
                     ))
                 })
                 .collect(),
+            tori,
             limits: tuning.limits.clone(),
             fault: tuning.fault.clone(),
         })

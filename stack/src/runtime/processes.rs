@@ -176,6 +176,7 @@ impl ProcessStack {
         storage: StorageDir,
         launcher: &Launcher,
     ) -> Result<ProcessStack, StackError> {
+        stack.check_spread("--processes")?;
         let (resolved, held) = if stack.is_tcp() {
             (stack.clone(), HeldPorts::default())
         } else {
@@ -360,7 +361,8 @@ impl ProcessStack {
                 iopath_fabric::lnd::tcp::adopt(socket)
                     .map_err(|e| StackError::system(format!("keep {name}'s port"), e))?;
             }
-            match RunningNode::start(&self.stack, index, &[], &dir).await {
+            match RunningNode::start(&self.stack, index, &super::SharedNetworks::none(), &dir).await
+            {
                 Ok(node) => clients.push(node),
                 Err(e) => {
                     for c in clients {

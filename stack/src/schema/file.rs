@@ -19,6 +19,13 @@
 //! bandwidth = "3200m"            # modeled link: bytes per modeled second per interface
 //! latency_us = 2
 //!
+//! [[networks]]
+//! name = "torus0"
+//! torus = [8, 1, 1]              # dimensions; nodes on it give coordinates (`torus = [x, y, z]`)
+//! bandwidth = "3020m"            # with hop_by_hop: each directed link's
+//! latency_us = 1                 # and each hop's
+//! hop_by_hop = true              # messages cross the dimension-order route link by link
+//!
 //! [[nodes]]
 //! name = "mds"
 //! role = "mds"
@@ -132,6 +139,12 @@ pub struct NetworkEntry {
     /// its arrival (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<u64>,
+    /// With `torus` and `bandwidth`: messages cross the torus hop by hop along their
+    /// dimension-order route, `bandwidth` is each directed link's (an X link's; Y and Z the
+    /// same) and `latency_us` each hop's, and every link serves its input ports in turn.
+    /// Absent or false: `bandwidth` is each interface's own sending side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hop_by_hop: Option<bool>,
     /// On a cluster (`iopath launch`): the network's IP subnet (`"10.77.1.0/24"`); a node's
     /// address on this network is its host's address inside it. Absent: the host's first
     /// address.

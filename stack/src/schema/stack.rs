@@ -9,6 +9,7 @@ use iopath_fabric::Nid;
 use iopath_fabric::link::LinkModel;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
+use iopath_fabric::torus::{PACKET_BYTES_DEFAULT, TorusModel, TorusNode};
 use iopath_mds::layout::{FsName, TargetName};
 use iopath_storage_server::engine::modeled::DiskModel;
 
@@ -87,6 +88,9 @@ pub struct Network {
     pub torus: Option<[u32; 3]>,
     /// Its modeled link, if it has one.
     pub link: Option<NetworkLink>,
+    /// Whether messages cross its torus hop by hop (then `link` is each directed link's, its
+    /// latency each hop's); needs `torus` and `link`.
+    pub hop_by_hop: bool,
     /// Its IP subnet on a cluster: a node's address on it is its host's address inside.
     pub subnet: Option<Subnet>,
 }
@@ -184,6 +188,10 @@ pub const LINK_BANDWIDTH_MAX_BYTES_S: u64 = 1_000_000_000_000;
 pub const LINK_LATENCY_MAX_US: u64 = 1_000_000;
 /// Largest time scale.
 pub const TIME_SCALE_MAX: u32 = 100_000;
+/// Fastest a link of a torus crossed hop by hop may run in host time, bytes per second: one
+/// task serves every port of the torus, a packet at a time (about 6,000 packets of 64 KiB a
+/// second per busy link at this rate).
+pub const HOP_BY_HOP_HOST_BYTES_S_MAX: u64 = 400_000_000;
 
 /// A node's address on one network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -415,6 +423,7 @@ impl Stack {
             }
             Some(scale) => scale,
         };
+        check_torus_pace(&networks, time_scale).map_err(|(field, why)| bad(field, why))?;
         let route_sets: Vec<String> = file
             .routes
             .iter()
@@ -476,6 +485,63 @@ impl Stack {
         }
     }
 
+    /// Network `index`'s modeled torus, if it is crossed hop by hop: its nodes at their
+    /// coordinates, each injecting and ejecting at its NIC rate (else the links' rate).
+    pub fn torus_model(&self, index: usize) -> Option<TorusModel> {
+        let network = self.networks.get(index)?;
+        let (true, Some(link), Some([x, y, z])) = (network.hop_by_hop, network.link, network.torus)
+        else {
+            return None;
+        };
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(n, node)| {
+                node.interfaces
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, i)| i.network == index)
+                    .filter_map(move |(k, _)| {
+                        let [cx, cy, cz] = node.torus?;
+                        Some(TorusNode {
+                            nid: self.nid_of(n, k),
+                            coord: iopath_topology::Coord::new(cx, cy, cz),
+                            nic_bandwidth_bytes_s: node
+                                .nic_bandwidth_bytes_s
+                                .unwrap_or(link.bandwidth_bytes_s)
+                                as f64,
+                        })
+                    })
+            })
+            .collect();
+        Some(TorusModel {
+            // Checked: each side 1 to TORUS_SIDE_MAX.
+            torus: iopath_topology::Torus::new(x, y, z).ok()?,
+            link_bandwidth_bytes_s: link.bandwidth_bytes_s as f64,
+            hop_latency: std::time::Duration::from_micros(link.latency_us),
+            time_scale: f64::from(self.time_scale),
+            packet_bytes: PACKET_BYTES_DEFAULT,
+            nodes,
+        })
+    }
+
+    /// Refuses to spread the stack over processes (`how`: `--processes`, `iopath launch`)
+    /// when a network of it is crossed hop by hop: its torus is modeled in one process.
+    pub fn check_spread(&self, how: &str) -> Result<(), StackError> {
+        match self.networks.iter().find(|n| n.hop_by_hop) {
+            None => Ok(()),
+            Some(network) => Err(StackError::BadOption {
+                option: how.into(),
+                why: format!(
+                    "{} is crossed hop by hop, and its modeled torus exists only when every \
+                     node on it runs in one process: run {} embedded (without {how})",
+                    network.name, self.origin
+                ),
+            }),
+        }
+    }
+
     /// Node `index`'s modeled disk, in host time, if it is an OSS with one.
     pub fn disk_model(&self, index: usize) -> Option<DiskModel> {
         let disk = self.nodes.get(index)?.disk()?;
@@ -499,9 +565,24 @@ impl Stack {
     /// (...); the disks of oss0, oss1 (200 MiB/s, seek 8 ms) at time scale 20 (...)`, or
     /// `nothing`.
     pub fn modeled(&self) -> String {
+        let tori: Vec<String> = self
+            .networks
+            .iter()
+            .filter(|n| n.hop_by_hop)
+            .filter_map(|n| {
+                let (l, [x, y, z]) = (n.link?, n.torus?);
+                Some(format!(
+                    "{} ({x}x{y}x{z}, {:.0} MB/s per directed link, {} us per hop)",
+                    n.name,
+                    l.bandwidth_bytes_s as f64 / 1e6,
+                    l.latency_us
+                ))
+            })
+            .collect();
         let links: Vec<String> = self
             .networks
             .iter()
+            .filter(|n| !n.hop_by_hop)
             .filter_map(|n| {
                 let l = n.link?;
                 Some(format!(
@@ -524,6 +605,13 @@ impl Stack {
                 .filter_map(|n| Some((n.nic_bandwidth_bytes_s?, n.name.as_str()))),
         );
         let mut parts = Vec::new();
+        if !tori.is_empty() {
+            parts.push(format!(
+                "the torus of {} (messages cross their dimension-order route link by link, each \
+                 link serving its input ports in turn; the nodes' injection and ejection)",
+                tori.join(", ")
+            ));
+        }
         if !links.is_empty() {
             parts.push(format!(
                 "the links of {} (each interface's sending side; switches and receive sides are not modeled)",
@@ -852,6 +940,7 @@ impl Stack {
                     torus: n.torus,
                     bandwidth: n.link.map(|l| SizeValue::Bytes(l.bandwidth_bytes_s)),
                     latency_us: n.link.map(|l| l.latency_us),
+                    hop_by_hop: n.hop_by_hop.then_some(true),
                     subnet: n.subnet.map(|s| s.to_string()),
                 })
                 .collect(),
@@ -1013,11 +1102,21 @@ fn check_networks(entries: &[NetworkEntry]) -> Result<Vec<Network>, FieldError> 
             None => None,
             Some(text) => Some(Subnet::parse(text).map_err(|why| (field("subnet"), why))?),
         };
+        let hop_by_hop = entry.hop_by_hop.unwrap_or(false);
+        if hop_by_hop && (entry.torus.is_none() || link.is_none()) {
+            return Err((
+                field("hop_by_hop"),
+                "crossing a torus hop by hop needs its dimensions (torus) and its links' \
+                 bandwidth"
+                    .into(),
+            ));
+        }
         out.push(Network {
             name: entry.name.clone(),
             number: i as u16,
             torus: entry.torus,
             link,
+            hop_by_hop,
             subnet,
         });
     }
@@ -1183,7 +1282,60 @@ fn expand_nodes(
         }
     }
     check_unique(&nodes, networks)?;
+    check_hop_by_hop(&nodes, networks)?;
     Ok((nodes, forwarders))
+}
+
+/// A torus crossed hop by hop runs slow enough, in host time, for its model to keep pace.
+fn check_torus_pace(networks: &[Network], time_scale: u32) -> Result<(), FieldError> {
+    for network in networks.iter().filter(|n| n.hop_by_hop) {
+        let Some(link) = network.link else { continue };
+        let host = link.bandwidth_bytes_s / u64::from(time_scale);
+        if host > HOP_BY_HOP_HOST_BYTES_S_MAX {
+            let least = link.bandwidth_bytes_s.div_ceil(HOP_BY_HOP_HOST_BYTES_S_MAX);
+            return Err((
+                "model.time_scale".into(),
+                format!(
+                    "{}'s links ({:.0} MB/s each) are crossed hop by hop, a packet at a time: at \
+                     time scale {time_scale} that is {:.0} MB/s per link in host time, more than \
+                     the model keeps pace with ({:.0} MB/s); use a time_scale of at least {least}",
+                    network.name,
+                    link.bandwidth_bytes_s as f64 / 1e6,
+                    host as f64 / 1e6,
+                    HOP_BY_HOP_HOST_BYTES_S_MAX as f64 / 1e6
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every node on a network crossed hop by hop has a place on its torus: coordinates, given
+/// for that network (a node's coordinates are on the first of its networks with a torus).
+fn check_hop_by_hop(nodes: &[NodeSpec], networks: &[Network]) -> Result<(), FieldError> {
+    for (k, network) in networks.iter().enumerate().filter(|(_, n)| n.hop_by_hop) {
+        for node in nodes {
+            let mut tori = node
+                .interfaces
+                .iter()
+                .filter(|i| networks[i.network].torus.is_some());
+            if !node.interfaces.iter().any(|i| i.network == k) {
+                continue;
+            }
+            let first = tori.next().map(|i| i.network);
+            if node.torus.is_none() || first != Some(k) {
+                return Err((
+                    format!("nodes ({}).torus", node.name),
+                    format!(
+                        "{} is crossed hop by hop, so every node on it needs its coordinates \
+                         there (torus = [x, y, z], on the first of its networks with a torus)",
+                        network.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A node entry's `host`, as the hosts its nodes take in turn (empty when absent).
