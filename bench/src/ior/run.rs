@@ -28,15 +28,29 @@ use iopath_stack::schema::{Role, RoleName, Stack};
 
 /// What is real in this benchmark, said with every result after what the stack models.
 const REAL: &str = "real bytes through the fabric, real files, O_DIRECT writes and fsyncs on \
-                    the file system under test; torus coordinates are recorded, not modeled";
+                    the file system under test";
 
 /// What was modeled and what real: `nothing: real bytes ...`, or the stack's modeled links
-/// first.
+/// first; and the tori that are only recorded.
 fn modeled(stack: &Stack) -> String {
-    if stack.is_modeled() {
-        format!("{}; {REAL}", stack.modeled())
+    let recorded: Vec<&str> = stack
+        .networks
+        .iter()
+        .filter(|n| n.torus.is_some() && !n.hop_by_hop)
+        .map(|n| n.name.as_str())
+        .collect();
+    let recorded = if recorded.is_empty() {
+        String::new()
     } else {
-        format!("nothing: {REAL}")
+        format!(
+            "; the torus coordinates of {} are recorded, not modeled",
+            recorded.join(", ")
+        )
+    };
+    if stack.is_modeled() {
+        format!("{}; {REAL}{recorded}", stack.modeled())
+    } else {
+        format!("nothing: {REAL}{recorded}")
     }
 }
 
