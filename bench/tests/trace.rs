@@ -1,13 +1,18 @@
 //! `iopath trace` on embedded stacks: one write and one read, followed hop by hop, show what
 //! each configuration does — routers between client and servers, the PFS fyod letting the
 //! storage server pull from the compute node, the UFS fyod pulling into its own buffers, and
-//! the reply before (async) or after (sync) the journal commit.
+//! the reply before (async) or after (sync) the journal commit; and a write traced inside a
+//! load, whose credit counts are checked against the nodes' own counters.
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use iopath_bench::trace::{self, Hop, JournalChoice, TraceConfig, TraceReport, TracedRequest};
+use iopath_bench::trace::{
+    self, Hop, JournalChoice, LoadConfig, TraceConfig, TraceReport, TracedRequest,
+};
+use iopath_fabric::gate::CreditSnapshot;
 use iopath_stack::StackChoice;
-use iopath_stack::schema::FyodMode;
+use iopath_stack::runtime::{Mode, RunningNode, RunningStack, StorageDir};
+use iopath_stack::schema::{FyodMode, Stack};
 
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
@@ -198,4 +203,124 @@ async fn sizes_outside_the_bounds_are_refused_with_the_option_named() {
     };
     let error = trace::run(&config, &mut std::io::sink()).await.unwrap_err();
     assert!(error.to_string().contains("--size"), "{error}");
+}
+
+/// A hop's count of `name`.
+fn count(hop: &Hop, name: &str) -> Option<i64> {
+    hop.credits.iter().find(|(k, _)| k == name).map(|(_, c)| *c)
+}
+
+/// A count a node reported at some moment of the run, against the pool's own counters read
+/// after it: the pool held it, so it is no lower than the pool's low-water mark (`min`, never
+/// reset here), and its taker held a credit or queued for one, so it is below `max`.
+fn held_by(what: &str, reported: i64, pool: CreditSnapshot) {
+    assert!(
+        pool.credits_min <= reported && reported < i64::from(pool.credits_max),
+        "{what}: the trace says {reported}, the node's own view min {} max {}",
+        pool.credits_min,
+        pool.credits_max
+    );
+    if reported < 0 {
+        assert!(
+            pool.waits >= 1,
+            "{what}: the trace says it queued ({reported}); the node counts no wait"
+        );
+    }
+}
+
+/// Under load through routers slower than the fabric (docs/labs/slow-routers.toml, the trace
+/// lab's), the 16th write of c0 queues for credits somewhere on its way, and every count the
+/// trace reports is one the node's own pools held: at or above their `min` (what `lnetctl peer
+/// show` and `lctl get_param buffers` print), with a wait counted where it went negative, and a
+/// send whose count went negative is one that waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_traced_in_a_load_reports_the_counts_the_nodes_own_pools_held() {
+    let dir = scratch();
+    let lab =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/labs/slow-routers.toml");
+    let stack = Stack::load(&lab).unwrap();
+    let storage = StorageDir::temporary("trace", Some(dir.path())).unwrap();
+    let running = RunningStack::start(stack, Mode::Embedded, storage, None)
+        .await
+        .unwrap();
+    let config = TraceConfig {
+        load: Some(LoadConfig {
+            writers: 32,
+            nth: 16,
+        }),
+        size: 4 << 20,
+        stripe_count: Some(1),
+        ..TraceConfig::default()
+    };
+    let report = trace::trace_running(&running, &config, &mut std::io::sink())
+        .await
+        .unwrap();
+    // The nodes' own counters, read now that the load has stopped.
+    let stack = running.stack();
+    let nodes = running.local_nodes();
+    let node = |name: &str| -> &RunningNode { nodes.iter().find(|n| n.name == name).unwrap() };
+    let nids = |name: &str| stack.nids(stack.nodes.iter().position(|n| n.name == name).unwrap());
+    let load = report.load.as_ref().unwrap();
+    assert_eq!((load.traced_node.as_str(), load.nth), ("c0", 16));
+    assert!(load.requests >= 16, "{load:?}");
+    let write = &report.requests[0];
+    check_pairs(write);
+    let mut sends = 0;
+    for hop in &write.hops {
+        match hop.what.as_str() {
+            "send" => {
+                let sender = node(&hop.node);
+                let to = nids(hop.peer.as_deref().unwrap());
+                let (ni, pool) = sender
+                    .node
+                    .interfaces()
+                    .iter()
+                    .find_map(|ni| to.iter().find_map(|nid| Some((ni, ni.peer_snapshot(nid)?))))
+                    .unwrap_or_else(|| panic!("{} has no credits for {:?}", hop.node, hop.peer));
+                let what = format!("{} to {:?}", hop.node, hop.peer);
+                let peer = count(hop, "peer").unwrap();
+                let ni_count = count(hop, "ni").unwrap();
+                held_by(&format!("{what}: peer"), peer, pool);
+                held_by(&format!("{what}: ni"), ni_count, ni.credits());
+                // Queued and waited are one fact, seen from the count and from the clock.
+                assert_eq!(hop.queued(), hop.waited_us > 0.0, "{what}: {hop:?}");
+                sends += 1;
+            }
+            "forward" => {
+                let router = node(&hop.node).node.router_buffers().unwrap();
+                for (name, reported) in &hop.credits {
+                    let pool = if name == "router peer" {
+                        let from = nids(hop.peer.as_deref().unwrap());
+                        from.iter()
+                            .find_map(|nid| router.peer_snapshot(nid))
+                            .unwrap()
+                    } else {
+                        let class = name.trim_end_matches(" buffers");
+                        router
+                            .pools()
+                            .into_iter()
+                            .find(|(c, _, _)| c.name() == class)
+                            .unwrap()
+                            .2
+                    };
+                    held_by(&format!("{}: {name}", hop.node), *reported, pool);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        sends >= 8,
+        "a routed 4 MiB write sends at least 8 frames: {write:?}"
+    );
+    // The load made the write queue: some count went negative, and that node's own `min` for
+    // the pool is as low or lower (checked above for every count).
+    let queued: Vec<&Hop> = write.hops.iter().filter(|h| h.queued()).collect();
+    assert!(
+        !queued.is_empty(),
+        "nothing queued under the load: {}",
+        trace::render(&report)
+    );
+    assert!(trace::render(&report).contains("load: 32 writers on c0, c1"));
+    running.stop().await.unwrap();
 }

@@ -15,6 +15,8 @@
 //! - [`cluster`]: a stack across hosts — a hostfile or the Slurm job's nodes, each node placed
 //!   on a host with its addresses there, the server nodes launched by `srun` or a command
 //!   template (`iopath launch`).
+//! - [`guest`]: a command outside a launched stack (`lfs --stack`, `trace --attach`) joins it
+//!   as a client node of its own, with a client id of its own, beside the stack's clients.
 //! - [`choice`]: [`StackChoice`], a preset or a stack file and the route set in force.
 //! - [`up`]: `iopath up` and `iopath node` — a whole stack, or one node of it as a process,
 //!   run until told to stop.
@@ -34,6 +36,7 @@ pub mod cluster;
 pub mod demo;
 pub mod describe;
 pub mod error;
+pub mod guest;
 pub mod journal;
 pub mod live;
 pub mod pattern;

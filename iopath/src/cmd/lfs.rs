@@ -203,7 +203,8 @@ pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
     } = args;
     if let Some(file) = stack {
         let stack = iopath_stack::Stack::load(&file)?;
-        let (node, client) = connect_as_a_client(&stack, fyod).await?;
+        // A guest of the stack: beside its clients, even while a program holds them.
+        let (node, client) = iopath_stack::guest::join(&stack, fyod).await?;
         return run_and_close(node, client, command).await;
     }
     let mds = match (mds, command.stack_path_mut().and_then(|p| on_a_mount(p))) {
@@ -305,7 +306,7 @@ fn on_a_mount(path: &str) -> Option<(Nid, String)> {
 
 /// A client of the stack whose metadata service is `mds` (through the fyod `fyod`, if
 /// given), on a fabric node of its own: TCP on loopback (or the host's address) on the MDS's
-/// network, with a client id of its own (time and pid, unique among the stack's clients).
+/// network, with a guest's client id of its own (`iopath_stack::guest::client_id`).
 pub async fn connect(mds: Nid, fyod: Option<Nid>) -> anyhow::Result<(iopath_fabric::Node, Client)> {
     let interface = match mds.net.net_type {
         iopath_fabric::NetType::Tcp => iopath_fabric::Interface::Tcp {
@@ -322,85 +323,8 @@ pub async fn connect(mds: Nid, fyod: Option<Nid>) -> anyhow::Result<(iopath_fabr
     })
     .await
     .context("start the client node")?;
-    let client = client_on(&node, mds, fyod).await?;
+    let client = iopath_stack::guest::connect(&node, mds, fyod).await?;
     Ok((node, client))
-}
-
-/// A client of this command's own on `stack`, as its first client node would be: on that
-/// node's network, at this host's address towards the network's other nodes, with that node's
-/// routes — so a command outside the stack reaches the metadata service through the stack's
-/// routers as its clients do.
-pub async fn connect_as_a_client(
-    stack: &iopath_stack::Stack,
-    fyod: Option<Nid>,
-) -> anyhow::Result<(iopath_fabric::Node, Client)> {
-    use iopath_stack::schema::{Address, RoleName};
-    let like = stack
-        .nodes_of(RoleName::Client)
-        .first()
-        .copied()
-        .unwrap_or_else(|| stack.mds());
-    let network = stack.nodes[like].interfaces[0].network;
-    // Any other node's socket on that network: the kernel's route to it gives this host's
-    // address there.
-    let peer = stack
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(i, n)| *i != like && n.role.kind() != RoleName::Client)
-        .flat_map(|(_, n)| &n.interfaces)
-        .find_map(|i| match i.address {
-            Address::Socket(s) if i.network == network => Some(s),
-            _ => None,
-        })
-        .with_context(|| {
-            format!(
-                "{} has no server node with a TCP address on {}: give a stack file `iopath \
-                 launch` or `iopath up --processes` wrote",
-                stack.origin, stack.networks[network].name
-            )
-        })?;
-    let local = std::net::UdpSocket::bind(if peer.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    })
-    .and_then(|socket| {
-        socket.connect(peer)?;
-        socket.local_addr()
-    })
-    .with_context(|| format!("find this host's address towards {peer}"))?;
-    let number = stack.networks[network].number;
-    let node = iopath_fabric::Node::start(iopath_fabric::NodeConfig {
-        interfaces: vec![iopath_fabric::Interface::Tcp {
-            nid: Nid::tcp(std::net::SocketAddr::new(local.ip(), 0), number),
-        }],
-        routes: stack.routes_of(like),
-        ..Default::default()
-    })
-    .await
-    .context("start the client node")?;
-    let mds = stack.primary_nid(stack.mds());
-    let client = client_on(&node, mds, fyod).await?;
-    Ok((node, client))
-}
-
-/// The client library on `node`, connected to the stack at `mds` (through `fyod` if given),
-/// with an id of its own.
-async fn client_on(
-    node: &iopath_fabric::Node,
-    mds: Nid,
-    fyod: Option<Nid>,
-) -> anyhow::Result<Client> {
-    let client_id = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_nanos() as u64
-        ^ u64::from(std::process::id());
-    let mut config = iopath_client::ClientConfig::new(node.clone(), mds, client_id);
-    config.forwarder = fyod;
-    Client::connect(config)
-        .await
-        .with_context(|| format!("connect to the stack at {mds}"))
 }
 
 /// Runs `cmd`, writing what it prints to `out`.

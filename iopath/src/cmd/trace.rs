@@ -1,4 +1,5 @@
-//! `iopath trace`: one write and one read followed hop by hop. The progress lines go to
+//! `iopath trace`: one write and one read followed hop by hop, on an idle stack or the Nth
+//! write of a load (`--load`). The progress lines go to
 //! standard error, the steps (or `--json`) to standard output, and with `--svg` each request
 //! as a sequence diagram.
 
@@ -6,11 +7,14 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use iopath_bench::trace::{self, JournalChoice, TraceConfig};
+use iopath_bench::trace::{self, JournalChoice, LoadConfig, TraceConfig};
 use iopath_fabric::units::parse_size;
 use iopath_stack::schema::FyodMode;
 
 use super::stack::StackArgs;
+
+/// The write traced in a load, by default: late enough that every writer is running.
+const DEFAULT_NTH: u64 = 16;
 
 /// `iopath trace`'s options.
 #[derive(clap::Args, Debug, Clone)]
@@ -22,11 +26,24 @@ pub struct TraceArgs {
     /// service).
     #[arg(long)]
     processes: bool,
-    /// Trace on a stack `iopath launch` started, given the file it wrote: the write and read
-    /// go from its first client node, here; every server node's log is read over its admin
+    /// Trace on a stack `iopath launch` started, given the file it wrote: the requests go from
+    /// a guest client node of this command's own, here, made as the stack's first client node
+    /// is (its network, routes and fyod), so it runs beside a program holding the stack's
+    /// client nodes (`bench ior --attach`); every server node's log is read over its admin
     /// service on its host.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["processes", "preset", "stack"])]
     attach: Option<std::path::PathBuf>,
+    /// Trace a write inside a load: WRITERS writers (at most 64), spread over the client nodes
+    /// in turn (all on the guest with --attach), each streaming --size writes to a file of its
+    /// own, one in flight each; the write traced is the --nth the first client node issues. The
+    /// load stops once it returns (each writer writes at most 2 x --nth requests, for at most
+    /// 120 s), and its files are removed.
+    #[arg(long, value_name = "WRITERS")]
+    load: Option<usize>,
+    /// With --load: which of the first client node's writes to trace, counted from 1 (at most
+    /// 1024).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_NTH, requires = "load")]
+    nth: u64,
     /// Bytes of the write, and of the read of them back (k, m suffixes; at most 64m).
     #[arg(long, default_value = "1m", value_parser = parse_size)]
     size: u64,
@@ -62,6 +79,10 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
         choice: args.choice.or_preset(iopath_stack::ROUTED_PRESET),
         processes: args.processes,
         attach: args.attach,
+        load: args.load.map(|writers| LoadConfig {
+            writers,
+            nth: args.nth,
+        }),
         size: args.size,
         stripe_count: args.stripe_count,
         stripe_size: args.stripe_size,

@@ -16,20 +16,29 @@
 //! hosts the report says each host's clock is its own); everything runs at
 //! this host's speed unless the stack file models links or disks, which every report says.
 
+mod load;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iopath_client::StripeRequest;
-use iopath_fabric::trace::{self, TraceEvent, TraceId};
+use iopath_client::{Client, StripeRequest};
+use iopath_fabric::trace::{self, TraceEvent, TraceId, TraceLog};
 use iopath_plot::{Arrow, Mark, Sequence};
 use iopath_stack::choice::StackChoice;
 use iopath_stack::describe::describe_size;
+use iopath_stack::guest;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{FyodMode, Role, Stack};
+use iopath_stack::schema::{FyodMode, Role, RoleName, Stack};
 use serde::Serialize;
+
+use load::TracedWrite;
+pub use load::{
+    LOAD_BUFFERS_MAX_BYTES, LOAD_BYTES_MAX, LOAD_TIME_MAX, LOAD_WRITERS_MAX, LoadConfig,
+    LoadSummary, NTH_MAX, NthRequest, REQUESTS_PER_NTH,
+};
 
 use crate::error::BenchError;
 
@@ -57,8 +66,11 @@ pub struct TraceConfig {
     pub choice: StackChoice,
     /// A process per server node on loopback TCP.
     pub processes: bool,
-    /// Trace on a stack `iopath launch` started, given the file it wrote.
+    /// Trace on a stack `iopath launch` started, given the file it wrote, from a guest client
+    /// of this command's own.
     pub attach: Option<PathBuf>,
+    /// Trace the Nth write of a load instead of a write of its own on an idle stack.
+    pub load: Option<LoadConfig>,
     /// Bytes of the write, and of the read of them.
     pub size: u64,
     /// The file's stripe count (`-1`: every target); `None` inherits the stack's.
@@ -79,6 +91,7 @@ impl Default for TraceConfig {
             choice: StackChoice::default(),
             processes: false,
             attach: None,
+            load: None,
             size: 1 << 20,
             stripe_count: None,
             stripe_size: None,
@@ -157,15 +170,78 @@ pub struct TraceReport {
     pub modeled: String,
     /// The file traced, its layout, and the journal and fyod modes.
     pub setup: String,
+    /// The load the write was traced in, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadSummary>,
     /// The write, then the read.
     pub requests: Vec<TracedRequest>,
 }
 
-/// Starts the stack, traces one write and one read, stops it.
+/// Starts the stack, or joins a launched one as a guest; traces one write, alone or the Nth
+/// of a load, and the read of it; stops what it started.
 pub async fn run(
     config: &TraceConfig,
     progress: &mut dyn Write,
 ) -> Result<TraceReport, BenchError> {
+    check(config)?;
+    if let Some(file) = &config.attach {
+        if config.journal.is_some() || config.fyod_mode.is_some() {
+            return Err(BenchError::BadOption {
+                option: "--attach".into(),
+                why: "a launched stack's servers run as launched: --journal and \
+                      --fyod-mode apply to a stack this command starts"
+                    .into(),
+            });
+        }
+        let stack = Stack::load(file)?;
+        let _ = writeln!(
+            progress,
+            "iopath trace: joining {} as a guest client of its own (attached)",
+            stack.name
+        );
+        let node = guest::node(&stack).await?;
+        let site = Site::Guest { stack, node };
+        let outcome = trace_on(&site, config, progress).await;
+        site.stop();
+        return outcome;
+    }
+    let mut stack = config.choice.load()?;
+    apply_overrides(&mut stack, config);
+    if stack.nodes_of(RoleName::Client).is_empty() {
+        return Err(BenchError::BadOption {
+            option: "--stack".into(),
+            why: format!("{} has no client node to trace from", stack.origin),
+        });
+    }
+    let mode = Mode::of(false, config.processes);
+    let storage = StorageDir::temporary("trace", config.dir.as_deref())?;
+    let _ = writeln!(
+        progress,
+        "iopath trace: starting {} ({})",
+        stack.name,
+        mode.name()
+    );
+    let running = RunningStack::start(stack, mode, storage, None).await?;
+    let outcome = trace_on(&Site::Started(&running), config, progress).await;
+    let stopped = running.stop().await;
+    let report = outcome?;
+    stopped?;
+    Ok(report)
+}
+
+/// Traces on `running`, a stack the caller started and will stop (so it can read the nodes'
+/// own counters beside the report): `config`'s choice of stack and modes is not read.
+pub async fn trace_running(
+    running: &RunningStack,
+    config: &TraceConfig,
+    progress: &mut dyn Write,
+) -> Result<TraceReport, BenchError> {
+    check(config)?;
+    trace_on(&Site::Started(running), config, progress).await
+}
+
+/// Refuses a size or a load outside the bounds.
+fn check(config: &TraceConfig) -> Result<(), BenchError> {
     if !(SIZE_MIN_BYTES..=SIZE_MAX_BYTES).contains(&config.size) {
         return Err(BenchError::BadOption {
             option: "--size".into(),
@@ -176,45 +252,10 @@ pub async fn run(
             ),
         });
     }
-    let mut stack = match &config.attach {
-        Some(file) => {
-            if config.journal.is_some() || config.fyod_mode.is_some() {
-                return Err(BenchError::BadOption {
-                    option: "--attach".into(),
-                    why: "a launched stack's servers run as launched: --journal and \
-                          --fyod-mode apply to a stack this command starts"
-                        .into(),
-                });
-            }
-            Stack::load(file)?
-        }
-        None => config.choice.load()?,
-    };
-    apply_overrides(&mut stack, config);
-    if stack
-        .nodes
-        .iter()
-        .all(|n| !matches!(n.role, Role::Client(_)))
-    {
-        return Err(BenchError::BadOption {
-            option: "--stack".into(),
-            why: format!("{} has no client node to trace from", stack.origin),
-        });
+    match config.load {
+        Some(load) => load.check(config.size),
+        None => Ok(()),
     }
-    let mode = Mode::of(config.attach.is_some(), config.processes);
-    let storage = StorageDir::temporary("trace", config.dir.as_deref())?;
-    let _ = writeln!(
-        progress,
-        "iopath trace: starting {} ({})",
-        stack.name,
-        mode.name()
-    );
-    let running = RunningStack::start(stack, mode, storage, None).await?;
-    let outcome = trace_on(&running, config, progress).await;
-    let stopped = running.stop().await;
-    let report = outcome?;
-    stopped?;
-    Ok(report)
 }
 
 /// The stack file with `--journal` and `--fyod-mode` applied.
@@ -236,69 +277,244 @@ fn apply_overrides(stack: &mut Stack, config: &TraceConfig) {
     }
 }
 
+/// The name a guest client's node goes by in a report.
+pub const GUEST_NODE: &str = "guest";
+
+/// Where a trace runs.
+#[allow(clippy::large_enum_variant)] // one per trace, never moved in a loop: its size is moot
+enum Site<'a> {
+    /// A stack started here: embedded, or a process per server node with the client nodes
+    /// here.
+    Started(&'a RunningStack),
+    /// A stack `iopath launch` runs, joined as a guest: a client node of this command's own
+    /// ([`iopath_stack::guest`]), so a program holding the stack's client nodes (`bench ior
+    /// --attach`) keeps running beside it.
+    Guest {
+        /// The stack file `iopath launch` wrote.
+        stack: Stack,
+        /// The guest's fabric node, in this process.
+        node: iopath_fabric::Node,
+    },
+}
+
+impl Site<'_> {
+    fn stack(&self) -> &Stack {
+        match self {
+            Site::Started(running) => running.stack(),
+            Site::Guest { stack, .. } => stack,
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        match self {
+            Site::Started(running) => running.mode(),
+            Site::Guest { .. } => Mode::Attached,
+        }
+    }
+
+    /// The client node requests go from, as far as the stack knows it: its first client node
+    /// (a guest is made as that node would be, on its network, with its routes and its fyod).
+    fn first_client(&self) -> Option<usize> {
+        self.stack().nodes_of(RoleName::Client).first().copied()
+    }
+
+    /// Clients to issue requests from, each by its node's name; the first is traced. Every
+    /// client node's, or the first's only; a guest's one node, whatever `every`.
+    async fn clients(&self, every: bool) -> Result<Vec<(String, Client)>, BenchError> {
+        match self {
+            Site::Started(running) => {
+                let nodes = running.clients();
+                let mut clients = Vec::new();
+                for node in nodes.iter().take(if every { nodes.len() } else { 1 }) {
+                    clients.push((node.name.clone(), running.connect(node).await?));
+                }
+                if clients.is_empty() {
+                    return Err(BenchError::refused(
+                        "the stack has no client node in this process",
+                    ));
+                }
+                Ok(clients)
+            }
+            Site::Guest { stack, node } => {
+                let fyod = self.first_client().and_then(|c| match stack.nodes[c].role {
+                    Role::Client(spec) => spec.forwarder.map(|f| stack.primary_nid(f)),
+                    _ => None,
+                });
+                let client = guest::connect(node, stack.primary_nid(stack.mds()), fyod).await?;
+                Ok(vec![(GUEST_NODE.to_owned(), client)])
+            }
+        }
+    }
+
+    /// NIDs to names, the guest's among them.
+    fn names(&self) -> NodeNames {
+        let mut names = NodeNames::of(self.stack());
+        if let Site::Guest { node, .. } = self {
+            for nid in node.nids() {
+                names.0.insert(
+                    nid.to_string(),
+                    (GUEST_NODE.to_owned(), RoleName::Client.as_str().to_owned()),
+                );
+            }
+        }
+        names
+    }
+
+    /// The trace logs of the nodes in this process, by name.
+    fn local_logs(&self) -> Vec<(String, &TraceLog)> {
+        match self {
+            Site::Started(running) => running
+                .local_nodes()
+                .into_iter()
+                .map(|n| (n.name.clone(), n.node.trace_log()))
+                .collect(),
+            Site::Guest { node, .. } => vec![(GUEST_NODE.to_owned(), node.trace_log())],
+        }
+    }
+
+    /// The admin services of the nodes running elsewhere, by name: node processes, or a
+    /// launched stack's server nodes (a guest's requests never cross the stack's clients).
+    fn remote_admins(&self) -> Vec<(String, std::net::SocketAddr)> {
+        match self {
+            Site::Started(running) => {
+                let local: Vec<usize> = running.local_nodes().iter().map(|n| n.index).collect();
+                (0..running.stack().nodes.len())
+                    .filter(|i| !local.contains(i))
+                    .filter_map(|i| {
+                        let addr = running.admin_addr(i)?;
+                        Some((running.stack().nodes[i].name.clone(), addr))
+                    })
+                    .collect()
+            }
+            Site::Guest { stack, .. } => stack
+                .nodes
+                .iter()
+                .filter(|n| n.role.kind() != RoleName::Client)
+                .filter_map(|n| Some((n.name.clone(), n.admin?)))
+                .collect(),
+        }
+    }
+
+    /// Stops the guest's node (a started stack is stopped by whoever started it).
+    fn stop(&self) {
+        if let Site::Guest { node, .. } = self {
+            node.shutdown();
+        }
+    }
+}
+
+/// Connects the clients, traces, and closes every client whatever the trace said.
 async fn trace_on(
-    running: &RunningStack,
+    site: &Site<'_>,
     config: &TraceConfig,
     progress: &mut dyn Write,
 ) -> Result<TraceReport, BenchError> {
-    let stack = running.stack();
-    let client_node = running
-        .clients()
-        .into_iter()
-        .next()
-        .ok_or_else(|| BenchError::Refused {
-            why: "the stack has no client node in this process".into(),
-        })?;
-    let client = running.connect(client_node).await?;
-    let io = |what: &str, e: iopath_client::ClientError| BenchError::Io {
-        what: what.to_owned(),
-        why: e.to_string(),
-    };
+    let clients = site.clients(config.load.is_some()).await?;
+    let outcome = trace_with(site, &clients, config, progress).await;
+    let mut closed = Ok(());
+    for (name, client) in &clients {
+        // Every write the servers acknowledged is committed before the client goes.
+        if let Err(e) = client.close().await
+            && closed.is_ok()
+        {
+            closed = Err(BenchError::io(format!("close the client on {name}"), e));
+        }
+    }
+    let report = outcome?;
+    closed?;
+    Ok(report)
+}
+
+async fn trace_with(
+    site: &Site<'_>,
+    clients: &[(String, Client)],
+    config: &TraceConfig,
+    progress: &mut dyn Write,
+) -> Result<TraceReport, BenchError> {
+    let stack = site.stack();
+    let (from, client) = &clients[0];
+    let io = |what: &str, e: iopath_client::ClientError| BenchError::io(what, e);
     match client.mkdir("/trace").await {
         // A launched stack keeps what earlier traces wrote.
         Ok(_) | Err(iopath_client::ClientError::Exists { .. }) => {}
         Err(e) => return Err(io("mkdir /trace", e)),
     }
-    let unique;
-    let path = if running.mode() == Mode::Attached {
-        unique = format!(
-            "/trace/one-request-{}-{}",
+    // Names of their own on a launched stack, which other traces share.
+    let tag = if site.mode() == Mode::Attached {
+        format!(
+            "-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis())
-        );
-        unique.as_str()
+        )
     } else {
-        "/trace/one-request"
+        String::new()
     };
     let request = StripeRequest {
         stripe_size_bytes: config.stripe_size.unwrap_or(0),
         stripe_count: config.stripe_count.unwrap_or(0),
         ..StripeRequest::INHERIT
     };
-    let file = client
-        .create(path, request)
-        .await
-        .map_err(|e| io("create the traced file", e))?;
-    let data = Bytes::from(
-        (0..config.size)
-            .map(|i| (i as u8).wrapping_mul(31) ^ 0x5A)
-            .collect::<Vec<u8>>(),
-    );
-    let setup = describe_setup(stack, client_node.index, path, file.layout());
-    let _ = writeln!(
-        progress,
-        "tracing a write of {}: {setup}",
-        describe_size(config.size)
-    );
-
-    let write_id = TraceId::fresh();
-    let started = Instant::now();
-    trace::traced(write_id, file.write_at(0, data.clone()))
-        .await
-        .map_err(|e| io("the traced write", e))?;
-    let write_seconds = started.elapsed().as_secs_f64();
+    let (write, load, load_files) = match config.load {
+        None => {
+            let path = format!("/trace/one-request{tag}");
+            let file = client
+                .create(&path, request)
+                .await
+                .map_err(|e| io("create the traced file", e))?;
+            let data = Bytes::from(
+                (0..config.size)
+                    .map(|i| (i as u8).wrapping_mul(31) ^ 0x5A)
+                    .collect::<Vec<u8>>(),
+            );
+            let _ = writeln!(
+                progress,
+                "tracing a write of {}: {}",
+                describe_size(config.size),
+                describe_setup(stack, site.first_client(), from, &path, file.layout())
+            );
+            let id = TraceId::fresh();
+            let started = Instant::now();
+            trace::traced(id, file.write_at(0, data.clone()))
+                .await
+                .map_err(|e| io("the traced write", e))?;
+            let write = TracedWrite {
+                id,
+                file,
+                offset: 0,
+                data,
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            (write, None, Vec::new())
+        }
+        Some(load) => {
+            let _ = writeln!(
+                progress,
+                "load: {} writers on {} client node(s), each streaming {} writes to a file of \
+                 its own; tracing the {} write {from} issues",
+                load.writers,
+                clients.len().min(load.writers),
+                describe_size(config.size),
+                load::ordinal(load.nth)
+            );
+            let run = load::run(
+                clients,
+                load,
+                config.size,
+                request,
+                &format!("/trace/load{tag}"),
+            )
+            .await?;
+            let _ = writeln!(progress, "load: {}", run.summary.describe());
+            (run.traced, Some(run.summary), run.files)
+        }
+    };
+    let path = write.file.path().to_owned();
+    let mut setup = describe_setup(stack, site.first_client(), from, &path, write.file.layout());
+    if write.offset > 0 {
+        setup.push_str(&format!("; the write at {}", describe_size(write.offset)));
+    }
 
     // Async journals commit within their interval: wait it out, so the read's reply brings
     // the commit back to the client (and the trace shows the write leave its replay list).
@@ -313,45 +529,57 @@ async fn trace_on(
 
     let read_id = TraceId::fresh();
     let started = Instant::now();
-    let read = trace::traced(read_id, file.read_at(0, config.size))
+    let read = trace::traced(read_id, write.file.read_at(write.offset, config.size))
         .await
         .map_err(|e| io("the traced read", e))?;
     let read_seconds = started.elapsed().as_secs_f64();
-    if read != data {
+    if read != write.data {
         return Err(BenchError::Verify {
             what: format!(
-                "the traced read returned {} B that differ from what was written",
+                "the traced read of {path} at {} returned {} B that differ from what was \
+                 written",
+                write.offset,
                 read.len()
             ),
         });
     }
     tokio::time::sleep(SETTLE).await;
-    let events = gather(running).await?;
-    let names = NodeNames::of(stack);
+    let events = gather(site).await?;
+    let names = site.names();
     let requests = vec![
         traced_request(
-            write_id,
+            write.id,
             "write",
             config.size,
-            write_seconds,
+            write.seconds,
             &events,
             &names,
         ),
         traced_request(read_id, "read", config.size, read_seconds, &events, &names),
     ];
-    file.close()
-        .await
-        .map_err(|e| io("close the traced file", e))?;
-    client
+    write
+        .file
         .close()
         .await
-        .map_err(|e| io("close the client", e))?;
+        .map_err(|e| io("close the traced file", e))?;
+    // The load's files go: on a launched stack they would pile up trace after trace.
+    for file in load_files {
+        let path = file.path().to_owned();
+        file.close()
+            .await
+            .map_err(|e| io(&format!("close {path}"), e))?;
+        client
+            .unlink(&path)
+            .await
+            .map_err(|e| io(&format!("remove the load's file {path}"), e))?;
+    }
     Ok(TraceReport {
         stack: stack.name.clone(),
-        mode: running.mode().name().to_owned(),
+        mode: site.mode().name().to_owned(),
         clocks: clocks(stack),
         modeled: stack.modeled(),
         setup,
+        load,
         requests,
     })
 }
@@ -369,14 +597,17 @@ fn async_commit_interval(stack: &Stack) -> Option<Duration> {
         .map(Duration::from_millis)
 }
 
+/// The traced file, where it was written from, and the journals: `like` is the stack's client
+/// node the requests go as (a guest goes as the first would, through its fyod if it has one).
 fn describe_setup(
     stack: &Stack,
-    client: usize,
+    like: Option<usize>,
+    from: &str,
     path: &str,
     layout: &iopath_client::Layout,
 ) -> String {
-    let via = match stack.nodes[client].role {
-        Role::Client(spec) => match spec.forwarder {
+    let via = match like.map(|c| stack.nodes[c].role) {
+        Some(Role::Client(spec)) => match spec.forwarder {
             Some(f) => {
                 let mode = match stack.nodes[f].role {
                     Role::Fyod(fyod) => match fyod.mode {
@@ -390,6 +621,13 @@ fn describe_setup(
             None => "direct to the storage servers".to_owned(),
         },
         _ => String::new(),
+    };
+    let from = match like {
+        Some(c) if from == GUEST_NODE => format!(
+            "{from} (a client node of this command's own, as {} is made)",
+            stack.nodes[c].name
+        ),
+        _ => from.to_owned(),
     };
     let journals: Vec<&str> = stack
         .nodes
@@ -407,8 +645,7 @@ fn describe_setup(
         "mixed"
     };
     format!(
-        "{path} from {} {via}; {} stripe(s) of {}; {journal} journals",
-        stack.nodes[client].name,
+        "{path} from {from} {via}; {} stripe(s) of {}; {journal} journals",
         layout.objects().len(),
         describe_size(layout.stripe_size_bytes())
     )
@@ -433,8 +670,8 @@ fn clocks(stack: &Stack) -> String {
     }
 }
 
-/// Every node's log: this process's nodes directly, node processes over their admin service.
-async fn gather(running: &RunningStack) -> Result<Vec<TraceEvent>, BenchError> {
+/// Every node's log: this process's nodes directly, the others over their admin service.
+async fn gather(site: &Site<'_>) -> Result<Vec<TraceEvent>, BenchError> {
     let mut events = Vec::new();
     // A node whose bounded log let events go would show hops missing: refuse instead.
     let complete = |name: &str, dropped: u64| {
@@ -450,30 +687,22 @@ async fn gather(running: &RunningStack) -> Result<Vec<TraceEvent>, BenchError> {
             })
         }
     };
-    let local: Vec<usize> = running.local_nodes().iter().map(|n| n.index).collect();
-    for node in running.local_nodes() {
-        complete(&node.name, node.node.trace_log().dropped())?;
-        events.extend(node.node.trace_log().events(None));
+    for (name, log) in site.local_logs() {
+        complete(&name, log.dropped())?;
+        events.extend(log.events(None));
     }
-    for index in 0..running.stack().nodes.len() {
-        if local.contains(&index) {
-            continue;
-        }
-        let Some(addr) = running.admin_addr(index) else {
-            continue;
-        };
+    for (name, addr) in site.remote_admins() {
         let admin = iopath_admin::Client::connect(addr).await?;
-        let name = &running.stack().nodes[index].name;
         for value in admin.get_param("trace.dropped").await? {
             let dropped = value.value.trim().parse().map_err(|_| BenchError::Io {
                 what: format!("trace.dropped of {name}"),
                 why: format!("not a count: {:?}", value.value),
             })?;
-            complete(name, dropped)?;
+            complete(&name, dropped)?;
         }
         for value in admin.get_param("trace.events").await? {
             let parsed = trace::parse_json_lines(&value.value).map_err(|why| BenchError::Io {
-                what: format!("trace.events of {}", running.stack().nodes[index].name),
+                what: format!("trace.events of {name}"),
                 why,
             })?;
             events.extend(parsed);
@@ -589,6 +818,9 @@ pub fn render(report: &TraceReport) -> String {
     out.push_str(&format!("stack: {} ({})\n", report.stack, report.mode));
     out.push_str(&format!("modeled: {}\n", report.modeled));
     out.push_str(&format!("traced: {}\n", report.setup));
+    if let Some(load) = &report.load {
+        out.push_str(&format!("load: {}\n", load.describe()));
+    }
     for request in &report.requests {
         out.push_str(&format!(
             "\n{} of {} (trace {}): {:.3} ms at the client, {} steps\n",
