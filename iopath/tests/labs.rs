@@ -3,8 +3,12 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
+mod common;
+
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `iopath ...` command lines in `lab`'s code blocks, in order.
 fn commands(lab: &str) -> Vec<Vec<String>> {
@@ -24,6 +28,15 @@ fn commands(lab: &str) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// A scratch directory to run a lab's commands in, with the repository's `docs` beside them:
+/// the labs name their stack files as `docs/labs/...`, from the repository's root.
+fn lab_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    std::os::unix::fs::symlink(docs.canonicalize().unwrap(), dir.path().join("docs")).unwrap();
+    dir
 }
 
 /// Runs `iopath ARGS` in a scratch directory; its standard output.
@@ -144,4 +157,266 @@ fn the_iorcd_lab_sees_congestion_track_bandwidth_and_flags_impeded_runs_over_hea
             .unwrap_or_else(|| panic!("no {kind} verdict: {out}"))
     };
     assert!(flagged("impeded") > flagged("healthy"), "{out}");
+}
+
+/// One step of a trace's text: node, layer, event and the rest of the line.
+#[derive(Debug)]
+struct Step {
+    node: String,
+    layer: String,
+    event: String,
+    detail: String,
+}
+
+impl Step {
+    /// Its credit counts: `[credits: peer -3, ni 250]`.
+    fn credits(&self) -> Vec<(String, i64)> {
+        let Some(inside) = self
+            .detail
+            .split("[credits: ")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+        else {
+            return Vec::new();
+        };
+        inside
+            .split(", ")
+            .map(|pair| {
+                let (name, count) = pair.rsplit_once(' ').unwrap();
+                (name.to_owned(), count.parse().unwrap())
+            })
+            .collect()
+    }
+
+    fn queued(&self) -> bool {
+        self.credits().iter().any(|(_, c)| *c < 0)
+    }
+}
+
+/// A trace's text as its requests' steps: `write` and `read`, each in time order.
+fn requests(out: &str) -> Vec<(String, Vec<Step>)> {
+    let mut requests: Vec<(String, Vec<Step>)> = Vec::new();
+    for line in out.lines() {
+        if let Some(op) = ["write of ", "read of "]
+            .iter()
+            .find(|p| line.starts_with(**p))
+        {
+            requests.push((op.split(' ').next().unwrap().to_owned(), Vec::new()));
+            continue;
+        }
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let (Some(request), true) = (
+            requests.last_mut(),
+            cells.len() > 4 && cells[0].parse::<f64>().is_ok(),
+        ) else {
+            continue;
+        };
+        request.1.push(Step {
+            node: cells[1].to_owned(),
+            layer: cells[2].to_owned(),
+            event: cells[3].to_owned(),
+            detail: cells[4..].join(" "),
+        });
+    }
+    assert_eq!(requests.len(), 2, "a write and a read: {out}");
+    requests
+}
+
+/// Where the first step of `steps` that `pred` accepts is.
+fn at(steps: &[Step], pred: impl Fn(&Step) -> bool) -> Option<usize> {
+    steps.iter().position(pred)
+}
+
+#[test]
+fn the_trace_lab_shows_each_path_and_a_write_queueing_inside_a_load() {
+    let lines = commands("trace.md");
+    assert_eq!(lines.len(), 5, "the lab's five commands: {lines:?}");
+    let dir = lab_dir();
+
+    // 1. Through routers, async journal: a router forwards the request; the server pulls,
+    // records, replies, and commits after; the client keeps the write, then releases it.
+    let out = run(&lines[0], dir.path());
+    let write = &requests(&out)[0].1;
+    fn is<'a>(node: &'a str, event: &'a str) -> impl Fn(&Step) -> bool + 'a {
+        move |s: &Step| s.node.starts_with(node) && s.event == event
+    }
+    assert!(at(write, is("rtr", "forward")).is_some(), "{out}");
+    let record = at(write, |s| s.layer == "journal" && s.event == "record").unwrap();
+    let reply = at(write, is("oss", "reply")).unwrap();
+    let commit = at(write, is("oss", "commit")).unwrap();
+    let keep = at(write, is("c0", "keep")).unwrap();
+    let release = at(write, is("c0", "release")).unwrap();
+    assert!(
+        record < reply && reply < commit && reply < keep && commit < release,
+        "{out}"
+    );
+    for svg in ["write.svg", "write-read.svg"] {
+        let text = std::fs::read_to_string(dir.path().join(svg)).unwrap();
+        iopath_plot::check::Drawing::read_clean(&text).unwrap_or_else(|e| panic!("{svg}: {e}"));
+    }
+
+    // 2. Sync journal: the commit before the reply, nothing kept.
+    let out = run(&lines[1], dir.path());
+    let write = &requests(&out)[0].1;
+    assert!(at(write, is("oss", "commit")).unwrap() < at(write, is("oss", "reply")).unwrap());
+    assert!(at(write, is("c0", "keep")).is_none(), "{out}");
+
+    // 3. PFS: the fyod splits, and the storage server's GET goes to the compute node.
+    let out = run(&lines[2], dir.path());
+    let write = &requests(&out)[0].1;
+    assert!(at(write, is("fyod", "split")).is_some(), "{out}");
+    let get = at(write, |s| {
+        s.node.starts_with("oss") && s.event == "send" && s.detail.starts_with("GET")
+    })
+    .unwrap();
+    assert!(write[get].detail.contains("[to c0]"), "{out}");
+    assert!(at(write, is("fyod", "verify")).is_none(), "{out}");
+
+    // UFS: the fyod pulls into its buffers, and the storage server from the fyod.
+    let out = run(&lines[3], dir.path());
+    let write = &requests(&out)[0].1;
+    assert!(at(write, is("fyod", "buffer")).is_some(), "{out}");
+    let get = at(write, |s| {
+        s.node.starts_with("oss") && s.event == "send" && s.detail.starts_with("GET")
+    })
+    .unwrap();
+    assert!(write[get].detail.contains("[to fyod0]"), "{out}");
+
+    // 4. Inside a load: the 16th write of c0 among 32 writers; a router's send to a storage
+    // server queued (a negative count), the client's own sends and the routers' buffers never.
+    let out = run(&lines[4], dir.path());
+    assert!(
+        out.contains("modeled: the NICs of rtr0, rtr1, rtr2, rtr3"),
+        "{out}"
+    );
+    assert!(
+        out.contains("load: 32 writers on c0, c1, c2, c3, c4, c5, c6, c7 (4 MiB writes")
+            && out.contains("the write traced is the 16th c0 issued"),
+        "{out}"
+    );
+    let write = &requests(&out)[0].1;
+    let queued: Vec<&Step> = write.iter().filter(|s| s.queued()).collect();
+    assert!(
+        queued.iter().any(|s| s.node.starts_with("rtr")
+            && s.event == "send"
+            && s.detail.contains("[to oss")),
+        "no router send to a storage server queued: {out}"
+    );
+    assert!(
+        queued
+            .iter()
+            .all(|s| s.node.starts_with("rtr") && s.event == "send" && s.detail.contains("waited")),
+        "only the routers' sends queue, and each says how long: {queued:?}"
+    );
+}
+
+/// A command left running, stopped (SIGKILL) and waited for when dropped: the test ends it
+/// once it has checked what it came to check.
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The live lab's IOR runs 40 repetitions: the test needs the first few, and stops it.
+const LIVE_LAB_MAX: Duration = Duration::from_secs(180);
+
+#[test]
+fn the_live_lab_starves_the_routers_large_buffers_and_never_their_small_ones() {
+    let lines = commands("live.md");
+    assert_eq!(lines.len(), 1, "the lab's command: {lines:?}");
+    let dir = lab_dir();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iopath"))
+        .args(&lines[0])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let running = Stopped(child);
+    // Its lines through a thread, so a run that hangs fails the test instead of holding it.
+    let (lines_tx, said) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let started = Instant::now();
+    // "open the address it prints"
+    let url = loop {
+        let line = said
+            .recv_timeout(LIVE_LAB_MAX.saturating_sub(started.elapsed()))
+            .expect("the live lab's command never said where its live view is");
+        if let Some(url) = line.strip_prefix("live view: ") {
+            break url.trim().to_owned();
+        }
+    };
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    assert!(common::http_get(&addr, "/").contains("<html"));
+    let view: serde_json::Value =
+        serde_json::from_str(&common::http_get(&addr, "/view.json")).unwrap();
+    let routers: Vec<(String, String)> = view["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["name"].as_str().unwrap().starts_with("rtr"))
+        .map(|n| {
+            (
+                n["name"].as_str().unwrap().to_owned(),
+                n["admin"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(routers.len(), 4, "{view}");
+    // Each router's pools, as its `buffers` view (the page's third line) says: class bytes
+    // count credits min queue, a row per class: the lowest each has been.
+    let mins = |admin: &str| -> Vec<(String, i64)> {
+        common::lctl(admin, &["get_param", "-n", "buffers"])
+            .lines()
+            .skip(1)
+            .map(|row| {
+                let cells: Vec<&str> = row.split_whitespace().collect();
+                (cells[0].to_owned(), cells[4].parse().unwrap())
+            })
+            .collect()
+    };
+    // What the lab says: the large pool goes below zero under IOR; the tiny and small pools,
+    // which carry only requests and replies, never come near it.
+    let seen = loop {
+        let seen: Vec<(String, Vec<(String, i64)>)> = routers
+            .iter()
+            .map(|(name, admin)| (name.clone(), mins(admin)))
+            .collect();
+        let starved = seen.iter().any(|(_, pools)| {
+            pools
+                .iter()
+                .any(|(class, min)| class == "large" && *min < 0)
+        });
+        if starved {
+            break seen;
+        }
+        assert!(
+            started.elapsed() < LIVE_LAB_MAX,
+            "no router's large buffers went below zero: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    for (router, pools) in &seen {
+        assert_eq!(pools.len(), 3, "{router}: {pools:?}");
+        for (class, min) in pools {
+            if class != "large" {
+                assert!(*min > 0, "{router}'s {class} pool went to {min}: {seen:?}");
+            }
+        }
+    }
+    drop(running);
 }
