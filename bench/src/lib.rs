@@ -23,6 +23,9 @@
 //! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
 //!   every node's log of the traced frames gathered, paired and put in time order, as text,
 //!   JSON and an SVG sequence diagram.
+//! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
+//!   emulated torus crossed hop by hop: launcher order against the nearest free nodes per
+//!   server, over server counts, beside the flow model's prediction and the paper's figures.
 //! - [`netns`]: a cluster of five hosts made of network namespaces (compute, two routers, two
 //!   servers; a switch namespace between them), for `bench cluster` and the cluster tests.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
@@ -46,6 +49,7 @@ pub mod journal;
 pub mod monitoring;
 pub mod mount;
 pub mod netns;
+pub mod placement;
 pub mod raw;
 pub mod report;
 pub mod selftest;

@@ -287,3 +287,57 @@ fn bench_iorcd_refuses_a_stack_without_routers() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no routers"), "{stderr}");
 }
+
+#[test]
+fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner() {
+    let dir = scratch();
+    let svg = dir.path().join("placement.svg");
+    let output = iopath()
+        .args(["bench", "placement", "--quick", "--json", "--svg"])
+        .arg(&svg)
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("placed placement"),
+        "a line per run: {stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["torus"], "4x4x2");
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "a row per server count");
+    for row in rows {
+        let (default, placed) = (&row["default"], &row["placed"]);
+        let f = |run: &serde_json::Value, key: &str| run[key].as_f64().unwrap();
+        // Launcher order piles more pairs on a link than it carries (2 OSTs' worth); the
+        // nearest free nodes do not.
+        assert!(f(default, "max_pairs_per_link") > 2.0, "{row}");
+        assert!(f(placed, "max_pairs_per_link") <= 2.0, "{row}");
+        // So the placed writers finish sooner and closer together, measured and modeled.
+        assert!(f(row, "gain") > 0.1, "{row}");
+        assert!(f(row, "model_gain") > 0.1, "{row}");
+        assert!(f(placed, "spread_s") < f(default, "spread_s"), "{row}");
+        // Every writer's time measured, and the measured run near the flow model's (the
+        // quick run's few transfers each leave more of the start-up in it than the default).
+        for run in [default, placed] {
+            assert_eq!(
+                run["completion_s"].as_array().unwrap().len(),
+                run["writers"].as_u64().unwrap() as usize
+            );
+            let ratio = f(run, "ratio_to_model");
+            assert!((0.7..1.1).contains(&ratio), "{ratio}: {row}");
+        }
+    }
+    let modeled = json["modeled"].as_str().unwrap();
+    assert!(modeled.contains("time scale 64"), "{modeled}");
+    let drawing = Drawing::read_clean(&std::fs::read_to_string(&svg).unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        drawing.series.len(),
+        4,
+        "measured and modeled, default and placed"
+    );
+}

@@ -101,7 +101,7 @@ fn the_journal_lab_shows_sync_commits_paying_two_seeks_a_write_and_async_not() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(&lines[0], dir.path());
     assert!(out.contains("disk modeled"), "{out}");
-    // A row's cells: configuration, MiB/s, % of baseline, commits, seeks.
+    // A row's cells: configuration, MiB/s, % of baseline, the paper's, commits, seeks.
     let row = |name: &str| -> (f64, u64, u64) {
         let line = out
             .lines()
@@ -111,8 +111,8 @@ fn the_journal_lab_shows_sync_commits_paying_two_seeks_a_write_and_async_not() {
         let percent = cells[1].trim_end_matches('%').parse().unwrap();
         (
             percent,
-            cells[2].parse().unwrap(),
             cells[3].parse().unwrap(),
+            cells[4].parse().unwrap(),
         )
     };
     let (sync_percent, sync_commits, sync_seeks) = row("OST, internal journal, sync commits");
@@ -126,6 +126,18 @@ fn the_journal_lab_shows_sync_commits_paying_two_seeks_a_write_and_async_not() {
     assert_eq!(sync_seeks, 2 * sync_commits, "{out}");
     assert!(async_commits < sync_commits / 10, "{out}");
     assert!(sync_percent < async_percent / 2.0, "{out}");
+    // The external journals: the data disk's head stays put, each commit pays its device's
+    // own cost; the paper's order, internal sync < SAS < SSD < async.
+    let (sas_percent, sas_commits, sas_seeks) =
+        row("OST, external journal on SAS tier, sync commits");
+    let (ssd_percent, ssd_commits, ssd_seeks) =
+        row("OST, external journal on solid-state device, sync commits");
+    assert_eq!((sas_commits, ssd_commits), (256, 256), "{out}");
+    assert_eq!((sas_seeks, ssd_seeks), (0, 0), "{out}");
+    assert!(
+        sync_percent < sas_percent && sas_percent < ssd_percent && ssd_percent < async_percent,
+        "{out}"
+    );
 }
 
 #[test]
@@ -419,4 +431,58 @@ fn the_live_lab_starves_the_routers_large_buffers_and_never_their_small_ones() {
         }
     }
     drop(running);
+}
+
+#[test]
+fn the_placement_lab_overloads_a_link_in_launcher_order_and_placed_writers_finish_together() {
+    let lines = commands("placement.md");
+    assert_eq!(lines.len(), 1, "the lab's command: {lines:?}");
+    let dir = lab_dir();
+    let out = run(&lines[0], dir.path());
+    // A row: servers writers | MB/s (model, ratio) pairs/link spread | the same placed | gain.
+    let numbers = |cell: &str| -> Vec<f64> {
+        cell.split(|c: char| c.is_whitespace() || "(),%+".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.parse()
+                    .unwrap_or_else(|_| panic!("{w:?} in {cell:?}: {out}"))
+            })
+            .collect()
+    };
+    let rows: Vec<Vec<Vec<f64>>> = out
+        .lines()
+        .filter(|l| l.split('|').count() == 4 && l.trim_start().starts_with(char::is_numeric))
+        .map(|l| l.split('|').map(numbers).collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "a row per server count (2, 4, 8): {out}");
+    for row in &rows {
+        let (default, placed, gain) = (&row[1], &row[2], &row[3]);
+        // [MB/s, model MB/s, ratio, pairs per link, spread ms]
+        assert!(
+            default[3] > 3.0 && placed[3] <= 3.0,
+            "pairs per link: {out}"
+        );
+        assert!(placed[0] > default[0] * 1.1, "placed faster: {out}");
+        assert!(
+            placed[4] < default[4] / 2.0,
+            "placed closer together: {out}"
+        );
+        for run in [default, placed] {
+            assert!(
+                (run[2] - 1.0).abs() <= 0.15,
+                "within 15% of the flow model: {out}"
+            );
+        }
+        assert!(
+            gain[0] > 10.0 && gain[1] > 10.0,
+            "gain measured and modeled: {out}"
+        );
+    }
+    let svg = std::fs::read_to_string(dir.path().join("placement.svg")).unwrap();
+    let drawing = iopath_plot::check::Drawing::read_clean(&svg).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        drawing.series.len(),
+        4,
+        "measured and modeled, default and placed"
+    );
 }

@@ -24,6 +24,7 @@ pub mod lfs;
 pub mod lnetctl;
 pub mod mount;
 pub mod oss;
+pub mod placement;
 pub mod selftest;
 pub mod stack;
 pub mod topo;
@@ -124,6 +125,10 @@ pub enum BenchCommand {
     /// What watching costs: IOR with IORCD sampling every router and fyod each second and
     /// every server node's /metrics scraped each second, against IOR without them, in one run.
     Monitoring(iorcd::MonitoringArgs),
+    /// Placement (Spider paper 000): writers where the launcher put them against each
+    /// server's nearest free nodes, on an emulated torus crossed hop by hop, over server
+    /// counts, beside the flow model's prediction and the paper's figures.
+    Placement(placement::PlacementArgs),
     /// IOR on the spider-cluster preset across five hosts made of network namespaces (root),
     /// beside the same stack as processes on loopback and iperf3 over the hosts' links.
     Cluster(launch::BenchClusterArgs),
@@ -148,6 +153,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Iorcd(args)) => iorcd::experiment(args).await,
         Command::Bench(BenchCommand::Monitoring(args)) => iorcd::monitoring(args).await,
         Command::Bench(BenchCommand::Cluster(args)) => launch::bench(args).await,
+        Command::Bench(BenchCommand::Placement(args)) => placement::run(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,
