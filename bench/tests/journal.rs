@@ -46,6 +46,7 @@ fn modeled(dir: &Path, bandwidth_mib_s: f64, seek_ms: f64) -> JournalOptions {
         disk_model: Some(DiskModel {
             bandwidth_mib_s,
             seek_ms,
+            commit_ms: 0.0,
         }),
         fio: FioChoice::Off,
         ..JournalOptions::default()

@@ -9,14 +9,42 @@ use serde::{Deserialize, Serialize};
 use crate::error::BenchError;
 use crate::writers::Requests;
 
+/// A modeled external journal device: the Spider paper's two hardware fixes for the seeks
+/// that synchronous commits cost on a shared data-and-journal tier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalDevice {
+    /// Its name in the table ("SAS tier").
+    pub name: String,
+    /// The device.
+    pub model: DiskModel,
+}
+
+impl JournalDevice {
+    /// The paper's: an internal SAS tier and a network-attached solid-state device.
+    pub fn paper() -> Vec<JournalDevice> {
+        vec![
+            JournalDevice {
+                name: "SAS tier".into(),
+                model: DiskModel::sas_journal(),
+            },
+            JournalDevice {
+                name: "solid-state device".into(),
+                model: DiskModel::ssd(),
+            },
+        ]
+    }
+}
+
 /// The benchmark's parameters (obdfilter-survey's `thr`, `nobj`, `rsz`, `size`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalBenchConfig {
     /// A directory on the file system to measure; each phase works in a fresh temporary
     /// directory inside it and removes it afterwards.
     pub dir: PathBuf,
-    /// If set, an extra phase keeps the journal in a temporary directory here (the external
-    /// journal), in sync mode as in the paper.
+    /// Where the external journals' files go (a temporary directory inside). On a real disk an
+    /// extra phase runs only when this is set (the external journal on another file system);
+    /// with a modeled disk every device of `journal_devices` has its phase, in `dir` when this
+    /// is unset (the device is modeled either way).
     pub external_journal_dir: Option<PathBuf>,
     /// Concurrent writers.
     pub threads: usize,
@@ -30,9 +58,8 @@ pub struct JournalBenchConfig {
     pub engine: EngineConfig,
     /// A modeled disk for the data (and internal journal); `None` measures the real disk.
     pub disk_model: Option<DiskModel>,
-    /// The modeled external journal device (used with `disk_model` and
-    /// `external_journal_dir`).
-    pub external_journal_model: DiskModel,
+    /// The modeled external journal devices, a sync phase each (with `disk_model`).
+    pub journal_devices: Vec<JournalDevice>,
     /// Async mode's commit interval.
     pub commit_interval_ms: u64,
     /// Records per commit (async mode's count trigger).
@@ -53,7 +80,7 @@ impl JournalBenchConfig {
             bytes_per_object: 256 << 20,
             engine: EngineConfig::default(),
             disk_model: None,
-            external_journal_model: DiskModel::ssd(),
+            journal_devices: JournalDevice::paper(),
             commit_interval_ms: 1000,
             group_records_max: 64,
             runs: 1,
@@ -102,7 +129,9 @@ impl JournalBenchConfig {
         }
         if let Some(model) = &self.disk_model {
             model.validate()?;
-            self.external_journal_model.validate()?;
+            for device in &self.journal_devices {
+                device.model.validate()?;
+            }
         }
         Ok(())
     }

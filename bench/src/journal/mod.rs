@@ -29,7 +29,7 @@ pub mod report;
 pub mod result;
 pub mod run;
 
-pub use config::JournalBenchConfig;
+pub use config::{JournalBenchConfig, JournalDevice};
 pub use progress::{ProgressEvent, ProgressLine};
 pub use report::{JournalReport, render};
 pub use result::{BenchRow, JournalBenchResult};
@@ -95,8 +95,8 @@ pub struct JournalOptions {
     /// Model the data disk (one head, a seek between data and journal, no write-back cache)
     /// instead of measuring the real one; the I/O still happens for real.
     pub disk_model: Option<DiskModel>,
-    /// The modeled external journal device (with `disk_model` and `external_journal_dir`).
-    pub journal_model: DiskModel,
+    /// The modeled external journal devices, a sync phase each (with `disk_model`).
+    pub journal_devices: Vec<JournalDevice>,
     /// Whether fio runs as a second raw baseline.
     pub fio: FioChoice,
     /// fio's requests in flight per writer (1 matches the in-process writers).
@@ -120,7 +120,7 @@ impl Default for JournalOptions {
             group_records_max: 64,
             engine: EngineKind::Uring,
             disk_model: None,
-            journal_model: DiskModel::ssd(),
+            journal_devices: JournalDevice::paper(),
             fio: FioChoice::IfAvailable,
             fio_iodepth: 1,
         }
@@ -171,7 +171,7 @@ pub async fn measure(
         ..EngineConfig::default()
     };
     config.disk_model = model;
-    config.external_journal_model = args.journal_model;
+    config.journal_devices = args.journal_devices.clone();
     // Bad options are reported before anything is written.
     config
         .validate()

@@ -80,6 +80,7 @@ mod tests {
             data_syncs: 0,
             seeks: None,
             runs_mib_s: runs_mib_s.to_vec(),
+            paper_percent: None,
         }
     }
 

@@ -49,11 +49,12 @@ pub(crate) fn modeled_statement(config: &JournalBenchConfig, fio_ran: bool) -> S
         rate(model.bandwidth_mib_s),
         model.seek_ms
     );
-    if config.external_journal_dir.is_some() {
+    for device in &config.journal_devices {
         text.push_str(&format!(
-            "; the external journal device: {} MiB/s, {} ms seeks",
-            rate(config.external_journal_model.bandwidth_mib_s),
-            config.external_journal_model.seek_ms
+            "; an external journal on a {}: {} MiB/s, {} ms per commit",
+            device.name,
+            rate(device.model.bandwidth_mib_s),
+            device.model.commit_ms
         ));
     }
     if fio_ran {
@@ -94,6 +95,7 @@ pub fn render(report: &JournalReport) -> String {
         "configuration",
         "MiB/s",
         "% of baseline",
+        "paper",
         "commits",
         "seeks",
     ]);
@@ -103,6 +105,7 @@ pub fn render(report: &JournalReport) -> String {
             row.configuration.clone(),
             rate(row.mib_s),
             format!("{:.1}%", row.percent_of_baseline),
+            row.paper_percent.map_or_else(dash, |p| format!("{p:.1}%")),
             if row.commits == 0 {
                 dash()
             } else {
@@ -129,17 +132,25 @@ pub fn render(report: &JournalReport) -> String {
                 },
                 dash(),
                 dash(),
+                dash(),
             ]);
         }
     }
     out.push_str(&table.render());
+    out.push_str(
+        "paper: the Spider paper's table (003: one DDN couplet, 28 SATA tiers, 28 clients each \
+         writing its own OST), as a share of its block-level baseline\n",
+    );
     out.push('\n');
     out.push_str(&format!(
         "sync/baseline {:.3}, async/baseline {:.3}",
         bench.sync_ratio, bench.async_ratio
     ));
-    if let Some(external) = bench.external_ratio {
-        out.push_str(&format!(", external/baseline {external:.3}"));
+    for external in &bench.external {
+        out.push_str(&format!(
+            ", external journal ({})/baseline {:.3}",
+            external.device, external.ratio
+        ));
     }
     if let Some(vs_fio) = report.async_ratio_vs_fio {
         out.push_str(&format!(", async/fio {vs_fio:.3}"));

@@ -27,6 +27,23 @@ pub struct BenchRow {
     /// Every run's bandwidth, MiB/s, in run order (`mib_s` is the greatest).
     #[serde(default)]
     pub runs_mib_s: Vec<f64>,
+    /// The Spider paper's share of the baseline for this configuration, percent, if it
+    /// measured one.
+    #[serde(default)]
+    pub paper_percent: Option<f64>,
+}
+
+/// One external journal configuration's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExternalResult {
+    /// The device ("SAS tier"), or "real" for a real external directory.
+    pub device: String,
+    /// The modeled device, if modeled.
+    pub model: Option<DiskModel>,
+    /// OST writes with sync commits to it, MiB/s.
+    pub mib_s: f64,
+    /// `mib_s / baseline_mib_s`.
+    pub ratio: f64,
 }
 
 /// The benchmark's outcome.
@@ -62,14 +79,10 @@ pub struct JournalBenchResult {
     pub sync_ratio: f64,
     /// `async_mib_s / baseline_mib_s`.
     pub async_ratio: f64,
-    /// OST writes with an external journal in sync mode, MiB/s, if measured.
-    pub external_mib_s: Option<f64>,
-    /// `external_mib_s / baseline_mib_s`.
-    pub external_ratio: Option<f64>,
+    /// OST writes with an external journal in sync mode, one per device measured.
+    pub external: Vec<ExternalResult>,
     /// The modeled data disk, if modeled.
     pub disk_model: Option<DiskModel>,
-    /// The modeled external journal device, if modeled and measured.
-    pub external_journal_model: Option<DiskModel>,
     /// Where it ran.
     pub dir: String,
     /// Where the external journal was.
@@ -94,7 +107,23 @@ impl JournalBenchResult {
         let ratio = |x: f64| if baseline > 0.0 { x / baseline } else { 0.0 };
         let sync = find("OST, internal journal, sync").unwrap_or(0.0);
         let asynchronous = find("OST, internal journal, async").unwrap_or(0.0);
-        let external = find("OST, external journal");
+        let external = rows
+            .iter()
+            .filter(|r| r.configuration.starts_with("OST, external journal"))
+            .map(|r| {
+                let device = config
+                    .journal_devices
+                    .iter()
+                    .filter(|_| config.disk_model.is_some())
+                    .find(|d| r.configuration.contains(&format!(" on {},", d.name)));
+                ExternalResult {
+                    device: device.map_or_else(|| "real".to_owned(), |d| d.name.clone()),
+                    model: device.map(|d| d.model),
+                    mib_s: r.mib_s,
+                    ratio: ratio(r.mib_s),
+                }
+            })
+            .collect();
         JournalBenchResult {
             disk: if config.disk_model.is_some() {
                 "modeled"
@@ -116,13 +145,8 @@ impl JournalBenchResult {
             async_mib_s: asynchronous,
             sync_ratio: ratio(sync),
             async_ratio: ratio(asynchronous),
-            external_mib_s: external,
-            external_ratio: external.map(ratio),
+            external,
             disk_model: config.disk_model,
-            external_journal_model: config
-                .disk_model
-                .and(config.external_journal_dir.as_ref())
-                .map(|_| config.external_journal_model),
             dir: config.dir.display().to_string(),
             external_journal_dir: config
                 .external_journal_dir
@@ -148,15 +172,18 @@ impl JournalBenchResult {
         );
         let _ = writeln!(
             out,
-            "{:<48} {:>10} {:>12} {:>8} {:>8}",
-            "configuration", "MiB/s", "% of base", "commits", "seeks"
+            "{:<56} {:>10} {:>12} {:>8} {:>8} {:>8}",
+            "configuration", "MiB/s", "% of base", "paper", "commits", "seeks"
         );
         for row in &self.rows {
             let seeks = row.seeks.map_or("-".to_string(), |s| s.to_string());
+            let paper = row
+                .paper_percent
+                .map_or("-".to_string(), |p| format!("{p:.1}%"));
             let _ = writeln!(
                 out,
-                "{:<48} {:>10.1} {:>11.1}% {:>8} {:>8}",
-                row.configuration, row.mib_s, row.percent_of_baseline, row.commits, seeks
+                "{:<56} {:>10.1} {:>11.1}% {:>8} {:>8} {:>8}",
+                row.configuration, row.mib_s, row.percent_of_baseline, paper, row.commits, seeks
             );
         }
         out

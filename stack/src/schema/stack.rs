@@ -549,6 +549,7 @@ impl Stack {
         Some(DiskModel {
             bandwidth_mib_s: disk.bandwidth_bytes_s as f64 / (1024.0 * 1024.0) / scale,
             seek_ms: disk.seek_us as f64 / 1000.0 * scale,
+            commit_ms: 0.0,
         })
     }
 
