@@ -486,3 +486,40 @@ fn the_placement_lab_overloads_a_link_in_launcher_order_and_placed_writers_finis
         "measured and modeled, default and placed"
     );
 }
+
+/// IOR's stonewalling line: the fewest and most transfers a task made before the deadline.
+fn stonewall_pairs(out: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("stonewalling pairs accessed min:"))
+        .unwrap_or_else(|| panic!("no stonewalling line: {out}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let after = |key: &str| -> u64 {
+        let at = words.iter().position(|w| *w == key).unwrap();
+        words[at + 1].parse().unwrap()
+    };
+    (after("min:"), after("max:"))
+}
+
+#[test]
+fn the_chain_lab_shares_one_link_geometrically_and_flat_cards_do_not() {
+    let lines = commands("chain.md");
+    assert_eq!(lines.len(), 2, "the lab's two commands: {lines:?}");
+    let dir = lab_dir();
+    // The torus crossed hop by hop: the task next to the server gets far more than the
+    // farthest (the paper's 1/2 against 1/8; the lab's run 19 against 6 transfers).
+    let out = run(&lines[0], dir.path());
+    let (fewest, most) = stonewall_pairs(&out);
+    assert!(most >= 2 * fewest.max(1), "{fewest}..{most}: {out}");
+    // The lab's `sed` line, as it writes it: the same file without hop_by_hop.
+    let chain = std::fs::read_to_string(dir.path().join("docs/labs/chain.toml")).unwrap();
+    let flat = chain.replace("hop_by_hop = true", "hop_by_hop = false");
+    assert_ne!(flat, chain);
+    std::fs::write(dir.path().join("flat.toml"), flat).unwrap();
+    let out = run(&lines[1], dir.path());
+    let (fewest, most) = stonewall_pairs(&out);
+    assert!(
+        most <= fewest + fewest / 5 + 1,
+        "every card its own: {fewest}..{most}: {out}"
+    );
+}
