@@ -106,7 +106,7 @@ impl PlacementConfig {
         };
         Torus::new(self.dims[0], self.dims[1], self.dims[2])
             .map_err(|e| bad("--dims", e.to_string()))?;
-        if self.dims.iter().any(|&d| d < 2 || d > 16) {
+        if self.dims.iter().any(|&d| !(2..=16).contains(&d)) {
             return Err(bad("--dims", "each side 2 to 16 routers".into()));
         }
         if self.servers.is_empty() || self.servers.iter().any(|&s| s == 0 || s > SERVERS_MAX) {
