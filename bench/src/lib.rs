@@ -26,6 +26,8 @@
 //! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
 //!   emulated torus crossed hop by hop: launcher order against the nearest free nodes per
 //!   server, over server counts, beside the flow model's prediction and the paper's figures.
+//! - [`prediction`]: the flow model's prediction for an emulated run on a torus crossed hop
+//!   by hop (the same machine the stack file describes), to print beside what was measured.
 //! - [`netns`]: a cluster of five hosts made of network namespaces (compute, two routers, two
 //!   servers; a switch namespace between them), for `bench cluster` and the cluster tests.
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
@@ -50,6 +52,7 @@ pub mod monitoring;
 pub mod mount;
 pub mod netns;
 pub mod placement;
+pub mod prediction;
 pub mod raw;
 pub mod report;
 pub mod selftest;

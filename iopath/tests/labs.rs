@@ -511,6 +511,17 @@ fn the_chain_lab_shares_one_link_geometrically_and_flat_cards_do_not() {
     let out = run(&lines[0], dir.path());
     let (fewest, most) = stonewall_pairs(&out);
     assert!(most >= 2 * fewest.max(1), "{fewest}..{most}: {out}");
+    // The flow model's prediction for the same machine beside it: the chain's shares.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("flow model ("))
+        .unwrap_or_else(|| panic!("no flow model line: {out}"));
+    let ratio: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((ratio - 1.0).abs() <= 0.15, "{line}");
+    assert!(
+        out.contains("per task, MiB/s: model 5.0 5.0 10.0 20.0;"),
+        "{out}"
+    );
     // The lab's `sed` line, as it writes it: the same file without hop_by_hop.
     let chain = std::fs::read_to_string(dir.path().join("docs/labs/chain.toml")).unwrap();
     let flat = chain.replace("hop_by_hop = true", "hop_by_hop = false");
@@ -521,5 +532,9 @@ fn the_chain_lab_shares_one_link_geometrically_and_flat_cards_do_not() {
     assert!(
         most <= fewest + fewest / 5 + 1,
         "every card its own: {fewest}..{most}: {out}"
+    );
+    assert!(
+        !out.contains("flow model"),
+        "no torus, no prediction: {out}"
     );
 }

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use super::baseline;
-use super::params::{IorOptions, IorParams, SummaryFormat, tasks_per_node};
+use super::params::{self, IorOptions, IorParams, SummaryFormat, tasks_per_node};
 use super::phase::{self, Files, Job, Progress};
 use super::report::{
     self, Baselines, IopathFacts, PhaseResult, Ratios, RunFacts, RunInfo, TestInfo, TestReport,
 };
 use crate::error::BenchError;
 use crate::fio;
+use crate::prediction::{self, NotPredicted, WriterFlow};
 use iopath_client::Client;
 use iopath_stack::live;
 use iopath_stack::runtime::{Launcher, Mode, RunningStack, StorageDir};
@@ -524,6 +525,9 @@ async fn one_test(
             let (phase, written) =
                 phase::write(&job, iteration, *stamp, deadline(), progress).await?;
             show(streams, &phase);
+            if let Some(line) = flow_check(running, &job, iteration, &phase).await {
+                streams.log(&line);
+            }
             let written = Arc::new(written);
             for task in 0..tasks {
                 files.insert(params.file_of(task, iteration), Arc::clone(&written));
@@ -598,4 +602,75 @@ async fn one_test(
         results,
         facts,
     })
+}
+
+/// On a stack with a torus crossed hop by hop, the flow model's prediction for the write phase
+/// just run (each task's file on the targets its layout names) beside what was measured, as a
+/// line for the log; `None` on any other stack.
+async fn flow_check(
+    running: &RunningStack,
+    job: &Job,
+    iteration: u32,
+    phase: &phase::Phase,
+) -> Option<String> {
+    let stack = running.stack();
+    if !stack.networks.iter().any(|n| n.hop_by_hop) {
+        return None;
+    }
+    let client_nodes = running.clients();
+    let mut writers = Vec::new();
+    for task in 0..job.tasks {
+        let node = params::node_of(task, job.tasks, job.nodes()) as usize;
+        let path = job.params.file_of(task, iteration);
+        let targets = match job.clients[node].open(&path).await {
+            Ok(file) => {
+                let targets = file.layout().objects().iter().map(|o| o.target).collect();
+                let _ = file.close().await;
+                targets
+            }
+            Err(e) => return Some(format!("flow model: not predicted: open {path}: {e}\n")),
+        };
+        writers.push(WriterFlow {
+            client: client_nodes.get(node)?.index,
+            targets,
+        });
+    }
+    let prediction = match prediction::predict(stack, &writers) {
+        Ok(p) => p,
+        Err(NotPredicted(why)) => return Some(format!("flow model: not predicted: {why}\n")),
+    };
+    let t = job.params.transfer_size_bytes as f64;
+    let mib = |bytes_s: f64| bytes_s / f64::from(1u32 << 20);
+    let rate = |task: &phase::TaskTimes| {
+        let seconds = task
+            .transfer_end
+            .saturating_duration_since(task.transfer_start)
+            .as_secs_f64();
+        if seconds > 0.0 {
+            task.calls as f64 * t / seconds
+        } else {
+            0.0
+        }
+    };
+    let start = phase.tasks.iter().map(|x| x.transfer_start).min()?;
+    let end = phase.tasks.iter().map(|x| x.transfer_end).max()?;
+    let bytes: f64 = phase.tasks.iter().map(|x| x.calls as f64 * t).sum();
+    let measured = bytes / end.saturating_duration_since(start).as_secs_f64().max(1e-9);
+    let list = |rates: &mut dyn Iterator<Item = f64>| {
+        rates
+            .map(|r| format!("{:.1}", mib(r)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    Some(format!(
+        "flow model (the topology crate's, on the same {} torus, NICs and disks; steady state, \
+         host time): write {:.2} MiB/s, measured {:.2} MiB/s, measured/model {:.2}\n\
+         per task, MiB/s: model {}; measured {}\n",
+        prediction.network,
+        mib(prediction.aggregate_bytes_s),
+        mib(measured),
+        measured / prediction.aggregate_bytes_s,
+        list(&mut prediction.writer_bytes_s.iter().copied()),
+        list(&mut phase.tasks.iter().map(rate)),
+    ))
 }
