@@ -23,6 +23,8 @@
 //! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
 //!   every node's log of the traced frames gathered, paired and put in time order, as text,
 //!   JSON and an SVG sequence diagram.
+//! - [`fyods`]: `iopath bench fyods`, the ASCI Red paper's sweep of compute nodes against
+//!   fyods (Tables 2 and 3) on a modeled Janus whose fyods stand on modeled service nodes.
 //! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
 //!   emulated torus crossed hop by hop: launcher order against the nearest free nodes per
 //!   server, over server counts, beside the flow model's prediction and the paper's figures.
@@ -45,6 +47,7 @@ pub mod cluster;
 pub mod cpu;
 pub mod error;
 pub mod fio;
+pub mod fyods;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;

@@ -382,7 +382,7 @@ async fn run_one(
         "the placement experiment",
     )?;
     let modeled = stack.modeled();
-    let storage = StorageDir::temporary("iopath-bench-placement", config.dir.as_deref())?;
+    let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
     let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
     let result = write_all(config, &running, placement).await;
     let stopped = running.stop().await;

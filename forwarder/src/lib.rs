@@ -46,6 +46,6 @@ pub mod service;
 
 pub use client::{FyodClient, FyodFile, OpenOptions};
 pub use error::ForwarderError;
-pub use limits::FyodLimits;
+pub use limits::{FyodLimits, ServiceNode};
 pub use modes::{CallKind, FileSystem, IoMode};
-pub use service::{FYOD_PORTAL, FyodConfig, FyodService, FyodStats};
+pub use service::{FYOD_PORTAL, FyodConfig, FyodService, FyodStats, ServiceNodeStats};

@@ -64,3 +64,55 @@ impl Default for FyodLimits {
         }
     }
 }
+
+/// A modeled service node under the fyod (the 004 paper's fyods ran on service nodes of a few
+/// CPUs and their own memory): each call on an open file takes `call` of one of `cpus` CPUs
+/// before its I/O starts, in host time; while the open files' worker threads — one per open
+/// file, as the asynchronous calls had — number more than `threads_fit`, the node pages and
+/// each call's CPU time is multiplied by the overcommit (open files over `threads_fit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceNode {
+    /// CPUs: calls worked on at once.
+    pub cpus: u32,
+    /// CPU time per call, host time.
+    pub call: Duration,
+    /// Worker threads the node's memory holds; `None`: it never pages.
+    pub threads_fit: Option<u64>,
+}
+
+impl ServiceNode {
+    /// The CPU time one call takes with `open_files` threads: `call`, times the overcommit
+    /// once the threads outgrow the memory.
+    pub fn call_time(&self, open_files: u64) -> Duration {
+        match self.threads_fit {
+            Some(fit) if open_files > fit => {
+                self.call.mul_f64(open_files as f64 / fit.max(1) as f64)
+            }
+            _ => self.call,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_costs_its_cpu_time_until_the_threads_outgrow_the_memory() {
+        let node = ServiceNode {
+            cpus: 2,
+            call: Duration::from_millis(4),
+            threads_fit: Some(64),
+        };
+        assert_eq!(node.call_time(1), Duration::from_millis(4));
+        assert_eq!(node.call_time(64), Duration::from_millis(4));
+        // Twice the threads the memory holds: every call pages, twice the time.
+        assert_eq!(node.call_time(128), Duration::from_millis(8));
+        assert_eq!(node.call_time(256), Duration::from_millis(16));
+        let unbounded = ServiceNode {
+            threads_fit: None,
+            ..node
+        };
+        assert_eq!(unbounded.call_time(10_000), Duration::from_millis(4));
+    }
+}

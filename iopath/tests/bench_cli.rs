@@ -341,3 +341,67 @@ fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner
         "measured and modeled, default and placed"
     );
 }
+
+#[test]
+fn bench_fyods_quick_shows_one_fyod_falling_where_its_threads_page_and_four_scaling() {
+    let dir = scratch();
+    let svg = dir.path().join("fyods.svg");
+    let output = iopath()
+        .args(["bench", "fyods", "--quick", "--json", "--svg"])
+        .arg(&svg)
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("[4/4]"), "a line per point: {stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let point = |fyods: u64, nodes: u64| {
+        json["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["fyods"] == fyods && p["nodes"] == nodes && p["api"] == "async")
+            .unwrap_or_else(|| panic!("no point {fyods} x {nodes}: {json}"))
+            .clone()
+    };
+    let f = |p: &serde_json::Value, key: &str| p[key].as_f64().unwrap();
+    let (one_few, one_many) = (point(1, 16), point(1, 128));
+    let (four_few, four_many) = (point(4, 16), point(4, 128));
+    // One fyod falls once its threads outgrow its service node (51 fit), and only then pages.
+    assert!(
+        f(&one_many, "write_mb_s") < 0.7 * f(&one_few, "write_mb_s"),
+        "{json}"
+    );
+    assert_eq!(f(&one_few, "paged_calls"), 0.0, "{json}");
+    assert!(
+        f(&one_many, "paged_calls") > 0.5 * f(&one_many, "fyod_calls"),
+        "{json}"
+    );
+    // Four fyods keep scaling with the nodes, and serve many nodes far better than one.
+    assert!(
+        f(&four_many, "write_mb_s") > f(&four_few, "write_mb_s"),
+        "{json}"
+    );
+    assert!(
+        f(&four_many, "write_mb_s") > 3.0 * f(&one_many, "write_mb_s"),
+        "{json}"
+    );
+    // Reads too, and the paper's figures beside.
+    assert!(
+        f(&four_many, "read_mb_s") > 3.0 * f(&one_many, "read_mb_s"),
+        "{json}"
+    );
+    assert_eq!(f(&one_many, "paper_write_mb_s"), 138.0);
+    assert_eq!(f(&four_many, "paper_read_mb_s"), 565.0);
+    let modeled = json["modeled"].as_str().unwrap();
+    assert!(modeled.contains("paging past 51 open files"), "{modeled}");
+    let drawing = Drawing::read_clean(&std::fs::read_to_string(&svg).unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        drawing.series.len(),
+        4,
+        "two measured lines, two of the paper's"
+    );
+}

@@ -538,3 +538,86 @@ fn the_chain_lab_shares_one_link_geometrically_and_flat_cards_do_not() {
         "no torus, no prediction: {out}"
     );
 }
+
+#[test]
+fn the_fyods_lab_shows_one_fyod_falling_and_four_scaling_to_the_disks() {
+    let lines = commands("fyods.md");
+    assert_eq!(
+        lines.len(),
+        2,
+        "the lab's command and its vanishing: {lines:?}"
+    );
+    let dir = lab_dir();
+    let out = run(&lines[0], dir.path());
+    // The write table: a row per fyod count, "measured (paper)" per node count.
+    let table: Vec<(u32, Vec<f64>)> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("aggregate write"))
+        .skip(2)
+        .take_while(|l| l.contains('|'))
+        .map(|l| {
+            let (fyods, cells) = l.split_once('|').unwrap();
+            let measured = cells
+                .split(')')
+                .filter(|c| c.contains('('))
+                .map(|c| c.split('(').next().unwrap().trim().parse().unwrap())
+                .collect();
+            (fyods.trim().parse().unwrap(), measured)
+        })
+        .collect();
+    let row = |f: u32| {
+        &table
+            .iter()
+            .find(|(n, _)| *n == f)
+            .unwrap_or_else(|| panic!("{out}"))
+            .1
+    };
+    // Columns: 16, 32, 64, 128, 256 nodes.
+    let one = row(1);
+    assert_eq!(one.len(), 5, "{out}");
+    assert!(
+        one[4] < 0.4 * one[1] && one[3] < 0.6 * one[1],
+        "one fyod falls: {out}"
+    );
+    for f in [4, 8, 16] {
+        assert!(
+            row(f)[3] > 550.0 && row(f)[4] > 550.0,
+            "{f} fyods scale: {out}"
+        );
+    }
+    assert!(
+        row(8)[4] < 1.15 * row(4)[4],
+        "past one per 64 adds little: {out}"
+    );
+    assert!(
+        row(2)[4] < 0.5 * row(4)[4],
+        "two fyods of 128 nodes page: {out}"
+    );
+    // The mechanism, counted: nearly every call of one fyod serving 128 nodes paged.
+    let paged: f64 = out
+        .split("1x128 ")
+        .nth(1)
+        .and_then(|rest| rest.split('%').next())
+        .and_then(|share| share.parse().ok())
+        .unwrap_or_else(|| panic!("no paging share for 1 fyod x 128 nodes: {out}"));
+    assert!(paged > 90.0, "{paged}% paged: {out}");
+    let svg = std::fs::read_to_string(dir.path().join("fyods.svg")).unwrap();
+    iopath_plot::check::Drawing::read_clean(&svg).unwrap_or_else(|e| panic!("{e}"));
+    // Make it vanish: memory for a thousand threads, and one fyod holds its rate.
+    let out = run(&lines[1], dir.path());
+    let flat: Vec<f64> = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 |"))
+        .unwrap()
+        .split('|')
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .filter(|c| c.contains('('))
+        .map(|c| c.split('(').next().unwrap().trim().parse().unwrap())
+        .collect();
+    let (lo, hi) = flat
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(lo > 0.85 * hi, "no fall without paging: {flat:?}: {out}");
+}

@@ -621,3 +621,70 @@ fn a_torus_crossed_hop_by_hop_is_checked_and_kept() {
     .unwrap();
     assert!(plain.torus_model(0).is_none());
 }
+
+#[test]
+fn a_fyods_modeled_service_node_is_checked_scaled_and_kept() {
+    let fyod = |fields: &str| {
+        with(&format!(
+            "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = {{ net0 = 2 }}\n\
+             [[nodes]]\nname = \"fyod\"\nrole = \"fyod\"\ncount = 2\nnids = {{ net0 = 3 }}\n{fields}\n"
+        ))
+    };
+    let cases = [
+        (fyod("fyod_call_us = 0"), "nodes[2] (fyod).fyod_call_us"),
+        (fyod("fyod_call_us = 2000000"), "fyod_call_us"),
+        (fyod("fyod_call_us = 100\nfyod_cpus = 0"), "fyod_cpus"),
+        (fyod("fyod_cpus = 2"), "give fyod_call_us too"),
+        (
+            fyod("fyod_call_us = 100\nfyod_memory = \"64m\""),
+            "give fyod_thread_memory too",
+        ),
+        (
+            fyod("fyod_call_us = 100\nfyod_thread_memory = \"1m\""),
+            "give fyod_memory too",
+        ),
+        (
+            fyod("fyod_call_us = 100\nfyod_memory = -5\nfyod_thread_memory = \"1m\""),
+            "fyod_memory",
+        ),
+        (
+            with(
+                "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\nfyod_call_us = 5\n",
+            ),
+            "applies to fyod nodes only",
+        ),
+    ];
+    for (text, needle) in cases {
+        let error = refused(&text);
+        assert!(
+            error.contains(needle),
+            "{error:?} should say {needle:?}\n{text}"
+        );
+    }
+    // A service node alone is something for the time scale to scale.
+    let text = format!(
+        "{}\n[model]\ntime_scale = 4\n",
+        fyod(
+            "fyod_call_us = 2500\nfyod_cpus = 2\nfyod_memory = \"64m\"\nfyod_thread_memory = \"1m\""
+        )
+    );
+    let stack = Stack::parse(&text, "fyods.toml").unwrap();
+    assert!(stack.is_modeled());
+    let fyods = stack.nodes_of(RoleName::Fyod);
+    for &i in &fyods {
+        let (node, host) = stack.fyod_service(i).unwrap();
+        assert_eq!(
+            host,
+            std::time::Duration::from_millis(10),
+            "2.5 ms at time scale 4"
+        );
+        assert_eq!((node.cpus, node.memory), (2, Some((64 << 20, 1 << 20))));
+    }
+    let said = stack.modeled();
+    assert!(
+        said.contains("fyod0, fyod1 (2500 us a call on 2 CPUs, 64 MiB for threads of 1024 KiB each (paging past 64 open files))"),
+        "{said}"
+    );
+    let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
+    assert_eq!(again.nodes, stack.nodes);
+}

@@ -9,10 +9,10 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::error::{ForwarderError, Result};
-use crate::limits::FyodLimits;
+use crate::limits::{FyodLimits, ServiceNode};
 use crate::modes::CallKind;
 use crate::policy::scheduler::{CallId, CallScheduler, CallSpec, LaneId, SchedulerStats};
 
@@ -28,6 +28,31 @@ struct Shared {
 pub(crate) struct Dispatch {
     shared: Mutex<Shared>,
     next_call: AtomicU64,
+    /// The modeled service node, its CPUs and what it has done.
+    node: Option<ModeledNode>,
+    /// Lanes (open files, each a worker thread) open now.
+    lanes_open: AtomicU64,
+}
+
+/// A modeled service node at run time.
+#[derive(Debug)]
+struct ModeledNode {
+    model: ServiceNode,
+    cpus: Semaphore,
+    calls: AtomicU64,
+    paged: AtomicU64,
+    cpu_micros: AtomicU64,
+}
+
+/// What a fyod's modeled service node has done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceNodeStats {
+    /// Calls that took the node's CPU time.
+    pub calls: u64,
+    /// Of those, calls made while the threads outgrew the memory (each paid the overcommit).
+    pub paged_calls: u64,
+    /// CPU time they took, host microseconds.
+    pub cpu_micros: u64,
 }
 
 /// Tells the scheduler a call is done, however its future ends: finished if it started; if it
@@ -68,14 +93,52 @@ fn wake(shared: &mut Shared, mut starts: Vec<CallId>) {
 }
 
 impl Dispatch {
-    pub(crate) fn new(limits: &FyodLimits) -> Dispatch {
+    pub(crate) fn new(limits: &FyodLimits, node: Option<ServiceNode>) -> Dispatch {
         Dispatch {
             shared: Mutex::new(Shared {
                 scheduler: CallScheduler::new(limits.calls_queued_max, limits.reorder_window_calls),
                 waiting: HashMap::new(),
             }),
             next_call: AtomicU64::new(1),
+            node: node.map(|model| ModeledNode {
+                cpus: Semaphore::new(model.cpus as usize),
+                model,
+                calls: AtomicU64::new(0),
+                paged: AtomicU64::new(0),
+                cpu_micros: AtomicU64::new(0),
+            }),
+            lanes_open: AtomicU64::new(0),
         }
+    }
+
+    /// What the modeled service node has done.
+    pub(crate) fn service_node_stats(&self) -> ServiceNodeStats {
+        self.node
+            .as_ref()
+            .map_or_else(ServiceNodeStats::default, |n| ServiceNodeStats {
+                calls: n.calls.load(Ordering::Relaxed),
+                paged_calls: n.paged.load(Ordering::Relaxed),
+                cpu_micros: n.cpu_micros.load(Ordering::Relaxed),
+            })
+    }
+
+    /// A started call's CPU time on the modeled service node: one of its CPUs for the call's
+    /// time at the node's present thread count (none without a model).
+    async fn take_cpu(&self) {
+        let Some(node) = &self.node else {
+            return;
+        };
+        // Never closed, so acquiring cannot fail; if it did, the call would just not wait.
+        let _cpu = node.cpus.acquire().await;
+        let open = self.lanes_open.load(Ordering::Relaxed);
+        let took = node.model.call_time(open);
+        if took > node.model.call {
+            node.paged.fetch_add(1, Ordering::Relaxed);
+        }
+        node.calls.fetch_add(1, Ordering::Relaxed);
+        node.cpu_micros
+            .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+        tokio::time::sleep(took).await;
     }
 
     /// The scheduler's counters.
@@ -89,6 +152,7 @@ impl Dispatch {
 
     /// A new open file's lane.
     pub(crate) fn open_lane(&self, lane: LaneId) {
+        self.lanes_open.fetch_add(1, Ordering::Relaxed);
         self.shared
             .lock()
             .expect("dispatch lock poisoned")
@@ -98,6 +162,10 @@ impl Dispatch {
 
     /// Closes a lane from inside its close call; calls sent after the close are refused.
     pub(crate) fn close_lane(&self, lane: LaneId) {
+        // At most as many closes as opens: a lane closes once, from its close call.
+        let _ = self
+            .lanes_open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
         let mut shared = self.shared.lock().expect("dispatch lock poisoned");
         for id in shared.scheduler.close_lane(lane) {
             if let Some(tx) = shared.waiting.remove(&id) {
@@ -146,6 +214,7 @@ impl Dispatch {
                 format!("handle {lane} was closed by an earlier call"),
             ));
         }
+        self.take_cpu().await;
         work.await
     }
 }

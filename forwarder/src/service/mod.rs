@@ -15,6 +15,8 @@
 
 mod backend;
 mod dispatch;
+
+pub use dispatch::ServiceNodeStats;
 mod files;
 mod pfs;
 pub mod stats;
@@ -36,7 +38,7 @@ use prost::Message as _;
 use tracing::{debug, warn};
 
 use crate::error::{ForwarderError, Result};
-use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits};
+use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits, ServiceNode};
 use crate::modes::{CallKind, FileSystem, IoMode};
 use backend::{Backend, Direction};
 use dispatch::Dispatch;
@@ -126,6 +128,8 @@ pub struct FyodConfig {
     /// each storage target, under both its identities, is counted there. `None` counts
     /// nothing.
     pub osc_stats: Option<Arc<OscStats>>,
+    /// A modeled service node under the fyod; `None`: the host's CPUs and memory.
+    pub service_node: Option<ServiceNode>,
 }
 
 impl FyodConfig {
@@ -140,6 +144,7 @@ impl FyodConfig {
             token_home: None,
             limits: FyodLimits::default(),
             osc_stats: None,
+            service_node: None,
         }
     }
 
@@ -167,6 +172,11 @@ impl FyodConfig {
             ))
         } else if l.token_files_max == 0 || l.token_lease.is_zero() {
             Some("token_files_max and token_lease must be positive".into())
+        } else if self
+            .service_node
+            .is_some_and(|n| n.cpus == 0 || n.threads_fit == Some(0))
+        {
+            Some("a modeled service node needs a CPU and room for a thread".into())
         } else {
             None
         };
@@ -206,7 +216,7 @@ impl FyodService {
                 fyod_id,
                 config.osc_stats.clone(),
             )),
-            dispatch: Dispatch::new(&config.limits),
+            dispatch: Dispatch::new(&config.limits, config.service_node),
             files: OpenFiles::new(config.limits.open_files_max),
             clients: Mutex::default(),
             tokens: Tokens::new(node.clone(), config.token_home, &config.limits),
@@ -262,6 +272,11 @@ impl FyodService {
             kept_bytes: self.backend.kept_bytes(),
             pfs_writes_replayed: self.backend.replayed(),
         }
+    }
+
+    /// What the modeled service node has done (all zero without one).
+    pub fn service_node_stats(&self) -> ServiceNodeStats {
+        self.dispatch.service_node_stats()
     }
 
     fn committed(&self) -> Vec<pb::Committed> {

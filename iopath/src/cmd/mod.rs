@@ -15,6 +15,7 @@
 //! - [`trace`]: one write and one read followed hop by hop.
 //! - [`oss`]: an object storage server as a process of its own.
 
+pub mod fyods;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
@@ -125,6 +126,9 @@ pub enum BenchCommand {
     /// What watching costs: IOR with IORCD sampling every router and fyod each second and
     /// every server node's /metrics scraped each second, against IOR without them, in one run.
     Monitoring(iorcd::MonitoringArgs),
+    /// Compute nodes against fyods (ASCI Red paper 004, Tables 2 and 3): aggregate write and
+    /// read on a modeled Janus whose fyods stand on modeled service nodes, beside the paper's.
+    Fyods(fyods::FyodsArgs),
     /// Placement (Spider paper 000): writers where the launcher put them against each
     /// server's nearest free nodes, on an emulated torus crossed hop by hop, over server
     /// counts, beside the flow model's prediction and the paper's figures.
@@ -154,6 +158,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Monitoring(args)) => iorcd::monitoring(args).await,
         Command::Bench(BenchCommand::Cluster(args)) => launch::bench(args).await,
         Command::Bench(BenchCommand::Placement(args)) => placement::run(args).await,
+        Command::Bench(BenchCommand::Fyods(args)) => fyods::run(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

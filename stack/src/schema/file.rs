@@ -289,6 +289,20 @@ pub struct NodeEntry {
     /// Fyod: `pfs` or `ufs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fyod_mode: Option<FyodModeName>,
+    /// Fyod: a modeled service node — modeled microseconds of its CPU each call takes
+    /// (handling the RPC, splitting it by the layout, issuing the pieces); absent: the host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fyod_call_us: Option<u64>,
+    /// Fyod, with `fyod_call_us`: the service node's CPUs, calls it works on at once (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fyod_cpus: Option<u32>,
+    /// Fyod, with `fyod_call_us`: the service node's memory for the fyod's worker threads
+    /// (a number, or `"64m"`); past it the node pages. With `fyod_thread_memory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fyod_memory: Option<SizeValue>,
+    /// Fyod, with `fyod_memory`: what each worker thread (one per open file) holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fyod_thread_memory: Option<SizeValue>,
     /// Client: the fyod it sends its I/O through (a fyod node's name), or `"none"` to talk
     /// to the storage servers itself. Absent: the stack's fyods share the clients in blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]

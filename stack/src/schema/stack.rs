@@ -288,7 +288,31 @@ pub enum FyodMode {
 pub struct FyodSpec {
     /// PFS or UFS.
     pub mode: FyodMode,
+    /// Its modeled service node, if modeled.
+    pub service: Option<FyodServiceNode>,
 }
+
+/// A fyod's modeled service node: what ASCI Red's fyods ran on (the 004 paper: one process
+/// per fyod, a thread per open file for the asynchronous calls, on a service node of a few
+/// CPUs and its own memory). Each call takes `call_us` of one of `cpus` CPUs before its I/O
+/// starts; while the open files' threads need more than `memory_bytes`, the node pages and
+/// each call's CPU time grows by the overcommit (threads' memory over the node's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FyodServiceNode {
+    /// Modeled microseconds of CPU per call.
+    pub call_us: u64,
+    /// CPUs: calls worked on at once.
+    pub cpus: u32,
+    /// Memory for the worker threads, bytes, and what each holds; `None`: never pages.
+    pub memory: Option<(u64, u64)>,
+}
+
+/// Most modeled CPU time one fyod call may take, microseconds.
+pub const FYOD_CALL_MAX_US: u64 = 1_000_000;
+/// Most CPUs a modeled service node may have.
+pub const FYOD_CPUS_MAX: u32 = 64;
+/// Most memory a modeled service node may have, bytes (1 TiB).
+pub const FYOD_MEMORY_MAX_BYTES: u64 = 1 << 40;
 
 /// Most buffers of one class a router may be given (LNet's own defaults are in the thousands).
 pub const ROUTER_BUFFERS_MAX: u32 = 65_536;
@@ -351,6 +375,14 @@ impl NodeSpec {
             _ => None,
         }
     }
+
+    /// Its modeled service node, if it is a fyod with one.
+    pub fn service(&self) -> Option<FyodServiceNode> {
+        match &self.role {
+            Role::Fyod(spec) => spec.service,
+            _ => None,
+        }
+    }
 }
 
 /// One route of one node.
@@ -410,14 +442,17 @@ impl Stack {
             }
             Some(_)
                 if networks.iter().all(|n| n.link.is_none())
-                    && nodes
-                        .iter()
-                        .all(|n| n.disk().is_none() && n.nic_bandwidth_bytes_s.is_none()) =>
+                    && nodes.iter().all(|n| {
+                        n.disk().is_none()
+                            && n.nic_bandwidth_bytes_s.is_none()
+                            && n.service().is_none()
+                    }) =>
             {
                 return Err(bad(
                     "model.time_scale".into(),
-                    "scales nothing: no network has a modeled link, no node a NIC rate and no \
-                     OSS a modeled disk (give one a bandwidth, nic_bandwidth or disk_bandwidth)"
+                    "scales nothing: no network has a modeled link, no node a NIC rate, no \
+                     OSS a modeled disk and no fyod a modeled service node (give one a \
+                     bandwidth, nic_bandwidth, disk_bandwidth or fyod_call_us)"
                         .into(),
                 ));
             }
@@ -556,10 +591,17 @@ impl Stack {
     /// Whether any network, NIC or disk is modeled.
     pub fn is_modeled(&self) -> bool {
         self.networks.iter().any(|n| n.link.is_some())
-            || self
-                .nodes
-                .iter()
-                .any(|n| n.disk().is_some() || n.nic_bandwidth_bytes_s.is_some())
+            || self.nodes.iter().any(|n| {
+                n.disk().is_some() || n.nic_bandwidth_bytes_s.is_some() || n.service().is_some()
+            })
+    }
+
+    /// Node `index`'s modeled service node, in host time, if it is a fyod with one: the CPU
+    /// time a call takes scaled by the time scale.
+    pub fn fyod_service(&self, index: usize) -> Option<(FyodServiceNode, std::time::Duration)> {
+        let service = self.nodes.get(index)?.service()?;
+        let host = std::time::Duration::from_micros(service.call_us) * self.time_scale;
+        Some((service, host))
     }
 
     /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
@@ -646,6 +688,38 @@ impl Stack {
             parts.push(format!(
                 "a disk under each target of {} (one head, data and journal on it)",
                 disks.join("; ")
+            ));
+        }
+        let services = alike(
+            self.nodes
+                .iter()
+                .filter_map(|n| Some((n.service()?, n.name.as_str()))),
+        );
+        if !services.is_empty() {
+            let services: Vec<String> = services
+                .iter()
+                .map(|(s, names)| {
+                    let memory = s.memory.map_or(String::new(), |(m, t)| {
+                        format!(
+                            ", {} MiB for threads of {} KiB each (paging past {} open files)",
+                            m >> 20,
+                            t >> 10,
+                            m / t.max(1)
+                        )
+                    });
+                    format!(
+                        "{} ({} us a call on {} CPU{}{memory})",
+                        names.join(", "),
+                        s.call_us,
+                        s.cpus,
+                        if s.cpus == 1 { "" } else { "s" }
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "the service nodes of {} (each call's CPU time before its I/O; a thread per open \
+                 file)",
+                services.join("; ")
             ));
         }
         if parts.is_empty() {
@@ -863,6 +937,10 @@ impl Stack {
                     disk_bandwidth: None,
                     disk_seek_ms: None,
                     fyod_mode: None,
+                    fyod_call_us: None,
+                    fyod_cpus: None,
+                    fyod_memory: None,
+                    fyod_thread_memory: None,
                     forwarder: None,
                     tiny_router_buffers: None,
                     small_router_buffers: None,
@@ -889,6 +967,14 @@ impl Stack {
                             FyodMode::Pfs => FyodModeName::Pfs,
                             FyodMode::Ufs => FyodModeName::Ufs,
                         });
+                        if let Some(service) = spec.service {
+                            entry.fyod_call_us = Some(service.call_us);
+                            entry.fyod_cpus = Some(service.cpus);
+                            if let Some((memory, thread)) = service.memory {
+                                entry.fyod_memory = Some(SizeValue::Bytes(memory));
+                                entry.fyod_thread_memory = Some(SizeValue::Bytes(thread));
+                            }
+                        }
                     }
                     Role::Client(spec) => {
                         entry.forwarder = Some(match spec.forwarder {
@@ -1414,8 +1500,18 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
             return Err(only("disk_seek_ms", "oss"));
         }
     }
-    if entry.role != RoleName::Fyod && entry.fyod_mode.is_some() {
-        return Err(only("fyod_mode", "fyod"));
+    if entry.role != RoleName::Fyod {
+        for (leaf, given) in [
+            ("fyod_mode", entry.fyod_mode.is_some()),
+            ("fyod_call_us", entry.fyod_call_us.is_some()),
+            ("fyod_cpus", entry.fyod_cpus.is_some()),
+            ("fyod_memory", entry.fyod_memory.is_some()),
+            ("fyod_thread_memory", entry.fyod_thread_memory.is_some()),
+        ] {
+            if given {
+                return Err(only(leaf, "fyod"));
+            }
+        }
     }
     if entry.role != RoleName::Client && entry.forwarder.is_some() {
         return Err(only("forwarder", "client"));
@@ -1453,6 +1549,7 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
                 FyodModeName::Pfs => FyodMode::Pfs,
                 FyodModeName::Ufs => FyodMode::Ufs,
             },
+            service: fyod_service_node(entry)?,
         }),
         RoleName::Oss => {
             let targets = entry.targets.unwrap_or(1);
@@ -1520,6 +1617,70 @@ fn rate(value: Option<&SizeValue>, leaf: &str, max: u64) -> Result<Option<u64>, 
         ));
     }
     Ok(Some(bytes_s))
+}
+
+/// A fyod entry's modeled service node: `fyod_call_us`, and the rest only beside it.
+fn fyod_service_node(entry: &NodeEntry) -> Result<Option<FyodServiceNode>, (String, String)> {
+    let Some(call_us) = entry.fyod_call_us else {
+        for (leaf, given) in [
+            ("fyod_cpus", entry.fyod_cpus.is_some()),
+            ("fyod_memory", entry.fyod_memory.is_some()),
+            ("fyod_thread_memory", entry.fyod_thread_memory.is_some()),
+        ] {
+            if given {
+                return Err((
+                    leaf.into(),
+                    "a modeled service node needs its CPU time per call: give fyod_call_us too"
+                        .into(),
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    if !(1..=FYOD_CALL_MAX_US).contains(&call_us) {
+        return Err((
+            "fyod_call_us".into(),
+            format!("{call_us}: use 1 to {FYOD_CALL_MAX_US} microseconds"),
+        ));
+    }
+    let cpus = entry.fyod_cpus.unwrap_or(1);
+    if !(1..=FYOD_CPUS_MAX).contains(&cpus) {
+        return Err((
+            "fyod_cpus".into(),
+            format!("{cpus}: use 1 to {FYOD_CPUS_MAX}"),
+        ));
+    }
+    let memory = rate(
+        entry.fyod_memory.as_ref(),
+        "fyod_memory",
+        FYOD_MEMORY_MAX_BYTES,
+    )?;
+    let thread = rate(
+        entry.fyod_thread_memory.as_ref(),
+        "fyod_thread_memory",
+        FYOD_MEMORY_MAX_BYTES,
+    )?;
+    let memory = match (memory, thread) {
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err((
+                "fyod_memory".into(),
+                "the node pages when its threads outgrow it: give fyod_thread_memory too".into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err((
+                "fyod_thread_memory".into(),
+                "threads page only on a node of bounded memory: give fyod_memory too".into(),
+            ));
+        }
+        (Some(m), Some(t)) => Some((m, t)),
+    };
+    Ok(Some(FyodServiceNode {
+        call_us,
+        cpus,
+        memory,
+    }))
 }
 
 /// An OSS entry's modeled disk: `disk_bandwidth`, and `disk_seek_ms` only beside it.

@@ -1,0 +1,97 @@
+//! `iopath bench fyods`: the ASCI Red paper's sweep of compute nodes against fyods (Tables 2
+//! and 3) on a modeled Janus (the library is `iopath_bench::fyods`).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use iopath_bench::fyods::{self, FyodsConfig};
+
+/// `iopath bench fyods`'s options.
+#[derive(Debug, clap::Args)]
+pub struct FyodsArgs {
+    /// Compute-node counts to sweep (the tables' columns; each 1 to 512).
+    #[arg(long, value_delimiter = ',')]
+    nodes: Option<Vec<u32>>,
+    /// Fyod counts to sweep (the tables' rows; each 1 to 64).
+    #[arg(long, value_delimiter = ',')]
+    fyods: Option<Vec<u32>>,
+    /// The synchronous API's row at this many compute nodes (default 64, as the paper's Figure
+    /// 10); 0 leaves it out.
+    #[arg(long)]
+    sync_nodes: Option<u32>,
+    /// Modeled seconds each phase writes (then reads) for.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Host seconds per modeled second (default 1): raise it if this host cannot keep pace
+    /// with the modeled rates (the same points should then read alike).
+    #[arg(long)]
+    time_scale: Option<u32>,
+    /// Threads a fyod's service node holds before it pages (its memory over a thread's): the
+    /// modeled mechanism of the fall. Large enough, and one fyod no longer falls.
+    #[arg(long)]
+    threads_fit: Option<u64>,
+    /// A small sweep (16 and 128 nodes, 1 and 4 fyods, no synchronous row), as the test suite
+    /// runs it.
+    #[arg(long)]
+    quick: bool,
+    /// Print the report as JSON instead of the tables.
+    #[arg(long)]
+    json: bool,
+    /// Also draw the asynchronous write sweep, a line per fyod count beside the paper's, as
+    /// an SVG.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Directory for the stacks' bytes (a temporary directory inside, removed; default a
+    /// memory file system where there is one, as the disks are modeled).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// Runs `iopath bench fyods`.
+pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
+    let mut config = if args.quick {
+        FyodsConfig::quick()
+    } else {
+        FyodsConfig::default()
+    };
+    if let Some(nodes) = args.nodes {
+        config.nodes = nodes;
+    }
+    if let Some(f) = args.fyods {
+        config.fyods = f;
+    }
+    if let Some(n) = args.sync_nodes {
+        config.sync_nodes = (n > 0).then_some(n);
+    }
+    if let Some(scale) = args.time_scale {
+        config.time_scale = scale;
+    }
+    if let Some(s) = args.seconds {
+        config.seconds = s;
+    }
+    if let Some(fit) = args.threads_fit {
+        anyhow::ensure!(
+            (1..=1 << 20).contains(&fit),
+            "--threads-fit: 1 to 1048576 threads"
+        );
+        config.janus.memory_bytes = config.janus.thread_bytes * fit;
+    }
+    config.dir = args.dir;
+    let report = fyods::run(&config, &mut std::io::stderr()).await?;
+    if let Some(path) = &args.svg
+        && let Some(figure) = fyods::figure(&report)
+    {
+        std::fs::write(path, figure.svg())
+            .with_context(|| format!("write the plot {}", path.display()))?;
+        eprintln!("the write sweep drawn in {}", path.display());
+    }
+    let mut out = std::io::stdout();
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).context("encode the report as JSON")?;
+        writeln!(out, "{json}").context("write the report")?;
+    } else {
+        write!(out, "{}", fyods::render(&report)).context("write the report")?;
+    }
+    Ok(())
+}
