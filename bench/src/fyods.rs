@@ -341,7 +341,20 @@ pub struct FyodsReport {
 }
 
 impl FyodsReport {
-    /// The asynchronous point at `fyods` and `nodes`.
+    /// The values of `of` over the points of `api`, in increasing order, each once.
+    fn distinct(&self, api: Api, of: impl Fn(&FyodsPoint) -> u32) -> Vec<u32> {
+        let mut values: Vec<u32> = self
+            .points
+            .iter()
+            .filter(|p| p.api == api)
+            .map(of)
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        values
+    }
+
+    /// The point of `api` at `fyods` and `nodes`.
     pub fn point(&self, api: Api, fyods: u32, nodes: u32) -> Option<&FyodsPoint> {
         self.points
             .iter()
@@ -586,22 +599,8 @@ async fn measure(
 /// One table: a row per fyod count, a column per node count, each cell the measured figure
 /// with the paper's in parentheses.
 fn table(report: &FyodsReport, api: Api, read: bool) -> String {
-    let mut nodes: Vec<u32> = report
-        .points
-        .iter()
-        .filter(|p| p.api == api)
-        .map(|p| p.nodes)
-        .collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let mut fyods: Vec<u32> = report
-        .points
-        .iter()
-        .filter(|p| p.api == api)
-        .map(|p| p.fyods)
-        .collect();
-    fyods.sort_unstable();
-    fyods.dedup();
+    let nodes = report.distinct(api, |p| p.nodes);
+    let fyods = report.distinct(api, |p| p.fyods);
     let mut out = format!("{:>7} |", "fyods");
     for n in &nodes {
         out.push_str(&format!(" {:>15}", format!("{n} nodes")));
@@ -703,14 +702,7 @@ pub fn render(report: &FyodsReport) -> String {
 /// four fyods.
 pub fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
     use iopath_plot::{Axis, Figure, Series};
-    let mut fyods: Vec<u32> = report
-        .points
-        .iter()
-        .filter(|p| p.api == Api::Async)
-        .map(|p| p.fyods)
-        .collect();
-    fyods.sort_unstable();
-    fyods.dedup();
+    let fyods = report.distinct(Api::Async, |p| p.fyods);
     if fyods.is_empty() {
         return None;
     }

@@ -1,10 +1,8 @@
 //! `iopath bench fyods`: the ASCI Red paper's sweep of compute nodes against fyods (Tables 2
 //! and 3) on a modeled Janus (the library is `iopath_bench::fyods`).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use iopath_bench::fyods::{self, FyodsConfig};
 
 /// `iopath bench fyods`'s options.
@@ -79,19 +77,12 @@ pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
     }
     config.dir = args.dir;
     let report = fyods::run(&config, &mut std::io::stderr()).await?;
-    if let Some(path) = &args.svg
-        && let Some(figure) = fyods::figure(&report)
-    {
-        std::fs::write(path, figure.svg())
-            .with_context(|| format!("write the plot {}", path.display()))?;
-        eprintln!("the write sweep drawn in {}", path.display());
-    }
-    let mut out = std::io::stdout();
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("encode the report as JSON")?;
-        writeln!(out, "{json}").context("write the report")?;
-    } else {
-        write!(out, "{}", fyods::render(&report)).context("write the report")?;
-    }
-    Ok(())
+    let svg = args.svg.as_deref().map(|path| {
+        (
+            path,
+            fyods::figure(&report).map(|f| f.svg()),
+            "the write sweep",
+        )
+    });
+    super::print_report(&report, args.json, fyods::render, svg)
 }

@@ -1,10 +1,8 @@
 //! `iopath bench placement`: the Spider paper's placement experiment on an emulated torus
 //! (the library is `iopath_bench::placement`).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use iopath_bench::placement::{self, PlacementConfig};
 use iopath_fabric::units::parse_size;
 
@@ -76,19 +74,12 @@ pub async fn run(args: PlacementArgs) -> anyhow::Result<()> {
     }
     config.dir = args.dir;
     let report = placement::run(&config, &mut std::io::stderr()).await?;
-    if let Some(path) = &args.svg
-        && let Some(figure) = placement::figure(&report)
-    {
-        std::fs::write(path, figure.svg())
-            .with_context(|| format!("write the plot {}", path.display()))?;
-        eprintln!("completion times drawn in {}", path.display());
-    }
-    let mut out = std::io::stdout();
-    if args.json {
-        let json = serde_json::to_string_pretty(&report).context("encode the report as JSON")?;
-        writeln!(out, "{json}").context("write the report")?;
-    } else {
-        write!(out, "{}", placement::render(&report)).context("write the report")?;
-    }
-    Ok(())
+    let svg = args.svg.as_deref().map(|path| {
+        (
+            path,
+            placement::figure(&report).map(|f| f.svg()),
+            "completion times",
+        )
+    });
+    super::print_report(&report, args.json, placement::render, svg)
 }
