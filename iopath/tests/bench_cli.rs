@@ -405,3 +405,83 @@ fn bench_fyods_quick_shows_one_fyod_falling_where_its_threads_page_and_four_scal
         "two measured lines, two of the paper's"
     );
 }
+
+/// A fyod on a modeled service node: one CPU, 20 ms a call, memory for two threads.
+const SERVICE_NODE_STACK: &str = r#"
+name = "svc"
+description = "a fyod on a modeled service node"
+[model]
+time_scale = 2
+[layout]
+stripe_size = "1m"
+stripe_count = -1
+[[networks]]
+name = "mesh0"
+bandwidth = "400m"
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = { mesh0 = 1 }
+[[nodes]]
+name = "io"
+role = "oss"
+count = 2
+nids = { mesh0 = 200 }
+disk_bandwidth = "50m"
+[[nodes]]
+name = "fyod"
+role = "fyod"
+nids = { mesh0 = 100 }
+fyod_call_us = 20000
+fyod_cpus = 1
+fyod_memory = "10m"
+fyod_thread_memory = "5m"
+[[nodes]]
+name = "c"
+role = "client"
+count = 4
+nids = { mesh0 = 1000 }
+"#;
+
+#[test]
+fn a_fyods_modeled_service_node_bounds_ior_alike_embedded_and_as_processes() {
+    let dir = scratch();
+    let stack = dir.path().join("svc.toml");
+    std::fs::write(&stack, SERVICE_NODE_STACK).unwrap();
+    let max_write = |mode: &[&str]| -> f64 {
+        let output = iopath()
+            .args(["bench", "ior", "--stack"])
+            .arg(&stack)
+            .args(mode)
+            .args(["-w", "-F", "-t", "1m", "-b", "4m"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            out.contains("the service nodes of fyod (20000 us a call on 1 CPU"),
+            "{out}"
+        );
+        out.lines()
+            .find_map(|l| l.strip_prefix("Max Write: "))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no Max Write: {out}"))
+    };
+    let embedded = max_write(&[]);
+    let processes = max_write(&["--processes"]);
+    // Four open files where two threads fit: every call pages, 40 modeled ms on the one CPU,
+    // 80 host ms at time scale 2 — at most 12.5 calls of 1 MiB a second, in either mode.
+    for rate in [embedded, processes] {
+        assert!(rate <= 12.5 * 1.05 && rate > 12.5 * 0.5, "{rate} MiB/s");
+    }
+    assert!(
+        (embedded / processes - 1.0).abs() < 0.15,
+        "{embedded} embedded, {processes} as processes"
+    );
+}
