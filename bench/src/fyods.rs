@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iopath_client::{File, StripeRequest};
+use iopath_forwarder::ServiceNode;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
 use iopath_stack::schema::Stack;
 use serde::Serialize;
@@ -243,9 +244,9 @@ impl Default for FyodsConfig {
             janus: Janus::default(),
             transfer: 1 << 20,
             seconds: 0.5,
-            // This host keeps pace with the modeled rates (700 MB/s at most) at 1: the same
-            // points read alike at 4.
-            time_scale: 1,
+            // This host keeps pace with the modeled rates (700 MB/s at most) even at 1; 2
+            // leaves room for a busy machine (the same points read alike at 1, 2 and 4).
+            time_scale: 2,
             dir: None,
         }
     }
@@ -259,6 +260,8 @@ impl FyodsConfig {
             fyods: vec![1, 4],
             sync_nodes: None,
             seconds: 0.25,
+            // The suite runs beside other tests: room to spare.
+            time_scale: 4,
             ..FyodsConfig::default()
         }
     }
@@ -315,6 +318,10 @@ pub struct FyodsPoint {
     pub paper_write_mb_s: Option<f64>,
     /// The paper's read figure, likewise.
     pub paper_read_mb_s: Option<f64>,
+    /// The topology crate's flow model for the same machine, write MB/s: every node's stream
+    /// through its fyod's service node (its CPUs' call rate at its thread count, as bytes) to
+    /// the RAIDs its file is striped over; steady state, no latency.
+    pub model_write_mb_s: f64,
     /// Calls the fyods' service nodes took CPU time for.
     pub fyod_calls: u64,
     /// Of those, calls made while a fyod's threads outgrew its node's memory (paged).
@@ -458,6 +465,7 @@ async fn run_one(
 ) -> Result<(FyodsPoint, String), BenchError> {
     let stack = Stack::parse(&stack_text(config, fyods, nodes), "the fyods experiment")?;
     let modeled = stack.modeled();
+    let model_write_mb_s = predict(&stack, api)?;
     let parent = config.dir.clone().or_else(|| {
         let shm = PathBuf::from("/dev/shm");
         shm.is_dir().then_some(shm)
@@ -484,11 +492,85 @@ async fn run_one(
             paper_read_mb_s: asynchronous
                 .then(|| paper(&PAPER_READ, fyods, nodes))
                 .flatten(),
+            model_write_mb_s,
             fyod_calls: stats.0,
             paged_calls: stats.1,
         },
         modeled,
     ))
+}
+
+/// The flow model's aggregate write for `stack`, MB per modeled second: a port per compute
+/// node's interface, per fyod's service node (its CPUs' calls a second at the threads its
+/// nodes open — one file each — times the bytes a call carries; a synchronous fyod serves one
+/// call at a time, so one CPU's worth) and per RAID; a flow per node and target its file is
+/// striped over.
+fn predict(stack: &Stack, api: Api) -> Result<f64, BenchError> {
+    use iopath_stack::schema::{Role, RoleName};
+    use iopath_topology::{Flow, FlowModel, FlowNetwork};
+    let model_error =
+        |e: iopath_topology::TopologyError| BenchError::refused(format!("the flow model: {e}"));
+    let mb = |bytes_s: f64| bytes_s / 1e6;
+    let transfer = stack.layout.stripe_size_bytes as f64;
+    let link = stack
+        .link_model(0)
+        .map_or(f64::MAX, |l| l.bandwidth_bytes_s);
+    let clients = stack.nodes_of(RoleName::Client);
+    let forwarder = |c: usize| match stack.nodes[c].role {
+        Role::Client(spec) => spec.forwarder,
+        _ => None,
+    };
+    let mut ports = FlowNetwork::new();
+    let mut fyod_port = std::collections::HashMap::new();
+    for fyod in stack.nodes_of(RoleName::Fyod) {
+        let served = clients
+            .iter()
+            .filter(|&&c| forwarder(c) == Some(fyod))
+            .count() as u64;
+        let Some(node) = stack.nodes[fyod].service() else {
+            continue;
+        };
+        let threads_fit = node.memory.map(|(m, t)| (m / t.max(1)).max(1));
+        let per_call_s = ServiceNode {
+            cpus: node.cpus,
+            call: Duration::from_micros(node.call_us),
+            threads_fit,
+        }
+        .call_time(served)
+        .as_secs_f64();
+        let cpus = match api {
+            Api::Async => f64::from(node.cpus),
+            Api::Sync => 1.0,
+        };
+        let port = ports
+            .add_port(mb(cpus * transfer / per_call_s))
+            .map_err(model_error)?;
+        fyod_port.insert(fyod, port);
+    }
+    let targets = stack.targets();
+    let mut raid_port = Vec::new();
+    for &(oss, _) in &targets {
+        let rate = stack.nodes[oss]
+            .disk()
+            .map_or(f64::MAX, |d| d.bandwidth_bytes_s as f64);
+        raid_port.push(ports.add_port(mb(rate)).map_err(model_error)?);
+    }
+    let mut flows = Vec::new();
+    for &c in &clients {
+        let injection = ports.add_port(mb(link)).map_err(model_error)?;
+        let via = forwarder(c).and_then(|f| fyod_port.get(&f).copied());
+        for &raid in &raid_port {
+            let mut path = vec![injection];
+            path.extend(via);
+            path.push(raid);
+            flows.push(Flow {
+                ports: path,
+                demand_mb_per_s: mb(link) / raid_port.len() as f64,
+            });
+        }
+    }
+    let model = FlowModel::new(&ports, &flows).map_err(model_error)?;
+    Ok(model.solve().rates_mb_per_s.iter().sum())
 }
 
 /// Calls the fyods' service nodes took, and of those the paged ones.
@@ -627,6 +709,31 @@ fn table(report: &FyodsReport, api: Api, read: bool) -> String {
     out
 }
 
+/// The flow model's table: each cell its prediction, and measured over it.
+fn model_table(report: &FyodsReport) -> String {
+    let nodes = report.distinct(Api::Async, |p| p.nodes);
+    let mut out = format!("{:>7} |", "fyods");
+    for n in &nodes {
+        out.push_str(&format!(" {:>15}", format!("{n} nodes")));
+    }
+    out.push('\n');
+    for f in report.distinct(Api::Async, |p| p.fyods) {
+        out.push_str(&format!("{f:>7} |"));
+        for &n in &nodes {
+            let cell = report.point(Api::Async, f, n).map_or("-".to_owned(), |p| {
+                format!(
+                    "{:.0} ({:.2})",
+                    p.model_write_mb_s,
+                    p.write_mb_s / p.model_write_mb_s
+                )
+            });
+            out.push_str(&format!(" {cell:>15}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The report for people: the write and read tables beside the paper's, the synchronous row,
 /// what produced the fall, and what was modeled.
 pub fn render(report: &FyodsReport) -> String {
@@ -646,6 +753,11 @@ pub fn render(report: &FyodsReport) -> String {
     );
     out.push_str("aggregate write, MB/s, asynchronous API (cwrite); the paper's Table 2 in ()\n");
     out.push_str(&table(report, Api::Async, false));
+    out.push_str(
+        "\nthe flow model's write for the same machine (the topology crate's: fyods' CPUs at their \
+         thread counts, RAIDs; steady state, no latency), MB/s; measured/model in ()\n",
+    );
+    out.push_str(&model_table(report));
     out.push_str("\naggregate read, MB/s, asynchronous API (cread); the paper's Table 3 in ()\n");
     out.push_str(&table(report, Api::Async, true));
     if report.points.iter().any(|p| p.api == Api::Sync) {

@@ -21,8 +21,8 @@ pub struct FyodsArgs {
     /// Modeled seconds each phase writes (then reads) for.
     #[arg(long)]
     seconds: Option<f64>,
-    /// Host seconds per modeled second (default 1): raise it if this host cannot keep pace
-    /// with the modeled rates (the same points should then read alike).
+    /// Host seconds per modeled second (default 2, --quick 4): raise it if this host cannot
+    /// keep pace with the modeled rates (the same points should then read alike).
     #[arg(long)]
     time_scale: Option<u32>,
     /// Threads a fyod's service node holds before it pages (its memory over a thread's): the
