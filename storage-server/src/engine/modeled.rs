@@ -188,9 +188,6 @@ impl ModeledEngine {
     fn reserve_commit(&self) -> Instant {
         let mut head = self.head.lock().unwrap_or_else(PoisonError::into_inner);
         let start = Self::start(&head);
-        if self.model.commit_ms == 0.0 {
-            return start;
-        }
         head.stats.commits += 1;
         let done = start + self.model.commit_time();
         head.busy_until = Some(done);
@@ -238,8 +235,12 @@ impl DiskEngine for ModeledEngine {
     }
 
     fn fsync(&self, file: &Arc<EngineFile>, kind: SyncKind) -> EngineFuture<()> {
-        // No write-back cache: a completed write is already on the platter; the flush costs
-        // only the device's per-commit time, after what is queued.
+        // No write-back cache: a completed write is already on the platter. A device with a
+        // per-commit cost (an external journal) pays it after what is queued; a data tier's
+        // flush costs nothing.
+        if self.model.commit_ms == 0.0 {
+            return self.inner.fsync(file, kind);
+        }
         let deadline = self.reserve_commit();
         no_earlier(self.inner.fsync(file, kind), deadline)
     }
