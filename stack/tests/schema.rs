@@ -306,6 +306,14 @@ fn modeled_links_are_checked_and_kept() {
             "networks[0] (net0).bandwidth",
         ),
         (
+            net("").replace("NET", "bandwidth = -5"),
+            "-5: a size or rate cannot be negative",
+        ),
+        (
+            net("").replace("NET", "bandwidth = 1.5"),
+            "give whole bytes",
+        ),
+        (
             net("").replace("NET", "latency_us = 5"),
             "needs a modeled bandwidth",
         ),

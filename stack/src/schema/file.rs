@@ -112,13 +112,54 @@ pub struct LayoutSection {
 }
 
 /// A size: bytes, or text with a k/m/g/t suffix.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum SizeValue {
     /// A number of bytes.
     Bytes(u64),
     /// `"64k"`, `"1m"`, `"4MiB"`.
     Text(String),
+}
+
+impl<'de> Deserialize<'de> for SizeValue {
+    /// Whole bytes or text; anything else is refused saying what a size is (the error names
+    /// the field, with its line).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SizeValue;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a size: whole bytes, or text with a suffix such as \"64k\" or \"3200m\"",
+                )
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, bytes: u64) -> Result<SizeValue, E> {
+                Ok(SizeValue::Bytes(bytes))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<SizeValue, E> {
+                u64::try_from(n).map(SizeValue::Bytes).map_err(|_| {
+                    E::custom(format!(
+                        "{n}: a size or rate cannot be negative (give whole bytes, or text such \
+                         as \"64k\" or \"3200m\")"
+                    ))
+                })
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<SizeValue, E> {
+                Err(E::custom(format!(
+                    "{n}: give whole bytes, or text such as \"1.5m\" for fractions"
+                )))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<SizeValue, E> {
+                Ok(SizeValue::Text(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `[[networks]]`: one network.
