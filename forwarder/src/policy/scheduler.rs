@@ -126,6 +126,11 @@ impl CallScheduler {
         self.held.len()
     }
 
+    /// Lanes open: the open files, each a worker thread.
+    pub fn lanes_open(&self) -> usize {
+        self.lanes.len()
+    }
+
     /// Opens a lane for a new handle; its first call is seq 0.
     pub fn open_lane(&mut self, lane: LaneId) {
         let previous = self.lanes.insert(lane, Lane::default());

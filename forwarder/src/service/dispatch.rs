@@ -30,8 +30,6 @@ pub(crate) struct Dispatch {
     next_call: AtomicU64,
     /// The modeled service node, its CPUs and what it has done.
     node: Option<ModeledNode>,
-    /// Lanes (open files, each a worker thread) open now.
-    lanes_open: AtomicU64,
 }
 
 /// A modeled service node at run time.
@@ -107,7 +105,6 @@ impl Dispatch {
                 paged: AtomicU64::new(0),
                 cpu_micros: AtomicU64::new(0),
             }),
-            lanes_open: AtomicU64::new(0),
         }
     }
 
@@ -130,8 +127,14 @@ impl Dispatch {
         };
         // Never closed, so acquiring cannot fail; if it did, the call would just not wait.
         let _cpu = node.cpus.acquire().await;
-        let open = self.lanes_open.load(Ordering::Relaxed);
-        let took = node.model.call_time(open);
+        // The threads are the lanes: one per open file, as the scheduler holds them.
+        let open = self
+            .shared
+            .lock()
+            .expect("dispatch lock poisoned")
+            .scheduler
+            .lanes_open();
+        let took = node.model.call_time(open as u64);
         if took > node.model.call {
             node.paged.fetch_add(1, Ordering::Relaxed);
         }
@@ -152,7 +155,6 @@ impl Dispatch {
 
     /// A new open file's lane.
     pub(crate) fn open_lane(&self, lane: LaneId) {
-        self.lanes_open.fetch_add(1, Ordering::Relaxed);
         self.shared
             .lock()
             .expect("dispatch lock poisoned")
@@ -162,10 +164,6 @@ impl Dispatch {
 
     /// Closes a lane from inside its close call; calls sent after the close are refused.
     pub(crate) fn close_lane(&self, lane: LaneId) {
-        // At most as many closes as opens: a lane closes once, from its close call.
-        let _ = self
-            .lanes_open
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
         let mut shared = self.shared.lock().expect("dispatch lock poisoned");
         for id in shared.scheduler.close_lane(lane) {
             if let Some(tx) = shared.waiting.remove(&id) {

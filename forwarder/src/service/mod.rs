@@ -15,13 +15,13 @@
 
 mod backend;
 mod dispatch;
-
-pub use dispatch::ServiceNodeStats;
 mod files;
 mod pfs;
 pub mod stats;
 mod tokens;
 mod ufs;
+
+pub use dispatch::ServiceNodeStats;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
