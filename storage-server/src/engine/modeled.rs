@@ -170,39 +170,40 @@ impl ModeledEngine {
 
     /// Queues a transfer on the modeled disk and returns when it will be finished.
     fn reserve(&self, role: FileRole, bytes: u64) -> Instant {
-        let mut head = self.head.lock().unwrap_or_else(PoisonError::into_inner);
-        let start = Self::start(&head);
-        let mut cost = self.model.transfer_time(bytes);
-        if head.region.is_some_and(|region| region != role) {
-            cost += self.model.seek_time();
-            head.stats.seeks += 1;
-        }
-        head.region = Some(role);
-        head.stats.bytes += bytes;
-        let done = start + cost;
-        head.busy_until = Some(done);
-        done
+        self.queue(|head| {
+            let mut cost = self.model.transfer_time(bytes);
+            if head.region.is_some_and(|region| region != role) {
+                cost += self.model.seek_time();
+                head.stats.seeks += 1;
+            }
+            head.region = Some(role);
+            head.stats.bytes += bytes;
+            cost
+        })
     }
 
     /// Queues a commit's flush behind what is queued and returns when it will be durable.
     fn reserve_commit(&self) -> Instant {
-        let mut head = self.head.lock().unwrap_or_else(PoisonError::into_inner);
-        let start = Self::start(&head);
-        head.stats.commits += 1;
-        let done = start + self.model.commit_time();
-        head.busy_until = Some(done);
-        done
+        self.queue(|head| {
+            head.stats.commits += 1;
+            self.model.commit_time()
+        })
     }
 
-    /// When the next queued operation may start.
-    fn start(head: &Head) -> Instant {
+    /// Queues an operation of the cost `cost` says (counting it on the head) behind what is
+    /// queued, and returns when it will be done.
+    fn queue(&self, cost: impl FnOnce(&mut Head) -> Duration) -> Instant {
+        let mut head = self.head.lock().unwrap_or_else(PoisonError::into_inner);
         // tokio timers fire on whole milliseconds, so a caller that waited for the previous
         // transfer comes back up to 1 ms late. An idle gap shorter than that is timer
         // rounding, not an idle disk: the next transfer starts where the last one ended.
         let now = Instant::now();
-        head.busy_until.map_or(now, |busy| {
+        let start = head.busy_until.map_or(now, |busy| {
             busy.max(now.checked_sub(TIMER_RESOLUTION).unwrap_or(now))
-        })
+        });
+        let done = start + cost(&mut head);
+        head.busy_until = Some(done);
+        done
     }
 }
 
@@ -259,6 +260,23 @@ mod tests {
     use super::*;
     use crate::engine::{EngineConfig, EngineKind, OpenMode, open_engine};
 
+    /// `model` over a psync engine (its blocking calls hold tokio's paused clock while they
+    /// run, so modeled time is exactly the model's).
+    fn modeled(model: DiskModel) -> ModeledEngine {
+        let real = open_engine(&EngineConfig {
+            kind: EngineKind::Psync,
+            ..Default::default()
+        });
+        ModeledEngine::new(real, model).unwrap()
+    }
+
+    /// A new file `name` in `dir`, in `role`'s region.
+    async fn file(dir: &tempfile::TempDir, name: &str, role: FileRole) -> Arc<EngineFile> {
+        EngineFile::open_async(dir.path().join(name), role, OpenMode::CreateNew, false)
+            .await
+            .unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn transfers_cost_bandwidth_and_region_changes_cost_a_seek() {
         let model = DiskModel {
@@ -266,28 +284,10 @@ mod tests {
             seek_ms: 10.0,
             commit_ms: 0.0,
         };
-        let real = open_engine(&EngineConfig {
-            kind: EngineKind::Psync,
-            ..Default::default()
-        });
-        let engine = ModeledEngine::new(real, model).unwrap();
+        let engine = modeled(model);
         let dir = tempfile::tempdir().unwrap();
-        let data = EngineFile::open_async(
-            dir.path().join("d"),
-            FileRole::Data,
-            OpenMode::CreateNew,
-            false,
-        )
-        .await
-        .unwrap();
-        let journal = EngineFile::open_async(
-            dir.path().join("j"),
-            FileRole::Journal,
-            OpenMode::CreateNew,
-            false,
-        )
-        .await
-        .unwrap();
+        let data = file(&dir, "d", FileRole::Data).await;
+        let journal = file(&dir, "j", FileRole::Journal).await;
         let mib = Bytes::from(vec![1u8; 1 << 20]);
         let start = Instant::now();
         engine.write_at(&data, 0, mib.clone()).await.unwrap();
@@ -319,20 +319,9 @@ mod tests {
             seek_ms: 0.0,
             commit_ms: 7.0,
         };
-        let real = open_engine(&EngineConfig {
-            kind: EngineKind::Psync,
-            ..Default::default()
-        });
-        let engine = ModeledEngine::new(real, model).unwrap();
+        let engine = modeled(model);
         let dir = tempfile::tempdir().unwrap();
-        let journal = EngineFile::open_async(
-            dir.path().join("j"),
-            FileRole::Journal,
-            OpenMode::CreateNew,
-            false,
-        )
-        .await
-        .unwrap();
+        let journal = file(&dir, "j", FileRole::Journal).await;
         let start = Instant::now();
         for n in 0..3u64 {
             engine
