@@ -17,6 +17,9 @@ pub struct JournalDevice {
     pub name: String,
     /// The device.
     pub model: DiskModel,
+    /// The paper's share of the baseline with the journal here, percent, if it measured one.
+    #[serde(default)]
+    pub paper_percent: Option<f64>,
 }
 
 impl JournalDevice {
@@ -26,10 +29,12 @@ impl JournalDevice {
             JournalDevice {
                 name: "SAS tier".into(),
                 model: DiskModel::sas_journal(),
+                paper_percent: Some(35.2),
             },
             JournalDevice {
                 name: "solid-state device".into(),
                 model: DiskModel::ssd(),
+                paper_percent: Some(58.7),
             },
         ]
     }

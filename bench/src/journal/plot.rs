@@ -81,6 +81,7 @@ mod tests {
             seeks: None,
             runs_mib_s: runs_mib_s.to_vec(),
             paper_percent: None,
+            journal_device: None,
         }
     }
 

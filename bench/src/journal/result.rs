@@ -31,6 +31,9 @@ pub struct BenchRow {
     /// measured one.
     #[serde(default)]
     pub paper_percent: Option<f64>,
+    /// With an external journal, its device's name (`"real"`: a real directory, no model).
+    #[serde(default)]
+    pub journal_device: Option<String>,
 }
 
 /// One external journal configuration's figures.
@@ -109,19 +112,18 @@ impl JournalBenchResult {
         let asynchronous = find("OST, internal journal, async").unwrap_or(0.0);
         let external = rows
             .iter()
-            .filter(|r| r.configuration.starts_with("OST, external journal"))
-            .map(|r| {
-                let device = config
-                    .journal_devices
-                    .iter()
-                    .filter(|_| config.disk_model.is_some())
-                    .find(|d| r.configuration.contains(&format!(" on {},", d.name)));
-                ExternalResult {
-                    device: device.map_or_else(|| "real".to_owned(), |d| d.name.clone()),
-                    model: device.map(|d| d.model),
+            .filter_map(|r| {
+                let device = r.journal_device.as_ref()?;
+                Some(ExternalResult {
+                    device: device.clone(),
+                    model: config
+                        .journal_devices
+                        .iter()
+                        .find(|d| &d.name == device)
+                        .map(|d| d.model),
                     mib_s: r.mib_s,
                     ratio: ratio(r.mib_s),
-                }
+                })
             })
             .collect();
         JournalBenchResult {

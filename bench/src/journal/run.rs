@@ -28,22 +28,11 @@ const ASYNC: &str = "OST, internal journal, async commits";
 const EXTERNAL: &str = "OST, external journal, sync commits";
 
 /// The Spider paper's table (003, FAST'10 slides: one DDN couplet, 28 tiers, 28 clients one
-/// per OST), each configuration's share of the block-level baseline, in percent.
-pub const PAPER_PERCENT: [(&str, f64); 5] = [
-    ("block level", 100.0),
-    (SYNC, 24.9),
-    (ASYNC, 93.1),
-    ("OST, external journal on SAS tier", 35.2),
-    ("OST, external journal on solid-state device", 58.7),
-];
-
-/// The paper's share of the baseline for a configuration, if it measured one.
-pub fn paper_percent(configuration: &str) -> Option<f64> {
-    PAPER_PERCENT
-        .iter()
-        .find(|(prefix, _)| configuration.starts_with(prefix))
-        .map(|&(_, percent)| percent)
-}
+/// per OST), each internal-journal configuration's share of the block-level baseline, in
+/// percent (the external journals' are their devices', [`JournalDevice::paper_percent`]).
+pub const PAPER_SYNC_PERCENT: f64 = 24.9;
+/// The same, asynchronous commits.
+pub const PAPER_ASYNC_PERCENT: f64 = 93.1;
 
 /// Runs the benchmark. `progress` is called about twice a second while a phase runs and once
 /// at its end.
@@ -77,10 +66,11 @@ pub async fn run_journal_bench(
         // same one (the disk may still be absorbing the previous phase's deletes).
         for step in 0..phases.len() {
             let slot = (step + run as usize - 1) % phases.len();
-            let row = match phases[slot] {
+            let mut row = match phases[slot] {
                 Phase::Raw => raw_phase(config, &real, run, progress).await?,
                 Phase::Ost(mode) => ost_phase(config, &real, &payload, run, mode, progress).await?,
             };
+            row.paper_percent = phases[slot].paper_percent(config);
             every_run[slot].push(row.mib_s);
             if best[slot].as_ref().is_none_or(|b| row.mib_s > b.mib_s) {
                 best[slot] = Some(row);
@@ -99,7 +89,6 @@ pub async fn run_journal_bench(
         } else {
             0.0
         };
-        row.paper_percent = paper_percent(&row.configuration);
     }
     Ok(JournalBenchResult::new(config, real.name(), rows))
 }
@@ -109,6 +98,19 @@ pub async fn run_journal_bench(
 enum Phase {
     Raw,
     Ost(Mode),
+}
+
+impl Phase {
+    /// The paper's share of the baseline for this configuration, if it measured one.
+    fn paper_percent(self, config: &JournalBenchConfig) -> Option<f64> {
+        match self {
+            Phase::Raw => Some(100.0),
+            Phase::Ost(Mode::Sync) => Some(PAPER_SYNC_PERCENT),
+            Phase::Ost(Mode::Async) => Some(PAPER_ASYNC_PERCENT),
+            Phase::Ost(Mode::External(Some(d))) => config.journal_devices.get(d)?.paper_percent,
+            Phase::Ost(Mode::External(None)) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +170,7 @@ fn row(configuration: &str, bytes: u64, seconds: f64) -> BenchRow {
         seeks: None,
         runs_mib_s: Vec::new(),
         paper_percent: None,
+        journal_device: None,
     }
 }
 
@@ -285,6 +288,10 @@ async fn ost_phase(
         .as_ref()
         .zip(seeks_before)
         .map(|(m, before)| m.stats().seeks - before);
+    row.journal_device = match mode {
+        Mode::External(_) => Some(device.map_or_else(|| "real".to_owned(), |d| d.name.clone())),
+        _ => None,
+    };
     ost.shutdown().await?;
     Ok(row)
 }
@@ -326,6 +333,7 @@ mod tests {
                     seek_ms: 0.0,
                     commit_ms: 4.0,
                 },
+                paper_percent: Some(35.2),
             },
             JournalDevice {
                 name: "solid-state device".into(),
@@ -334,6 +342,7 @@ mod tests {
                     seek_ms: 0.0,
                     commit_ms: 1.5,
                 },
+                paper_percent: Some(58.7),
             },
         ];
         config.runs = 2;
