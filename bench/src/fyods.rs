@@ -16,8 +16,8 @@
 //! mechanism behind the fall: a fyod serving more nodes than its memory holds threads for
 //! spends its CPUs paging. The I/O nodes are storage servers with modeled disks; the mesh a
 //! modeled link per interface. Each point writes for a fixed modeled time (IOR's stonewalling)
-//! and reads back what was written, so a collapsed point costs no more host time than a
-//! healthy one.
+//! and reads back what was written, checking every byte, so a collapsed point costs no more
+//! host time than a healthy one.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iopath_client::{File, StripeRequest};
-use iopath_forwarder::ServiceNode;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
 use iopath_stack::schema::Stack;
 use serde::Serialize;
@@ -151,6 +150,8 @@ pub const PAPER_READ: [(u32, [Option<f64>; 6]); 5] = [
 ];
 /// The compute-node counts of the paper's columns.
 pub const PAPER_NODES: [u32; 6] = [16, 32, 64, 128, 256, 512];
+/// The byte every write carries, and every read must bring back.
+const FILL: u8 = 0x5a;
 /// Most compute nodes one run may have.
 pub const NODES_MAX: u32 = 512;
 /// Most fyods one run may have.
@@ -450,13 +451,6 @@ fn stack_text(config: &FyodsConfig, fyods: u32, nodes: u32) -> String {
     )
 }
 
-fn io_error(what: String, why: impl std::fmt::Display) -> BenchError {
-    BenchError::Io {
-        what,
-        why: why.to_string(),
-    }
-}
-
 async fn run_one(
     config: &FyodsConfig,
     api: Api,
@@ -530,14 +524,8 @@ fn predict(stack: &Stack, api: Api) -> Result<f64, BenchError> {
         let Some(node) = stack.nodes[fyod].service() else {
             continue;
         };
-        let threads_fit = node.memory.map(|(m, t)| (m / t.max(1)).max(1));
-        let per_call_s = ServiceNode {
-            cpus: node.cpus,
-            call: Duration::from_micros(node.call_us),
-            threads_fit,
-        }
-        .call_time(served)
-        .as_secs_f64();
+        // In modeled time: the flow model's rates are modeled MB/s.
+        let per_call_s = node.model(1).call_time(served).as_secs_f64();
         let cpus = match api {
             Api::Async => f64::from(node.cpus),
             Api::Sync => 1.0,
@@ -597,12 +585,12 @@ async fn measure(
         let file = client
             .create(&format!("/n{n}"), StripeRequest::INHERIT)
             .await
-            .map_err(|e| io_error(format!("create /n{n}"), e))?;
+            .map_err(|e| BenchError::io(format!("create /n{n}"), e))?;
         files.push(Arc::new(file));
         clients.push(client);
     }
     let phase = Duration::from_secs_f64(config.seconds * f64::from(config.time_scale));
-    let data = Bytes::from(vec![0x5au8; config.transfer as usize]);
+    let data = Bytes::from(vec![FILL; config.transfer as usize]);
     let t = config.transfer;
     // Writes: each node one call at a time at the end of its file, none started after the
     // phase's end.
@@ -622,7 +610,7 @@ async fn measure(
                     }
                     Api::Sync => file.write_at(at, data.clone()).await.map(drop),
                 }
-                .map_err(|e| io_error(format!("write /n{n}"), e))?;
+                .map_err(|e| BenchError::io(format!("write /n{n}"), e))?;
                 calls += 1;
             }
             Ok::<(usize, u64), BenchError>((n, calls))
@@ -630,7 +618,7 @@ async fn measure(
     }
     let mut written = vec![0u64; files.len()];
     while let Some(done) = tasks.join_next().await {
-        let (n, calls) = done.map_err(|e| io_error("a writer".into(), e))??;
+        let (n, calls) = done.map_err(|e| BenchError::io("a writer", e))??;
         written[n] = calls;
     }
     let write_rate = (written.iter().sum::<u64>() * t) as f64 / started.elapsed().as_secs_f64();
@@ -645,16 +633,27 @@ async fn measure(
             let (mut calls, mut bytes) = (0u64, 0u64);
             while Instant::now() < deadline {
                 let at = (calls % had) * t;
-                bytes += match api {
+                let got = match api {
                     Api::Async => {
                         let handle = file.iread(at, t);
                         file.iowait(handle)
                             .await
-                            .map(|r| r.into_data().map_or(0, |b| b.len() as u64))
+                            .map(|r| r.into_data().unwrap_or_default())
                     }
-                    Api::Sync => file.read_at(at, t).await.map(|b| b.len() as u64),
+                    Api::Sync => file.read_at(at, t).await,
                 }
-                .map_err(|e| io_error(format!("read /n{n}"), e))?;
+                .map_err(|e| BenchError::io(format!("read /n{n}"), e))?;
+                // A read counts only if it brought back what was written there.
+                if got.len() as u64 != t || got.iter().any(|&b| b != FILL) {
+                    return Err(BenchError::io(
+                        format!("read /n{n} at {at}"),
+                        format!(
+                            "{} bytes, not the {t} bytes of {FILL:#x} written",
+                            got.len()
+                        ),
+                    ));
+                }
+                bytes += t;
                 calls += 1;
             }
             Ok::<u64, BenchError>(bytes)
@@ -662,7 +661,7 @@ async fn measure(
     }
     let mut read = 0u64;
     while let Some(done) = tasks.join_next().await {
-        read += done.map_err(|e| io_error("a reader".into(), e))??;
+        read += done.map_err(|e| BenchError::io("a reader", e))??;
     }
     let read_rate = read as f64 / started.elapsed().as_secs_f64();
     // The files are not closed one by one: a close is a call too, and a fyod that pages takes
@@ -673,65 +672,37 @@ async fn measure(
         client
             .close()
             .await
-            .map_err(|e| io_error("disconnect".into(), e))?;
+            .map_err(|e| BenchError::io("disconnect", e))?;
     }
     Ok((write_rate, read_rate))
 }
 
-/// One table: a row per fyod count, a column per node count, each cell the measured figure
-/// with the paper's in parentheses.
-fn table(report: &FyodsReport, api: Api, read: bool) -> String {
+/// A table of the points of `api`: a row per fyod count, a column per node count, each cell
+/// what `cell` says of its point.
+fn grid(report: &FyodsReport, api: Api, cell: impl Fn(&FyodsPoint) -> String) -> String {
     let nodes = report.distinct(api, |p| p.nodes);
-    let fyods = report.distinct(api, |p| p.fyods);
     let mut out = format!("{:>7} |", "fyods");
     for n in &nodes {
         out.push_str(&format!(" {:>15}", format!("{n} nodes")));
     }
     out.push('\n');
-    for &f in &fyods {
+    for f in report.distinct(api, |p| p.fyods) {
         out.push_str(&format!("{f:>7} |"));
         for &n in &nodes {
-            let cell = report.point(api, f, n).map_or("-".to_owned(), |p| {
-                let (measured, paper) = if read {
-                    (p.read_mb_s, p.paper_read_mb_s)
-                } else {
-                    (p.write_mb_s, p.paper_write_mb_s)
-                };
-                match paper {
-                    Some(paper) => format!("{measured:.0} ({paper:.0})"),
-                    None => format!("{measured:.0} (-)"),
-                }
-            });
-            out.push_str(&format!(" {cell:>15}"));
+            let text = report.point(api, f, n).map_or("-".to_owned(), &cell);
+            out.push_str(&format!(" {text:>15}"));
         }
         out.push('\n');
     }
     out
 }
 
-/// The flow model's table: each cell its prediction, and measured over it.
-fn model_table(report: &FyodsReport) -> String {
-    let nodes = report.distinct(Api::Async, |p| p.nodes);
-    let mut out = format!("{:>7} |", "fyods");
-    for n in &nodes {
-        out.push_str(&format!(" {:>15}", format!("{n} nodes")));
+/// A measured figure with the paper's in parentheses.
+fn beside_paper(measured: f64, paper: Option<f64>) -> String {
+    match paper {
+        Some(paper) => format!("{measured:.0} ({paper:.0})"),
+        None => format!("{measured:.0} (-)"),
     }
-    out.push('\n');
-    for f in report.distinct(Api::Async, |p| p.fyods) {
-        out.push_str(&format!("{f:>7} |"));
-        for &n in &nodes {
-            let cell = report.point(Api::Async, f, n).map_or("-".to_owned(), |p| {
-                format!(
-                    "{:.0} ({:.2})",
-                    p.model_write_mb_s,
-                    p.write_mb_s / p.model_write_mb_s
-                )
-            });
-            out.push_str(&format!(" {cell:>15}"));
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// The report for people: the write and read tables beside the paper's, the synchronous row,
@@ -752,14 +723,24 @@ pub fn render(report: &FyodsReport) -> String {
         report.time_scale
     );
     out.push_str("aggregate write, MB/s, asynchronous API (cwrite); the paper's Table 2 in ()\n");
-    out.push_str(&table(report, Api::Async, false));
+    out.push_str(&grid(report, Api::Async, |p| {
+        beside_paper(p.write_mb_s, p.paper_write_mb_s)
+    }));
     out.push_str(
         "\nthe flow model's write for the same machine (the topology crate's: fyods' CPUs at their \
          thread counts, RAIDs; steady state, no latency), MB/s; measured/model in ()\n",
     );
-    out.push_str(&model_table(report));
+    out.push_str(&grid(report, Api::Async, |p| {
+        format!(
+            "{:.0} ({:.2})",
+            p.model_write_mb_s,
+            p.write_mb_s / p.model_write_mb_s
+        )
+    }));
     out.push_str("\naggregate read, MB/s, asynchronous API (cread); the paper's Table 3 in ()\n");
-    out.push_str(&table(report, Api::Async, true));
+    out.push_str(&grid(report, Api::Async, |p| {
+        beside_paper(p.read_mb_s, p.paper_read_mb_s)
+    }));
     if report.points.iter().any(|p| p.api == Api::Sync) {
         out.push_str(
             "\nsynchronous API (write()/read(): one call at a time per fyod), MB/s write / read\n",
@@ -803,7 +784,8 @@ pub fn render(report: &FyodsReport) -> String {
     out.push_str(&format!("modeled: {}\n", report.modeled));
     out.push_str(
         "real: every call and byte through the fabric, the fyods, the storage servers' journals \
-         and files (their pace modeled); rates are MB per modeled second. Fitted to the paper: \
+         and files (their pace modeled), every byte read back checked against what was written; \
+         rates are MB per modeled second. Fitted to the paper: \
          a call's CPU time (one fyod's peak); assumed: the threads that fit (where the fall \
          begins)\n",
     );

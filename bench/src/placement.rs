@@ -22,13 +22,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::Stack;
-use iopath_topology::{
-    Coord, Flow, FlowModel, FlowNetwork, Placement, PlacementKind, Target, Torus,
-};
+use iopath_stack::schema::{RoleName, Stack};
+use iopath_topology::study::TimeSummary;
+use iopath_topology::{Coord, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
 
 use crate::error::BenchError;
+use crate::prediction::{MachineFlows, NotPredicted, WriterFlow};
 
 /// The paper's average gain with more than 40 OSSes (Figure 6).
 pub const PAPER_GAIN_AVERAGE: f64 = 0.18;
@@ -382,6 +382,22 @@ async fn run_one(
         "the placement experiment",
     )?;
     let modeled = stack.modeled();
+    // The flow model of the same stack: each writer's client node to its target.
+    let clients = stack.nodes_of(RoleName::Client);
+    let writers: Vec<WriterFlow> = placement
+        .pairs
+        .iter()
+        .zip(&clients)
+        .map(|(pair, &client)| WriterFlow {
+            client,
+            targets: vec![target_index(config, servers, pair)],
+        })
+        .collect();
+    let model = MachineFlows::of(&stack, &writers)
+        .and_then(|flows| flows.completion_s(config.bytes_per_writer))
+        .map_err(|NotPredicted(why)| {
+            BenchError::refused(format!("the flow model of the run: {why}"))
+        })?;
     let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
     let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
     let result = write_all(config, &running, placement).await;
@@ -393,7 +409,6 @@ async fn run_one(
     let total_mb = config.bytes_per_writer as f64 * times.len() as f64 / 1e6;
     let makespan = completion_s.iter().copied().fold(0.0, f64::max);
     let aggregate_mb_s = total_mb / makespan;
-    let model = predict(config, machine, placement)?;
     let model_makespan = model.iter().copied().fold(0.0, f64::max);
     let model_aggregate_mb_s = total_mb / model_makespan;
     let raw = placement.pairs.len() as f64 * config.ost_bytes_s as f64 / 1e6;
@@ -420,17 +435,16 @@ async fn run_one(
     ))
 }
 
-fn io_error(what: String, why: impl std::fmt::Display) -> BenchError {
-    BenchError::Io {
-        what,
-        why: why.to_string(),
-    }
+fn spread(times: &[f64]) -> f64 {
+    TimeSummary::of(times).spread_s()
 }
 
-fn spread(times: &[f64]) -> f64 {
-    let max = times.iter().copied().fold(f64::MIN, f64::max);
-    let min = times.iter().copied().fold(f64::MAX, f64::min);
-    max - min
+/// The file-system index of `pair`'s target. The experiment numbers OSTs in blocks per server,
+/// as Jaguar's were (rank i writes OST i); the stack numbers them round the servers, as Lustre
+/// does.
+fn target_index(config: &PlacementConfig, servers: u32, pair: &Pair) -> u32 {
+    let local = pair.target.index % config.targets_per_server;
+    local * servers + pair.target.server
 }
 
 /// Every writer at once: a client per writer node, its file on its target, `depth` writes in
@@ -450,18 +464,15 @@ async fn write_all(
     let mut files = Vec::new();
     for (w, pair) in placement.pairs.iter().enumerate() {
         let client = running.connect(clients[w]).await?;
-        // The experiment numbers OSTs in blocks per server, as Jaguar's were (rank i writes
-        // OST i); the stack numbers them round the servers, as Lustre does.
-        let local = pair.target.index % config.targets_per_server;
         let stripe = StripeRequest {
             stripe_size_bytes: config.transfer,
             stripe_count: 1,
-            stripe_offset: i64::from(local * servers + pair.target.server),
+            stripe_offset: i64::from(target_index(config, servers, pair)),
         };
         let file = client
             .create(&format!("/w{w}"), stripe)
             .await
-            .map_err(|e| io_error(format!("create /w{w}"), e))?;
+            .map_err(|e| BenchError::io(format!("create /w{w}"), e))?;
         files.push((client, file));
     }
     let data = Bytes::from(vec![0x5au8; config.transfer as usize]);
@@ -487,100 +498,25 @@ async fn write_all(
                 });
             }
             while let Some(done) = lanes.join_next().await {
-                done.map_err(|e| io_error(format!("writer {w}"), e))?
-                    .map_err(|e| io_error(format!("write /w{w}"), e))?;
+                done.map_err(|e| BenchError::io(format!("writer {w}"), e))?
+                    .map_err(|e| BenchError::io(format!("write /w{w}"), e))?;
             }
             Ok::<(usize, Duration), BenchError>((w, started.elapsed()))
         });
     }
     let mut times = vec![Duration::ZERO; files.len()];
     while let Some(done) = writers.join_next().await {
-        let (w, took) = done.map_err(|e| io_error("a writer".into(), e))??;
+        let (w, took) = done.map_err(|e| BenchError::io("a writer", e))??;
         times[w] = took;
     }
     for (client, file) in files {
-        file.close()
-            .await
-            .map_err(|e| io_error("close".into(), e))?;
+        file.close().await.map_err(|e| BenchError::io("close", e))?;
         client
             .close()
             .await
-            .map_err(|e| io_error("disconnect".into(), e))?;
+            .map_err(|e| BenchError::io("disconnect", e))?;
     }
     Ok(times)
-}
-
-/// The flow model's completion times (modeled seconds) for the same machine: each writer's
-/// injection, the links of its dimension-order route, the server's ejection (its NIC), and
-/// its target.
-fn predict(
-    config: &PlacementConfig,
-    machine: &Machine,
-    placement: &Placement,
-) -> Result<Vec<f64>, BenchError> {
-    let model_error = |e: iopath_topology::TopologyError| {
-        BenchError::refused(format!("the flow model of the run: {e}"))
-    };
-    let torus = &machine.torus;
-    let mb = |bytes_s: u64| bytes_s as f64 / 1e6;
-    let mut network = FlowNetwork::new();
-    let mut links = std::collections::HashMap::new();
-    let mut ejection = std::collections::HashMap::new();
-    let mut osts = std::collections::HashMap::new();
-    let mut flows = Vec::new();
-    for pair in &placement.pairs {
-        let mut ports = vec![
-            network
-                .add_port(mb(config.link_bytes_s()))
-                .map_err(model_error)?,
-        ];
-        for link in torus.dor_path(pair.client, pair.target.anchor) {
-            let index = torus.link_index(link);
-            let port = match links.get(&index) {
-                Some(&port) => port,
-                None => {
-                    let port = network
-                        .add_port(
-                            mb(config.link_bytes_s()) * torus.link_width(link.direction.axis()),
-                        )
-                        .map_err(model_error)?;
-                    links.insert(index, port);
-                    port
-                }
-            };
-            ports.push(port);
-        }
-        let server = pair.target.server;
-        let eject = match ejection.get(&server) {
-            Some(&port) => port,
-            None => {
-                let port = network
-                    .add_port(mb(config.server_nic_bytes_s()))
-                    .map_err(model_error)?;
-                ejection.insert(server, port);
-                port
-            }
-        };
-        ports.push(eject);
-        let ost = match osts.get(&pair.target.index) {
-            Some(&port) => port,
-            None => {
-                let port = network
-                    .add_port(mb(config.ost_bytes_s))
-                    .map_err(model_error)?;
-                osts.insert(pair.target.index, port);
-                port
-            }
-        };
-        ports.push(ost);
-        flows.push(Flow {
-            ports,
-            demand_mb_per_s: mb(config.ost_bytes_s),
-        });
-    }
-    let model = FlowModel::new(&network, &flows).map_err(model_error)?;
-    let data = vec![config.bytes_per_writer as f64 / 1e6; flows.len()];
-    Ok(model.completion(&data).map_err(model_error)?.times_s)
 }
 
 /// The report for people: a row per server count, the model's and the paper's figures beside.

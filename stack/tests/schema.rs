@@ -656,6 +656,10 @@ fn a_fyods_modeled_service_node_is_checked_scaled_and_kept() {
             "fyod_memory",
         ),
         (
+            fyod("fyod_call_us = 100\nfyod_memory = \"1m\"\nfyod_thread_memory = \"2m\""),
+            "not one thread fits",
+        ),
+        (
             with(
                 "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\nfyod_call_us = 5\n",
             ),
@@ -680,13 +684,10 @@ fn a_fyods_modeled_service_node_is_checked_scaled_and_kept() {
     assert!(stack.is_modeled());
     let fyods = stack.nodes_of(RoleName::Fyod);
     for &i in &fyods {
-        let (node, host) = stack.fyod_service(i).unwrap();
-        assert_eq!(
-            host,
-            std::time::Duration::from_millis(10),
-            "2.5 ms at time scale 4"
-        );
-        assert_eq!((node.cpus, node.memory), (2, Some((64 << 20, 1 << 20))));
+        // As the fyod runs it: 2.5 ms at time scale 4, 64 threads of 1 MiB in 64 MiB.
+        let node = stack.fyod_service(i).unwrap();
+        assert_eq!(node.call, std::time::Duration::from_millis(10));
+        assert_eq!((node.cpus, node.threads_fit), (2, Some(64)));
     }
     let said = stack.modeled();
     assert!(

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use iopath_bench::fyods::{self, FyodsConfig};
+use iopath_stack::schema::FYOD_MEMORY_MAX_BYTES;
 
 /// `iopath bench fyods`'s options.
 #[derive(Debug, clap::Args)]
@@ -69,9 +70,12 @@ pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
         config.seconds = s;
     }
     if let Some(fit) = args.threads_fit {
+        // The node's memory is the threads' (a stack file's bound applies to it).
+        let most = FYOD_MEMORY_MAX_BYTES / config.janus.thread_bytes;
         anyhow::ensure!(
-            (1..=1 << 20).contains(&fit),
-            "--threads-fit: 1 to 1048576 threads"
+            (1..=most).contains(&fit),
+            "--threads-fit: 1 to {most} threads of {} MiB",
+            config.janus.thread_bytes >> 20
         );
         config.janus.memory_bytes = config.janus.thread_bytes * fit;
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use iopath_admin::{Param, ParamTree};
 use iopath_fabric::Node;
-use iopath_forwarder::{FileSystem, FyodConfig, FyodService, ServiceNode};
+use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
 
 use super::node::FyodTuning;
 use crate::schema::{FyodMode, FyodSpec, Role, RoleName, Stack};
@@ -55,15 +55,7 @@ pub async fn start(
         config.limits = tuning.limits.clone();
         config.clients_per_fyod = tuning.clients_per_fyod.max(served);
     }
-    // A modeled service node: its CPU time per call in host time, and how many worker
-    // threads (one per open file) its memory holds.
-    config.service_node = stack.fyod_service(index).map(|(node, call)| ServiceNode {
-        cpus: node.cpus,
-        call,
-        threads_fit: node
-            .memory
-            .map(|(memory, thread)| (memory / thread.max(1)).max(1)),
-    });
+    config.service_node = stack.fyod_service(index);
     // MUNIX tokens for a file must come from one place: the first fyod of the stack.
     let home = stack.nodes_of(RoleName::Fyod)[0];
     config.token_home = Some(stack.primary_nid(home));

@@ -10,6 +10,7 @@ use iopath_fabric::link::LinkModel;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_fabric::torus::{PACKET_BYTES_DEFAULT, TorusModel, TorusNode};
+use iopath_forwarder::ServiceNode;
 use iopath_mds::layout::{FsName, TargetName};
 use iopath_storage_server::engine::modeled::DiskModel;
 
@@ -307,6 +308,24 @@ pub struct FyodServiceNode {
     pub memory: Option<(u64, u64)>,
 }
 
+impl FyodServiceNode {
+    /// Worker threads its memory holds before it pages; `None`: it never pages. The schema
+    /// refuses a thread larger than the memory, so at least one fits.
+    pub fn threads_fit(&self) -> Option<u64> {
+        self.memory.map(|(memory, thread)| memory / thread.max(1))
+    }
+
+    /// The node as the fyod runs it, each call's CPU time `time_scale` times its modeled one
+    /// (1: modeled time).
+    pub fn model(&self, time_scale: u32) -> ServiceNode {
+        ServiceNode {
+            cpus: self.cpus,
+            call: std::time::Duration::from_micros(self.call_us) * time_scale,
+            threads_fit: self.threads_fit(),
+        }
+    }
+}
+
 /// Most modeled CPU time one fyod call may take, microseconds.
 pub const FYOD_CALL_MAX_US: u64 = 1_000_000;
 /// Most CPUs a modeled service node may have.
@@ -596,12 +615,10 @@ impl Stack {
             })
     }
 
-    /// Node `index`'s modeled service node, in host time, if it is a fyod with one: the CPU
-    /// time a call takes scaled by the time scale.
-    pub fn fyod_service(&self, index: usize) -> Option<(FyodServiceNode, std::time::Duration)> {
-        let service = self.nodes.get(index)?.service()?;
-        let host = std::time::Duration::from_micros(service.call_us) * self.time_scale;
-        Some((service, host))
+    /// Node `index`'s modeled service node as its fyod runs it, in host time, if it is a fyod
+    /// with one.
+    pub fn fyod_service(&self, index: usize) -> Option<ServiceNode> {
+        Some(self.nodes.get(index)?.service()?.model(self.time_scale))
     }
 
     /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
@@ -699,14 +716,17 @@ impl Stack {
             let services: Vec<String> = services
                 .iter()
                 .map(|(s, names)| {
-                    let memory = s.memory.map_or(String::new(), |(m, t)| {
-                        format!(
-                            ", {} MiB for threads of {} KiB each (paging past {} open files)",
-                            m >> 20,
-                            t >> 10,
-                            m / t.max(1)
-                        )
-                    });
+                    let memory =
+                        s.memory
+                            .zip(s.threads_fit())
+                            .map_or(String::new(), |((m, t), fit)| {
+                                format!(
+                                    ", {} MiB for threads of {} KiB each (paging past {fit} open \
+                                 files)",
+                                    m >> 20,
+                                    t >> 10
+                                )
+                            });
                     format!(
                         "{} ({} us a call on {} CPU{}{memory})",
                         names.join(", "),
@@ -1672,6 +1692,12 @@ fn fyod_service_node(entry: &NodeEntry) -> Result<Option<FyodServiceNode>, (Stri
             return Err((
                 "fyod_thread_memory".into(),
                 "threads page only on a node of bounded memory: give fyod_memory too".into(),
+            ));
+        }
+        (Some(m), Some(t)) if t > m => {
+            return Err((
+                "fyod_thread_memory".into(),
+                format!("{t} bytes: more than fyod_memory ({m}), so not one thread fits"),
             ));
         }
         (Some(m), Some(t)) => Some((m, t)),
