@@ -288,24 +288,33 @@ fn bench_iorcd_refuses_a_stack_without_routers() {
     assert!(stderr.contains("no routers"), "{stderr}");
 }
 
-#[test]
-fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner() {
+/// A paper's experiment's `--quick` sweep as the suite runs it: its progress (standard error),
+/// its report as JSON and its plot, read back (and checked as a drawing).
+fn quick_sweep(bench: &str) -> (String, serde_json::Value, Drawing) {
     let dir = scratch();
-    let svg = dir.path().join("placement.svg");
+    let svg = dir.path().join(format!("{bench}.svg"));
     let output = iopath()
-        .args(["bench", "placement", "--quick", "--json", "--svg"])
+        .args(["bench", bench, "--quick", "--json", "--svg"])
         .arg(&svg)
         .arg("--dir")
         .arg(dir.path())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
+    let json = serde_json::from_slice(&output.stdout).unwrap();
+    let drawing = Drawing::read_clean(&std::fs::read_to_string(&svg).unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    (stderr, json, drawing)
+}
+
+#[test]
+fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner() {
+    let (stderr, json, drawing) = quick_sweep("placement");
     assert!(
         stderr.contains("placed placement"),
         "a line per run: {stderr}"
     );
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["torus"], "4x4x2");
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "a row per server count");
@@ -333,8 +342,6 @@ fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner
     }
     let modeled = json["modeled"].as_str().unwrap();
     assert!(modeled.contains("time scale 64"), "{modeled}");
-    let drawing = Drawing::read_clean(&std::fs::read_to_string(&svg).unwrap())
-        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         drawing.series.len(),
         4,
@@ -344,19 +351,8 @@ fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner
 
 #[test]
 fn bench_fyods_quick_shows_one_fyod_falling_where_its_threads_page_and_four_scaling() {
-    let dir = scratch();
-    let svg = dir.path().join("fyods.svg");
-    let output = iopath()
-        .args(["bench", "fyods", "--quick", "--json", "--svg"])
-        .arg(&svg)
-        .arg("--dir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (stderr, json, drawing) = quick_sweep("fyods");
     assert!(stderr.contains("[4/4]"), "a line per point: {stderr}");
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let point = |fyods: u64, nodes: u64| {
         json["points"]
             .as_array()
@@ -404,8 +400,6 @@ fn bench_fyods_quick_shows_one_fyod_falling_where_its_threads_page_and_four_scal
     assert_eq!(f(&four_many, "paper_read_mb_s"), 565.0);
     let modeled = json["modeled"].as_str().unwrap();
     assert!(modeled.contains("paging past 51 open files"), "{modeled}");
-    let drawing = Drawing::read_clean(&std::fs::read_to_string(&svg).unwrap())
-        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         drawing.series.len(),
         4,

@@ -25,8 +25,8 @@ pub struct PlacementArgs {
     /// Bytes each writer writes (k, m suffixes).
     #[arg(long, value_parser = parse_size)]
     size: Option<u64>,
-    /// A small sweep (two server counts on a 4x4x2 torus, links of two OSTs' worth, 8 MiB per writer), as the test
-    /// suite runs it.
+    /// A small sweep (two server counts on a 4x4x2 torus, links of two OSTs' worth, 8 MiB per
+    /// writer), as the test suite runs it.
     #[arg(long)]
     quick: bool,
     /// Print the report as JSON instead of the table.
