@@ -28,6 +28,9 @@
 //! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
 //!   emulated torus crossed hop by hop: launcher order against the nearest free nodes per
 //!   server, over server counts, beside the flow model's prediction and the paper's figures.
+//! - [`routing`]: `iopath bench routing`, the Spider paper's routing configurations (and
+//!   Titan's fine-grained routing) with real LNET routers on an emulated torus, both
+//!   placements, beside the flow model and the paper's figures.
 //! - [`prediction`]: the flow model's prediction for an emulated run on a torus crossed hop
 //!   by hop (the same machine the stack file describes), to print beside what was measured.
 //! - [`netns`]: a cluster of five hosts made of network namespaces (compute, two routers, two
@@ -58,6 +61,7 @@ pub mod placement;
 pub mod prediction;
 pub mod raw;
 pub mod report;
+pub mod routing;
 pub mod selftest;
 pub mod trace;
 pub mod writers;

@@ -394,13 +394,18 @@ async fn run_one(
         })
         .collect();
     let model = MachineFlows::of(&stack, &writers)
-        .and_then(|flows| flows.completion_s(config.bytes_per_writer))
+        .and_then(|flows| flows.completion_s(config.bytes_per_writer, config.transfer))
         .map_err(|NotPredicted(why)| {
             BenchError::refused(format!("the flow model of the run: {why}"))
         })?;
     let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
     let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
-    let result = write_all(config, &running, placement).await;
+    let targets: Vec<u32> = placement
+        .pairs
+        .iter()
+        .map(|pair| target_index(config, servers, pair))
+        .collect();
+    let result = write_all(&config.writes(), &running, &targets).await;
     let stopped = running.stop().await;
     let times = result?;
     stopped?;
@@ -447,27 +452,43 @@ fn target_index(config: &PlacementConfig, servers: u32, pair: &Pair) -> u32 {
     local * servers + pair.target.server
 }
 
-/// Every writer at once: a client per writer node, its file on its target, `depth` writes in
-/// flight; each writer's time from the common start to its last write's reply.
-async fn write_all(
-    config: &PlacementConfig,
+/// What each writer of an experiment writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writes {
+    /// Bytes each writer writes.
+    pub bytes_per_writer: u64,
+    /// Bytes per write call.
+    pub transfer: u64,
+    /// Writes each writer keeps in flight.
+    pub depth: u32,
+}
+
+impl PlacementConfig {
+    fn writes(&self) -> Writes {
+        Writes {
+            bytes_per_writer: self.bytes_per_writer,
+            transfer: self.transfer,
+            depth: self.depth,
+        }
+    }
+}
+
+/// Every writer at once: writer `w` on the stack's `w`-th client node, its file striped once
+/// on target `targets[w]`, `depth` writes in flight; each writer's time from the common start
+/// to its last write's reply.
+pub(crate) async fn write_all(
+    config: &Writes,
     running: &RunningStack,
-    placement: &Placement,
+    targets: &[u32],
 ) -> Result<Vec<Duration>, BenchError> {
     let clients = running.clients();
-    let servers = placement
-        .pairs
-        .iter()
-        .map(|p| p.target.server + 1)
-        .max()
-        .unwrap_or(1);
     let mut files = Vec::new();
-    for (w, pair) in placement.pairs.iter().enumerate() {
+    for (w, &target) in targets.iter().enumerate() {
         let client = running.connect(clients[w]).await?;
         let stripe = StripeRequest {
             stripe_size_bytes: config.transfer,
             stripe_count: 1,
-            stripe_offset: i64::from(target_index(config, servers, pair)),
+            stripe_offset: i64::from(target),
         };
         let file = client
             .create(&format!("/w{w}"), stripe)

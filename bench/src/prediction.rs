@@ -10,9 +10,13 @@
 //! target, each with its share of the writer's demand. The prediction is steady state: no
 //! start-up, no request latency, no packets.
 //!
-//! Only a run whose every writer and target server sit on one torus crossed hop by hop is
-//! predicted; anything else (routers, fyods, a second network) is not in this model, and
-//! [`predict`] says so instead of guessing.
+//! A target whose server is off the torus is reached through LNET routers on it: the writer's
+//! traffic is split equally over the routers its routes name, one flow per router, and those
+//! flows are coupled (round-robin gives each router the same share of a writer's messages, so
+//! the slowest route sets the pace of all). Only a run whose every writer, and every target
+//! server or its routers, sit on one torus crossed hop by hop is predicted; anything else
+//! (fyods, a torus not modeled) is not in this model, and [`predict`] says so instead of
+//! guessing.
 
 use std::collections::HashMap;
 
@@ -50,12 +54,23 @@ pub fn predict(stack: &Stack, writers: &[WriterFlow]) -> Result<FlowPrediction, 
     Ok(MachineFlows::of(stack, writers)?.rates())
 }
 
-/// The flow model of `writers` on a stack's torus: one flow per writer and target.
+/// The flow model of `writers` on a stack's torus: one flow per writer, target and router.
 #[derive(Debug)]
 pub struct MachineFlows {
-    model: FlowModel,
-    /// The writer of each flow.
-    flow_writer: Vec<usize>,
+    ports: FlowNetwork,
+    flows: Vec<Flow>,
+    /// The group of each flow: one writer's traffic to one target. A group reached through
+    /// several routers is one flow per router, and the flows of a group are **coupled**: LNet
+    /// hands a writer's messages to its routers strictly in turn, so none of them runs ahead
+    /// of the slowest.
+    flow_group: Vec<usize>,
+    /// The writer of each group.
+    group_writer: Vec<usize>,
+    /// Each group's start-up, seconds per MB of its first transfer: the transfer crosses the
+    /// torus at its path's slowest port and, when routed, the router's card after it (a
+    /// router forwards a message once it has all of it), before its target's disk sees a
+    /// byte. The slowest of its routes.
+    group_fill_s_per_mb: Vec<f64>,
     /// Writers.
     writers: usize,
     /// Host seconds per modeled second.
@@ -64,8 +79,19 @@ pub struct MachineFlows {
     network: String,
 }
 
+/// Most rounds of capping a group's flows at its slowest one's rate.
+const COUPLING_ROUNDS_MAX: usize = 64;
+
 impl MachineFlows {
     /// The flows of `writers` on `stack`, or why they are not predicted.
+    ///
+    /// A target whose server is on the torus is reached directly. One that is not is reached
+    /// through the routers the client's routes to the server's network name, those of the best
+    /// class (priority, then hop count), as the fabric chooses them: the torus path to each
+    /// router, the router's ejection, its card on the server's network (the router's NIC rate,
+    /// else that network's modeled link), then the target's disk. The server's own network
+    /// beyond the router is not modeled (as in the emulation, which models an interface's
+    /// sending side only).
     pub fn of(stack: &Stack, writers: &[WriterFlow]) -> Result<MachineFlows, NotPredicted> {
         let no = |why: String| NotPredicted(why);
         let (index, network) = stack
@@ -89,6 +115,36 @@ impl MachineFlows {
                 .map_or(torus_model.link_bandwidth_bytes_s, |r| r as f64);
             Some((Coord::new(x, y, z), nic))
         };
+        let name = |node: usize| stack.nodes.get(node).map_or("?", |n| n.name.as_str());
+        // The routers `client` reaches `server` through: its best routes to a network of the
+        // server's, and that network.
+        let gateways = |client: usize,
+                        server: usize|
+         -> Result<(Vec<usize>, usize), NotPredicted> {
+            for interface in &stack.nodes[server].interfaces {
+                let routes: Vec<_> = stack
+                    .routes
+                    .iter()
+                    .filter(|r| r.node == client && r.net == interface.network && r.via == index)
+                    .collect();
+                let Some(best) = routes.iter().map(|r| (r.priority, r.hops)).min() else {
+                    continue;
+                };
+                let chosen = routes
+                    .iter()
+                    .filter(|r| (r.priority, r.hops) == best)
+                    .map(|r| r.gateway)
+                    .collect();
+                return Ok((chosen, interface.network));
+            }
+            Err(no(format!(
+                "{} is not on {} and {} has no route to it over {}",
+                name(server),
+                network.name,
+                name(client),
+                network.name
+            )))
+        };
         let mb = |bytes_s: f64| bytes_s / 1e6;
         let port_error = |e: iopath_topology::TopologyError| no(format!("the flow model: {e}"));
         let mut ports = FlowNetwork::new();
@@ -101,11 +157,12 @@ impl MachineFlows {
             port_of.insert(key, p);
             Ok::<usize, NotPredicted>(p)
         };
-        let (injection, link, ejection, disk) = (0u8, 1u8, 2u8, 3u8);
+        let (injection, link, ejection, disk, card) = (0u8, 1u8, 2u8, 3u8, 4u8);
         let mut flows = Vec::new();
-        let mut flow_writer = Vec::new();
+        let mut flow_group = Vec::new();
+        let mut group_writer = Vec::new();
+        let mut group_fill_s_per_mb = Vec::new();
         for (w, writer) in writers.iter().enumerate() {
-            let name = |node: usize| stack.nodes.get(node).map_or("?", |n| n.name.as_str());
             if stack.nodes.get(writer.client).map(|n| n.role.kind()) != Some(RoleName::Client) {
                 return Err(no(format!("node {} is not a client", name(writer.client))));
             }
@@ -124,49 +181,134 @@ impl MachineFlows {
                 let &(oss, _) = targets
                     .get(target as usize)
                     .ok_or_else(|| no(format!("no target {target}")))?;
-                let (to, server_nic) = on_torus(oss).ok_or_else(|| {
-                    no(format!(
-                        "{} is not on {}: its traffic leaves the modeled torus",
-                        name(oss),
-                        network.name
-                    ))
-                })?;
-                let mut path = vec![port(&mut ports, (injection, writer.client), client_nic)?];
-                for hop in torus.dor_path(from, to) {
-                    let capacity =
-                        torus_model.link_bandwidth_bytes_s * torus.link_width(hop.direction.axis());
-                    path.push(port(&mut ports, (link, torus.link_index(hop)), capacity)?);
+                let group = group_writer.len();
+                group_writer.push(w);
+                group_fill_s_per_mb.push(0.0f64);
+                // Each leg: the torus path to `to`, entering the node `at` at its NIC rate,
+                // then whatever lies beyond.
+                let mut legs: Vec<(Coord, usize, f64, Vec<usize>)> = Vec::new();
+                if let Some((to, server_nic)) = on_torus(oss) {
+                    legs.push((to, oss, server_nic, Vec::new()));
+                } else {
+                    let (routers, server_net) = gateways(writer.client, oss)?;
+                    for router in routers {
+                        let (to, router_nic) = on_torus(router).ok_or_else(|| {
+                            no(format!(
+                                "router {} is not on {} at a coordinate",
+                                name(router),
+                                network.name
+                            ))
+                        })?;
+                        let card_rate = stack.nodes[router]
+                            .nic_bandwidth_bytes_s
+                            .or(stack.networks[server_net].link.map(|l| l.bandwidth_bytes_s));
+                        let beyond = match card_rate {
+                            Some(rate) => vec![port(&mut ports, (card, router), rate as f64)?],
+                            None => Vec::new(),
+                        };
+                        legs.push((to, router, router_nic, beyond));
+                    }
                 }
-                path.push(port(&mut ports, (ejection, oss), server_nic)?);
-                if let Some(spec) = stack.nodes[oss].disk() {
-                    path.push(port(
-                        &mut ports,
-                        (disk, target as usize),
-                        spec.bandwidth_bytes_s as f64,
-                    )?);
+                let k = legs.len() as f64;
+                for (to, at, at_nic, beyond) in legs {
+                    let mut path = vec![port(&mut ports, (injection, writer.client), client_nic)?];
+                    let mut slowest = client_nic.min(at_nic);
+                    for hop in torus.dor_path(from, to) {
+                        let capacity = torus_model.link_bandwidth_bytes_s
+                            * torus.link_width(hop.direction.axis());
+                        slowest = slowest.min(capacity);
+                        path.push(port(&mut ports, (link, torus.link_index(hop)), capacity)?);
+                    }
+                    path.push(port(&mut ports, (ejection, at), at_nic)?);
+                    let mut fill = 1.0 / mb(slowest);
+                    for &p in &beyond {
+                        fill += 1.0 / ports.capacity(p);
+                    }
+                    group_fill_s_per_mb[group] = group_fill_s_per_mb[group].max(fill);
+                    path.extend(beyond);
+                    if let Some(spec) = stack.nodes[oss].disk() {
+                        path.push(port(
+                            &mut ports,
+                            (disk, target as usize),
+                            spec.bandwidth_bytes_s as f64,
+                        )?);
+                    }
+                    flows.push(Flow {
+                        ports: path,
+                        demand_mb_per_s: mb(share / k),
+                    });
+                    flow_group.push(group);
                 }
-                flows.push(Flow {
-                    ports: path,
-                    demand_mb_per_s: mb(share),
-                });
-                flow_writer.push(w);
             }
         }
+        // Checked once here, so that later solves cannot fail on the network.
+        FlowModel::new(&ports, &flows).map_err(port_error)?;
         Ok(MachineFlows {
-            model: FlowModel::new(&ports, &flows).map_err(port_error)?,
-            flow_writer,
+            ports,
+            flows,
+            flow_group,
+            group_writer,
+            group_fill_s_per_mb,
             writers: writers.len(),
             time_scale: torus_model.time_scale,
             network: network.name.clone(),
         })
     }
 
+    /// The rate of every flow among `active`, MB per modeled second (0 for the others), each
+    /// group's flows coupled at its slowest one's rate: the model is solved with each flow's
+    /// demand capped at its group's slowest rate, until the caps settle.
+    fn coupled_rates(&self, active: &[bool]) -> Vec<f64> {
+        let groups = self.group_writer.len();
+        let mut demand: Vec<f64> = self.flows.iter().map(|f| f.demand_mb_per_s).collect();
+        let mut rates = vec![0.0; self.flows.len()];
+        for _ in 0..COUPLING_ROUNDS_MAX {
+            let (flows, index): (Vec<Flow>, Vec<usize>) = self
+                .flows
+                .iter()
+                .enumerate()
+                .filter(|(f, _)| active[*f])
+                .map(|(f, flow)| {
+                    (
+                        Flow {
+                            ports: flow.ports.clone(),
+                            demand_mb_per_s: demand[f],
+                        },
+                        f,
+                    )
+                })
+                .unzip();
+            let solved = FlowModel::new(&self.ports, &flows)
+                .expect("the flows were checked when the model was built")
+                .solve();
+            let mut slowest = vec![f64::INFINITY; groups];
+            for (k, &f) in index.iter().enumerate() {
+                let g = self.flow_group[f];
+                slowest[g] = slowest[g].min(solved.rates_mb_per_s[k]);
+            }
+            let mut moved = 0.0f64;
+            for &f in &index {
+                let capped = slowest[self.flow_group[f]]
+                    .min(self.flows[f].demand_mb_per_s)
+                    .max(f64::MIN_POSITIVE);
+                moved = moved.max((capped - demand[f]).abs() / demand[f]);
+                demand[f] = capped;
+                rates[f] = slowest[self.flow_group[f]];
+            }
+            if moved < 1e-9 {
+                break;
+            }
+        }
+        rates
+    }
+
     /// Each writer's steady rate, and their sum, in host time.
     pub fn rates(&self) -> FlowPrediction {
-        let rates = self.model.solve();
+        let rates = self.coupled_rates(&vec![true; self.flows.len()]);
         let mut writer_bytes_s = vec![0.0; self.writers];
-        for (flow, &w) in self.flow_writer.iter().enumerate() {
-            writer_bytes_s[w] += rates.rates_mb_per_s[flow] * 1e6 / self.time_scale;
+        for (flow, rate) in rates.iter().enumerate() {
+            let w = self.group_writer[self.flow_group[flow]];
+            writer_bytes_s[w] += rate * 1e6 / self.time_scale;
         }
         FlowPrediction {
             aggregate_bytes_s: writer_bytes_s.iter().sum(),
@@ -175,25 +317,60 @@ impl MachineFlows {
         }
     }
 
-    /// Each writer's time to write `bytes` (its file's share on each of its targets), modeled
-    /// seconds, writers finishing free their share for the others.
-    pub fn completion_s(&self, bytes: u64) -> Result<Vec<f64>, NotPredicted> {
-        let mut flows_of = vec![0usize; self.writers];
-        for &w in &self.flow_writer {
-            flows_of[w] += 1;
+    /// Each writer's time to write `bytes` (its file's share on each of its targets) in
+    /// transfers of `transfer` bytes, modeled seconds: the steady rates, writers finishing
+    /// freeing their share for the others, after the start-up of the first transfer.
+    pub fn completion_s(&self, bytes: u64, transfer: u64) -> Result<Vec<f64>, NotPredicted> {
+        let mut groups_of = vec![0usize; self.writers];
+        for &w in &self.group_writer {
+            groups_of[w] += 1;
         }
-        let data: Vec<f64> = self
-            .flow_writer
+        // Megabytes each group has left.
+        let mut left: Vec<f64> = self
+            .group_writer
             .iter()
-            .map(|&w| bytes as f64 / 1e6 / flows_of[w] as f64)
+            .map(|&w| bytes as f64 / 1e6 / groups_of[w] as f64)
             .collect();
-        let done = self
-            .model
-            .completion(&data)
-            .map_err(|e| NotPredicted(format!("the flow model: {e}")))?;
+        let mut active = vec![true; self.flows.len()];
         let mut times = vec![0.0f64; self.writers];
-        for (flow, &w) in self.flow_writer.iter().enumerate() {
-            times[w] = times[w].max(done.times_s[flow]);
+        let mut now = 0.0;
+        while active.iter().any(|&a| a) {
+            let rates = self.coupled_rates(&active);
+            let mut group_rate = vec![0.0; left.len()];
+            for (f, rate) in rates.iter().enumerate() {
+                if active[f] {
+                    group_rate[self.flow_group[f]] += rate;
+                }
+            }
+            let step = left
+                .iter()
+                .zip(&group_rate)
+                .filter(|(l, _)| **l > 0.0)
+                .map(|(l, r)| l / r)
+                .fold(f64::INFINITY, f64::min);
+            if !step.is_finite() {
+                return Err(NotPredicted(
+                    "the flow model: a writer's flows have no rate".into(),
+                ));
+            }
+            now += step;
+            for (g, l) in left.iter_mut().enumerate() {
+                if *l <= 0.0 {
+                    continue;
+                }
+                *l -= group_rate[g] * step;
+                if *l <= 1e-9 * (1.0 + group_rate[g] * step) {
+                    *l = 0.0;
+                    let w = self.group_writer[g];
+                    let start_up = transfer as f64 / 1e6 * self.group_fill_s_per_mb[g];
+                    times[w] = times[w].max(now + start_up);
+                    for (f, a) in active.iter_mut().enumerate() {
+                        if self.flow_group[f] == g {
+                            *a = false;
+                        }
+                    }
+                }
+            }
         }
         Ok(times)
     }
@@ -230,17 +407,101 @@ mod tests {
         for (got, want) in shares.iter().zip(expected) {
             assert!((got - want).abs() < 1e-6, "{shares:?}");
         }
-        // Writing 64 MiB each: the nearest finishes first, and the last when the link has
-        // carried all four, in modeled seconds.
+        // Writing 64 MiB each in 4 MiB transfers: the nearest finishes first, and the last
+        // when the link has carried all four, after its first transfer crossed the torus at
+        // the links' rate (every port here runs at it), in modeled seconds.
         let times = MachineFlows::of(&stack, &writers)
             .unwrap()
-            .completion_s(64 << 20)
+            .completion_s(64 << 20, 4 << 20)
             .unwrap();
         let link_modeled = (640u64 << 20) as f64;
         let all = 4.0 * (64u64 << 20) as f64 / link_modeled;
+        let start_up = (4u64 << 20) as f64 / link_modeled;
         let last = times.iter().copied().fold(0.0, f64::max);
-        assert!((last / all - 1.0).abs() < 1e-6, "{times:?}");
+        assert!((last / (all + start_up) - 1.0).abs() < 1e-6, "{times:?}");
         assert!(times[3] < times[2] && times[2] < times[0], "{times:?}");
+    }
+
+    /// A writer on the torus reaching its server through two routers, round-robin: one flow
+    /// per router, coupled, so the slower router sets the pace of both halves.
+    #[test]
+    fn a_routed_writer_is_split_over_its_routers_at_the_slower_ones_pace() {
+        let text = r#"
+name = "two-routers"
+[model]
+time_scale = 10
+[[networks]]
+name = "torus0"
+torus = [4, 1, 1]
+bandwidth = 1000000000
+hop_by_hop = true
+[[networks]]
+name = "o2ib1"
+bandwidth = 1000000000
+[[nodes]]
+name = "c"
+role = "client"
+nids = { torus0 = 100 }
+torus = [0, 0, 0]
+[[nodes]]
+name = "fast"
+role = "router"
+nids = { torus0 = 50, o2ib1 = 50 }
+torus = [1, 0, 0]
+nic_bandwidth = 800000000
+[[nodes]]
+name = "slow"
+role = "router"
+nids = { torus0 = 51, o2ib1 = 51 }
+torus = [3, 0, 0]
+nic_bandwidth = 100000000
+[[nodes]]
+name = "oss"
+role = "oss"
+nids = { o2ib1 = 10 }
+targets = 1
+disk_bandwidth = 900000000
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = { torus0 = 1 }
+torus = [2, 0, 0]
+[[routes]]
+from = "o2ib1"
+net = "torus0"
+gateway = "fast"
+[[routes]]
+from = "torus0"
+net = "o2ib1"
+gateway = "fast"
+[[routes]]
+from = "torus0"
+net = "o2ib1"
+gateway = "slow"
+"#;
+        let rate = |text: &str| {
+            let stack = Stack::parse(text, "two routers").unwrap();
+            let client = stack.nodes_of(RoleName::Client)[0];
+            predict(
+                &stack,
+                &[WriterFlow {
+                    client,
+                    targets: vec![0],
+                }],
+            )
+            .unwrap()
+            .aggregate_bytes_s
+                * 10.0
+        };
+        // Round-robin over both: each carries half, so the slow one's 100 MB/s caps the
+        // writer at 200 (not 100 + 800 = 900, as two independent flows would have it).
+        let both = rate(text);
+        assert!((both / 200e6 - 1.0).abs() < 1e-6, "{both}");
+        // The slow one as a backup (hop count 10) carries nothing while the fast one is up:
+        // its 800 MB/s card, under the disk's 900.
+        let backup = text.replace("gateway = \"slow\"", "gateway = \"slow\"\nhops = 10");
+        let fast = rate(&backup);
+        assert!((fast / 800e6 - 1.0).abs() < 1e-6, "{fast}");
     }
 
     #[test]

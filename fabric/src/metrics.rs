@@ -205,6 +205,12 @@ impl Collector for FabricCollector {
             "Messages this node passed on as a router.",
             single(n.forwarded.load(Ordering::Relaxed)),
         )?;
+        counters(
+            &mut encoder,
+            "iopath_router_forwarded_bytes",
+            "Payload bytes of the messages this node passed on as a router.",
+            single(n.forwarded_bytes.load(Ordering::Relaxed)),
+        )?;
 
         // Bulk.
         counters(

@@ -116,6 +116,8 @@ pub struct NodeCounters {
     pub answers_dropped: AtomicU64,
     /// Messages forwarded by this node as a router.
     pub forwarded: AtomicU64,
+    /// Their payload bytes.
+    pub forwarded_bytes: AtomicU64,
     /// Forwarded bulk chunks whose checksum did not match their bytes (counted here, caught
     /// again by the receiver).
     pub router_checksum_mismatches: AtomicU64,
@@ -452,12 +454,14 @@ impl NodeInner {
 
     /// The interface and next hop for `target`: directly on a shared network, else through the
     /// gateway the routing table chooses (best alive class, round-robin among equals).
-    pub(crate) fn route_to(&self, target: Nid) -> Result<(Arc<Ni>, Nid), FabricError> {
+    /// A routed message of `bytes` counts as outstanding on its gateway until the caller
+    /// reports it [`RouteTable::completed`].
+    pub(crate) fn route_to(&self, target: Nid, bytes: u64) -> Result<(Arc<Ni>, Nid), FabricError> {
         if let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) {
             return Ok((Arc::clone(ni), target));
         }
         let mut routes = self.routes.lock().expect("routes lock poisoned");
-        let Some(gateway) = routes.choose(target.net) else {
+        let Some(gateway) = routes.choose(target.net, bytes) else {
             let why = if routes.knows(target.net) {
                 format!("every route to {} is down", target.net)
             } else {
@@ -492,7 +496,14 @@ impl NodeInner {
         mut message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
     ) -> Result<(), FabricError> {
-        let (ni, next_hop) = self.route_to(message.header.target)?;
+        let bytes = (crate::frame::HEADER_BYTES + message.payload.len()) as u64;
+        let (ni, next_hop) = self.route_to(message.header.target, bytes)?;
+        if std::env::var_os("IOPATH_DEBUG_RR").is_some()
+            && next_hop != message.header.target
+            && bytes > 100000
+        {
+            eprintln!("RRDEBUG {} {} {}", self.nid, next_hop, bytes);
+        }
         if self.is_local(&message.header.source) {
             message.header.source = ni.nid();
         }
@@ -512,25 +523,32 @@ impl NodeInner {
             }
             return Ok(());
         }
-        // Routed: a send that fails marks the gateway down at once, so the resend that
-        // follows takes another route rather than waiting for the next ping to notice.
+        // Routed: the bytes stay outstanding on the gateway until the send completes; a send
+        // that fails marks the gateway down at once, so the resend that follows takes another
+        // route rather than waiting for the next ping to notice.
         let (sent_tx, sent_rx) = oneshot::channel();
-        let taken = ni.send(next_hop, message, Some(sent_tx)).await?;
+        let taken = match ni.send(next_hop, message, Some(sent_tx)).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.routes
+                    .lock()
+                    .expect("routes lock poisoned")
+                    .completed(next_hop, bytes);
+                return Err(e);
+            }
+        };
         if let Some((id, before)) = traced {
             before.record(&self.trace, id, taken);
         }
         let me = self.me.clone();
         tokio::spawn(async move {
             let outcome = sent_rx.await.unwrap_or(Err(FabricError::ShuttingDown));
-            if outcome.is_err()
-                && let Some(node) = me.upgrade()
-                && node
-                    .routes
-                    .lock()
-                    .expect("routes lock poisoned")
-                    .set_alive(next_hop, false)
-            {
-                warn!(gateway = %next_hop, "router marked down: a send through it failed");
+            if let Some(node) = me.upgrade() {
+                let mut routes = node.routes.lock().expect("routes lock poisoned");
+                routes.completed(next_hop, bytes);
+                if outcome.is_err() && routes.set_alive(next_hop, false) {
+                    warn!(gateway = %next_hop, "router marked down: a send through it failed");
+                }
             }
             if let Some(notify) = notify {
                 let _ = notify.send(outcome);
@@ -866,6 +884,9 @@ impl NodeInner {
             return;
         };
         self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .forwarded_bytes
+            .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
         // On a task of its own, so the connection the message came on is read again at once
         // while this one is checked and sent on.
         tokio::spawn(async move {

@@ -1,7 +1,10 @@
 //! LNet's routing table as a pure core: for each remote network, gateways with a hop count and
 //! a priority; a sender picks among the **best alive class** — lowest priority value, then lowest
-//! hop count — and **round-robins among equals**, message by message. Worse routes carry traffic
-//! only while every better one is down. No clocks or sockets: liveness is set from outside (by
+//! hop count — the gateway with the **fewest bytes outstanding** (sent through it and not yet
+//! completed: LNet's `txqnob`), and among those the **least recently used** route (LNet's
+//! `lr_seq`): round-robin, message by message, when the gateways are equally loaded, and no
+//! gateway given a second 1 MiB bulk while another has none. Worse routes carry traffic only
+//! while every better one is down. No clocks or sockets: liveness is set from outside (by
 //! health pings and failed sends), and time comes in as an argument.
 
 use std::collections::BTreeMap;
@@ -80,6 +83,8 @@ pub struct Gateway {
     pub pings_sent: u64,
     /// Messages routed through it.
     pub messages: u64,
+    /// Bytes sent through it and not yet completed (LNet's `lpni_txqnob`).
+    pub outstanding_bytes: u64,
     /// Times it went from alive to down.
     pub downs: u64,
     /// Networks the gateway itself reports it cannot reach (its interface there is down), in
@@ -99,7 +104,10 @@ impl Gateway {
 #[derive(Debug, Default)]
 pub struct RouteTable {
     routes: BTreeMap<NetId, Vec<RouteSpec>>,
-    cursors: BTreeMap<NetId, u64>,
+    /// When each route (`net`, gateway) was last chosen, in choices made.
+    last_chosen: BTreeMap<(NetId, Nid), u64>,
+    /// Choices made.
+    chosen: u64,
     gateways: BTreeMap<Nid, Gateway>,
 }
 
@@ -137,6 +145,7 @@ impl RouteTable {
             first_ping: None,
             pings_sent: 0,
             messages: 0,
+            outstanding_bytes: 0,
             downs: 0,
             down_nets: Vec::new(),
         });
@@ -160,9 +169,12 @@ impl RouteTable {
         removed
     }
 
-    /// The gateway for the next message to `net`: the next in round-robin order among the
-    /// alive routes of the best class; `None` if every route to `net` is down (or none exists).
-    pub fn choose(&mut self, net: NetId) -> Option<Nid> {
+    /// The gateway for the next message to `net`, one of `bytes`, as LNet's
+    /// `lnet_compare_routes` picks it: among the alive routes of the best class, the gateway
+    /// with the fewest bytes outstanding, then the route least recently chosen; `None` if
+    /// every route to `net` is down (or none exists). The bytes count as outstanding on the
+    /// gateway until [`RouteTable::completed`] takes them off.
+    pub fn choose(&mut self, net: NetId, bytes: u64) -> Option<Nid> {
         let routes = self.routes.get(&net)?;
         let alive = |r: &&RouteSpec| {
             self.gateways
@@ -174,19 +186,37 @@ impl RouteTable {
             .filter(alive)
             .map(|r| (r.priority, r.hops))
             .min()?;
-        let class: Vec<Nid> = routes
+        let outstanding = |gateway: &Nid| {
+            self.gateways
+                .get(gateway)
+                .map_or(0, |g| g.outstanding_bytes)
+        };
+        let gateway = routes
             .iter()
             .filter(alive)
             .filter(|r| (r.priority, r.hops) == best)
             .map(|r| r.gateway)
-            .collect();
-        let cursor = self.cursors.entry(net).or_insert(0);
-        let gateway = class[(*cursor % class.len() as u64) as usize];
-        *cursor += 1;
+            .min_by_key(|g| {
+                (
+                    outstanding(g),
+                    self.last_chosen.get(&(net, *g)).copied().unwrap_or(0),
+                )
+            })?;
+        self.chosen += 1;
+        self.last_chosen.insert((net, gateway), self.chosen);
         if let Some(state) = self.gateways.get_mut(&gateway) {
             state.messages += 1;
+            state.outstanding_bytes += bytes;
         }
         Some(gateway)
+    }
+
+    /// A message of `bytes` sent through `gateway` has completed (or failed): its bytes are no
+    /// longer outstanding there.
+    pub fn completed(&mut self, gateway: Nid, bytes: u64) {
+        if let Some(state) = self.gateways.get_mut(&gateway) {
+            state.outstanding_bytes = state.outstanding_bytes.saturating_sub(bytes);
+        }
     }
 
     /// Whether any route leads to `net` at all (alive or not).
@@ -312,7 +342,7 @@ mod tests {
     fn picks(table: &mut RouteTable, net: &str, n: usize) -> Vec<u32> {
         (0..n)
             .map(
-                |_| match table.choose(net.parse().unwrap()).map(|nid| nid.addr) {
+                |_| match table.choose(net.parse().unwrap(), 0).map(|nid| nid.addr) {
                     Some(crate::nid::Addr::Num(n)) => n,
                     other => panic!("unexpected {other:?}"),
                 },
@@ -370,6 +400,35 @@ mod tests {
         assert_eq!(picks(&mut table, "mem1", 2), [1, 2]);
     }
 
+    /// A writer's small requests and 1 MiB bulk messages alternate: strict round-robin would
+    /// put every bulk on the same two of four gateways. Counting the bytes outstanding spreads
+    /// the bulk over all four, and completions let a gateway be chosen again.
+    #[test]
+    fn bytes_outstanding_come_before_turn() {
+        let mut table = RouteTable::new();
+        for gw in 1..=4 {
+            table
+                .add(route("mem1", &format!("{gw}@mem0"), 1, 0))
+                .unwrap();
+        }
+        let net: NetId = "mem1".parse().unwrap();
+        let mut bulk_through = Vec::new();
+        for _ in 0..4 {
+            table.choose(net, 100).unwrap();
+            bulk_through.push(table.choose(net, 1 << 20).unwrap().addr);
+        }
+        let mut sorted: Vec<String> = bulk_through.iter().map(|a| a.to_string()).collect();
+        sorted.sort();
+        assert_eq!(sorted, ["1", "2", "3", "4"], "{bulk_through:?}");
+        // All four carry a bulk: the next small message goes to the least loaded, and once
+        // gateway 3's bulk completes, it is the one chosen.
+        let three: Nid = "3@mem0".parse().unwrap();
+        table.completed(three, 1 << 20);
+        assert_eq!(table.choose(net, 1 << 20), Some(three));
+        let state = table.gateways().find(|(n, _)| **n == three).unwrap().1;
+        assert!(state.outstanding_bytes >= 1 << 20, "{state:?}");
+    }
+
     #[test]
     fn round_robin_among_the_best_class_only() {
         let mut table = RouteTable::new();
@@ -415,8 +474,8 @@ mod tests {
         for gw in 1..=6 {
             table.set_alive(format!("{gw}@mem0").parse().unwrap(), false);
         }
-        assert_eq!(table.choose("mem1".parse().unwrap()), None);
-        assert_eq!(table.choose("mem9".parse().unwrap()), None);
+        assert_eq!(table.choose("mem1".parse().unwrap(), 0), None);
+        assert_eq!(table.choose("mem9".parse().unwrap(), 0), None);
     }
 
     #[test]

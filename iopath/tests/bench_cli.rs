@@ -350,6 +350,75 @@ fn bench_placement_quick_places_writers_beside_their_servers_and_finishes_sooner
 }
 
 #[test]
+fn bench_routing_quick_spreads_round_robin_over_a_leaf_and_projection_gains_from_placement() {
+    let (stderr, json, drawing) = quick_sweep("routing");
+    assert!(
+        stderr.contains("projection, 16 writers, placed placement"),
+        "a line per run: {stderr}"
+    );
+    let rows = json["rows"].as_array().unwrap();
+    let row = |scheme: &str| {
+        rows.iter()
+            .find(|r| r["scheme"] == scheme)
+            .unwrap_or_else(|| panic!("no {scheme} row: {json}"))
+    };
+    let (rr, projection) = (row("round-robin"), row("projection"));
+    let f = |run: &serde_json::Value, key: &str| run[key].as_f64().unwrap();
+    // Round-robin spreads every writer over its leaf's four routers; projection sends each
+    // through the one router of its server.
+    assert_eq!(rr["default"]["routers_per_writer"], 4, "{json}");
+    assert_eq!(projection["default"]["routers_per_writer"], 1, "{json}");
+    // Placed next to their server's router, projection's writers cross fewer hops, and
+    // finish sooner, measured and modeled; round-robin's still reach for the far routers.
+    let (pd, pp) = (&projection["default"], &projection["placed"]);
+    assert!(f(pp, "mean_hops") < f(pd, "mean_hops") / 2.0, "{json}");
+    assert!(
+        f(&rr["placed"], "mean_hops") > 2.0 * f(pp, "mean_hops"),
+        "{json}"
+    );
+    assert!(
+        f(pp, "aggregate_mb_s") > 1.1 * f(pd, "aggregate_mb_s"),
+        "{json}"
+    );
+    assert!(
+        f(pp, "model_aggregate_mb_s") > 1.1 * f(pd, "model_aggregate_mb_s"),
+        "{json}"
+    );
+    // The routers forwarded what the routes give them: projection's exactly its writers'
+    // bytes (and the small messages with them); round-robin's unevenly, for a writer's small
+    // requests and its bulk take turns among the same routers.
+    for run in [pd, pp] {
+        let over = f(run, "router_over_even");
+        assert!((1.0..1.05).contains(&over), "{over}: {json}");
+    }
+    assert!(f(&rr["default"], "router_over_even") > 1.1, "{json}");
+    for run in [pd, pp, &rr["default"], &rr["placed"]] {
+        let ratio = f(run, "ratio_to_model");
+        assert!((0.5..1.1).contains(&ratio), "{ratio}: {json}");
+        let moved: u64 = run["router_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[1].as_u64().unwrap())
+            .sum();
+        assert!(
+            moved >= 16 * (6 << 20),
+            "every writer's bytes forwarded: {json}"
+        );
+    }
+    assert_eq!(
+        json["rows"][0]["paper_gb_s"][1], 83.0,
+        "the paper's figures beside"
+    );
+    assert!(json["modeled"].as_str().unwrap().contains("rtr0"), "{json}");
+    assert_eq!(
+        drawing.series.len(),
+        4,
+        "measured and modeled, default and placed"
+    );
+}
+
+#[test]
 fn bench_fyods_quick_shows_one_fyod_falling_where_its_threads_page_and_four_scaling() {
     let (stderr, json, drawing) = quick_sweep("fyods");
     assert!(stderr.contains("[4/4]"), "a line per point: {stderr}");

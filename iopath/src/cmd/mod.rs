@@ -26,6 +26,7 @@ pub mod lnetctl;
 pub mod mount;
 pub mod oss;
 pub mod placement;
+pub mod routing;
 pub mod selftest;
 pub mod stack;
 pub mod topo;
@@ -133,6 +134,10 @@ pub enum BenchCommand {
     /// server's nearest free nodes, on an emulated torus crossed hop by hop, over server
     /// counts, beside the flow model's prediction and the paper's figures.
     Placement(placement::PlacementArgs),
+    /// Routing (Spider paper 000, Fig. 10; Titan paper 001): baseline, nearest, round-robin,
+    /// projection and fine-grained routing with real LNET routers on an emulated torus, each
+    /// with launcher order and placed writers, beside the flow model and the paper's figures.
+    Routing(routing::RoutingArgs),
     /// IOR on the spider-cluster preset across five hosts made of network namespaces (root),
     /// beside the same stack as processes on loopback and iperf3 over the hosts' links.
     Cluster(launch::BenchClusterArgs),
@@ -159,6 +164,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Cluster(args)) => launch::bench(args).await,
         Command::Bench(BenchCommand::Placement(args)) => placement::run(args).await,
         Command::Bench(BenchCommand::Fyods(args)) => fyods::run(args).await,
+        Command::Bench(BenchCommand::Routing(args)) => routing::run(args).await,
         Command::Lfs(args) => lfs::run(args).await,
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,

@@ -40,7 +40,7 @@ pub struct PlacementArgs {
     dir: Option<PathBuf>,
 }
 
-fn parse_dims(text: &str) -> Result<[u32; 3], String> {
+pub(crate) fn parse_dims(text: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = text.split('x').collect();
     let bad = || format!("{text:?}: give the torus as XxYxZ, as in 8x4x2");
     let [x, y, z] = parts.as_slice() else {

@@ -179,7 +179,7 @@ impl RunningNode {
                 })
                 .collect(),
             tori,
-            limits: tuning.limits.clone(),
+            limits: in_modeled_time(&tuning.limits, stack.time_scale),
             fault: tuning.fault.clone(),
         })
         .await
@@ -329,6 +329,18 @@ impl RunningNode {
 
 /// The longest a stopping fyod waits for its storage servers to commit and forget it.
 const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `limits` for a node of a stack whose modeled time runs `time_scale` times slower than the
+/// host's: the router checker pings and judges a router silent in modeled time, as every
+/// other pace there is kept; else a ping queued behind a miniature's modeled bulk would mark
+/// a busy router down.
+fn in_modeled_time(limits: &Limits, time_scale: u32) -> Limits {
+    Limits {
+        router_ping_interval: limits.router_ping_interval * time_scale,
+        router_dead_timeout: limits.router_dead_timeout * time_scale,
+        ..limits.clone()
+    }
+}
 
 /// Settings a node starts with beyond its stack file's.
 #[derive(Debug, Clone, Default)]
