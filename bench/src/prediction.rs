@@ -12,8 +12,12 @@
 //!
 //! A target whose server is off the torus is reached through LNET routers on it: the writer's
 //! traffic is split equally over the routers its routes name, one flow per router, and those
-//! flows are coupled (round-robin gives each router the same share of a writer's messages, so
-//! the slowest route sets the pace of all). Only a run whose every writer, and every target
+//! flows are coupled at the slowest one's rate. Both are approximations of LNet's choice
+//! (fewest bytes outstanding on the gateway, then in turn): while the routers keep up it takes
+//! them in turn, message by message, so each gets an equal share of the *messages* — but not
+//! of the bytes, since a writer's small requests and its bulk take turns too (`iopath bench
+//! routing` measures how uneven); and a router that falls behind keeps bytes outstanding and
+//! is given fewer, so coupling at the slowest under-predicts where routers differ much. Only a run whose every writer, and every target
 //! server or its routers, sit on one torus crossed hop by hop is predicted; anything else
 //! (fyods, a torus not modeled) is not in this model, and [`predict`] says so instead of
 //! guessing.
@@ -61,8 +65,8 @@ pub struct MachineFlows {
     flows: Vec<Flow>,
     /// The group of each flow: one writer's traffic to one target. A group reached through
     /// several routers is one flow per router, and the flows of a group are **coupled**: LNet
-    /// hands a writer's messages to its routers strictly in turn, so none of them runs ahead
-    /// of the slowest.
+    /// hands a writer's messages to routers that keep up in turn, so none of them runs ahead
+    /// of the slowest (see the module's note on what this leaves out).
     flow_group: Vec<usize>,
     /// The writer of each group.
     group_writer: Vec<usize>,
@@ -260,6 +264,8 @@ impl MachineFlows {
     /// demand capped at its group's slowest rate, until the caps settle.
     fn coupled_rates(&self, active: &[bool]) -> Vec<f64> {
         let groups = self.group_writer.len();
+        // With one flow per group there is nothing to couple: one solve.
+        let coupled = groups < self.flows.len();
         let mut demand: Vec<f64> = self.flows.iter().map(|f| f.demand_mb_per_s).collect();
         let mut rates = vec![0.0; self.flows.len()];
         for _ in 0..COUPLING_ROUNDS_MAX {
@@ -295,7 +301,7 @@ impl MachineFlows {
                 demand[f] = capped;
                 rates[f] = slowest[self.flow_group[f]];
             }
-            if moved < 1e-9 {
+            if !coupled || moved < 1e-9 {
                 break;
             }
         }

@@ -172,7 +172,7 @@ impl Default for RoutingConfig {
 }
 
 impl RoutingConfig {
-    /// A small run for the test suite: the same machine, less data, three configurations.
+    /// A small run for the test suite: the same machine, less data, round-robin and projection.
     pub fn quick() -> Self {
         RoutingConfig {
             schemes: vec![Scheme::RoundRobin, Scheme::Projection],
@@ -230,8 +230,22 @@ impl RoutingConfig {
         if !(1..=16).contains(&self.depth) {
             return Err(bad("--depth", "1 to 16 writes in flight".into()));
         }
+        let machine = self.machine()?;
+        let mut taken: Vec<Coord> = machine.fabric.routers.iter().map(|r| r.coord).collect();
+        taken.push(machine.mds);
+        taken.sort_unstable_by_key(|c| (c.x, c.y, c.z));
+        taken.dedup();
+        if taken.len() != machine.fabric.routers.len() + 1 {
+            return Err(bad(
+                "--dims",
+                format!(
+                    "too small for {} routers and the MDS, each at a service position of its own",
+                    machine.fabric.routers.len()
+                ),
+            ));
+        }
         let writers = self.writers();
-        let clients = self.machine()?.clients.len() as u32;
+        let clients = machine.clients.len() as u32;
         if writers > clients {
             return Err(bad(
                 "--targets",
@@ -429,7 +443,7 @@ pub async fn run(
     )
     .map_err(bad)?;
     let mut rows = Vec::new();
-    let mut modeled = String::new();
+    let (mut modeled, mut modeled_routers) = (String::new(), 0);
     for &scheme in &config.schemes {
         let mut runs = Vec::new();
         for (name, placement) in [("default", &default), ("placed", &placed)] {
@@ -439,7 +453,7 @@ pub async fn run(
                 scheme.name(),
                 placement.pairs.len()
             );
-            let (run, words) = run_one(config, &machine, scheme, name, placement).await?;
+            let (run, words, routers) = run_one(config, &machine, scheme, name, placement).await?;
             let _ = writeln!(
                 progress,
                 "  {:.0} MB/s (the flow model: {:.0}), writers finished over {:.1} ms (modeled)",
@@ -447,7 +461,10 @@ pub async fn run(
                 run.model_aggregate_mb_s,
                 run.spread_s * 1e3
             );
-            modeled = words;
+            // The stack with the most routers in it names every modeled part.
+            if routers > modeled_routers {
+                (modeled, modeled_routers) = (words, routers);
+            }
             runs.push(run);
         }
         let placed = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
@@ -693,7 +710,7 @@ async fn run_one(
     scheme: Scheme,
     name: &str,
     placement: &Placement,
-) -> Result<(RoutingRun, String), BenchError> {
+) -> Result<(RoutingRun, String, usize), BenchError> {
     let routes = Routes::of(config, machine, scheme, placement)?;
     let text = stack_text(config, machine, &routes, placement);
     let stack = Stack::parse(&text, "the routing experiment")?;
@@ -718,7 +735,7 @@ async fn run_one(
             BenchError::refused(format!("the flow model of the run: {why}"))
         })?;
     // What the routes put on the torus: each writer's share to each router it uses (the
-    // routes of the lowest hop count, which LNet round-robins over).
+    // routes of the lowest hop count, which LNet chooses among).
     let mut loads = LinkLoads::new(&machine.torus);
     let (mut hops, mut most) = (0.0, 0);
     let mut even_bytes = vec![0.0f64; machine.fabric.routers.len()];
@@ -796,13 +813,15 @@ async fn run_one(
             model_completion_s: model,
         },
         modeled,
+        routes.routers().len(),
     ))
 }
 
 /// The report for people: a row per configuration, the model's and the paper's beside.
 pub fn render(report: &RoutingReport) -> String {
     let mut out = format!(
-        "routing on a {} torus: {} routers on {} leaves, {} servers, {} writers; OSTs at {:.0} \
+        "routing on a {} torus: up to {} routers on {} leaves (a configuration's stack leaves out \
+         those it does not route through), {} servers, {} writers; OSTs at {:.0} \
          MB/s, torus links at {:.0} MB/s ({} OSTs' worth), router cards at {:.0} MB/s, {:.0} MiB \
          per writer, time scale {}\n\n",
         report.torus,

@@ -25,7 +25,8 @@
 //! - [`trace`]: following one request: the trace id its frames carry, and each node's log of
 //!   what it did with them.
 //! - [`descriptor`]: the buffer descriptor an RPC carries instead of data.
-//! - [`routing`]: the pure routing-table core: best alive class, round-robin among equals.
+//! - [`routing`]: the pure routing-table core: best alive class, then the gateway with the
+//!   fewest bytes outstanding, then round-robin, as LNet chooses.
 //! - [`fault`]: the seeded fault hook (drop, delay, corrupt) tests install.
 //! - [`lnd`]: transports behind one trait — in-memory and TCP — and what the node grants a
 //!   message before its payload is read.

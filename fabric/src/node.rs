@@ -438,6 +438,25 @@ fn initial_xid() -> u64 {
     micros.max(1)
 }
 
+/// A routed message's bytes, outstanding on its gateway (LNet's `txqnob`) until this is
+/// dropped: when the send completes or fails, or when whoever sent it gave up waiting.
+pub(crate) struct Outstanding {
+    node: Weak<NodeInner>,
+    gateway: Nid,
+    bytes: u64,
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        if let Some(node) = self.node.upgrade() {
+            node.routes
+                .lock()
+                .expect("routes lock poisoned")
+                .completed(self.gateway, self.bytes);
+        }
+    }
+}
+
 impl NodeInner {
     pub(crate) fn nis(&self) -> &[Arc<Ni>] {
         self.nis.get().map(Vec::as_slice).unwrap_or(&[])
@@ -453,12 +472,16 @@ impl NodeInner {
     }
 
     /// The interface and next hop for `target`: directly on a shared network, else through the
-    /// gateway the routing table chooses (best alive class, round-robin among equals).
-    /// A routed message of `bytes` counts as outstanding on its gateway until the caller
-    /// reports it [`RouteTable::completed`].
-    pub(crate) fn route_to(&self, target: Nid, bytes: u64) -> Result<(Arc<Ni>, Nid), FabricError> {
+    /// gateway the routing table chooses (best alive class, then fewest bytes outstanding, then
+    /// least recently used). A routed message of `bytes` counts as outstanding on its gateway
+    /// for as long as the returned [`Outstanding`] lives.
+    pub(crate) fn route_to(
+        &self,
+        target: Nid,
+        bytes: u64,
+    ) -> Result<(Arc<Ni>, Nid, Option<Outstanding>), FabricError> {
         if let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) {
-            return Ok((Arc::clone(ni), target));
+            return Ok((Arc::clone(ni), target, None));
         }
         let mut routes = self.routes.lock().expect("routes lock poisoned");
         let Some(gateway) = routes.choose(target.net, bytes) else {
@@ -473,6 +496,11 @@ impl NodeInner {
             return Err(FabricError::NoRoute { target, why });
         };
         drop(routes);
+        let outstanding = Outstanding {
+            node: self.me.clone(),
+            gateway,
+            bytes,
+        };
         let ni = self
             .nis()
             .iter()
@@ -481,7 +509,7 @@ impl NodeInner {
                 target,
                 why: format!("gateway {gateway} is on no network of this node"),
             })?;
-        Ok((Arc::clone(ni), gateway))
+        Ok((Arc::clone(ni), gateway, Some(outstanding)))
     }
 
     /// A header from this node to `target`. The source NID is fixed when the message is sent,
@@ -497,13 +525,7 @@ impl NodeInner {
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
     ) -> Result<(), FabricError> {
         let bytes = (crate::frame::HEADER_BYTES + message.payload.len()) as u64;
-        let (ni, next_hop) = self.route_to(message.header.target, bytes)?;
-        if std::env::var_os("IOPATH_DEBUG_RR").is_some()
-            && next_hop != message.header.target
-            && bytes > 100000
-        {
-            eprintln!("RRDEBUG {} {} {}", self.nid, next_hop, bytes);
-        }
+        let (ni, next_hop, outstanding) = self.route_to(message.header.target, bytes)?;
         if self.is_local(&message.header.source) {
             message.header.source = ni.nid();
         }
@@ -523,32 +545,28 @@ impl NodeInner {
             }
             return Ok(());
         }
-        // Routed: the bytes stay outstanding on the gateway until the send completes; a send
-        // that fails marks the gateway down at once, so the resend that follows takes another
-        // route rather than waiting for the next ping to notice.
+        // Routed: the bytes stay outstanding on the gateway until the send completes (or this
+        // send is given up, however: `outstanding` lets them go when dropped); a send that
+        // fails marks the gateway down at once, so the resend that follows takes another route
+        // rather than waiting for the next ping to notice.
         let (sent_tx, sent_rx) = oneshot::channel();
-        let taken = match ni.send(next_hop, message, Some(sent_tx)).await {
-            Ok(taken) => taken,
-            Err(e) => {
-                self.routes
-                    .lock()
-                    .expect("routes lock poisoned")
-                    .completed(next_hop, bytes);
-                return Err(e);
-            }
-        };
+        let taken = ni.send(next_hop, message, Some(sent_tx)).await?;
         if let Some((id, before)) = traced {
             before.record(&self.trace, id, taken);
         }
         let me = self.me.clone();
         tokio::spawn(async move {
             let outcome = sent_rx.await.unwrap_or(Err(FabricError::ShuttingDown));
-            if let Some(node) = me.upgrade() {
-                let mut routes = node.routes.lock().expect("routes lock poisoned");
-                routes.completed(next_hop, bytes);
-                if outcome.is_err() && routes.set_alive(next_hop, false) {
-                    warn!(gateway = %next_hop, "router marked down: a send through it failed");
-                }
+            drop(outstanding);
+            if outcome.is_err()
+                && let Some(node) = me.upgrade()
+                && node
+                    .routes
+                    .lock()
+                    .expect("routes lock poisoned")
+                    .set_alive(next_hop, false)
+            {
+                warn!(gateway = %next_hop, "router marked down: a send through it failed");
             }
             if let Some(notify) = notify {
                 let _ = notify.send(outcome);

@@ -3,7 +3,9 @@
 //! hop count — the gateway with the **fewest bytes outstanding** (sent through it and not yet
 //! completed: LNet's `txqnob`), and among those the **least recently used** route (LNet's
 //! `lr_seq`): round-robin, message by message, when the gateways are equally loaded, and no
-//! gateway given a second 1 MiB bulk while another has none. Worse routes carry traffic only
+//! gateway given a second 1 MiB bulk while the first is still in flight and another has none.
+//! Once a bulk has completed, its gateway is as free as the others: the choice is blind to
+//! what the next message is, so small requests and bulk still take turns. Worse routes carry traffic only
 //! while every better one is down. No clocks or sockets: liveness is set from outside (by
 //! health pings and failed sends), and time comes in as an argument.
 

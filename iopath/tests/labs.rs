@@ -487,6 +487,87 @@ fn the_placement_lab_overloads_a_link_in_launcher_order_and_placed_writers_finis
     );
 }
 
+#[test]
+fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_unevenly() {
+    let lines = commands("routing.md");
+    assert_eq!(lines.len(), 1, "the lab's command: {lines:?}");
+    let dir = lab_dir();
+    let out = run(&lines[0], dir.path());
+    // A row: name | routers per writer | MB/s (model, ratio) hops pairs/link busiest share |
+    // the same placed | paper.
+    let numbers = |cell: &str| -> Vec<f64> {
+        cell.split(|c: char| c.is_whitespace() || "(),%x".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                w.parse()
+                    .unwrap_or_else(|_| panic!("{w:?} in {cell:?}: {out}"))
+            })
+            .collect()
+    };
+    let row = |scheme: &str| -> (Vec<f64>, Vec<f64>) {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{scheme} ")))
+            .unwrap_or_else(|| panic!("no {scheme} row: {out}"));
+        let cells: Vec<&str> = line.split('|').collect();
+        assert_eq!(cells.len(), 5, "{line}");
+        (numbers(cells[2]), numbers(cells[3]))
+    };
+    // [MB/s, model MB/s, ratio, hops, pairs per link, busiest, share]
+    let rows: Vec<(&str, (Vec<f64>, Vec<f64>))> = [
+        "baseline",
+        "nearest",
+        "round-robin",
+        "projection",
+        "fine-grained",
+    ]
+    .into_iter()
+    .map(|s| (s, row(s)))
+    .collect();
+    let (pd, pp) = &rows[3].1;
+    for (scheme, (default, placed)) in &rows {
+        for run in [default, placed] {
+            assert!(
+                (0.7..=1.1).contains(&run[2]),
+                "{scheme}: within 30% of the flow model: {out}"
+            );
+            if *scheme != "projection" || run != pd {
+                assert!(
+                    pd[0] < run[0],
+                    "projection in launcher order is the slowest: {out}"
+                );
+            }
+        }
+        let single = ["nearest", "projection", "fine-grained"].contains(scheme);
+        for run in [default, placed] {
+            if single {
+                assert!(
+                    (run[5] - 1.0).abs() <= 0.05,
+                    "{scheme}: one route, exact: {out}"
+                );
+            } else {
+                assert!(run[5] > 1.1, "{scheme}: round-robin uneven: {out}");
+            }
+        }
+    }
+    assert!(
+        pd[4] > 3.0 && pp[4] <= 3.0,
+        "launcher order piles up a link: {out}"
+    );
+    assert!(
+        pp[0] > 1.15 * pd[0] && pp[1] > 1.15 * pd[1],
+        "placement lifts projection: {out}"
+    );
+    assert!(pp[3] < pd[3] / 2.0, "placed beside its router: {out}");
+    let svg = std::fs::read_to_string(dir.path().join("routing.svg")).unwrap();
+    let drawing = iopath_plot::check::Drawing::read_clean(&svg).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        drawing.series.len(),
+        4,
+        "measured and modeled, default and placed"
+    );
+}
+
 /// IOR's stonewalling line: the fewest and most transfers a task made before the deadline.
 fn stonewall_pairs(out: &str) -> (u64, u64) {
     let line = out

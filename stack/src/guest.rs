@@ -28,11 +28,13 @@ pub fn client_id() -> ClientId {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let made = MADE.fetch_add(1, Ordering::Relaxed);
-    // The count in the low 16 bits, the pid in the 32 above, both mixed into the clock's
-    // nanoseconds; bits 62 and 63 are the tag alone.
-    let id = (nanos & ((1 << 62) - 1) | 1 << 62)
-        ^ (u64::from(std::process::id()) << 16)
-        ^ (made & 0xFFFF);
+    // The count alone in the low 16 bits (so that two ids of one process differ unless 65,536
+    // were made within one 65 µs tick of the clock); above them the clock's nanoseconds mixed
+    // with the pid; bits 62 and 63 are the tag alone. (Mixing the count into the clock's low
+    // bits instead let two calls a few nanoseconds apart come out equal.)
+    let id = ((nanos & !0xFFFF) ^ (u64::from(std::process::id()) << 16)) & ((1 << 62) - 1)
+        | 1 << 62
+        | (made & 0xFFFF);
     ClientId::new(id)
 }
 

@@ -332,12 +332,17 @@ const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(
 
 /// `limits` for a node of a stack whose modeled time runs `time_scale` times slower than the
 /// host's: the router checker pings and judges a router silent in modeled time, as every
-/// other pace there is kept; else a ping queued behind a miniature's modeled bulk would mark
-/// a busy router down.
+/// other pace there is kept (else a ping queued behind a miniature's modeled bulk would mark
+/// a busy router down), but never more slowly than LNet's own defaults: a ping a minute, a
+/// router dead after three.
 fn in_modeled_time(limits: &Limits, time_scale: u32) -> Limits {
+    const PING_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+    const DEAD_TIMEOUT_MAX: std::time::Duration = std::time::Duration::from_secs(180);
+    let stretch =
+        |d: std::time::Duration, most: std::time::Duration| (d * time_scale).min(most.max(d));
     Limits {
-        router_ping_interval: limits.router_ping_interval * time_scale,
-        router_dead_timeout: limits.router_dead_timeout * time_scale,
+        router_ping_interval: stretch(limits.router_ping_interval, PING_INTERVAL_MAX),
+        router_dead_timeout: stretch(limits.router_dead_timeout, DEAD_TIMEOUT_MAX),
         ..limits.clone()
     }
 }
