@@ -504,7 +504,9 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
             })
             .collect()
     };
-    let row = |scheme: &str| -> (Vec<f64>, Vec<f64>) {
+    // A row's figures, default then placed.
+    type Runs = (Vec<f64>, Vec<f64>);
+    let row = |scheme: &str| -> Runs {
         let line = out
             .lines()
             .find(|l| l.starts_with(&format!("{scheme} ")))
@@ -514,7 +516,7 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         (numbers(cells[2]), numbers(cells[3]))
     };
     // [MB/s, model MB/s, ratio, hops, pairs per link, busiest, share]
-    let rows: Vec<(&str, (Vec<f64>, Vec<f64>))> = [
+    let rows: Vec<(&str, Runs)> = [
         "baseline",
         "nearest",
         "round-robin",
