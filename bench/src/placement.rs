@@ -127,8 +127,18 @@ impl PlacementConfig {
         if !(1..=16).contains(&self.depth) {
             return Err(bad("--depth", "1 to 16 writes in flight".into()));
         }
-        let writers = self.servers.iter().max().copied().unwrap_or(0) * self.targets_per_server;
-        let clients = self.machine()?.clients.len() as u32;
+        let machine = self.machine()?;
+        let most = self.servers.iter().max().copied().unwrap_or(0);
+        let mut positions = machine.service[..most as usize].to_vec();
+        positions.push(machine.mds);
+        if !all_distinct(&positions) {
+            return Err(bad(
+                "--dims",
+                format!("too small for {most} servers and the MDS, each at a position of its own"),
+            ));
+        }
+        let writers = most * self.targets_per_server;
+        let clients = machine.clients.len() as u32;
         if writers > clients {
             return Err(bad(
                 "--servers",
@@ -181,6 +191,14 @@ impl PlacementConfig {
             clients,
         })
     }
+}
+
+/// Whether no two of `positions` are the same router.
+pub(crate) fn all_distinct(positions: &[Coord]) -> bool {
+    let mut seen = positions.to_vec();
+    seen.sort_unstable_by_key(|c| (c.x, c.y, c.z));
+    seen.dedup();
+    seen.len() == positions.len()
 }
 
 struct Machine {

@@ -30,7 +30,7 @@ use iopath_topology::{Coord, LinkLoads, Pair, Placement, PlacementKind, Target, 
 use serde::Serialize;
 
 use crate::error::BenchError;
-use crate::placement::{Writes, write_all};
+use crate::placement::{Writes, all_distinct, write_all};
 use crate::prediction::{MachineFlows, NotPredicted, WriterFlow};
 
 /// An OST's sustained rate on Spider, MB/s (000 §4).
@@ -231,11 +231,9 @@ impl RoutingConfig {
             return Err(bad("--depth", "1 to 16 writes in flight".into()));
         }
         let machine = self.machine()?;
-        let mut taken: Vec<Coord> = machine.fabric.routers.iter().map(|r| r.coord).collect();
-        taken.push(machine.mds);
-        taken.sort_unstable_by_key(|c| (c.x, c.y, c.z));
-        taken.dedup();
-        if taken.len() != machine.fabric.routers.len() + 1 {
+        let mut positions: Vec<Coord> = machine.fabric.routers.iter().map(|r| r.coord).collect();
+        positions.push(machine.mds);
+        if !all_distinct(&positions) {
             return Err(bad(
                 "--dims",
                 format!(

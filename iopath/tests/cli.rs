@@ -116,6 +116,44 @@ fn selftest_refuses_impossible_settings() {
     }
 }
 
+/// The experiments refuse a machine they cannot lay out, naming the option, before they start
+/// a stack.
+#[test]
+fn the_torus_experiments_refuse_machines_they_cannot_lay_out() {
+    for (args, expected) in [
+        (
+            &[
+                "placement",
+                "--dims",
+                "2x2x2",
+                "--servers",
+                "7",
+                "--targets",
+                "1",
+            ][..],
+            "--dims: too small for 7 servers and the MDS",
+        ),
+        (
+            &["routing", "--dims", "2x2x2"],
+            "--dims: too small for 8 routers and the MDS",
+        ),
+        (
+            &["routing", "--servers-per-leaf", "5"],
+            "--servers-per-leaf: 1 to 4",
+        ),
+        (&["routing", "--schemes", "ecmp"], "use one of baseline"),
+        (
+            &["routing", "--card-over-server", "0"],
+            "--card-over-server: 0.25 to 16",
+        ),
+    ] {
+        let output = iopath().arg("bench").args(args).output().unwrap();
+        assert!(!output.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
     let mut server = iopath()
