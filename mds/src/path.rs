@@ -73,6 +73,28 @@ impl MdsPath {
         Ok(MdsPath { components })
     }
 
+    /// Parses the path of an entry about to be made (created, made a directory, renamed to):
+    /// as [`MdsPath::parse`], and its last name may not contain a control character. A
+    /// newline or a tab in a name would make every listing of it lie (`lfs ls` would print
+    /// one entry as two). Names already in the namespace stay reachable: lookups, removal and
+    /// renaming *from* them parse as before.
+    pub fn parse_new(text: &str) -> Result<MdsPath> {
+        let path = MdsPath::parse(text)?;
+        if let Some(name) = path.components.last()
+            && let Some(c) = name.chars().find(|c| c.is_control())
+        {
+            return Err(MdsError::InvalidPath {
+                path: quote(text),
+                why: match c {
+                    '\n' => "a new name cannot contain a newline (listings would show two names)",
+                    '\t' => "a new name cannot contain a tab (a control character)",
+                    _ => "a new name cannot contain a control character",
+                },
+            });
+        }
+        Ok(path)
+    }
+
     /// Its names, root first; empty for the root.
     pub fn components(&self) -> &[String] {
         &self.components

@@ -167,7 +167,7 @@ impl MdsService {
             opcode::MKDIR => {
                 let request: pb::MkdirRequest = decode(body, "mkdir request")?;
                 let op = Op::Mkdir {
-                    path: MdsPath::parse(&request.path)?,
+                    path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
                 };
                 attributes_reply(self.change(op).await?)
@@ -175,7 +175,7 @@ impl MdsService {
             opcode::CREATE => {
                 let request: pb::CreateRequest = decode(body, "create request")?;
                 let op = Op::Create {
-                    path: MdsPath::parse(&request.path)?,
+                    path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
                     stripe: request
                         .stripe
@@ -238,7 +238,7 @@ impl MdsService {
                 let request: pb::RenameRequest = decode(body, "rename request")?;
                 let op = Op::Rename {
                     source: MdsPath::parse(&request.source)?,
-                    target: MdsPath::parse(&request.target)?,
+                    target: MdsPath::parse_new(&request.target)?,
                 };
                 match self.change(op).await? {
                     Outcome::Renamed { replaced } => pb::RenameReply {

@@ -233,6 +233,23 @@ async fn bad_requests_get_clear_errors_and_harm_nothing() {
             ENOENT,
             "/nope: no such",
         ),
+        (
+            c.create("/d/two\nnames", 0o644, StripeRequest::INHERIT)
+                .await
+                .map(drop),
+            EINVAL,
+            "\"/d/two\\nnames\": a new name cannot contain a newline",
+        ),
+        (
+            c.mkdir("/d/a\u{1b}[2J", 0o755).await.map(drop),
+            EINVAL,
+            "cannot contain a control character",
+        ),
+        (
+            c.rename("/d/f", "/d/f\tx").await.map(drop),
+            EINVAL,
+            "cannot contain a tab",
+        ),
         (c.unlink("/d").await.map(drop), EISDIR, "is a directory"),
         (c.unlink("/d/missing").await.map(drop), ENOENT, "no such"),
         (
