@@ -92,9 +92,12 @@ impl ReplyCache {
         }
         let slots = self.clients.entry(client).or_default();
         if slots.len() >= self.per_client_max {
+            // The oldest saved reply goes, but never the one of the request the client says
+            // it still waits for: its reply was lost, its resend is coming, and a forgotten
+            // reply would have it executed twice.
             let oldest_done = slots
                 .iter()
-                .find(|(_, s)| **s != Slot::Executing)
+                .find(|(x, s)| **s != Slot::Executing && **x != oldest_pending_xid)
                 .map(|(x, _)| *x);
             match oldest_done {
                 Some(old) => {
@@ -170,8 +173,11 @@ mod tests {
         // Both slots executing: no room.
         assert_eq!(cache.admit(client, 3, 1), Admission::Busy);
         cache.complete(client, 1, reply(1));
-        // The oldest saved reply is evicted for the new request.
-        assert_eq!(cache.admit(client, 3, 1), Admission::Execute);
+        // The only saved reply is the one the client still waits for: it is kept.
+        assert_eq!(cache.admit(client, 3, 1), Admission::Busy);
+        assert_eq!(cache.admit(client, 1, 1), Admission::Resend(reply(1)));
+        // Once the client has it, there is room again.
+        assert_eq!(cache.admit(client, 3, 2), Admission::Execute);
         assert_eq!(cache.executing(), 2);
         // One client only, and it is busy: a second is refused.
         let other: Nid = "2@mem0".parse().unwrap();
@@ -181,6 +187,24 @@ mod tests {
         // Now the first client is idle and can be forgotten.
         assert_eq!(cache.admit(other, 1, 1), Admission::Execute);
         assert_eq!(cache.executing(), 1);
+    }
+
+    /// Eight writers of one client, one of whose replies was lost: the seven others go on
+    /// and fill the client's saved replies; the oldest saved one is the lost reply's, which
+    /// the client's oldest pending xid says it still waits for. It must survive, so that its
+    /// resend is answered and not executed again.
+    #[test]
+    fn the_reply_a_client_still_waits_for_is_never_evicted() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(4, 8, 8);
+        assert_eq!(cache.admit(client, 1, 1), Admission::Execute);
+        cache.complete(client, 1, reply(1));
+        for xid in 2..=20 {
+            assert_eq!(cache.admit(client, xid, 1), Admission::Execute, "xid {xid}");
+            cache.complete(client, xid, reply(xid as u8));
+        }
+        assert_eq!(cache.admit(client, 1, 1), Admission::Resend(reply(1)));
+        assert_eq!(cache.saved(), 4);
     }
 
     #[test]

@@ -550,8 +550,11 @@ fn a_fyods_modeled_service_node_bounds_ior_alike_embedded_and_as_processes() {
     for rate in [embedded, processes] {
         assert!(rate <= 12.5 * 1.05 && rate > 12.5 * 0.5, "{rate} MiB/s");
     }
+    // Within a fifth: the processes share this host's cores with each other and with the
+    // rest of the suite, and at time scale 2 a busy host shows (10.71 against 9.21 once on a
+    // loaded CI machine).
     assert!(
-        (embedded / processes - 1.0).abs() < 0.15,
+        (embedded / processes - 1.0).abs() < 0.2,
         "{embedded} embedded, {processes} as processes"
     );
 }
