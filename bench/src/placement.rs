@@ -193,6 +193,14 @@ impl PlacementConfig {
     }
 }
 
+/// How a run's placement reads in a progress line: `default` is the launcher's order.
+pub(crate) fn placement_words(name: &str) -> &str {
+    match name {
+        "default" => "in launcher order",
+        other => other,
+    }
+}
+
 /// Whether no two of `positions` are the same router.
 pub(crate) fn all_distinct(positions: &[Coord]) -> bool {
     let mut seen = positions.to_vec();
@@ -311,8 +319,9 @@ pub async fn run(
         for (name, placement) in [("default", &default), ("placed", &placed)] {
             let _ = writeln!(
                 progress,
-                "{servers} servers, {} writers, {name} placement ...",
-                placement.pairs.len()
+                "{servers} servers, {} writers {} ...",
+                placement.pairs.len(),
+                placement_words(name)
             );
             let (run, words) = run_one(config, &machine, servers, name, placement).await?;
             let _ = writeln!(

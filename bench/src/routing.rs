@@ -30,7 +30,7 @@ use iopath_topology::{Coord, LinkLoads, Pair, Placement, PlacementKind, Target, 
 use serde::Serialize;
 
 use crate::error::BenchError;
-use crate::placement::{Writes, all_distinct, write_all};
+use crate::placement::{Writes, all_distinct, placement_words, write_all};
 use crate::prediction::{MachineFlows, NotPredicted, WriterFlow};
 
 /// An OST's sustained rate on Spider, MB/s (000 §4).
@@ -447,9 +447,10 @@ pub async fn run(
         for (name, placement) in [("default", &default), ("placed", &placed)] {
             let _ = writeln!(
                 progress,
-                "{}, {} writers, {name} placement ...",
+                "{}, {} writers {} ...",
                 scheme.name(),
-                placement.pairs.len()
+                placement.pairs.len(),
+                placement_words(name)
             );
             let (run, words, routers) = run_one(config, &machine, scheme, name, placement).await?;
             let _ = writeln!(

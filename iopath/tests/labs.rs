@@ -440,15 +440,7 @@ fn the_placement_lab_overloads_a_link_in_launcher_order_and_placed_writers_finis
     let dir = lab_dir();
     let out = run(&lines[0], dir.path());
     // A row: servers writers | MB/s (model, ratio) pairs/link spread | the same placed | gain.
-    let numbers = |cell: &str| -> Vec<f64> {
-        cell.split(|c: char| c.is_whitespace() || "(),%+".contains(c))
-            .filter(|w| !w.is_empty())
-            .map(|w| {
-                w.parse()
-                    .unwrap_or_else(|_| panic!("{w:?} in {cell:?}: {out}"))
-            })
-            .collect()
-    };
+    let numbers = |cell: &str| table_numbers(cell, &out);
     let rows: Vec<Vec<Vec<f64>>> = out
         .lines()
         .filter(|l| l.split('|').count() == 4 && l.trim_start().starts_with(char::is_numeric))
@@ -495,15 +487,7 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
     let out = run(&lines[0], dir.path());
     // A row: name | routers per writer | MB/s (model, ratio) hops pairs/link busiest share |
     // the same placed | paper.
-    let numbers = |cell: &str| -> Vec<f64> {
-        cell.split(|c: char| c.is_whitespace() || "(),%x".contains(c))
-            .filter(|w| !w.is_empty())
-            .map(|w| {
-                w.parse()
-                    .unwrap_or_else(|_| panic!("{w:?} in {cell:?}: {out}"))
-            })
-            .collect()
-    };
+    let numbers = |cell: &str| table_numbers(cell, &out);
     // A row's figures, default then placed.
     type Runs = (Vec<f64>, Vec<f64>);
     let row = |scheme: &str| -> Runs {
@@ -568,6 +552,18 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         4,
         "measured and modeled, default and placed"
     );
+}
+
+/// The numbers in one cell of a benchmark's table (`2261 ( 2783, 0.81)   3.5   1.56x   79%`,
+/// `+51% (+49%)`), in order; `out` is the whole output, for the message if one is not a number.
+fn table_numbers(cell: &str, out: &str) -> Vec<f64> {
+    cell.split(|c: char| c.is_whitespace() || "(),%+x".contains(c))
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            w.parse()
+                .unwrap_or_else(|_| panic!("{w:?} in {cell:?}: {out}"))
+        })
+        .collect()
 }
 
 /// IOR's stonewalling line: the fewest and most transfers a task made before the deadline.
