@@ -409,15 +409,20 @@ async fn run_one(
         "the placement experiment",
     )?;
     let modeled = stack.modeled();
-    // The flow model of the same stack: each writer's client node to its target.
-    let clients = stack.nodes_of(RoleName::Client);
-    let writers: Vec<WriterFlow> = placement
+    // Each writer's target, as the file system numbers it.
+    let targets: Vec<u32> = placement
         .pairs
         .iter()
+        .map(|pair| target_index(config, servers, pair))
+        .collect();
+    // The flow model of the same stack: each writer's client node to its target.
+    let clients = stack.nodes_of(RoleName::Client);
+    let writers: Vec<WriterFlow> = targets
+        .iter()
         .zip(&clients)
-        .map(|(pair, &client)| WriterFlow {
+        .map(|(&target, &client)| WriterFlow {
             client,
-            targets: vec![target_index(config, servers, pair)],
+            targets: vec![target],
         })
         .collect();
     let model = MachineFlows::of(&stack, &writers)
@@ -427,11 +432,6 @@ async fn run_one(
         })?;
     let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
     let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
-    let targets: Vec<u32> = placement
-        .pairs
-        .iter()
-        .map(|pair| target_index(config, servers, pair))
-        .collect();
     let result = write_all(&config.writes(), &running, &targets).await;
     let stopped = running.stop().await;
     let times = result?;
