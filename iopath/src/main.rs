@@ -62,5 +62,26 @@ async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
         // by grep and editors, where escape codes are noise.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    raise_open_file_limit();
     cmd::run(cli).await
+}
+
+/// Raises the soft limit on open descriptors to the hard limit, as servers do: an embedded
+/// stack of thousands of nodes holds a socket per connection and two descriptors per open
+/// object, and a usual soft limit of 1,024 is below what the hard limit allows.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        limit.rlim_cur = limit.rlim_max;
+        // A refusal leaves the limit as it was; a run that outgrows it says so where it fails.
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
 }

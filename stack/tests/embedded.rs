@@ -233,3 +233,89 @@ async fn a_write_on_a_torus_crossed_hop_by_hop_takes_its_dimension_order_route()
     assert!(back >= bytes, "the read came back over X- from 2 to 0");
     running.stop().await.unwrap();
 }
+
+/// The resident memory of this process, from `/proc/self/status`.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// Past the old limit of 1,024 nodes: 1,500 compute nodes through 6 fyods start in one
+/// process within the named memory bound per idle node, and every one of them writes a file
+/// of its own through its fyod and reads it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_of_1500_compute_nodes_starts_and_every_node_round_trips() {
+    use iopath_stack::runtime::{Mode, RunningStack};
+    use iopath_stack::schema::{IDLE_NODE_MEMORY_MAX_BYTES, Stack};
+    const CLIENTS: usize = 1500;
+    let text = format!(
+        r#"
+name = "wide"
+[[networks]]
+name = "mesh0"
+[[nodes]]
+name = "c"
+role = "client"
+count = {CLIENTS}
+nids = {{ mesh0 = 100 }}
+[[nodes]]
+name = "fyod"
+role = "fyod"
+count = 6
+nids = {{ mesh0 = 20 }}
+[[nodes]]
+name = "oss"
+role = "oss"
+count = 2
+targets = 2
+nids = {{ mesh0 = 10 }}
+[[nodes]]
+name = "mds"
+role = "mds"
+nids = {{ mesh0 = 1 }}
+"#
+    );
+    let stack = Stack::parse(&text, "wide.toml").unwrap();
+    let nodes = stack.nodes.len() as u64;
+    let storage = StorageDir::temporary("test-wide", None).unwrap();
+    let before = resident_bytes();
+    let running = std::sync::Arc::new(
+        RunningStack::start(stack, Mode::Embedded, storage, None)
+            .await
+            .unwrap(),
+    );
+    let per_node = resident_bytes().saturating_sub(before) / nodes;
+    eprintln!("{nodes} idle nodes: {per_node} bytes each");
+    assert!(
+        per_node <= IDLE_NODE_MEMORY_MAX_BYTES,
+        "an idle node takes {per_node} bytes, over the bound of {IDLE_NODE_MEMORY_MAX_BYTES}"
+    );
+    let first = running.connect(running.clients()[0]).await.unwrap();
+    first.mkdir("/wide").await.unwrap();
+    first.close().await.unwrap();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in 0..CLIENTS {
+        let running = std::sync::Arc::clone(&running);
+        tasks.spawn(async move {
+            let client = running.connect(running.clients()[index]).await.unwrap();
+            let path = format!("/wide/f{index}");
+            let file = client.create(&path, StripeRequest::INHERIT).await.unwrap();
+            let data = Bytes::from(format!("node {index} of {CLIENTS}").repeat(64));
+            file.write_at(0, data.clone()).await.unwrap();
+            assert_eq!(file.read_at(0, data.len() as u64).await.unwrap(), data);
+            file.close().await.unwrap();
+            client.close().await.unwrap();
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    std::sync::Arc::into_inner(running)
+        .unwrap()
+        .stop()
+        .await
+        .unwrap();
+}

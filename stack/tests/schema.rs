@@ -180,6 +180,13 @@ fn bad_files_are_refused_with_the_field_named() {
             &["nodes[1] (oss).targets", "1 to 64"],
         ),
         (
+            // The mds, the oss and 19,999 clients: one past the limit.
+            with(&format!(
+                "{oss}[[nodes]]\nname = \"c\"\nrole = \"client\"\ncount = 19999\nnids = {{ net0 = 100 }}"
+            )),
+            &["nodes[2] (c).count", "more than 20000 nodes"],
+        ),
+        (
             with(&format!("{oss}fyod_mode = \"pfs\"")),
             &["nodes[1] (oss).fyod_mode", "fyod nodes only"],
         ),
@@ -696,4 +703,16 @@ fn a_fyods_modeled_service_node_is_checked_scaled_and_kept() {
     );
     let again = Stack::parse(&stack.to_toml(), "again.toml").unwrap();
     assert_eq!(again.nodes, stack.nodes);
+}
+
+#[test]
+fn a_stack_of_the_most_nodes_is_accepted() {
+    use iopath_stack::schema::NODES_MAX;
+    let oss = "[[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { net0 = 2 }\n";
+    let clients = NODES_MAX - 2;
+    let text = with(&format!(
+        "{oss}[[nodes]]\nname = \"c\"\nrole = \"client\"\ncount = {clients}\nnids = {{ net0 = 100 }}"
+    ));
+    let stack = Stack::parse(&text, "test.toml").unwrap();
+    assert_eq!(stack.nodes.len(), NODES_MAX);
 }

@@ -448,3 +448,106 @@ async fn stats_and_brw_stats_count_what_the_target_did() {
     // What /metrics exports only grows: a clear does not reach it.
     assert_eq!(ost.counters_since_start().counter(Op::WriteBytes), writes);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_destroys_each_commit_and_a_second_destroy_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ost = std::sync::Arc::new(open(config(dir.path(), false)).await);
+    for object in 0..12u64 {
+        ost.create(ObjectId(object)).await.unwrap();
+        ost.write(ObjectId(object), 0, block(object as u8, 4096))
+            .await
+            .unwrap();
+    }
+    // Every object at once, and object 5 three more times.
+    let mut destroys = tokio::task::JoinSet::new();
+    for object in (0..12u64).chain([5, 5, 5]) {
+        let ost = ost.clone();
+        destroys.spawn(async move { (object, ost.destroy(ObjectId(object)).await) });
+    }
+    let (mut destroyed, mut refused) = (Vec::new(), 0);
+    while let Some(joined) = destroys.join_next().await {
+        match joined.unwrap() {
+            (object, Ok(reply)) => {
+                assert!(
+                    reply.last_committed >= reply.transno.unwrap(),
+                    "destroy committed before its reply"
+                );
+                destroyed.push(object);
+            }
+            (5, Err(StorageError::NoSuchObject { .. })) => refused += 1,
+            (object, Err(e)) => panic!("destroy {object}: {e}"),
+        }
+    }
+    destroyed.sort_unstable();
+    assert_eq!(destroyed, (0..12).collect::<Vec<_>>());
+    assert_eq!(refused, 3, "object 5 is destroyed once");
+    let objects_dir = dir.path().join("ost0").join("O");
+    assert_eq!(std::fs::read_dir(&objects_dir).unwrap().count(), 0);
+    // An id can be used again once its destroy has answered.
+    ost.create(ObjectId(5)).await.unwrap();
+    ost.shutdown().await.unwrap();
+    drop(ost);
+    let reopened = open(config(dir.path(), false)).await;
+    assert_eq!(
+        reopened
+            .getattr(ObjectId(5))
+            .await
+            .unwrap()
+            .value
+            .size_bytes,
+        0
+    );
+    assert!(matches!(
+        reopened.getattr(ObjectId(4)).await,
+        Err(StorageError::NoSuchObject { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_holding_two_files_open_serves_every_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = config(dir.path(), false);
+    small.open_objects_max = 2;
+    let ost = std::sync::Arc::new(open(small.clone()).await);
+    let objects = 10u64;
+    for object in 0..objects {
+        ost.create(ObjectId(object)).await.unwrap();
+    }
+    // Four rounds of writes to every object at once: each round reopens files the cache
+    // closed in the one before.
+    for round in 0..4u64 {
+        let mut writes = tokio::task::JoinSet::new();
+        for object in 0..objects {
+            let ost = ost.clone();
+            writes.spawn(async move {
+                let seed = (object * 4 + round) as u8;
+                ost.write(ObjectId(object), round * 4096, block(seed, 4096))
+                    .await
+            });
+        }
+        while let Some(joined) = writes.join_next().await {
+            joined.unwrap().unwrap();
+        }
+    }
+    ost.punch(ObjectId(3), 2 * 4096).await.unwrap();
+    let check = |ost: std::sync::Arc<iopath_storage_server::ost::Ost>| async move {
+        for object in 0..objects {
+            let rounds = if object == 3 { 2 } else { 4 };
+            let read = ost.read(ObjectId(object), 0, 4 * 4096).await.unwrap().value;
+            assert_eq!(read.len() as u64, rounds * 4096, "object {object}");
+            for round in 0..rounds {
+                let at = (round * 4096) as usize;
+                assert_eq!(
+                    &read[at..at + 4096],
+                    &block((object * 4 + round) as u8, 4096)[..],
+                    "object {object}, round {round}"
+                );
+            }
+        }
+    };
+    check(ost.clone()).await;
+    ost.shutdown().await.unwrap();
+    drop(ost);
+    check(std::sync::Arc::new(open(small).await)).await;
+}

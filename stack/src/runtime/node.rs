@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use iopath_admin::{NodeInfo, ParamTree};
 use iopath_fabric::fault::FaultHook;
+use iopath_fabric::router::RouterConfig;
 use iopath_fabric::torus::TorusNetwork;
 use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
 use iopath_forwarder::FyodLimits;
@@ -159,8 +160,12 @@ impl RunningNode {
             })?;
             tori.push((stack.nid_of(index, k).net, torus.clone()));
         }
+        let peers = peers_of(stack);
         let router = match spec.role {
-            Role::Router(buffers) => Some(buffers),
+            Role::Router(buffers) => Some(RouterConfig {
+                peers_max: buffers.peers_max.max(peers),
+                ..buffers
+            }),
             _ => None,
         };
         let node = Node::start(NodeConfig {
@@ -179,7 +184,7 @@ impl RunningNode {
                 })
                 .collect(),
             tori,
-            limits: in_modeled_time(&tuning.limits, stack.time_scale),
+            limits: for_the_stack(&tuning.limits, stack.time_scale, peers),
             fault: tuning.fault.clone(),
         })
         .await
@@ -330,12 +335,27 @@ impl RunningNode {
 /// The longest a stopping fyod waits for its storage servers to commit and forget it.
 const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// `limits` for a node of a stack whose modeled time runs `time_scale` times slower than the
-/// host's: the router checker pings and judges a router silent in modeled time, as every
-/// other pace there is kept (else a ping queued behind a miniature's modeled bulk would mark
-/// a busy router down), but never more slowly than LNet's own defaults: a ping a minute, a
-/// router dead after three.
-fn in_modeled_time(limits: &Limits, time_scale: u32) -> Limits {
+/// Peers beyond the stack's own nodes that a node makes room for: guests (`iopath mount`, a
+/// benchmark's tasks on an attached stack) join as client nodes of their own.
+const GUEST_PEERS_MAX: usize = 1024;
+
+/// The most peers one node of `stack` may talk to: every other node of it, and the guests.
+fn peers_of(stack: &Stack) -> usize {
+    stack.nodes.len() + GUEST_PEERS_MAX
+}
+
+/// `limits` for a node of a stack of `peers` possible peers whose modeled time runs
+/// `time_scale` times slower than the host's.
+///
+/// - The tables kept per peer (credit gates, saved replies, TCP connections) hold every node
+///   of the stack: a storage server pulls from each of thousands of compute nodes, and a
+///   peer refused a place would only time out.
+/// - The router checker pings and judges a router silent in modeled time, as every other
+///   pace there is kept (else a ping queued behind a miniature's modeled bulk would mark a
+///   busy router down), but never more slowly than LNet's own defaults: a ping a minute, a
+///   router dead after three.
+fn for_the_stack(limits: &Limits, time_scale: u32, peers: usize) -> Limits {
+    let peers = u32::try_from(peers).unwrap_or(u32::MAX);
     const PING_INTERVAL_MAX: std::time::Duration = std::time::Duration::from_secs(60);
     const DEAD_TIMEOUT_MAX: std::time::Duration = std::time::Duration::from_secs(180);
     let stretch =
@@ -343,6 +363,9 @@ fn in_modeled_time(limits: &Limits, time_scale: u32) -> Limits {
     Limits {
         router_ping_interval: stretch(limits.router_ping_interval, PING_INTERVAL_MAX),
         router_dead_timeout: stretch(limits.router_dead_timeout, DEAD_TIMEOUT_MAX),
+        peers_max: limits.peers_max.max(peers),
+        reply_clients_max: limits.reply_clients_max.max(peers),
+        connections_max: limits.connections_max.max(peers),
         ..limits.clone()
     }
 }
@@ -430,6 +453,9 @@ async fn start_role(
                 targets,
                 ServiceConfig {
                     recovery_window: std::time::Duration::from_millis(oss.recovery_window_ms),
+                    // Every compute node may write here (a striped file touches every
+                    // target), besides the fyods and the guests.
+                    clients_max: ServiceConfig::default().clients_max.max(peers_of(stack)),
                     ..ServiceConfig::default()
                 },
             )

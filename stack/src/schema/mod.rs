@@ -8,6 +8,6 @@ pub mod stack;
 pub use file::{RoleName, StackFile};
 pub use stack::{
     Address, ClientSpec, DefaultLayout, FYOD_MEMORY_MAX_BYTES, FyodMode, FyodServiceNode, FyodSpec,
-    HostRef, Network, NetworkLink, NodeInterface, NodeSpec, OssSpec, OstDisk, ROUTER_BUFFERS_MAX,
-    Role, RouteRule, Stack, Subnet, TIME_SCALE_MAX,
+    HostRef, IDLE_NODE_MEMORY_MAX_BYTES, NODES_MAX, Network, NetworkLink, NodeInterface, NodeSpec,
+    OssSpec, OstDisk, ROUTER_BUFFERS_MAX, Role, RouteRule, Stack, Subnet, TIME_SCALE_MAX,
 };

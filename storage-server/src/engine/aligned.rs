@@ -2,5 +2,5 @@
 //! bulk payloads into them and the engines write them with O_DIRECT.
 
 pub use iopath_fabric::aligned::{
-    AlignedBuf, BufferPool, DIRECT_ALIGN_BYTES, PooledBuf, is_direct_aligned,
+    AlignedBuf, BufferPool, DIRECT_ALIGN_BYTES, PooledBuf, SizedPools, is_direct_aligned,
 };

@@ -20,7 +20,7 @@ pub mod modeled;
 pub mod psync;
 pub mod uring;
 
-use aligned::{AlignedBuf, BufferPool, is_direct_aligned};
+use aligned::{AlignedBuf, SizedPools, is_direct_aligned};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -247,14 +247,22 @@ pub(crate) fn plan_read_direct(file: &EngineFile, offset: u64, length: usize) ->
     file.direct.is_some() && is_direct_aligned(offset, length, 0)
 }
 
-/// Reads up to this size land in a buffer from the engine's pool.
+/// Reads up to this size land in a buffer from the engine's pools.
 pub(crate) const READ_POOL_BUFFER_BYTES: usize = 1 << 20;
-/// Free read buffers an engine keeps.
-pub(crate) const READ_POOL_KEPT_BYTES_MAX: u64 = 64 << 20;
+/// The smallest of the pools' size classes (a factor of four apart up to
+/// [`READ_POOL_BUFFER_BYTES`]): a 64 KiB read holds a 64 KiB buffer, not a megabyte, for as
+/// long as its bytes are kept (a reply in flight, a task's check).
+pub(crate) const READ_POOL_SMALLEST_BYTES: usize = 4096;
+/// Free read buffers an engine keeps, per size class.
+pub(crate) const READ_POOL_KEPT_BYTES_MAX: u64 = 16 << 20;
 
-/// The pool an engine reads into: aligned for O_DIRECT, and memory already faulted in.
-pub(crate) fn read_pool() -> Arc<BufferPool> {
-    BufferPool::new(READ_POOL_BUFFER_BYTES, READ_POOL_KEPT_BYTES_MAX)
+/// The pools an engine reads into: aligned for O_DIRECT, and memory already faulted in.
+pub(crate) fn read_pool() -> Arc<SizedPools> {
+    Arc::new(SizedPools::new(
+        READ_POOL_SMALLEST_BYTES,
+        READ_POOL_BUFFER_BYTES,
+        READ_POOL_KEPT_BYTES_MAX,
+    ))
 }
 
 /// Rejects transfers an engine cannot express.

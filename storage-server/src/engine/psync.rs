@@ -3,7 +3,7 @@
 //! The teaching baseline — one system call per request, nothing clever — and the fallback where
 //! io_uring is refused. A semaphore bounds how many calls run at once.
 
-use super::aligned::BufferPool;
+use super::aligned::SizedPools;
 use super::{
     DiskEngine, EngineFile, EngineFuture, SyncKind, WriteDone, check_transfer, plan_read_direct,
     plan_write, read_pool,
@@ -21,7 +21,7 @@ pub struct PsyncEngine {
     /// One permit per call allowed to block a thread at a time.
     permits: Arc<Semaphore>,
     /// Where direct reads land.
-    read_pool: Arc<BufferPool>,
+    read_pool: Arc<SizedPools>,
 }
 
 impl PsyncEngine {
@@ -79,7 +79,7 @@ impl DiskEngine for PsyncEngine {
             check_transfer(length)?;
             if plan_read_direct(&file, offset, length) {
                 // Not cleared: the read overwrites it, and only the bytes read are handed on.
-                let mut buf = pool.take_any(length);
+                let mut buf = pool.take(length);
                 let source = file.direct_file().unwrap_or(file.buffered_file());
                 // A short read of a regular file means end of file.
                 let count = source.read_at(buf.as_mut_slice(), offset)?;

@@ -10,7 +10,7 @@
 //! thread keeps a read armed on, inside the ring. Writing it completes that read and wakes the
 //! thread, which drains the channel and re-arms the read.
 
-use super::aligned::{BufferPool, PooledBuf, is_direct_aligned};
+use super::aligned::{PooledBuf, SizedPools, is_direct_aligned};
 use super::{
     DiskEngine, EngineFile, EngineFuture, SyncKind, WriteBuf, WriteDone, check_transfer,
     plan_read_direct, plan_write, read_pool,
@@ -34,7 +34,7 @@ pub struct UringEngine {
     /// Round-robin cursor over `rings`.
     next_ring: AtomicUsize,
     /// Where direct reads land.
-    read_pool: Arc<BufferPool>,
+    read_pool: Arc<SizedPools>,
 }
 
 impl UringEngine {
@@ -491,7 +491,7 @@ impl DiskEngine for UringEngine {
         let direct = plan_read_direct(file, offset, length);
         let buf = if direct {
             // Not cleared: the read overwrites it, and only the bytes read are handed on.
-            ReadBuf::Aligned(self.read_pool.take_any(length))
+            ReadBuf::Aligned(self.read_pool.take(length))
         } else {
             ReadBuf::Plain(vec![0; length])
         };

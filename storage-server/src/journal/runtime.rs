@@ -532,14 +532,17 @@ impl JournalTask {
         }
         JournalEntry::Commit(group.commit).encode(&mut bytes);
 
-        // Files to fdatasync first: those of records whose data reached the disk without one.
+        // Files to fdatasync first: those of records whose data reached the disk without one,
+        // one per object (the target may have closed and reopened an object's file between
+        // two of its writes: an fdatasync through either descriptor syncs the same inode).
         let mut sync_files: Vec<Arc<EngineFile>> = Vec::new();
+        let mut synced_objects = std::collections::HashSet::new();
         for record in &group.records {
             if let Some(file) = self
                 .waiters
                 .get(&record.transno)
                 .and_then(|w| w.sync_file.as_ref())
-                && !sync_files.iter().any(|f| Arc::ptr_eq(f, file))
+                && synced_objects.insert(record.object)
             {
                 sync_files.push(Arc::clone(file));
             }

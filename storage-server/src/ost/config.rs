@@ -5,6 +5,14 @@ use crate::journal::record::RECORD_LEN;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// Object files a target holds open unless configured otherwise: 512 descriptors a target,
+/// so that a process serving a few dozen targets stays well inside a usual descriptor limit.
+pub const OPEN_OBJECTS_MAX_DEFAULT: usize = 256;
+
+fn open_objects_max_default() -> usize {
+    OPEN_OBJECTS_MAX_DEFAULT
+}
+
 /// One object storage target's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OstConfig {
@@ -31,6 +39,10 @@ pub struct OstConfig {
     pub io_size_max_bytes: u64,
     /// Most objects on the target.
     pub objects_max: usize,
+    /// Most object files held open at once (each with two descriptors, buffered and
+    /// O_DIRECT); the least recently used is closed first and reopened when next used.
+    #[serde(default = "open_objects_max_default")]
+    pub open_objects_max: usize,
     /// Journal size that triggers a checkpoint (and an emptied journal).
     pub journal_checkpoint_bytes: u64,
     /// Open object files with an O_DIRECT descriptor too (used for aligned requests).
@@ -51,6 +63,7 @@ impl OstConfig {
             object_size_max_bytes: 1 << 40,
             io_size_max_bytes: 64 << 20,
             objects_max: 1 << 20,
+            open_objects_max: OPEN_OBJECTS_MAX_DEFAULT,
             journal_checkpoint_bytes: 16 << 20,
             direct_io: true,
         }
@@ -76,6 +89,8 @@ impl OstConfig {
             Some("journal_checkpoint_bytes is smaller than one transaction".to_string())
         } else if self.objects_max == 0 {
             Some("objects_max must be at least 1".to_string())
+        } else if self.open_objects_max == 0 {
+            Some("open_objects_max must be at least 1".to_string())
         } else {
             None
         };

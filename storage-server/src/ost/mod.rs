@@ -7,12 +7,14 @@
 //!   `brw_stats` layouts.
 //! - [`reply`] — [`OpReply`]: value, transno, last_committed.
 //! - [`oss`] — [`Oss`]: several targets on one server.
+//! - `open_files` — the object files a target holds open, least recently used closed first.
 //!
 //! A stopped target stays stopped: [`crate::stop::StopFlag`], which the journal below checks
 //! too.
 
 pub mod config;
 pub mod counters;
+mod open_files;
 pub mod oss;
 pub mod reply;
 pub mod startup;

@@ -298,7 +298,9 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
     // data extents recorded as pending before anything is cut: a crash in the middle leaves
     // the record, never a cut nobody knows of.
     let mut lost = read_lost(config)?;
-    let mut cuts: Vec<(File, TrimmedObject)> = Vec::new();
+    // The objects to cut, reopened when cut: holding each open until then would need a
+    // descriptor per object a crash left longer than committed.
+    let mut cuts: Vec<TrimmedObject> = Vec::new();
     let mut trimmed = Vec::new();
     let mut removed = Vec::new();
     let mut foreign_files = Vec::new();
@@ -340,15 +342,12 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
                 lost.cut(object, extent);
             }
             let data_bytes = extents.iter().map(ByteRange::len).sum();
-            cuts.push((
-                file,
-                TrimmedObject {
-                    object,
-                    file_bytes,
-                    committed_bytes,
-                    data_bytes,
-                },
-            ));
+            cuts.push(TrimmedObject {
+                object,
+                file_bytes,
+                committed_bytes,
+                data_bytes,
+            });
         }
     }
     if seen != table.len() {
@@ -374,8 +373,12 @@ pub(crate) fn recover(config: &OstConfig) -> Result<Recovered> {
     if !cuts.is_empty() || config.lost_path().exists() {
         write_lost(config, &lost)?;
     }
-    for (file, cut) in cuts {
+    for cut in cuts {
         let path = objects_dir.join(cut.object.file_name());
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(io("open object", &path))?;
         tracing::info!(object = %cut.object, cut.file_bytes, cut.committed_bytes, cut.data_bytes, "cutting uncommitted bytes; clients replay them");
         file.set_len(cut.committed_bytes)
             .map_err(io("truncate object", &path))?;

@@ -13,6 +13,7 @@
 
 use super::config::OstConfig;
 use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
+use super::open_files::OpenFiles;
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
@@ -52,10 +53,9 @@ impl OstEngines {
     }
 }
 
-/// One open object.
+/// One object.
 #[derive(Debug)]
 struct ObjectState {
-    file: Arc<EngineFile>,
     /// Current size, including acknowledged writes not yet committed.
     size_bytes: Mutex<u64>,
     /// Writes and reads share it; punch and destroy hold it alone.
@@ -97,9 +97,12 @@ pub struct Ost {
     engines: OstEngines,
     journal: Journal,
     objects: Mutex<HashMap<ObjectId, Arc<ObjectState>>>,
-    /// Serialises punch and destroy, and the checks of creates (rare, and simpler to reason
-    /// about one at a time). Creates do their I/O outside it, so that many creates share
-    /// directory fsyncs and journal commits.
+    /// The object files held open, at most `open_objects_max`.
+    open_files: Mutex<OpenFiles>,
+    /// Serialises punches, and the checks of creates (rare, and simpler to reason about one
+    /// at a time). Creates do their I/O outside it, so that many creates share directory
+    /// fsyncs and journal commits; destroys never take it (each holds its object's lock
+    /// alone), for the same reason.
     meta: tokio::sync::Mutex<()>,
     /// Objects whose create is under way: reserved against a second create of the same id.
     creating: Mutex<HashSet<ObjectId>>,
@@ -125,34 +128,24 @@ impl Ost {
     pub async fn open(config: OstConfig, engines: OstEngines) -> Result<Ost> {
         config.validate()?;
         let setup_config = config.clone();
-        let (recovered, journal_file, files) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (recovered, journal_file) = tokio::task::spawn_blocking(move || -> Result<_> {
             let recovered = recover(&setup_config)?;
             let journal_path = setup_config.journal_path();
             let journal_file =
                 EngineFile::open(&journal_path, FileRole::Journal, OpenMode::Existing, false)
                     .map_err(|e| StorageError::io("open journal", &journal_path, e))?;
-            let mut files = Vec::with_capacity(recovered.table.len());
-            for (object, size) in recovered.table.iter() {
-                let path = setup_config.objects_dir().join(object.file_name());
-                let file = EngineFile::open(
-                    &path,
-                    FileRole::Data,
-                    OpenMode::Existing,
-                    setup_config.direct_io,
-                )
-                .map_err(|e| StorageError::io("open object", &path, e))?;
-                files.push((object, size, file));
-            }
-            Ok((recovered, journal_file, files))
+            Ok((recovered, journal_file))
         })
         .await
         .map_err(|e| StorageError::io("recover target", &config.dir, std::io::Error::other(e)))??;
 
-        let objects = files
-            .into_iter()
-            .map(|(object, size, file)| {
+        // Recovery made every object file agree with the table; each is opened when first
+        // used (see `open_files`).
+        let objects = recovered
+            .table
+            .iter()
+            .map(|(object, size)| {
                 let state = ObjectState {
-                    file: Arc::new(file),
                     size_bytes: Mutex::new(size),
                     lock: RwLock::new(()),
                     destroyed: AtomicBool::new(false),
@@ -185,6 +178,7 @@ impl Ost {
         });
         Ok(Ost {
             uncommitted: Arc::new(Semaphore::new(config.uncommitted_records_max)),
+            open_files: Mutex::new(OpenFiles::new(config.open_objects_max)),
             config,
             engines,
             journal,
@@ -372,6 +366,30 @@ impl Ost {
         self.objects.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// `object`'s file, opened again if the cache had closed it. Call with the object's lock
+    /// held (shared or exclusive), so that a destroy cannot unlink the file meanwhile.
+    async fn file(&self, object: ObjectId) -> Result<Arc<EngineFile>> {
+        if let Some(file) = self.lock_open_files().get(object) {
+            return Ok(file);
+        }
+        let path = self.object_path(object);
+        let file = EngineFile::open_async(
+            path.clone(),
+            FileRole::Data,
+            OpenMode::Existing,
+            self.config.direct_io,
+        )
+        .await
+        .map_err(|e| StorageError::io("open object", &path, e))?;
+        Ok(self.lock_open_files().insert(object, file))
+    }
+
+    fn lock_open_files(&self) -> std::sync::MutexGuard<'_, OpenFiles> {
+        self.open_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn lock_creating(&self) -> std::sync::MutexGuard<'_, HashSet<ObjectId>> {
         self.creating.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -490,8 +508,8 @@ impl Ost {
             commit_before_reply: true,
         };
         let stamp = self.journal.submit(intent, None, None, None).await?;
+        self.lock_open_files().insert(object, file);
         let state = ObjectState {
-            file,
             size_bytes: Mutex::new(0),
             lock: RwLock::new(()),
             destroyed: AtomicBool::new(false),
@@ -558,21 +576,22 @@ impl Ost {
 
         // Durability step 1: the data reaches the object file — straight to the device when
         // the request is aligned (O_DIRECT), else into the page cache.
+        let file = self.file(object).await?;
         let done = self
             .disk_io(
                 Rw::Write,
                 length,
-                self.engines.data.write_at(&state.file, offset, data),
+                self.engines.data.write_at(&file, offset, data),
             )
             .await
-            .map_err(|e| StorageError::io("write object", state.file.path(), e))?;
+            .map_err(|e| StorageError::io("write object", file.path(), e))?;
         // Durability step 2: data that only reached the page cache is fdatasync'd, so that in
         // either mode nothing is acknowledged before its data is on disk. An fsync error stops
         // the target: the kernel may have dropped the pages, and a retry would lie.
         if !done.direct {
             self.engines
                 .data
-                .fsync(&state.file, SyncKind::Data)
+                .fsync(&file, SyncKind::Data)
                 .await
                 .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))?;
         }
@@ -596,7 +615,7 @@ impl Ost {
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
         // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
         // its object for the commit to fdatasync; a buffered one was synced just above.
-        let sync_file = done.direct.then(|| Arc::clone(&state.file));
+        let sync_file = done.direct.then_some(file);
         let stamp = self
             .journal
             .submit(intent, replay, sync_file, Some(permit))
@@ -634,15 +653,16 @@ impl Ost {
         let bytes = if available == 0 {
             Bytes::new()
         } else {
+            let file = self.file(object).await?;
             self.disk_io(
                 Rw::Read,
                 available,
                 self.engines
                     .data
-                    .read_at(&state.file, offset_bytes, available as usize),
+                    .read_at(&file, offset_bytes, available as usize),
             )
             .await
-            .map_err(|e| StorageError::io("read object", state.file.path(), e))?
+            .map_err(|e| StorageError::io("read object", file.path(), e))?
         };
         {
             let mut counters = self.lock_counters();
@@ -661,6 +681,9 @@ impl Ost {
     pub async fn getattr(&self, object: ObjectId) -> Result<OpReply<ObjectAttr>> {
         self.stop.check(self.config.index)?;
         let state = self.lookup(object)?;
+        if state.destroyed.load(Ordering::Acquire) {
+            return Err(self.no_such(object));
+        }
         // A size that lost bytes made shorter is not the size anyone was told.
         if let Some(lost) = self.lock_lost().lost_of(object) {
             return Err(self.data_lost(lost));
@@ -683,6 +706,9 @@ impl Ost {
         let _meta = self.meta.lock().await;
         let state = self.lookup(object)?;
         let _exclusive = state.lock.write().await;
+        if state.destroyed.load(Ordering::Acquire) {
+            return Err(self.no_such(object));
+        }
         let intent = Intent {
             operation: Operation::Punch,
             object,
@@ -697,11 +723,11 @@ impl Ost {
         let stamp = if shrink {
             // Record first: once committed, recovery cuts the file even if we crash before.
             let stamp = self.journal.submit(intent, None, None, None).await?;
-            self.resize(object, &state, size_bytes).await?;
+            self.resize(object, size_bytes).await?;
             stamp
         } else {
             // File first: until the record commits, recovery cuts the growth back.
-            self.resize(object, &state, size_bytes).await?;
+            self.resize(object, size_bytes).await?;
             self.journal.submit(intent, None, None, None).await?
         };
         state.set_size(size_bytes);
@@ -712,25 +738,32 @@ impl Ost {
         Ok(self.reply((), stamp))
     }
 
-    async fn resize(&self, object: ObjectId, state: &ObjectState, size_bytes: u64) -> Result<()> {
+    /// Sets the file's size and makes it durable. Call with the object's lock held alone.
+    async fn resize(&self, object: ObjectId, size_bytes: u64) -> Result<()> {
+        let file = self.file(object).await?;
         self.engines
             .data
-            .truncate(&state.file, size_bytes)
+            .truncate(&file, size_bytes)
             .await
             .map_err(|e| self.fail_stop(format!("truncate object {object}: {e}")))?;
         self.engines
             .data
-            .fsync(&state.file, SyncKind::Data)
+            .fsync(&file, SyncKind::Data)
             .await
             .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))
     }
 
-    /// Destroys the object. Committed before the reply in both modes.
+    /// Destroys the object. Committed before the reply in both modes. Destroys of different
+    /// objects run at once and share journal commits and directory fsyncs, as creates do: a
+    /// file system of thousands of files is removed at the rate of commits, not one commit
+    /// and one directory fsync per object.
     pub async fn destroy(&self, object: ObjectId) -> Result<OpReply<()>> {
         self.stop.check(self.config.index)?;
-        let _meta = self.meta.lock().await;
         let state = self.lookup(object)?;
         let _exclusive = state.lock.write().await;
+        if state.destroyed.load(Ordering::Acquire) {
+            return Err(self.no_such(object));
+        }
         let intent = Intent {
             operation: Operation::Destroy,
             object,
@@ -744,19 +777,21 @@ impl Ost {
         // Record first; the unlink after it is redone by recovery if we crash in between.
         let stamp = self.journal.submit(intent, None, None, None).await?;
         state.destroyed.store(true, Ordering::Release);
-        self.lock_objects().remove(&object);
+        self.lock_open_files().remove(object);
         let path = self.object_path(object);
         let dir = self.config.objects_dir();
-        let unlinked = tokio::task::spawn_blocking(move || {
-            std::fs::remove_file(&path)?;
-            std::fs::File::open(&dir)?.sync_all()
-        })
-        .await
-        .map_err(std::io::Error::other)
-        .and_then(|r| r);
+        let unlinked = match tokio::task::spawn_blocking(move || std::fs::remove_file(&path)).await
+        {
+            Ok(Ok(())) => self.dir_sync.sync(&dir).await,
+            Ok(Err(error)) => Err(error),
+            Err(error) => Err(std::io::Error::other(error)),
+        };
         if let Err(error) = unlinked {
             tracing::warn!(%object, %error, "destroy committed but unlink failed; recovery will remove the file");
         }
+        // Out of the table only once its file is gone: until then a create of the same id
+        // is refused as existing, and never meets the old file.
+        self.lock_objects().remove(&object);
         if self.lock_lost().destroyed(object) {
             self.persist_lost().await?;
         }
@@ -846,7 +881,8 @@ impl Drop for Reserved<'_> {
 /// running fsync started waits for that one, or for the next, never for one of its own.
 #[derive(Debug, Default)]
 struct DirSync {
-    /// Tickets handed out, each after its caller's entry exists.
+    /// Tickets handed out, each after its caller's entry was made (create) or removed
+    /// (destroy).
     requested: AtomicU64,
     /// The highest ticket a finished fsync covers; held while an fsync runs.
     covered: tokio::sync::Mutex<u64>,
@@ -860,7 +896,7 @@ impl DirSync {
         if *covered >= ticket {
             return Ok(());
         }
-        // Every ticket handed out so far belongs to an entry that exists now.
+        // Every ticket handed out so far belongs to an entry already made or removed.
         let covers = self.requested.load(Ordering::SeqCst);
         sync_dir_async(dir.to_path_buf()).await?;
         *covered = covers;
