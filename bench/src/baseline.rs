@@ -210,3 +210,56 @@ pub(crate) fn iperf3_received_mib_s(output: &std::process::Output) -> Result<f64
         })?;
     Ok(bits / 8.0 / (1 << 20) as f64)
 }
+
+/// The bytes each way of [`tcp_round_trip_us`]: about a small frame's header.
+pub const ROUND_TRIP_BYTES: usize = 64;
+
+/// The mean round trip of [`ROUND_TRIP_BYTES`] over loopback TCP between two threads with
+/// blocking sockets and Nagle off, one message at a time for `seconds`: what the kernel and
+/// the scheduler alone cost a message that crosses one TCP connection and back, the floor
+/// under any hop a node adds. Blocking: call it off the async runtime.
+pub fn tcp_round_trip_us(seconds: f64) -> Result<f64, BenchError> {
+    use std::io::{Read, Write};
+    let system = |what: &str| {
+        let what = what.to_owned();
+        move |e| BenchError::system(format!("raw TCP round trip: {what}"), e)
+    };
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(system("bind"))?;
+    let addr = listener.local_addr().map_err(system("local address"))?;
+    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut peer, _) = listener.accept()?;
+        peer.set_nodelay(true)?;
+        let mut buf = [0u8; ROUND_TRIP_BYTES];
+        // Until the other side closes: read_exact then fails with UnexpectedEof.
+        while peer.read_exact(&mut buf).is_ok() {
+            peer.write_all(&buf)?;
+        }
+        Ok(())
+    });
+    let mut stream = std::net::TcpStream::connect(addr).map_err(system("connect"))?;
+    stream.set_nodelay(true).map_err(system("TCP_NODELAY"))?;
+    let mut buf = [7u8; ROUND_TRIP_BYTES];
+    let started = std::time::Instant::now();
+    let mut trips = 0u64;
+    // Bounded by time, checked every 64 trips.
+    while !trips.is_multiple_of(64) || started.elapsed().as_secs_f64() < seconds {
+        stream.write_all(&buf).map_err(system("send"))?;
+        stream.read_exact(&mut buf).map_err(system("receive"))?;
+        trips += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    drop(stream);
+    echo.join()
+        .map_err(|_| BenchError::tool("raw TCP round trip: the echo thread panicked"))?
+        .map_err(system("echo"))?;
+    Ok(elapsed * 1e6 / trips as f64)
+}
+
+#[cfg(test)]
+mod round_trip_tests {
+    #[test]
+    fn a_loopback_round_trip_is_measured() {
+        let us = super::tcp_round_trip_us(0.05).unwrap();
+        assert!(us > 0.0 && us.is_finite(), "{us}");
+    }
+}

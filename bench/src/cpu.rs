@@ -3,6 +3,9 @@
 //! every node of a test shares the same few cores, that is what bounds the rates: a layout
 //! that costs twice the core-seconds per GiB cannot run faster than half the other's rate once
 //! the cores are all busy.
+//!
+//! [`process_cpu_s`] reads one process's own CPU time, so that a run of a process per node can
+//! say which node spent it.
 
 use std::time::Instant;
 
@@ -103,5 +106,53 @@ mod tests {
         assert!((used.core_s_per_gib(1 << 30).unwrap() - 2.0).abs() < 1e-6);
         assert_eq!(used.core_s_per_gib(0), None);
         assert!(parse("intr 5\n", t0).is_none());
+    }
+}
+
+/// The CPU time process `pid` has used so far (user and system, its threads included), in
+/// seconds, from `/proc/PID/stat`; `None` when it cannot be read (the process is gone, or not
+/// Linux). Pass `"self"` for this process.
+pub fn process_cpu_s(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_process_cpu(&stat, clock_ticks_per_second())
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+/// utime and stime, the 14th and 15th fields; the command name (2nd) is in parentheses and
+/// may hold spaces, so the fields are counted from its closing one.
+fn parse_process_cpu(stat: &str, ticks_per_s: f64) -> Option<f64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / ticks_per_s)
+}
+
+#[cfg(test)]
+mod process_tests {
+    use super::*;
+
+    #[test]
+    fn a_process_stat_line_gives_user_plus_system_time() {
+        // pid (comm with a space) state ppid ... utime=250 stime=150.
+        let stat = "4242 (iopath node) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 150 0 0 20 0 3 0";
+        assert_eq!(parse_process_cpu(stat, 100.0), Some(4.0));
+        assert_eq!(parse_process_cpu("garbage", 100.0), None);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        let spent = process_cpu_s("self").unwrap();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu_s("self").unwrap() > spent);
     }
 }

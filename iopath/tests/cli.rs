@@ -232,6 +232,28 @@ fn routed_selftest_compares_with_direct_and_reports_router_memory() {
         assert!(report[key].is_number(), "{key} missing: {report}");
     }
     assert_eq!(report["ratio"], report["routed_ratio"]);
+    for key in [
+        "raw_tcp_rtt_us",
+        "routed_cpu_ceiling_mib_s",
+        "routed_ceiling_ratio",
+    ] {
+        assert!(report[key].as_f64().unwrap() > 0.0, "{key}: {report}");
+    }
+    // Every bulk test says which processes spent the CPU: the router only when routed.
+    for test in report["tests"].as_array().unwrap() {
+        if !test["test"].as_str().unwrap().starts_with("brw") {
+            continue;
+        }
+        let per_gib = &test["processes_cpu"]["core_s_per_gib"];
+        for who in ["clients", "servers"] {
+            assert!(per_gib[who].as_f64().unwrap() > 0.0, "{who}: {test}");
+        }
+        let routers = per_gib["routers"].as_f64().unwrap();
+        match test["layout"].as_str().unwrap() {
+            "routed" => assert!(routers > 0.0, "{test}"),
+            _ => assert_eq!(routers, 0.0, "{test}"),
+        }
+    }
     let rss = report["router_peak_rss_mib"].as_array().unwrap();
     assert_eq!(rss.len(), 1);
     // The router's 64 large buffers of 1 MiB bound what it holds for peers; the rest is code

@@ -164,6 +164,14 @@ impl Cluster {
         Ok(total)
     }
 
+    /// The CPU seconds the server and router processes have used so far (process mode only).
+    pub fn server_cpu_s(&self) -> Option<super::node::ServerCpu> {
+        match self {
+            Cluster::Processes(cluster) => Some(cluster.cpu_s()),
+            Cluster::InProcess { .. } => None,
+        }
+    }
+
     /// The routers' peak resident memory in MiB (process mode only; in one process the
     /// routers share the process with everything else, so there is nothing to attribute).
     pub fn router_peak_rss_mib(&self) -> Vec<f64> {

@@ -121,6 +121,16 @@ async fn measure(
     };
     let mut tests = Vec::new();
     let mut rtt_us = [None, None];
+    // The floor under a router hop, measured before any node starts: one message across a
+    // loopback TCP connection and back, with nothing of iopath's in the way.
+    let raw_tcp_rtt_us = if config.routers > 0 && config.transport == config::Transport::Tcp {
+        let seconds = config.seconds.min(1.0);
+        Some(tokio::task::block_in_place(|| {
+            baseline::tcp_round_trip_us(seconds)
+        })?)
+    } else {
+        None
+    };
     let mut router_peak_rss_mib = Vec::new();
     for layout in layouts {
         let label = match layout {
@@ -138,9 +148,12 @@ async fn measure(
                 progress(&format!("{} ({label}): {} s", test.label(), config.seconds));
             }
             let before = CpuSample::now();
+            let servers_before = cluster.server_cpu_s();
             let measured = cluster.run(&workload, progress).await?;
             let cpu = before.zip(CpuSample::now()).map(|(b, a)| b.until(&a));
-            tests.push(report_of(test, layout, &measured, cpu));
+            let processes_cpu =
+                processes_cpu(servers_before, cluster.server_cpu_s(), &measured, cpu);
+            tests.push(report_of(test, layout, &measured, cpu, processes_cpu));
         }
         if config.routers > 0 {
             // One ping at a time: the round trip itself, not a queue.
@@ -176,6 +189,15 @@ async fn measure(
     let routed_ratio = routed_mib_s
         .zip(direct_mib_s)
         .map(|(routed, direct)| routed / direct);
+    // Every core busy at the routed test's own cost per GiB.
+    let routed_cpu_ceiling_mib_s = tests
+        .iter()
+        .find(|t| t.test.starts_with("brw") && t.layout == "routed")
+        .and_then(|t| Some((t.cpu?.cpus, t.core_s_per_gib?)))
+        .map(|(cpus, cost)| f64::from(cpus) / cost * 1024.0);
+    let routed_ceiling_ratio = routed_mib_s
+        .zip(routed_cpu_ceiling_mib_s)
+        .map(|(measured, ceiling)| measured / ceiling);
     let [direct_ping_rtt_us, routed_ping_rtt_us] = rtt_us;
     let extra_latency_per_hop_us = routed_ping_rtt_us
         .zip(direct_ping_rtt_us)
@@ -202,6 +224,9 @@ async fn measure(
         routed_ping_rtt_us,
         extra_latency_per_hop_us,
         router_peak_rss_mib,
+        raw_tcp_rtt_us,
+        routed_cpu_ceiling_mib_s,
+        routed_ceiling_ratio,
         baseline,
         baseline_error,
         modeled: match config.transport {
@@ -213,6 +238,26 @@ async fn measure(
             }
         },
     })
+}
+
+/// Where one test's CPU went, by kind of node process: the servers' and routers' time between
+/// the two samples, the clients' as they measured it themselves, and the rest of the
+/// machine's busy time. `None` unless every node ran in a process of its own.
+fn processes_cpu(
+    before: Option<node::ServerCpu>,
+    after: Option<node::ServerCpu>,
+    measured: &workload::Measured,
+    machine: Option<crate::cpu::CpuUse>,
+) -> Option<report::ProcessesCpu> {
+    let (before, after) = (before?, after?);
+    let spent = |b: Option<f64>, a: Option<f64>| Some((a? - b?).max(0.0));
+    Some(report::ProcessesCpu::of(
+        measured.process_cpu_s?,
+        spent(before.routers_s, after.routers_s)?,
+        spent(before.servers_s, after.servers_s)?,
+        machine,
+        measured.bytes,
+    ))
 }
 
 /// The workload of `test` on every client, as `config` asks.

@@ -38,6 +38,16 @@ pub struct ProcessCluster {
     routers: Vec<(Child, String)>,
 }
 
+/// CPU seconds used so far by the server processes and by the router processes, each added
+/// up; `None` where a process could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerCpu {
+    /// Every server process.
+    pub servers_s: Option<f64>,
+    /// Every router process (0 when there are none).
+    pub routers_s: Option<f64>,
+}
+
 /// Starts `selftest-node ARGS` and waits for its READY line; returns the child and its NIDs.
 async fn start_child(exe: &PathBuf, args: &[String]) -> Result<(Child, Vec<Nid>), BenchError> {
     let mut child = Command::new(exe)
@@ -187,6 +197,24 @@ impl ProcessCluster {
         Ok(total)
     }
 
+    /// The CPU seconds each server and router process has used so far.
+    pub fn cpu_s(&self) -> ServerCpu {
+        let of = |children: &[(Child, String)]| -> Option<f64> {
+            children
+                .iter()
+                .map(|(child, _)| crate::cpu::process_cpu_s(&child.id()?.to_string()))
+                .sum()
+        };
+        ServerCpu {
+            servers_s: of(&self.servers),
+            routers_s: if self.routers.is_empty() {
+                Some(0.0)
+            } else {
+                of(&self.routers)
+            },
+        }
+    }
+
     /// Each router process's peak resident memory (VmHWM), in MiB.
     pub fn router_peak_rss_mib(&self) -> Vec<f64> {
         self.routers
@@ -271,12 +299,16 @@ pub async fn run_role(role: Role) -> Result<(), BenchError> {
             let node = Node::start(config)
                 .await
                 .map_err(started("start the client node"))?;
-            let measured = workload::run(
+            let cpu_before = crate::cpu::process_cpu_s("self");
+            let mut measured = workload::run(
                 &node,
                 &workload,
                 Arc::new((AtomicU64::new(0), AtomicU64::new(0))),
             )
             .await?;
+            measured.process_cpu_s = cpu_before
+                .zip(crate::cpu::process_cpu_s("self"))
+                .map(|(before, after)| after - before);
             let line = serde_json::to_string(&measured)
                 .map_err(|e| BenchError::json("encode the measurement", e))?;
             println!("{line}");

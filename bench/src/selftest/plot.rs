@@ -101,6 +101,7 @@ mod tests {
             first_error: None,
             cpu: None,
             core_s_per_gib: None,
+            processes_cpu: None,
         }
     }
 
@@ -128,6 +129,9 @@ mod tests {
             routed_ping_rtt_us: None,
             extra_latency_per_hop_us: None,
             router_peak_rss_mib: Vec::new(),
+            raw_tcp_rtt_us: None,
+            routed_cpu_ceiling_mib_s: None,
+            routed_ceiling_ratio: None,
             baseline: baseline_mib_s.map(|mib_s| Baseline {
                 version: "iperf 3.12".into(),
                 command: "iperf3 -c 127.0.0.1".into(),

@@ -34,6 +34,68 @@ pub struct TestReport {
     pub cpu: Option<CpuUse>,
     /// Busy core-seconds of the whole machine per GiB of bulk moved.
     pub core_s_per_gib: Option<f64>,
+    /// Where the CPU time went, by kind of node process (a process per node only).
+    pub processes_cpu: Option<ProcessesCpu>,
+}
+
+/// CPU time by kind of node process during one test: seconds, and core-seconds per GiB of
+/// bulk moved.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ProcessesCpu {
+    /// Seconds of CPU.
+    pub seconds: CpuSplit,
+    /// The same per GiB of bulk (none for a test that moves no bulk).
+    pub core_s_per_gib: Option<CpuSplit>,
+}
+
+/// One amount of CPU split by who spent it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CpuSplit {
+    /// Every client process.
+    pub clients: f64,
+    /// Every router process.
+    pub routers: f64,
+    /// Every server process.
+    pub servers: f64,
+    /// The rest of the machine's busy time: the parent process, interrupts and softirqs the
+    /// kernel ran outside the nodes' own time, anything else running.
+    pub other: f64,
+}
+
+impl CpuSplit {
+    fn scaled(self, by: f64) -> CpuSplit {
+        CpuSplit {
+            clients: self.clients * by,
+            routers: self.routers * by,
+            servers: self.servers * by,
+            other: self.other * by,
+        }
+    }
+}
+
+impl ProcessesCpu {
+    /// The split of one test: the node processes' seconds, the rest of the machine's busy
+    /// core-seconds (`machine`) as other, and both per GiB of `bytes`.
+    pub(crate) fn of(
+        clients: f64,
+        routers: f64,
+        servers: f64,
+        machine: Option<CpuUse>,
+        bytes: u64,
+    ) -> ProcessesCpu {
+        let busy = machine.map_or(0.0, |m| m.busy_cores * m.seconds);
+        let seconds = CpuSplit {
+            clients,
+            routers,
+            servers,
+            other: (busy - clients - routers - servers).max(0.0),
+        };
+        let gib = bytes as f64 / (1u64 << 30) as f64;
+        ProcessesCpu {
+            seconds,
+            core_s_per_gib: (bytes > 0).then(|| seconds.scaled(1.0 / gib)),
+        }
+    }
 }
 
 /// Everything a run measured.
@@ -82,6 +144,15 @@ pub struct SelftestReport {
     pub extra_latency_per_hop_us: Option<f64>,
     /// Peak resident memory of each router process (process mode).
     pub router_peak_rss_mib: Vec<f64>,
+    /// Mean round trip of 64 bytes over a bare loopback TCP connection between two threads,
+    /// one at a time, measured in the same run (routed TCP runs): half of it is the least a
+    /// hop over one more connection can add.
+    pub raw_tcp_rtt_us: Option<f64>,
+    /// The routed `brw` rate the machine's cores allow: every core busy at the routed test's
+    /// measured core-seconds per GiB.
+    pub routed_cpu_ceiling_mib_s: Option<f64>,
+    /// `routed_mib_s / routed_cpu_ceiling_mib_s`.
+    pub routed_ceiling_ratio: Option<f64>,
     /// How the baseline was measured.
     pub baseline: Option<Baseline>,
     /// Why there is no baseline, if it was asked for and failed.
@@ -96,6 +167,7 @@ pub(crate) fn report_of(
     layout: Layout,
     measured: &Measured,
     cpu: Option<CpuUse>,
+    processes_cpu: Option<ProcessesCpu>,
 ) -> TestReport {
     let elapsed = measured.elapsed_s.max(f64::MIN_POSITIVE);
     TestReport {
@@ -113,6 +185,7 @@ pub(crate) fn report_of(
         first_error: measured.first_error.clone(),
         cpu,
         core_s_per_gib: cpu.and_then(|c| c.core_s_per_gib(measured.bytes)),
+        processes_cpu,
     }
 }
 
@@ -199,6 +272,53 @@ pub fn render(report: &SelftestReport) -> String {
         report.extra_latency_per_hop_us,
     ) {
         out.push_str(&format!("ping round trip, one at a time: direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
+        if let Some(raw) = report.raw_tcp_rtt_us {
+            out.push_str(&format!(
+                "bare loopback TCP round trip ({} bytes, two threads, blocking sockets): {raw:.1} us, so one more connection costs at least {:.1} us; the router's own share of a hop: {:.1} us\n",
+                crate::baseline::ROUND_TRIP_BYTES,
+                raw / 2.0,
+                extra - raw / 2.0
+            ));
+        }
+    }
+    let split: Vec<&TestReport> = report
+        .tests
+        .iter()
+        .filter(|t| t.processes_cpu.and_then(|p| p.core_s_per_gib).is_some())
+        .collect();
+    if !split.is_empty() {
+        out.push_str("core-s/GiB by process (user + system time of each node process):\n");
+        let mut table = Table::new(&["test", "layout", "clients", "routers", "servers", "other"]);
+        for test in split {
+            let Some(per_gib) = test.processes_cpu.and_then(|p| p.core_s_per_gib) else {
+                continue;
+            };
+            let routed = test.layout == "routed";
+            table.row(vec![
+                test.test.clone(),
+                test.layout.clone(),
+                format!("{:.2}", per_gib.clients),
+                if routed {
+                    format!("{:.2}", per_gib.routers)
+                } else {
+                    "-".into()
+                },
+                format!("{:.2}", per_gib.servers),
+                format!("{:.2}", per_gib.other),
+            ]);
+        }
+        out.push_str(&table.render());
+    }
+    if let (Some(ceiling), Some(ratio), Some(routed)) = (
+        report.routed_cpu_ceiling_mib_s,
+        report.routed_ceiling_ratio,
+        report.routed_mib_s,
+    ) {
+        out.push_str(&format!(
+            "routed brw: {} MiB/s of a CPU ceiling of {} MiB/s (every core busy at the measured core-s/GiB) = {ratio:.2}\n",
+            rate(routed),
+            rate(ceiling)
+        ));
     }
     for (i, rss) in report.router_peak_rss_mib.iter().enumerate() {
         out.push_str(&format!("router {i}: peak resident memory {rss:.1} MiB\n"));

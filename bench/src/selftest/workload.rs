@@ -66,6 +66,10 @@ pub struct Measured {
     pub errors: u64,
     /// The first failure, if any.
     pub first_error: Option<String>,
+    /// CPU seconds the client processes spent over the run, added up (a process per node
+    /// only: in one process the nodes' time cannot be told apart).
+    #[serde(default)]
+    pub process_cpu_s: Option<f64>,
 }
 
 impl Measured {
@@ -79,6 +83,10 @@ impl Measured {
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
+        self.process_cpu_s = match (self.process_cpu_s, other.process_cpu_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
     }
 }
 
