@@ -37,8 +37,9 @@ use iopath_stack::StackChoice;
 
 use crate::error::BenchError;
 
-/// Most tasks one run may start.
-pub const TASKS_MAX: u32 = 4096;
+/// Most tasks one run may start: as many as a stack may have nodes (Jaguar's 18,688 clients
+/// fit), each task holding one transfer's buffer at a time.
+pub const TASKS_MAX: u32 = 20_000;
 /// Most repetitions.
 pub const REPETITIONS_MAX: u32 = 1000;
 /// Most segments.
