@@ -12,13 +12,18 @@
 //! node's osc counters ([`OscStats`]) they show in `osc.*.rpc_stats`, and the [`OstClient`]
 //! counts each RPC there as it sends it.
 //!
+//! A target's link (its server's connection, its RPC slots, its osc row) is made when the
+//! client connects, on a file system of at most [`EAGER_SERVERS_MAX`] servers, and when the
+//! client first uses it on a larger one: there a client of 672 targets that writes one file
+//! of one stripe connects to one server, not 48, and holds one link, not 672.
+//!
 //! The [`OstClient`] keeps every acknowledged-but-uncommitted write until the server's
 //! `last_committed` covers it, and after a server restart reconnects and replays them before
 //! resending what was in flight; this layer sees only the final outcome.
 
 use iopath_fabric::trace;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -58,18 +63,29 @@ impl TargetLink {
     }
 }
 
-/// Connections to every storage server, by target index.
+/// File systems of at most this many storage servers are connected to whole when a client
+/// connects, as a Lustre client connects to every target at mount: a server restarted while
+/// the client was away hears at once that it is back (and what it kept), and ends its
+/// recovery without waiting out the window. Past it, a client connects to a server when it
+/// first uses one of its targets, so that thousands of clients of a large file system do not
+/// each hold, and ping every second, a connection to every server.
+pub const EAGER_SERVERS_MAX: usize = 16;
+
+/// Connections to the storage servers, by target index (see [`EAGER_SERVERS_MAX`] for when
+/// each is made).
 #[derive(Debug)]
 pub struct Targets {
-    /// One per server, pinged; what the pingers found lost.
+    /// One per server reached so far, pinged; what the pingers found lost.
     connections: OstConnections,
-    links: BTreeMap<u32, TargetLink>,
+    /// The links made so far.
+    links: Mutex<BTreeMap<u32, TargetLink>>,
 }
 
 impl Targets {
-    /// Connects to each distinct server of `targets` (OST index, server NID) as `client`,
-    /// counting in `osc_stats`, the node's osc counters, if given. A target has one index in
-    /// the whole file system, the one layouts name and its server answers to.
+    /// The storage servers of `targets` (OST index, server NID), reached as `client` from
+    /// `node` once each is first needed, counting in `osc_stats`, the node's osc counters, if
+    /// given. A target has one index in the whole file system, the one layouts name and its
+    /// server answers to.
     pub async fn connect(
         node: &Node,
         client: ClientId,
@@ -84,17 +100,44 @@ impl Targets {
             Duration::from_millis(PING_INTERVAL_MS),
         )
         .counted_in(osc_stats);
-        let mut links = BTreeMap::new();
-        for &(index, _) in targets {
-            let oss = connections.to_target(index).await?;
-            let rpcs = Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX));
-            let osc = connections
-                .stats()
-                .and_then(|stats| stats.target(index))
-                .cloned();
-            links.insert(index, TargetLink { oss, rpcs, osc });
+        let servers = connections.targets().servers().len();
+        let targets = Targets {
+            connections,
+            links: Mutex::default(),
+        };
+        if servers <= EAGER_SERVERS_MAX {
+            for index in targets.connections.targets().indices() {
+                targets.link(index).await?;
+            }
         }
-        Ok(Targets { connections, links })
+        Ok(targets)
+    }
+
+    /// Target `index`'s link, made now (connecting to its server if this client has not yet)
+    /// if it was not yet.
+    async fn link(&self, index: u32) -> Result<TargetLink, ClientError> {
+        if let Some(link) = self.lock_links().get(&index) {
+            return Ok(link.clone());
+        }
+        if self.connections.targets().server(index).is_err() {
+            return Err(ClientError::UnknownTarget { target: index });
+        }
+        let oss = self.connections.to_target(index).await?;
+        let made = TargetLink {
+            oss,
+            rpcs: Arc::new(Semaphore::new(RPCS_IN_FLIGHT_PER_TARGET_MAX)),
+            osc: self
+                .connections
+                .stats()
+                .and_then(|stats| stats.target(index)),
+        };
+        // Another call may have made it meanwhile: the first one made is the one kept, so a
+        // target has one set of RPC slots.
+        Ok(self.lock_links().entry(index).or_insert(made).clone())
+    }
+
+    fn lock_links(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, TargetLink>> {
+        self.links.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Acknowledged writes found lost after a server restart, so far.
@@ -107,10 +150,14 @@ impl Targets {
     pub fn check_lost(&self, layout: &Layout) -> Result<(), ClientError> {
         let lost = self.connections.lost_writes();
         for object in layout.objects() {
-            let Some(link) = self.links.get(&object.target) else {
+            // A target never used has lost nothing of this client's.
+            let Some(server) = self
+                .lock_links()
+                .get(&object.target)
+                .map(|l| l.oss.server())
+            else {
                 continue;
             };
-            let server = link.oss.server();
             let count = lost
                 .iter()
                 .filter(|l| l.server == server)
@@ -160,17 +207,12 @@ impl Targets {
 
     /// The link of every object of `layout`, in stripe order: resolved before anything is
     /// sent, so a layout naming an unknown target fails whole, not halfway.
-    fn links_of(&self, layout: &Layout) -> Result<Vec<TargetLink>, ClientError> {
-        layout
-            .objects()
-            .iter()
-            .map(|o| {
-                self.links
-                    .get(&o.target)
-                    .cloned()
-                    .ok_or(ClientError::UnknownTarget { target: o.target })
-            })
-            .collect()
+    async fn links_of(&self, layout: &Layout) -> Result<Vec<TargetLink>, ClientError> {
+        let mut links = Vec::with_capacity(layout.objects().len());
+        for object in layout.objects() {
+            links.push(self.link(object.target).await?);
+        }
+        Ok(links)
     }
 
     /// Creates every object of `layout` on its target, in parallel.
@@ -195,7 +237,7 @@ impl Targets {
     /// The file's size from its objects' sizes (Lustre's glimpse): a getattr per object, in
     /// parallel, then [`Layout::file_size_bytes`].
     pub async fn size(&self, layout: &Layout) -> Result<u64, ClientError> {
-        let links = self.links_of(layout)?;
+        let links = self.links_of(layout).await?;
         let mut set = JoinSet::new();
         for (index, (object, link)) in layout.objects().iter().copied().zip(links).enumerate() {
             set.spawn(trace::inherit(async move {
@@ -245,12 +287,13 @@ impl Targets {
 
     /// The capacity of every target, in index order, asked of all at once.
     pub async fn statfs(&self) -> Result<Vec<(u32, Capacity)>, ClientError> {
+        let targets = self.connections.targets().indices();
         let mut set = JoinSet::new();
-        for (&target, link) in &self.links {
-            let oss = Arc::clone(&link.oss);
+        for &target in &targets {
+            let oss = Arc::clone(&self.link(target).await?.oss);
             set.spawn(async move { (target, oss.statfs(target).await) });
         }
-        let mut all = Vec::with_capacity(self.links.len());
+        let mut all = Vec::with_capacity(targets.len());
         while let Some(joined) = set.join_next().await {
             let (target, reply) = joined.map_err(|join| task_failed("statfs", join))?;
             let reply = reply.map_err(|source| ClientError::Storage {
@@ -289,7 +332,7 @@ impl Targets {
         let whole = (ios.len() == 1).then(|| data.clone());
         let data = data.into_data();
         debug!(offset_bytes, length, packets = ios.len(), "write");
-        let links = self.links_of(layout)?;
+        let links = self.links_of(layout).await?;
         let mut set = JoinSet::new();
         for io in ios {
             let object = layout.objects()[io.object_index as usize];
@@ -330,7 +373,7 @@ impl Targets {
         if ios.is_empty() {
             return Ok(Bytes::new());
         }
-        let links = self.links_of(layout)?;
+        let links = self.links_of(layout).await?;
         let mut set = JoinSet::new();
         for io in ios {
             let object = layout.objects()[io.object_index as usize];
@@ -399,7 +442,7 @@ impl Targets {
         F: Fn(Arc<OstClient>, ObjectRef) -> Fut,
         Fut: Future<Output = Result<(), FabricError>> + Send + 'static,
     {
-        let links = self.links_of(layout)?;
+        let links = self.links_of(layout).await?;
         let mut set = JoinSet::new();
         for (object, link) in layout.objects().iter().copied().zip(links) {
             let call = op(Arc::clone(&link.oss), object);

@@ -16,7 +16,13 @@ async fn main() -> std::process::ExitCode {
         Err(error) if is_broken_pipe(&error) => std::process::ExitCode::from(141),
         Err(error) => {
             // The chain of causes, one line: what failed and why, without a backtrace.
-            eprintln!("iopath: error: {}", one_line(&error));
+            let line = one_line(&error);
+            eprintln!("iopath: error: {line}");
+            if line.contains("Too many open files") {
+                eprintln!(
+                    "iopath: this run needs more open files than the limit allows: raise it (ulimit -n, or LimitNOFILE= for a service) and run again"
+                );
+            }
             std::process::ExitCode::FAILURE
         }
     }
@@ -66,9 +72,11 @@ async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
     cmd::run(cli).await
 }
 
-/// Raises the soft limit on open descriptors to the hard limit, as servers do: an embedded
-/// stack of thousands of nodes holds a socket per connection and two descriptors per open
-/// object, and a usual soft limit of 1,024 is below what the hard limit allows.
+/// Raises the limit on open descriptors, as servers do: an embedded stack of thousands of
+/// nodes holds two descriptors per object in use (and a socket per connection with
+/// `--processes`), and a usual soft limit of 1,024 is far below what the machine allows. The
+/// soft limit goes to the hard one; where the process may (root, CAP_SYS_RESOURCE), both go
+/// to the kernel's most (`fs.nr_open`) first.
 fn raise_open_file_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -76,12 +84,23 @@ fn raise_open_file_limit() {
     };
     // SAFETY: getrlimit and setrlimit only read and write the struct passed.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
-        {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return;
+        }
+        let most = std::fs::read_to_string("/proc/sys/fs/nr_open")
+            .ok()
+            .and_then(|text| text.trim().parse::<libc::rlim_t>().ok())
+            .unwrap_or(limit.rlim_max);
+        let raised = libc::rlimit {
+            rlim_cur: most.max(limit.rlim_max),
+            rlim_max: most.max(limit.rlim_max),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 || limit.rlim_cur >= limit.rlim_max {
             return;
         }
         limit.rlim_cur = limit.rlim_max;
-        // A refusal leaves the limit as it was; a run that outgrows it says so where it fails.
+        // A refusal leaves the limit as it was; a run that outgrows it says so where it
+        // fails, with the remedy (see `one_line`).
         libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
     }
 }

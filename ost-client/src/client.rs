@@ -302,8 +302,8 @@ impl OstClient {
     }
 
     /// The node's osc counters of `target`, if it keeps them.
-    fn target_stats(&self, target: u32) -> Option<&TargetStats> {
-        self.stats.as_deref()?.target(target).map(Arc::as_ref)
+    fn target_stats(&self, target: u32) -> Option<Arc<TargetStats>> {
+        self.stats.as_deref()?.target(target)
     }
 
     /// Tells the node's osc counters that this client's replay list for `target` grew by
@@ -327,7 +327,8 @@ impl OstClient {
     /// node keeps them) as under way until it ends, and its wait once a reply comes — an
     /// error reply is a reply too; a timeout is not.
     async fn send(&self, target: Option<u32>, op: u32, body: Bytes) -> Result<Bytes, FabricError> {
-        let counted = match (target.and_then(|t| self.target_stats(t)), OstOp::of(op)) {
+        let stats = target.and_then(|t| self.target_stats(t));
+        let counted = match (stats.as_deref(), OstOp::of(op)) {
             (Some(stats), Some(op)) => Some((stats.request(), op)),
             _ => None,
         };
@@ -551,8 +552,9 @@ impl OstClient {
         let body = self.write_request(target, kept.object, kept.offset, buffer, 0);
         // In flight, for rpc_stats, until the reply (replays are the server's catching up,
         // not new RPCs: they are counted as requests only).
-        let rpc = self
-            .target_stats(target)
+        let stats = self.target_stats(target);
+        let rpc = stats
+            .as_deref()
             .map(|stats| stats.rpc(Rw::Write, buffer.length, kept.offset));
         let reply = self.call(Some(target), opcode::WRITE, body).await?;
         if let Some(rpc) = rpc {
@@ -652,8 +654,9 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let rpc = self
-            .target_stats(target)
+        let stats = self.target_stats(target);
+        let rpc = stats
+            .as_deref()
             .map(|stats| stats.rpc(Rw::Read, length, offset));
         let reply = self.call(Some(target), opcode::READ, body).await?;
         let mut data = sink.into_bytes();
@@ -694,8 +697,9 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        let rpc = self
-            .target_stats(target)
+        let stats = self.target_stats(target);
+        let rpc = stats
+            .as_deref()
             .map(|stats| stats.rpc(Rw::Read, buffer.length, offset));
         let reply = self.call(Some(target), opcode::READ, body).await?;
         if reply.bytes > buffer.length {

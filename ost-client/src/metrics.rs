@@ -42,7 +42,7 @@ impl Collector for OscCollector {
             "Writes the target acknowledged and has not committed yet, kept for replay by the node's OST clients.",
             stats
                 .targets()
-                .iter()
+                .into_iter()
                 .map(|t| (target(t.index()), t.uncommitted() as f64)),
         )?;
         let mut in_flight = Vec::new();

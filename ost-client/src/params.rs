@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use iopath_admin::{AdminError, Device, Param, ParamTree, register_devices};
+use iopath_admin::{AdminError, DEVICES_PARAM, Device, Param, ParamTree, devices_text};
 use iopath_layout::FsName;
 
 use crate::counters;
-use crate::stats::OscStats;
+use crate::stats::{OscStats, TargetStats};
 
 /// The osc device of `target` on node `node`: `iopath-OST0003-osc-c0`. A dot in the node's
 /// name would split the parameter's name, so it is written `_`.
@@ -21,66 +21,91 @@ pub fn device_name(fsname: &FsName, target: u32, node: &str) -> String {
     format!("{}-osc-{}", fsname.ost(target), node.replace('.', "_"))
 }
 
-/// Hangs `stats` and `rpc_stats` of every target of `osc` on `tree`, named for node `node`
-/// of file system `fsname`, and the `devices` list `lctl dl` prints.
+/// Hangs `stats` and `rpc_stats` of every row of `osc` on `tree` — those it has now and each
+/// it makes later (see [`OscStats`]) — named for node `node` of file system `fsname`, and the
+/// `devices` list `lctl dl` prints: an osc device for every target, made when read.
 pub fn register(
-    osc: &OscStats,
+    osc: &Arc<OscStats>,
     tree: &ParamTree,
     fsname: &FsName,
     node: &str,
 ) -> Result<(), AdminError> {
-    let devices: Vec<Device> = osc
-        .targets()
-        .iter()
-        .map(|target| Device {
-            kind: "osc",
-            name: device_name(fsname, target.index(), node),
-        })
-        .collect();
-    register_devices(tree, &devices)?;
-    for (target, device) in osc.targets().iter().zip(&devices) {
-        let name = |leaf: &str| format!("osc.{}.{leaf}", device.name);
-        // The getters hold a `Weak`: a registered parameter does not keep the table alive.
-        let (read, clear) = (Arc::downgrade(target), Arc::downgrade(target));
-        tree.register(
-            &name("stats"),
-            Param::read_write(
-                move || {
-                    read.upgrade()
-                        .map(|t| counters::stats_text(&t.counters(), SystemTime::now()))
-                        .unwrap_or_default()
-                },
-                move |_| {
-                    let target = clear.upgrade().ok_or("the node has stopped")?;
-                    target.clear_stats(SystemTime::now());
-                    Ok(())
-                },
-            ),
-        )?;
-        let (read, clear) = (Arc::downgrade(target), Arc::downgrade(target));
-        tree.register(
-            &name("rpc_stats"),
-            Param::read_write(
-                move || {
-                    read.upgrade()
-                        .map(|t| {
-                            counters::rpc_stats_text(
-                                &t.counters(),
-                                t.under_way(),
-                                SystemTime::now(),
-                            )
-                        })
-                        .unwrap_or_default()
-                },
-                move |_| {
-                    clear
-                        .upgrade()
-                        .ok_or("the node has stopped")?
-                        .clear_rpc_stats();
-                    Ok(())
-                },
-            ),
-        )?;
+    let (table, devices_fsname, devices_node) =
+        (Arc::downgrade(osc), fsname.clone(), node.to_owned());
+    tree.register(
+        DEVICES_PARAM,
+        Param::read_only(move || {
+            let Some(table) = table.upgrade() else {
+                return String::new();
+            };
+            let devices: Vec<Device> = table
+                .known_targets()
+                .iter()
+                .map(|&target| Device {
+                    kind: "osc",
+                    name: device_name(&devices_fsname, target, &devices_node),
+                })
+                .collect();
+            devices_text(&devices)
+        }),
+    )?;
+    for target in osc.targets() {
+        register_row(&target, tree, fsname, node)?;
     }
+    let (tree, fsname, node) = (tree.clone(), fsname.clone(), node.to_owned());
+    osc.on_new_row(move |target| {
+        // Two parameters of a new name on the node's own tree: nothing else registers them.
+        if let Err(error) = register_row(target, &tree, &fsname, &node) {
+            tracing::warn!(%error, target = target.index(), "osc parameters not registered");
+        }
+    });
     Ok(())
+}
+
+/// Hangs one row's `stats` and `rpc_stats` on `tree`.
+fn register_row(
+    target: &Arc<TargetStats>,
+    tree: &ParamTree,
+    fsname: &FsName,
+    node: &str,
+) -> Result<(), AdminError> {
+    let device = device_name(fsname, target.index(), node);
+    let name = |leaf: &str| format!("osc.{device}.{leaf}");
+    // The getters hold a `Weak`: a registered parameter does not keep the table alive.
+    let (read, clear) = (Arc::downgrade(target), Arc::downgrade(target));
+    tree.register(
+        &name("stats"),
+        Param::read_write(
+            move || {
+                read.upgrade()
+                    .map(|t| counters::stats_text(&t.counters(), SystemTime::now()))
+                    .unwrap_or_default()
+            },
+            move |_| {
+                let target = clear.upgrade().ok_or("the node has stopped")?;
+                target.clear_stats(SystemTime::now());
+                Ok(())
+            },
+        ),
+    )?;
+    let (read, clear) = (Arc::downgrade(target), Arc::downgrade(target));
+    tree.register(
+        &name("rpc_stats"),
+        Param::read_write(
+            move || {
+                read.upgrade()
+                    .map(|t| {
+                        counters::rpc_stats_text(&t.counters(), t.under_way(), SystemTime::now())
+                    })
+                    .unwrap_or_default()
+            },
+            move |_| {
+                clear
+                    .upgrade()
+                    .ok_or("the node has stopped")?
+                    .clear_rpc_stats();
+                Ok(())
+            },
+        ),
+    )
 }

@@ -342,3 +342,47 @@ async fn a_client_nodes_uncommitted_writes_rise_with_async_writes_and_fall_at_co
     assert_eq!(uncommitted_on_metrics(c0), 0);
     running.stop().await.unwrap();
 }
+
+/// A file system of 72 targets on 18 servers (more than `EAGER_ROWS_MAX` and
+/// `EAGER_SERVERS_MAX`): a client node lists an osc device for every target, but makes a row
+/// (and its files) only for the target it writes, which its client alone connected to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_file_systems_osc_rows_are_made_for_the_targets_used() {
+    use iopath_ost_client::stats::EAGER_ROWS_MAX;
+    let text = STACK
+        .replace("stripe_count = 2", "stripe_count = 1")
+        .replace(
+            "name = \"oss\"\nrole = \"oss\"\nnids = { o2ib0 = 10 }\ntargets = 2",
+            "name = \"oss\"\nrole = \"oss\"\ncount = 18\nnids = { o2ib0 = 10 }\ntargets = 4",
+        );
+    let running = start(&text, "test-osc-lazy").await;
+    assert!(running.stack().targets().len() > EAGER_ROWS_MAX);
+    let c0 = client_node(&running);
+    let tree = &c0.tree;
+    assert!(tree.get("osc.*.*").is_err(), "no row before any I/O");
+    let devices = &values(tree, "devices")[0].1;
+    assert_eq!(
+        devices.lines().count(),
+        72,
+        "lctl dl lists every osc device"
+    );
+
+    let client = iopath_client::Client::connect(client_config(running.stack(), c0))
+        .await
+        .unwrap();
+    let file = client.create("/one", StripeRequest::INHERIT).await.unwrap();
+    let target = file.layout().objects()[0].target;
+    let data = Bytes::from(vec![5u8; 64 << 10]);
+    file.write_at(0, data.clone()).await.unwrap();
+    assert_eq!(file.read_at(0, data.len() as u64).await.unwrap(), data);
+    file.close().await.unwrap();
+    let stats = values(tree, "osc.*.stats");
+    assert_eq!(stats.len(), 1, "one row: {stats:?}");
+    assert!(
+        stats[0].0.contains(&format!("OST{target:04x}")),
+        "the row is the written target's: {}",
+        stats[0].0
+    );
+    client.close().await.unwrap();
+    running.stop().await.unwrap();
+}

@@ -35,7 +35,15 @@ pub struct DiskBaseline {
     pub read_mib_s: f64,
     /// The engine's name (`io_uring`, or `psync` where io_uring is refused).
     pub engine: String,
+    /// Files written: one per writer, up to [`DISK_FILES_MAX`].
+    pub files: usize,
 }
+
+/// Most files the disk baseline writes at once, each with two descriptors open (buffered and
+/// O_DIRECT): past it, the writers share the files, each writing its own contiguous part, so
+/// a run of 18,688 tasks stays inside a usual open-file limit. The bytes, the requests and the
+/// writers stay the test's.
+pub const DISK_FILES_MAX: usize = 4096;
 
 /// Measures the raw disk in a fresh directory inside `dir` with iopath's raw writer:
 /// `writers` files of `bytes_per_writer` (whole requests), `request_bytes` per call, each
@@ -51,11 +59,15 @@ pub async fn disk(
         what: "disk",
         why: e.to_string(),
     };
+    let per_writer = (bytes_per_writer / request_bytes).max(1);
+    let files = (writers as usize).clamp(1, DISK_FILES_MAX);
     let requests = Requests {
-        files: writers as usize,
+        files,
         writers: writers as usize,
         request_bytes,
-        requests_per_file: (bytes_per_writer / request_bytes).max(1),
+        // Every writer's requests, over fewer files when there are more writers than files
+        // (a few requests more in all when they do not divide evenly).
+        requests_per_file: (per_writer * u64::from(writers)).div_ceil(files as u64),
     };
     // The bytes are real and written for real: each task's pattern, as its IOR task writes.
     let fill = |buffer: &mut [u8], writer: usize| {
@@ -77,6 +89,7 @@ pub async fn disk(
         write_mib_s: written.mib_s(),
         read_mib_s,
         engine,
+        files,
     })
 }
 

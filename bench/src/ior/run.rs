@@ -300,10 +300,18 @@ async fn baselines(
         disk_write_each_mib_s: vec![disk.write_mib_s],
         disk_read_each_mib_s: vec![disk.read_mib_s],
         disk_how: format!(
-            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer, O_DIRECT, fdatasync at the end; best of before and after the test{}",
+            "iopath's raw {} writer: {tasks} writers x {} in {} requests, each from its own buffer{}, O_DIRECT, fdatasync at the end; best of before and after the test{}",
             disk.engine,
             report::human_base_two(bytes_per_task),
             report::human_base_two(t),
+            if disk.files < tasks as usize {
+                format!(
+                    ", into {} files (a file per writer would pass the open-file limit)",
+                    disk.files
+                )
+            } else {
+                String::new()
+            },
             if running.mode() == Mode::Attached {
                 "; on this host, where the clients run: the storage servers' disks are on their own hosts"
             } else {

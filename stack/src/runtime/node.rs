@@ -335,6 +335,33 @@ impl RunningNode {
 /// The longest a stopping fyod waits for its storage servers to commit and forget it.
 const FYOD_DISCONNECT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The share of this process's open-file limit the targets' object files may use together;
+/// the rest is for journals, directories, sockets and the benchmarks' own files.
+const OBJECT_FILES_SHARE: u64 = 2;
+
+/// Object files one target keeps open, when `targets` targets may share this process (every
+/// target of an embedded stack does): the storage server's default, or less, so that two
+/// descriptors per open object over every target stay within half the open-file limit. A
+/// stack of 672 targets under a limit of 20,000 keeps 7 open per target; the others are
+/// reopened when used.
+fn open_objects_per_target(targets: usize) -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        1024
+    };
+    let budget = soft / OBJECT_FILES_SHARE / 2 / targets.max(1) as u64;
+    (budget as usize).clamp(
+        1,
+        iopath_storage_server::ost::config::OPEN_OBJECTS_MAX_DEFAULT,
+    )
+}
+
 /// Peers beyond the stack's own nodes that a node makes room for: guests (`iopath mount`, a
 /// benchmark's tasks on an attached stack) join as client nodes of their own.
 const GUEST_PEERS_MAX: usize = 1024;
@@ -439,6 +466,7 @@ async fn start_role(
             let mut template = OstConfig::new(0, storage);
             template.sync_journal = oss.sync_journal;
             template.commit_interval_ms = oss.commit_interval_ms;
+            template.open_objects_max = open_objects_per_target(stack.targets().len());
             let targets = OssConfig {
                 root: storage.to_path_buf(),
                 targets: stack.target_indices(index),
