@@ -242,11 +242,15 @@ fn a_routed_spider_runs_across_namespace_hosts_and_reads_back_every_byte() {
         ior.contains("attached: server nodes launched on their hosts"),
         "{ior}"
     );
-    // Both routers carried the traffic (round-robin), each at least a quarter of it.
+    // Both routers carried the traffic, each at least a sixth of it. Not half each: LNet's
+    // choice (fewest bytes outstanding, then the least recently used) takes a writer's small
+    // request and its bulk in turn among the routers, so the bulk lands unevenly while they
+    // keep up (`bench routing` measures the busiest at 1.4-1.6x its share; one CI run here
+    // saw 23% on one router).
     for (r, before) in ["rtr0", "rtr1"].iter().zip(before) {
         let carried = received(&cluster, file, r) - before;
         assert!(
-            carried > (2 * 64) << 20 >> 2,
+            carried > ((2 * 64) << 20) / 6,
             "{r} received {carried} bytes"
         );
     }
