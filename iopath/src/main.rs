@@ -68,39 +68,6 @@ async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
         // by grep and editors, where escape codes are noise.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    raise_open_file_limit();
+    iopath_stack::runtime::open_files::raise_open_file_limit();
     cmd::run(cli).await
-}
-
-/// Raises the limit on open descriptors, as servers do: an embedded stack of thousands of
-/// nodes holds two descriptors per object in use (and a socket per connection with
-/// `--processes`), and a usual soft limit of 1,024 is far below what the machine allows. The
-/// soft limit goes to the hard one; where the process may (root, CAP_SYS_RESOURCE), both go
-/// to the kernel's most (`fs.nr_open`) first.
-fn raise_open_file_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return;
-        }
-        let most = std::fs::read_to_string("/proc/sys/fs/nr_open")
-            .ok()
-            .and_then(|text| text.trim().parse::<libc::rlim_t>().ok())
-            .unwrap_or(limit.rlim_max);
-        let raised = libc::rlimit {
-            rlim_cur: most.max(limit.rlim_max),
-            rlim_max: most.max(limit.rlim_max),
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 || limit.rlim_cur >= limit.rlim_max {
-            return;
-        }
-        limit.rlim_cur = limit.rlim_max;
-        // A refusal leaves the limit as it was; a run that outgrows it says so where it
-        // fails, with the remedy (see `one_line`).
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-    }
 }

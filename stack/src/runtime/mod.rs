@@ -11,6 +11,7 @@
 pub mod embedded;
 pub mod fyod;
 pub mod node;
+pub mod open_files;
 pub mod processes;
 pub mod storage;
 

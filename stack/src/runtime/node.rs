@@ -345,16 +345,7 @@ const OBJECT_FILES_SHARE: u64 = 2;
 /// stack of 672 targets under a limit of 20,000 keeps 7 open per target; the others are
 /// reopened when used.
 fn open_objects_per_target(targets: usize) -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit only writes the struct passed.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-        limit.rlim_cur
-    } else {
-        1024
-    };
+    let soft = super::open_files::open_file_limit().unwrap_or(1024);
     let budget = soft / OBJECT_FILES_SHARE / 2 / targets.max(1) as u64;
     (budget as usize).clamp(
         1,

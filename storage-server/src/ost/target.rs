@@ -372,16 +372,21 @@ impl Ost {
         if let Some(file) = self.lock_open_files().get(object) {
             return Ok(file);
         }
-        let path = self.object_path(object);
-        let file = EngineFile::open_async(
-            path.clone(),
-            FileRole::Data,
-            OpenMode::Existing,
-            self.config.direct_io,
-        )
-        .await
-        .map_err(|e| StorageError::io("open object", &path, e))?;
+        let file = self.open_object(object, OpenMode::Existing).await?;
         Ok(self.lock_open_files().insert(object, file))
+    }
+
+    /// Opens `object`'s file (creating it, with [`OpenMode::CreateNew`]), with the target's
+    /// O_DIRECT setting.
+    async fn open_object(&self, object: ObjectId, mode: OpenMode) -> Result<Arc<EngineFile>> {
+        let path = self.object_path(object);
+        let action = match mode {
+            OpenMode::CreateNew => "create object",
+            _ => "open object",
+        };
+        EngineFile::open_async(path.clone(), FileRole::Data, mode, self.config.direct_io)
+            .await
+            .map_err(|e| StorageError::io(action, &path, e))
     }
 
     fn lock_open_files(&self) -> std::sync::MutexGuard<'_, OpenFiles> {
@@ -483,15 +488,7 @@ impl Ost {
             Reserved { ost: self, object }
         };
         // The file first, with its directory entry made durable; the record second.
-        let path = self.object_path(object);
-        let file = EngineFile::open_async(
-            path.clone(),
-            FileRole::Data,
-            OpenMode::CreateNew,
-            self.config.direct_io,
-        )
-        .await
-        .map_err(|e| StorageError::io("create object", &path, e))?;
+        let file = self.open_object(object, OpenMode::CreateNew).await?;
         let dir = self.config.objects_dir();
         self.dir_sync
             .sync(&dir)
