@@ -65,7 +65,112 @@ pub enum LctlCommand {
         #[arg(required = true, value_name = "PATTERN")]
         patterns: Vec<String>,
     },
+    /// LNet's drop rule: lose one in every RATE messages this node sends from SRC to DST.
+    #[command(name = "net_drop_add")]
+    NetDropAdd {
+        /// The messages' rule, by source and destination.
+        #[command(flatten)]
+        rule: NetRuleArgs,
+    },
+    /// Remove the drop rule from SRC to DST, or every drop rule with -a.
+    #[command(name = "net_drop_del")]
+    NetDropDel {
+        /// Which rule.
+        #[command(flatten)]
+        which: NetRuleWhich,
+    },
+    /// The node's drop rules, with the messages each saw and dropped.
+    #[command(name = "net_drop_list")]
+    NetDropList,
+    /// LNet's delay rule: hold one in every RATE messages from SRC to DST for LATENCY.
+    #[command(name = "net_delay_add")]
+    NetDelayAdd {
+        /// The messages' rule, by source and destination.
+        #[command(flatten)]
+        rule: NetRuleArgs,
+        /// How long each chosen message is held: `500ms`, `2s`.
+        #[arg(short = 'l', long)]
+        latency: String,
+    },
+    /// Remove the delay rule from SRC to DST, or every delay rule with -a.
+    #[command(name = "net_delay_del")]
+    NetDelayDel {
+        /// Which rule.
+        #[command(flatten)]
+        which: NetRuleWhich,
+    },
+    /// The node's delay rules, with the messages each saw and delayed.
+    #[command(name = "net_delay_list")]
+    NetDelayList,
 }
+
+/// A network rule's messages: `-s SRC -d DST -r RATE`, as LNet's `lctl net_drop_add` takes.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct NetRuleArgs {
+    /// Source: a NID, `*@NET` or `*`.
+    #[arg(short = 's', long)]
+    source: String,
+    /// Destination: a NID, `*@NET` or `*`.
+    #[arg(short = 'd', long)]
+    dest: String,
+    /// One message in every RATE (1 for all).
+    #[arg(short = 'r', long)]
+    rate: u64,
+}
+
+/// Which network rule to remove.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct NetRuleWhich {
+    /// Source of the rule.
+    #[arg(short = 's', long, requires = "dest", required_unless_present = "all")]
+    source: Option<String>,
+    /// Destination of the rule.
+    #[arg(short = 'd', long, requires = "source")]
+    dest: Option<String>,
+    /// Every rule of the kind.
+    #[arg(short = 'a', long, conflicts_with_all = ["source", "dest"])]
+    all: bool,
+}
+
+impl NetRuleWhich {
+    fn command(&self) -> String {
+        match (&self.source, &self.dest) {
+            (Some(source), Some(dest)) if !self.all => format!("del {source} {dest}"),
+            _ => "clear".to_owned(),
+        }
+    }
+}
+
+/// What a network-rule subcommand does to its parameter (`net_drop` or `net_delay`).
+enum NetRuleOp {
+    /// Writes this command.
+    Set(&'static str, String),
+    /// Lists the rules.
+    List(&'static str),
+}
+
+impl LctlCommand {
+    fn net_rule_op(&self) -> Option<NetRuleOp> {
+        let add =
+            |rule: &NetRuleArgs| format!("add {} {} rate={}", rule.source, rule.dest, rule.rate);
+        Some(match self {
+            LctlCommand::NetDropAdd { rule } => NetRuleOp::Set(NET_DROP_PARAM, add(rule)),
+            LctlCommand::NetDropDel { which } => NetRuleOp::Set(NET_DROP_PARAM, which.command()),
+            LctlCommand::NetDropList => NetRuleOp::List(NET_DROP_PARAM),
+            LctlCommand::NetDelayAdd { rule, latency } => {
+                NetRuleOp::Set(NET_DELAY_PARAM, format!("{} latency={latency}", add(rule)))
+            }
+            LctlCommand::NetDelayDel { which } => NetRuleOp::Set(NET_DELAY_PARAM, which.command()),
+            LctlCommand::NetDelayList => NetRuleOp::List(NET_DELAY_PARAM),
+            _ => return None,
+        })
+    }
+}
+
+/// The parameter a node's drop rules are written to and read from.
+pub const NET_DROP_PARAM: &str = "net_drop";
+/// The parameter a node's delay rules are written to and read from.
+pub const NET_DELAY_PARAM: &str = "net_delay";
 
 /// Runs `cmd` against the admin service at `admin_addr` and prints the result on stdout.
 ///
@@ -132,6 +237,18 @@ pub async fn execute(
                 }
             }
         }
+        rule => match rule.net_rule_op() {
+            Some(NetRuleOp::Set(param, command)) => {
+                if let Err(err) = client.set_param(param, &command).await {
+                    failures.push(format!("{param} {command:?}: {err}"));
+                }
+            }
+            Some(NetRuleOp::List(param)) => match client.get_param(param).await {
+                Ok(values) => print_values(out, &values, true, false),
+                Err(err) => failures.push(format!("{param}: {err}")),
+            },
+            None => unreachable!("every other subcommand is matched above"),
+        },
     }
     if failures.is_empty() {
         return Ok(());

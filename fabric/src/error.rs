@@ -133,6 +133,14 @@ pub enum FabricError {
         /// Its explanation.
         message: String,
     },
+    /// An operator's fail point failed the step (see [`crate::fail`]).
+    #[error("fail point {site} returned errno {code}")]
+    Injected {
+        /// The site's name.
+        site: &'static str,
+        /// The errno it returned.
+        code: u32,
+    },
     /// The node is shutting down.
     #[error("node is shutting down")]
     ShuttingDown,
@@ -186,7 +194,7 @@ impl FabricError {
             FabricError::Timeout { .. } => ETIMEDOUT,
             FabricError::ShuttingDown => ESHUTDOWN,
             FabricError::Io(_) => EIO,
-            FabricError::Remote { code, .. } => *code,
+            FabricError::Remote { code, .. } | FabricError::Injected { code, .. } => *code,
         }
     }
 }

@@ -122,6 +122,11 @@ pub struct Header {
 pub const FLAG_CRC32C: u8 = 1;
 
 impl Header {
+    /// Whether the frame carries bulk bytes: a pull's REPLY or a pushed chunk.
+    pub fn is_bulk(&self) -> bool {
+        self.kind == Kind::Reply || (self.kind == Kind::Put && self.portal == BULK_PORTAL)
+    }
+
     /// A header of `kind` from `source` to `target` with every other field zero.
     pub fn new(kind: Kind, source: Nid, target: Nid) -> Header {
         Header {

@@ -28,6 +28,8 @@
 //! - [`routing`]: the pure routing-table core: best alive class, then the gateway with the
 //!   fewest bytes outstanding, then round-robin, as LNet chooses.
 //! - [`fault`]: the seeded fault hook (drop, delay, corrupt) tests install.
+//! - [`fail`]: fail points an operator arms at run time (`fail_loc`), and LNet-style drop
+//!   and delay rules by source and destination NID.
 //! - [`lnd`]: transports behind one trait — in-memory and TCP — and what the node grants a
 //!   message before its payload is read.
 //! - [`region`]: memory registered for bulk, which descriptors name.
@@ -54,6 +56,7 @@ pub mod checksum;
 pub mod credits;
 pub mod descriptor;
 pub mod error;
+pub mod fail;
 pub mod fault;
 pub mod frame;
 pub mod gate;

@@ -15,6 +15,7 @@ use bytes::BytesMut;
 use tokio::sync::oneshot;
 
 use crate::error::FabricError;
+use crate::fail::{FailPoints, Injected, NetFate, Site};
 use crate::fault::{Fault, FaultHook};
 use crate::frame::Message;
 use crate::gate::{CreditGate, CreditSnapshot};
@@ -61,6 +62,8 @@ pub struct Ni {
     peers_max: usize,
     peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
     fault: Option<Arc<dyn FaultHook>>,
+    /// The node's fail points (`bulk.send`) and network rules, consulted on every send.
+    fail: Arc<FailPoints>,
     /// The modeled wire, if the network has a model.
     wire: Option<Wire>,
     /// Traffic counters.
@@ -115,6 +118,7 @@ impl Ni {
         lnd: Arc<dyn Lnd>,
         credits: NiCredits,
         fault: Option<Arc<dyn FaultHook>>,
+        fail: Arc<FailPoints>,
         wire: Option<WireModel>,
     ) -> Ni {
         Ni {
@@ -129,6 +133,7 @@ impl Ni {
             peers_max: credits.peers_max,
             peers: Mutex::new(HashMap::new()),
             fault,
+            fail,
             counters: NiCounters::default(),
         }
     }
@@ -181,7 +186,7 @@ impl Ni {
             .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
         let fault = match &self.fault {
             Some(hook) => hook.on_send(&message.header, message.payload.len()),
-            None => Fault::None,
+            None => self.operator_fault(&message),
         };
         match fault {
             Fault::None => self.transmit(next_hop, message, ticket),
@@ -209,6 +214,28 @@ impl Ni {
             }
         }
         Ok(taken)
+    }
+
+    /// What the operator's network rules and the `bulk.send` fail point do to `message`.
+    fn operator_fault(&self, message: &Message) -> Fault {
+        match self.fail.net().fate(&message.header) {
+            NetFate::Pass => {}
+            NetFate::Drop => return Fault::Drop,
+            NetFate::Delay(delay) => return Fault::Delay(delay),
+        }
+        if !message.header.is_bulk() || message.payload.is_empty() {
+            return Fault::None;
+        }
+        match self.fail.pass_now(Site::BulkSend) {
+            Ok(None) => Fault::None,
+            Ok(Some(delay)) => Fault::Delay(delay),
+            Err(Injected::Drop) => Fault::Drop,
+            Err(Injected::Corrupt) => Fault::Corrupt {
+                byte: message.payload.len() / 2,
+            },
+            // `bulk.send` takes no errno (refused when armed).
+            Err(Injected::Errno(_)) => Fault::None,
+        }
     }
 
     /// Hands `message` to the LND, over the modeled wire if there is one.

@@ -20,6 +20,7 @@ use tracing::{debug, warn};
 use crate::aligned::SizedPools;
 use crate::checksum::ChecksumKind;
 use crate::error::{FabricError, NO_SERVICE, encode_error_body};
+use crate::fail::{FailPoints, Injected, Site};
 use crate::fault::FaultHook;
 use crate::frame::{
     BULK_PORTAL, FIRST_SERVICE_PORTAL, FLAG_CRC32C, Header, Kind, Message, PING_PORTAL,
@@ -177,6 +178,8 @@ pub(crate) struct NodeInner {
     pub(crate) stopped: AtomicBool,
     /// What it did with traced frames (see [`crate::trace`]).
     pub(crate) trace: TraceLog,
+    /// Its fail points and network fault rules, armed at run time (see [`crate::fail`]).
+    pub(crate) fail: Arc<FailPoints>,
     /// A router's ping reply body and when it was made: the interfaces it has lost change
     /// seldom, and every node routing through it asks each ping interval.
     ping_body: Mutex<Option<(tokio::time::Instant, Bytes)>>,
@@ -206,6 +209,7 @@ impl Node {
             (Interface::Mem { nid, .. }, None) | (Interface::Tcp { nid }, None) => *nid,
         };
         let limits = config.limits.clone();
+        let fail = FailPoints::new();
         let inner = Arc::new_cyclic(|me| NodeInner {
             nid,
             regions: Regions::new(nid, &limits),
@@ -234,6 +238,7 @@ impl Node {
             epoch: tokio::time::Instant::now(),
             stopped: AtomicBool::new(false),
             trace: TraceLog::new(nid),
+            fail: Arc::clone(&fail),
             ping_body: Mutex::new(None),
             limits,
             nis: OnceLock::new(),
@@ -293,6 +298,7 @@ impl Node {
                 lnd,
                 credits,
                 config.fault.clone(),
+                Arc::clone(&fail),
                 wire,
             )));
         }
@@ -358,6 +364,12 @@ impl Node {
             .gateways()
             .map(|(nid, g)| (*nid, g.messages))
             .collect()
+    }
+
+    /// Its fail points and network fault rules: where an operator's `fail_loc` lands, and
+    /// what each site on this node's path asks as it passes.
+    pub fn fail_points(&self) -> &Arc<FailPoints> {
+        &self.inner.fail
     }
 
     /// What this node did with traced frames, and where the layers above record theirs.
@@ -908,10 +920,23 @@ impl NodeInner {
         // On a task of its own, so the connection the message came on is read again at once
         // while this one is checked and sent on.
         tokio::spawn(async move {
+            let mut message = message;
+            match node.fail.pass(Site::RouterForward).await {
+                Ok(()) => {}
+                Err(Injected::Corrupt) if !message.payload.is_empty() => {
+                    let mut payload = bytes::BytesMut::from(&message.payload[..]);
+                    let middle = payload.len() / 2;
+                    payload[middle] ^= 0x5A;
+                    message.payload = payload.freeze();
+                }
+                Err(injected) => {
+                    // Lost in the router: its sender's timeout and resend see to it.
+                    debug!(target = %message.header.target, "{}", injected.message(Site::RouterForward));
+                    return;
+                }
+            }
             let header = &message.header;
-            let is_bulk = header.kind == Kind::Reply
-                || (header.kind == Kind::Put && header.portal == BULK_PORTAL);
-            if is_bulk && !message.payload.is_empty() {
+            if header.is_bulk() && !message.payload.is_empty() {
                 // Spider's routers spent their time here: every bulk chunk checked in passing.
                 let actual = kind_of(header.flags).compute(&message.payload);
                 if actual != header.checksum {

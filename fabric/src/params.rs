@@ -88,6 +88,53 @@ pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), Admin
                 .unwrap_or_default()
         }),
     )?;
+    register_faults(node, tree, &name)
+}
+
+/// `fail_loc` (arm, read and clear fail points), `fail_sites` (what each site can do),
+/// `fail_injected` (faults injected so far), and `net_drop`/`net_delay` (LNet's drop and
+/// delay rules; `iopath lctl net_drop_add` and friends write them). See [`crate::fail`].
+fn register_faults(
+    node: &Node,
+    tree: &ParamTree,
+    name: &dyn Fn(&str) -> String,
+) -> Result<(), AdminError> {
+    let fail = std::sync::Arc::clone(node.fail_points());
+    let (reader, writer) = (std::sync::Arc::clone(&fail), std::sync::Arc::clone(&fail));
+    tree.register(
+        &name("fail_loc"),
+        Param::read_write(
+            move || reader.fail_loc(),
+            move |value: &str| writer.set_fail_loc(value),
+        ),
+    )?;
+    tree.register(
+        &name("fail_sites"),
+        Param::read_only(|| {
+            crate::fail::Site::ALL
+                .iter()
+                .map(|site| format!("{site}: {}\n", site.actions().join(", ")))
+                .collect()
+        }),
+    )?;
+    let injected = std::sync::Arc::clone(&fail);
+    tree.register(
+        &name("fail_injected"),
+        Param::read_only(move || injected.injected().to_string()),
+    )?;
+    for (leaf, kind) in [
+        ("net_drop", crate::fail::NetKind::Drop),
+        ("net_delay", crate::fail::NetKind::Delay),
+    ] {
+        let (reader, writer) = (std::sync::Arc::clone(&fail), std::sync::Arc::clone(&fail));
+        tree.register(
+            &name(leaf),
+            Param::read_write(
+                move || reader.net().list(kind),
+                move |command: &str| writer.net().command(kind, command),
+            ),
+        )?;
+    }
     Ok(())
 }
 

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use iopath_fabric::fail::{FailPoints, Injected, Site};
+use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
-use iopath_fabric::{Nid, Node};
+use iopath_fabric::{FabricError, Nid, Node};
 use iopath_proto::mds as pb;
 use prost::Message;
 use tracing::{Instrument as _, debug, debug_span};
@@ -124,13 +126,18 @@ pub struct MdsService {
     store: Arc<MdsStore>,
     targets: Vec<MdsTarget>,
     fsname: FsName,
+    /// The serving node's fail points (`mds.after_log`).
+    fail: Arc<FailPoints>,
 }
 
 impl MdsService {
     /// Opens (or creates) the namespace in `config.dir`, replaying its log, and serves it on
     /// `node` at [`MDS_PORTAL`].
     pub async fn start(node: &Node, config: MdsConfig) -> Result<Arc<MdsService>> {
-        let service = Arc::new(MdsService::open(config).await?);
+        let service = Arc::new(MdsService {
+            fail: Arc::clone(node.fail_points()),
+            ..MdsService::open(config).await?
+        });
         node.register_service(MDS_PORTAL, service.clone())?;
         Ok(service)
     }
@@ -149,6 +156,7 @@ impl MdsService {
             store: Arc::new(store),
             targets: config.targets,
             fsname: config.fsname,
+            fail: FailPoints::new(),
         })
     }
 
@@ -308,11 +316,26 @@ impl MdsService {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        tokio::task::spawn_blocking(move || store.execute(&op, now_ns))
+        let outcome = tokio::task::spawn_blocking(move || store.execute(&op, now_ns))
             .await
             .map_err(|e| MdsError::Failed {
                 why: format!("the change stopped: {e}"),
-            })?
+            })??;
+        // Durable in the log; its reply may yet stall, fail or be lost.
+        self.fail
+            .pass(Site::MdsAfterLog)
+            .await
+            .map_err(|injected| {
+                let code = match injected {
+                    Injected::Errno(code) => code,
+                    Injected::Drop | Injected::Corrupt => errno::EIO,
+                };
+                MdsError::Fabric(FabricError::Injected {
+                    site: Site::MdsAfterLog.name(),
+                    code,
+                })
+            })?;
+        Ok(outcome)
     }
 }
 

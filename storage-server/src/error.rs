@@ -102,6 +102,16 @@ pub enum StorageError {
         /// Why it stopped (the first failure).
         reason: String,
     },
+    /// An operator's fail point failed the step (see `iopath_fabric::fail`).
+    #[error("OST{target:04x}: fail point {site} returned errno {code}")]
+    Injected {
+        /// Target index.
+        target: u32,
+        /// The site's name.
+        site: &'static str,
+        /// The errno it returned.
+        code: u32,
+    },
     /// A configuration value is out of range.
     #[error("invalid configuration: {reason}")]
     InvalidConfig {

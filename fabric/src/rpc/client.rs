@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use tracing::debug;
 
 use crate::error::{FabricError, decode_error_body};
+use crate::fail::{Injected, Site};
 use crate::frame::{Kind, Message, status};
 use crate::nid::Nid;
 use crate::node::{Node, NodeInner};
@@ -90,10 +91,22 @@ impl Node {
             header.cookie = oldest_pending;
             let (sent_tx, sent_rx) = oneshot::channel();
             sends += 1;
-            // Waits here for credits when the interface or the peer is saturated.
-            inner
-                .send(Message::new(header, body.clone()), Some(sent_tx))
-                .await?;
+            match inner.fail.pass(Site::ClientSend).await {
+                Err(Injected::Errno(code)) => {
+                    return Err(FabricError::Injected {
+                        site: Site::ClientSend.name(),
+                        code,
+                    });
+                }
+                // Lost on the way out: no send, so the wait below ends at the timeout.
+                Err(Injected::Drop) => drop(sent_tx),
+                // Waits here for credits when the interface or the peer is saturated.
+                Ok(()) | Err(Injected::Corrupt) => {
+                    inner
+                        .send(Message::new(header, body.clone()), Some(sent_tx))
+                        .await?;
+                }
+            }
             let outcome = tokio::time::timeout(timeout, async {
                 // A send that fails (peer down) ends the wait at once, not at the timeout.
                 if let Ok(Err(error)) = sent_rx.await {

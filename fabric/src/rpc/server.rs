@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use tracing::{Instrument, debug, info_span};
 
 use crate::error::{FabricError, encode_error_body};
+use crate::fail;
 use crate::frame::{Message, status};
 use crate::node::{Node, NodeInner, PortalHandler};
 use crate::reply_cache::{Admission, SavedReply};
@@ -98,7 +99,10 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
                 .trace_log()
                 .record(id, Step::new("rpc", "handle", what));
         }
-        let (code, body) = match service.handle(request).await {
+        // A fail point at one of the service's sites may lose the reply; the request stays
+        // executed, so its resend is answered from the saved reply.
+        let (handled, reply_lost) = fail::serving(service.handle(request)).await;
+        let (code, body) = match handled {
             Ok(body) => (status::OK, body),
             Err(error) => {
                 debug!(code = error.code, "request failed: {}", error.message);
@@ -129,7 +133,11 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
         // Admission to reply, as the histogram says; counted once the reply is on its way,
         // off the reply's path (a scrape may see a reply's operation a moment late).
         let latency = started.elapsed();
-        inner.send_reply(&header, code, body);
+        if reply_lost {
+            debug!(%client, xid, "a fail point lost this reply");
+        } else {
+            inner.send_reply(&header, code, body);
+        }
         inner.rpc_stats.record(Executed {
             portal,
             opcode,

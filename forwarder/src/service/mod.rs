@@ -28,6 +28,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use iopath_fabric::FabricError;
+use iopath_fabric::fail::{Injected, Site};
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
@@ -582,6 +584,7 @@ impl FyodService {
                 kind_ok?;
                 // Checked inside the call, so a refused call still takes its place in order.
                 let buffer = self.buffer(op.buffer)?;
+                fail_point(&self.node, Site::FyodForward).await?;
                 let in_flight = self.config.limits.pfs_pieces_in_flight_max as usize;
                 let (backend, node, offset) = (&self.backend, &self.node, op.offset);
                 self.with_token(file, |token| async move {
@@ -666,11 +669,28 @@ impl Service for FyodService {
 
     fn handle(self: Arc<Self>, request: Request) -> Reply {
         Box::pin(async move {
-            self.handle_request(request)
-                .await
-                .map_err(ServiceError::from)
+            let node = request.node.clone();
+            let reply = self.handle_request(request).await;
+            // The call is done; its reply may yet stall, fail or be lost.
+            fail_point(&node, Site::FyodReply).await?;
+            reply.map_err(ServiceError::from)
         })
     }
+}
+
+/// Passes the fyod's fail point `site`: an errno fails the call with it (a drop loses the
+/// reply, a delay stalls, an abort ends the process: see `iopath_fabric::fail`).
+async fn fail_point(node: &Node, site: Site) -> Result<()> {
+    node.fail_points().pass(site).await.map_err(|injected| {
+        let code = match injected {
+            Injected::Errno(code) => code,
+            Injected::Drop | Injected::Corrupt => iopath_fabric::frame::status::errno::EIO,
+        };
+        ForwarderError::Fabric(FabricError::Injected {
+            site: site.name(),
+            code,
+        })
+    })
 }
 
 fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M> {

@@ -17,6 +17,7 @@ use crate::ids::Transno;
 use crate::stop::StopFlag;
 use bytes::Bytes;
 use iopath_admin::metrics::HistogramSample;
+use iopath_fabric::fail::{FailPoints, Site};
 use iopath_fabric::histogram::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -83,6 +84,8 @@ pub(crate) struct JournalSetup {
     /// Journal size that triggers a checkpoint.
     pub(crate) checkpoint_bytes: u64,
     pub(crate) stop: Arc<StopFlag>,
+    /// The node's fail points: `oss.before_commit` and `oss.after_commit` are in the commit.
+    pub(crate) fail: Arc<FailPoints>,
 }
 
 enum Request {
@@ -578,6 +581,7 @@ impl JournalTask {
             bytes,
             sync_files,
             checkpoint: checkpoint.map(|bytes| (bytes, self.setup.checkpoint_path.clone())),
+            fail: Arc::clone(&self.setup.fail),
         })));
     }
 
@@ -621,6 +625,16 @@ struct CommitJob {
     sync_files: Vec<Arc<EngineFile>>,
     /// Checkpoint bytes and path, when this commit also checkpoints.
     checkpoint: Option<(Vec<u8>, PathBuf)>,
+    /// Where `oss.before_commit` and `oss.after_commit` are asked.
+    fail: Arc<FailPoints>,
+}
+
+/// A commit's fail point: a delay stalls it, an abort kills the process, an errno fails the
+/// commit (and so stops the target, as a journal I/O error does).
+async fn commit_fail_point(fail: &FailPoints, site: Site) -> std::result::Result<(), String> {
+    fail.pass(site)
+        .await
+        .map_err(|injected| injected.message(site))
 }
 
 /// Commits one group. Errors are strings: whatever failed, the target stops.
@@ -654,6 +668,7 @@ async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String
         .await
         .map_err(|e| format!("write journal {journal_path}: {e}"))?;
 
+    commit_fail_point(&job.fail, Site::OssBeforeCommit).await?;
     // Durability step C — the commit point: the journal is fdatasync'd. From here on the
     // group survives a crash, and `last_committed` may advance (the caller does that when this
     // future returns). In sync mode the replies go out right after.
@@ -661,6 +676,7 @@ async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String
         .fsync(&job.journal, SyncKind::Data)
         .await
         .map_err(|e| format!("fdatasync journal {journal_path}: {e}"))?;
+    commit_fail_point(&job.fail, Site::OssAfterCommit).await?;
 
     let Some((checkpoint, path)) = job.checkpoint else {
         return Ok(CommitOutcome {

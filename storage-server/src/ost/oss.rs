@@ -5,6 +5,7 @@ use super::target::{Ost, OstEngines};
 use crate::engine::modeled::{DiskModel, ModeledEngine};
 use crate::engine::{DiskEngine, EngineConfig, open_engine};
 use crate::error::{Result, StorageError};
+use iopath_fabric::fail::FailPoints;
 use iopath_layout::{FsName, TargetName};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,6 +52,11 @@ impl Oss {
     /// Opens (formats or recovers) every target. Fails if any target fails: a server does
     /// not come up with part of its storage silently missing.
     pub async fn open(config: OssConfig) -> Result<Oss> {
+        Oss::open_with_fail_points(config, FailPoints::new()).await
+    }
+
+    /// [`Oss::open`] with the fail points of the node it serves on (`oss.*` sites).
+    pub async fn open_with_fail_points(config: OssConfig, fail: Arc<FailPoints>) -> Result<Oss> {
         check_indices(&config.targets)?;
         let engine = open_engine(&config.engine);
         let mut targets = Vec::with_capacity(config.targets.len());
@@ -68,7 +74,8 @@ impl Oss {
                 Some(model) => Arc::new(ModeledEngine::new(Arc::clone(&engine), model)?),
                 None => Arc::clone(&engine),
             };
-            targets.push(Arc::new(Ost::open(target, OstEngines::shared(data)).await?));
+            let engines = OstEngines::shared(data).with_fail_points(Arc::clone(&fail));
+            targets.push(Arc::new(Ost::open(target, engines).await?));
         }
         Ok(Oss {
             targets,

@@ -25,6 +25,7 @@ use crate::journal::runtime::{Journal, JournalSetup, Stamp};
 use crate::recovery::lost::{ByteRange, LostData, LostRanges, WindowOutcome};
 use crate::stop::StopFlag;
 use bytes::Bytes;
+use iopath_fabric::fail::{FailPoints, Injected, Site};
 use iopath_ost_client::Capacity;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -33,23 +34,31 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 use tokio::sync::{RwLock, Semaphore};
 
-/// The engines a target uses: one for its object files and one for its journal (the same one
-/// unless the journal is external).
+/// What a target runs on: an engine for its object files and one for its journal (the same
+/// one unless the journal is external), and its node's fail points (the `oss.*` sites).
 #[derive(Debug, Clone)]
 pub struct OstEngines {
     /// Engine of the object files.
     pub data: Arc<dyn DiskEngine>,
     /// Engine of the journal.
     pub journal: Arc<dyn DiskEngine>,
+    /// The fail points an operator arms on the target's node.
+    pub fail: Arc<FailPoints>,
 }
 
 impl OstEngines {
-    /// One engine for both.
+    /// One engine for both, with fail points of its own (disarmed).
     pub fn shared(engine: Arc<dyn DiskEngine>) -> OstEngines {
         OstEngines {
             data: Arc::clone(&engine),
             journal: engine,
+            fail: FailPoints::new(),
         }
+    }
+
+    /// The same engines, with the node's fail points.
+    pub fn with_fail_points(self, fail: Arc<FailPoints>) -> OstEngines {
+        OstEngines { fail, ..self }
     }
 }
 
@@ -163,6 +172,7 @@ impl Ost {
             target: config.index,
             journal_engine: Arc::clone(&engines.journal),
             data_engine: Arc::clone(&engines.data),
+            fail: Arc::clone(&engines.fail),
             file: Arc::new(journal_file),
             append_offset: recovered.journal_len,
             table: recovered.table,
@@ -413,6 +423,19 @@ impl Ost {
             })
     }
 
+    /// The error a fail point's errno makes of the step at `site`.
+    fn injected(&self, site: Site, injected: Injected) -> StorageError {
+        let code = match injected {
+            Injected::Errno(code) => code,
+            Injected::Drop | Injected::Corrupt => iopath_fabric::frame::status::errno::EIO,
+        };
+        StorageError::Injected {
+            target: self.config.index,
+            site: site.name(),
+            code,
+        }
+    }
+
     fn no_such(&self, object: ObjectId) -> StorageError {
         StorageError::NoSuchObject {
             target: self.config.index,
@@ -609,6 +632,9 @@ impl Ost {
             needs_data_sync: done.direct,
             commit_before_reply: false,
         };
+        if let Err(injected) = self.engines.fail.pass(Site::OssAfterWrite).await {
+            return Err(self.injected(Site::OssAfterWrite, injected));
+        }
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
         // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
         // its object for the commit to fdatasync; a buffered one was synced just above.

@@ -19,6 +19,7 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
         // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.
         StorageError::DataLost { .. } => errno::EIO,
+        StorageError::Injected { code, .. } => *code,
         _ => errno::EIO,
     };
     ServiceError::new(code, error.to_string())

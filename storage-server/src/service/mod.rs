@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::fail::{Injected, Site};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::trace::{self, Step, TraceId};
@@ -100,7 +101,8 @@ impl OssService {
         config: ServiceConfig,
     ) -> Result<Arc<OssService>, StorageError> {
         let state_dir = targets.root.clone();
-        let oss = Arc::new(Oss::open(targets).await?);
+        let oss =
+            Arc::new(Oss::open_with_fail_points(targets, Arc::clone(node.fail_points())).await?);
         let clients = Arc::new(ClientRegistry::open(&state_dir, config.clients_max)?);
         let clean = recovery::take_clean_marker(&state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
@@ -490,7 +492,21 @@ impl Service for OssService {
     }
 
     fn handle(self: Arc<Self>, request: Request) -> Reply {
-        Box::pin(self.handle_request(request))
+        Box::pin(async move {
+            let fail = Arc::clone(request.node.fail_points());
+            let reply = self.handle_request(request).await;
+            // The request is done (or failed); its reply may yet stall, fail or be lost.
+            match fail.pass(Site::OssBeforeReply).await {
+                Ok(()) => reply,
+                Err(injected) => Err(ServiceError::new(
+                    match injected {
+                        Injected::Errno(code) => code,
+                        Injected::Drop | Injected::Corrupt => errno::EIO,
+                    },
+                    injected.message(Site::OssBeforeReply),
+                )),
+            }
+        })
     }
 }
 
