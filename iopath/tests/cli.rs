@@ -156,8 +156,13 @@ fn the_torus_experiments_refuse_machines_they_cannot_lay_out() {
 
 #[test]
 fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("admin.secret");
+    let secret = iopath_admin::Secret::create(&secret_file).unwrap();
     let mut server = iopath()
-        .args(["selftest-node", "serve"])
+        .args(["selftest-node", "--secret-file"])
+        .arg(&secret_file)
+        .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -188,8 +193,14 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
     let stats = lctl(&["get_param", "-n", "stats"]);
     assert!(String::from_utf8_lossy(&stats.stdout).contains("send_count"));
 
-    let refused = lctl(&["set_param", "nis=1"]);
+    let secret_arg = secret_file.to_str().unwrap();
+    let refused = lctl(&["--secret-file", secret_arg, "set_param", "nis=1"]);
     assert!(!refused.status.success(), "nis is read-only");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("parameter nis is read-only"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let missing = lctl(&["get_param", "no.such.param"]);
     assert!(!missing.status.success());
     assert!(
@@ -204,7 +215,14 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
             .unwrap();
         let status = client.status().await.unwrap();
         assert_eq!(status.nids, vec![nid.clone()]);
-        client.shutdown("test").await.unwrap();
+        // Not without the secret: the node runs on.
+        let refused = client.shutdown("test").await.unwrap_err().to_string();
+        assert!(
+            refused.contains("shutdown refused: no admin secret was sent"),
+            "{refused}"
+        );
+        assert_eq!(client.status().await.unwrap().nids, vec![nid.clone()]);
+        client.with_secret(secret).shutdown("test").await.unwrap();
     });
     let status = server.wait().unwrap();
     assert!(status.success(), "server exit: {status}");
