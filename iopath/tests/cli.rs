@@ -284,8 +284,13 @@ fn routed_selftest_compares_with_direct_and_reports_router_memory() {
 
 #[test]
 fn lnetctl_adds_shows_and_refuses_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("admin.secret");
+    iopath_admin::Secret::create(&secret).unwrap();
     let mut router = iopath()
-        .args(["selftest-node", "router"])
+        .args(["selftest-node", "--secret-file"])
+        .arg(&secret)
+        .arg("router")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -295,11 +300,26 @@ fn lnetctl_adds_shows_and_refuses_routes() {
         .clone();
     let lnetctl = |args: &[&str]| {
         iopath()
-            .args(["lnetctl", "--admin", &admin, "route"])
+            .args(["lnetctl", "--admin", &admin, "--secret-file"])
+            .arg(&secret)
+            .arg("route")
             .args(args)
             .output()
             .unwrap()
     };
+    // A route edit is a change: refused without the secret.
+    let refused = iopath()
+        .args(["lnetctl", "--admin", &admin, "route", "del"])
+        .args(["--net", "tcp7", "--gateway", "127.0.0.1:9@tcp0"])
+        .env_remove("IOPATH_ADMIN_SECRET_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("no admin secret was sent"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let added = lnetctl(&[
         "add",
         "--net",
