@@ -1,4 +1,6 @@
-//! A client of one node's admin service, used by `iopath lctl` and by tests.
+//! A client of one node's admin service, used by `iopath lctl` and by tests. Reads need
+//! nothing more than the address; `set_param` and `shutdown` need the stack's [`Secret`],
+//! given with [`Client::with_secret`].
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use iopath_proto::admin::{
 use tonic::transport::{Channel, Endpoint};
 
 use crate::error::{AdminError, chain};
+use crate::secret::{METADATA_KEY, Secret};
 use crate::tree::{ParamInfo, ParamValue};
 
 /// How long to wait for the TCP connection to an admin service.
@@ -25,6 +28,8 @@ pub struct Client {
     addr: SocketAddr,
     /// The generated gRPC client.
     inner: AdminClient<Channel>,
+    /// Sent with the calls that change the node, if given.
+    secret: Option<Secret>,
 }
 
 impl Client {
@@ -42,7 +47,29 @@ impl Client {
         Ok(Client {
             addr,
             inner: AdminClient::new(channel),
+            secret: None,
         })
+    }
+
+    /// The same connection, sending `secret` with `set_param` and `shutdown` (which a node
+    /// refuses without its stack's secret). Reads never send it.
+    pub fn with_secret(mut self, secret: Secret) -> Client {
+        self.secret = Some(secret);
+        self
+    }
+
+    /// `message` as a request carrying the secret, if this client has one.
+    fn signed<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Some(secret) = &self.secret {
+            // 14 ASCII letters, a space and 64 hex digits: always a valid metadata value.
+            let value = secret
+                .header_value()
+                .parse()
+                .expect("a secret's header value is printable ASCII");
+            request.metadata_mut().insert(METADATA_KEY, value);
+        }
+        request
     }
 
     /// The service's address.
@@ -73,12 +100,13 @@ impl Client {
             .collect())
     }
 
-    /// Sets every parameter matching `pattern` to `value`; the names set.
+    /// Sets every parameter matching `pattern` to `value`; the names set. Refused
+    /// (`Unauthenticated`) unless the client was given the stack's secret.
     pub async fn set_param(&self, pattern: &str, value: &str) -> Result<Vec<String>, AdminError> {
-        let request = SetParamRequest {
+        let request = self.signed(SetParamRequest {
             pattern: pattern.to_owned(),
             value: value.to_owned(),
-        };
+        });
         let reply = self
             .inner
             .clone()
@@ -122,10 +150,11 @@ impl Client {
     }
 
     /// Asks the node to stop, giving `reason` for its log. Returns once the node has the request.
+    /// Refused (`Unauthenticated`) unless the client was given the stack's secret.
     pub async fn shutdown(&self, reason: &str) -> Result<(), AdminError> {
-        let request = ShutdownRequest {
+        let request = self.signed(ShutdownRequest {
             reason: reason.to_owned(),
-        };
+        });
         self.inner
             .clone()
             .shutdown(request)

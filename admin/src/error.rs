@@ -1,6 +1,7 @@
 //! The admin crate's one error type.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 /// Everything that can go wrong with the parameter tree, the admin service, or a call to it.
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +108,44 @@ pub enum AdminError {
         code: tonic::Code,
         /// The service's message (the [`AdminError`] it hit, as text).
         message: String,
+    },
+    /// An admin secret file that could not be read, replaced or written.
+    #[error("{action} the admin secret file {}: {source}", path.display())]
+    SecretFile {
+        /// What was being done: `read`, `create`, `write`, `replace`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// An admin secret file its group or others may read or write: refused, since anyone who
+    /// can read it can change the stack.
+    #[error(
+        "the admin secret file {} has mode {mode:04o}, so other users may read it; \
+         make it private with `chmod 600 {}`",
+        path.display(),
+        path.display()
+    )]
+    SecretFileShared {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Text that should hold an admin secret and does not.
+    #[error("{origin} does not hold an admin secret: {why}")]
+    BadSecret {
+        /// Where the text came from: a file's path, or standard input.
+        origin: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The operating system's random source failed, so no secret could be made.
+    #[error("cannot draw an admin secret from the operating system's random source: {detail}")]
+    Random {
+        /// What the source said.
+        detail: String,
     },
 }
 

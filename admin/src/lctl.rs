@@ -9,7 +9,8 @@
 //! fabric.peers=
 //! nid credits
 //! 17@mem0 8
-//! $ iopath lctl --admin 127.0.0.1:7000 set_param fabric.tcp0.credits=16
+//! $ iopath lctl --admin 127.0.0.1:7000 --secret-file /tmp/iopath-up-x/admin.secret \
+//!       set_param fabric.tcp0.credits=16
 //! fabric.tcp0.credits=16
 //! $ iopath lctl --admin 127.0.0.1:7001 dl
 //!   0 UP obdfilter iopath-OST0000 iopath-OST0000_UUID
@@ -23,6 +24,7 @@ use anyhow::{Context, anyhow, bail};
 use crate::client::Client;
 use crate::error::AdminError;
 use crate::param::Param;
+use crate::secret::Secret;
 use crate::tree::{ParamInfo, ParamTree, ParamValue};
 
 /// The `lctl` subcommands.
@@ -172,13 +174,18 @@ pub const NET_DROP_PARAM: &str = "net_drop";
 /// The parameter a node's delay rules are written to and read from.
 pub const NET_DELAY_PARAM: &str = "net_delay";
 
-/// Runs `cmd` against the admin service at `admin_addr` and prints the result on stdout.
+/// Runs `cmd` against the admin service at `admin_addr` and prints the result on stdout;
+/// `set_param` sends `secret`, which the node requires.
 ///
 /// Like lctl, a pattern that fails does not stop the others: what succeeded is printed, and
 /// the error then names every pattern that failed.
-pub async fn run(admin_addr: SocketAddr, cmd: LctlCommand) -> anyhow::Result<()> {
+pub async fn run(
+    admin_addr: SocketAddr,
+    secret: Option<Secret>,
+    cmd: LctlCommand,
+) -> anyhow::Result<()> {
     let mut out = String::new();
-    let result = execute(admin_addr, &cmd, &mut out).await;
+    let result = execute(admin_addr, secret, &cmd, &mut out).await;
     print!("{out}");
     result
 }
@@ -186,10 +193,14 @@ pub async fn run(admin_addr: SocketAddr, cmd: LctlCommand) -> anyhow::Result<()>
 /// Runs `cmd` and appends what [`run`] would print to `out`.
 pub async fn execute(
     admin_addr: SocketAddr,
+    secret: Option<Secret>,
     cmd: &LctlCommand,
     out: &mut String,
 ) -> anyhow::Result<()> {
-    let client = Client::connect(admin_addr).await?;
+    let mut client = Client::connect(admin_addr).await?;
+    if let Some(secret) = secret {
+        client = client.with_secret(secret);
+    }
     let mut failures = Vec::new();
     match cmd {
         LctlCommand::GetParam {

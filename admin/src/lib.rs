@@ -11,6 +11,8 @@
 //!   read/write histogram rows of `brw_stats` and `rpc_stats` — shared by every component that
 //!   shows one; a pure core.
 //! - [`shutdown`]: [`Shutdown`], the node's one-shot stop signal.
+//! - [`secret`]: [`Secret`], the stack's admin secret: made, written and read back from a
+//!   private file, compared in constant time; `set_param` and shutdown need it.
 //! - [`process`]: the life of a node process: READY line, serve, stop on stdin EOF,
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
@@ -47,6 +49,7 @@ pub mod lprocfs;
 pub mod metrics;
 pub mod param;
 pub mod process;
+pub mod secret;
 pub mod service;
 pub mod shutdown;
 pub mod tree;
@@ -56,6 +59,7 @@ pub use error::AdminError;
 pub use glob::Glob;
 pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text, register_devices};
 pub use param::Param;
+pub use secret::Secret;
 pub use service::{AdminHandle, AdminService, NodeInfo, serve};
 pub use shutdown::Shutdown;
 pub use tree::{ParamInfo, ParamTree, ParamValue};

@@ -13,21 +13,23 @@ use prometheus_client::registry::Registry;
 
 use tokio::io::AsyncReadExt;
 
-use crate::{AdminError, NodeInfo, ParamTree, Shutdown};
+use crate::{AdminError, NodeInfo, ParamTree, Secret, Shutdown};
 
-/// Serves `tree` on `admin_addr` and, if `metrics` names an address, the registry's
-/// `/metrics` there; announces the node, and waits for a reason to stop, which it returns.
-/// With `watch_stdin`, the end of standard input is one (the parent is gone).
+/// Serves `tree` on `admin_addr` (its changes only for callers presenting `secret`) and, if
+/// `metrics` names an address, the registry's `/metrics` there; announces the node, and waits
+/// for a reason to stop, which it returns. With `watch_stdin`, the end of standard input is
+/// one (the parent is gone).
 pub async fn serve_until_stopped(
     admin_addr: SocketAddr,
     tree: ParamTree,
     info: NodeInfo,
+    secret: Secret,
     metrics: Option<(SocketAddr, Arc<Registry>)>,
     watch_stdin: bool,
 ) -> Result<String, AdminError> {
     let shutdown = Shutdown::new();
     let nids = info.nids.join(",");
-    let admin = crate::serve(admin_addr, tree, info, shutdown.clone()).await?;
+    let admin = crate::serve(admin_addr, tree, info, shutdown.clone(), secret).await?;
     let metrics = match metrics {
         Some((addr, registry)) => {
             Some(crate::metrics::serve(addr, registry, shutdown.clone()).await?)

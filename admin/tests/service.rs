@@ -1,4 +1,5 @@
-//! The admin service over real loopback gRPC: start, get/set/list/status, lctl output, shutdown.
+//! The admin service over real loopback gRPC: start, get/set/list/status, lctl output,
+//! shutdown, and the secret that set_param and shutdown need.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -6,7 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use iopath_admin::lctl::{self, LctlCommand};
-use iopath_admin::{AdminError, AdminHandle, Client, NodeInfo, Param, ParamTree, Shutdown, serve};
+use iopath_admin::{
+    AdminError, AdminHandle, Client, NodeInfo, Param, ParamTree, Secret, Shutdown, serve,
+};
 
 /// A bound on waits that should end at once, so a bug fails the test instead of hanging it.
 const HANG_LIMIT: Duration = Duration::from_secs(20);
@@ -16,13 +19,32 @@ struct Node {
     shutdown: Shutdown,
     credits: Arc<AtomicU64>,
     sync_journal: Arc<AtomicBool>,
+    /// A fail point, as nodes register them: a writable parameter.
+    fail_loc: Arc<AtomicU64>,
+    /// What set_param and shutdown need.
+    secret: Secret,
+}
+
+impl Node {
+    /// A client that sends the node's secret.
+    async fn admin(&self) -> Client {
+        Client::connect(self.handle.local_addr())
+            .await
+            .expect("the node is listening")
+            .with_secret(self.secret.clone())
+    }
 }
 
 async fn start_node() -> Node {
     let tree = ParamTree::new();
     let credits = Arc::new(AtomicU64::new(8));
     let sync_journal = Arc::new(AtomicBool::new(true));
+    let fail_loc = Arc::new(AtomicU64::new(0));
     let params = [
+        (
+            "fail_loc",
+            Param::u64(Arc::clone(&fail_loc), 0..=u64::from(u32::MAX)),
+        ),
         (
             "fabric.tcp0.credits",
             Param::u64(Arc::clone(&credits), 1..=1024),
@@ -53,8 +75,9 @@ async fn start_node() -> Node {
         vec!["oss".into(), "router".into()],
     );
     let shutdown = Shutdown::new();
+    let secret = Secret::generate().expect("the OS's random source works");
     let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-    let handle = serve(addr, tree, node, shutdown.clone())
+    let handle = serve(addr, tree, node, shutdown.clone(), secret.clone())
         .await
         .expect("bind loopback port 0");
     assert_ne!(handle.local_addr().port(), 0, "the bound port is reported");
@@ -63,13 +86,15 @@ async fn start_node() -> Node {
         shutdown,
         credits,
         sync_journal,
+        fail_loc,
+        secret,
     }
 }
 
 #[tokio::test]
 async fn get_set_list_status_then_shutdown() {
     let node = start_node().await;
-    let client = Client::connect(node.handle.local_addr()).await.unwrap();
+    let client = node.admin().await;
     assert_eq!(client.addr(), node.handle.local_addr());
 
     let got = client.get_param("fabric.*.credits").await.unwrap();
@@ -190,10 +215,14 @@ async fn get_set_list_status_then_shutdown() {
 async fn lctl_prints_like_lctl() {
     let node = start_node().await;
     let addr = node.handle.local_addr();
-    let run = |cmd: LctlCommand| async move {
-        let mut out = String::new();
-        let result = lctl::execute(addr, &cmd, &mut out).await;
-        (out, result)
+    let secret = node.secret.clone();
+    let run = |cmd: LctlCommand| {
+        let secret = secret.clone();
+        async move {
+            let mut out = String::new();
+            let result = lctl::execute(addr, Some(secret), &cmd, &mut out).await;
+            (out, result)
+        }
     };
     let get = |values_only: bool, patterns: &[&str]| LctlCommand::GetParam {
         values_only,
@@ -275,7 +304,7 @@ async fn connect_errors_name_the_address() {
         classify: false,
         patterns: vec!["*".into()],
     };
-    let err = lctl::execute(addr, &cmd, &mut String::new())
+    let err = lctl::execute(addr, None, &cmd, &mut String::new())
         .await
         .unwrap_err();
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
@@ -290,6 +319,7 @@ async fn binding_a_taken_port_says_which() {
         ParamTree::new(),
         NodeInfo::new(vec![], vec![]),
         Shutdown::new(),
+        Secret::generate().unwrap(),
     )
     .await
     .unwrap_err();
@@ -298,6 +328,101 @@ async fn binding_a_taken_port_says_which() {
         "{err:?}"
     );
     node.shutdown.trigger("test is done");
+    tokio::time::timeout(HANG_LIMIT, node.handle.join())
+        .await
+        .expect("server task ended")
+        .unwrap();
+}
+
+/// The refusal a call without the right secret gets: `Unauthenticated`, its text saying which
+/// call was refused, why, and what to pass.
+fn assert_refused(err: &AdminError, call: &str, why: &str) {
+    match err {
+        AdminError::Remote { code, message, .. } => {
+            assert_eq!(*code, tonic::Code::Unauthenticated, "{message}");
+            assert!(
+                message.starts_with(&format!("{call} refused: {why}")),
+                "{message}"
+            );
+            assert!(
+                message.contains("need this stack's admin secret: pass --secret-file FILE"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn without_the_secret_set_param_fail_points_and_shutdown_are_refused() {
+    let node = start_node().await;
+    let addr = node.handle.local_addr();
+    let open = Client::connect(addr).await.unwrap();
+    let wrong = Client::connect(addr)
+        .await
+        .unwrap()
+        .with_secret(Secret::generate().unwrap());
+    let callers = [
+        (&open, "no admin secret was sent"),
+        (&wrong, "the admin secret sent is not this node's"),
+    ];
+    for (client, why) in callers {
+        let err = client.set_param("fail_loc", "5").await.unwrap_err();
+        assert_refused(&err, "set_param", why);
+        let err = client
+            .set_param("fabric.tcp0.credits", "16")
+            .await
+            .unwrap_err();
+        assert_refused(&err, "set_param", why);
+        let err = client.shutdown("not mine to stop").await.unwrap_err();
+        assert_refused(&err, "shutdown", why);
+        // Reads stay open to anyone on the port.
+        assert_eq!(client.get_param("fail_loc").await.unwrap()[0].value, "0");
+        assert!(!client.list_param("fabric").await.unwrap().is_empty());
+        assert_eq!(client.status().await.unwrap().roles, ["oss", "router"]);
+    }
+    // Nothing changed, and the node still runs.
+    assert_eq!(node.fail_loc.load(Ordering::Relaxed), 0);
+    assert_eq!(node.credits.load(Ordering::Relaxed), 8);
+    assert_eq!(node.shutdown.reason(), None);
+    assert!(!node.handle.is_finished());
+
+    // lctl without the secret says so, and with it sets the fail point.
+    let set = LctlCommand::SetParam {
+        quiet: false,
+        assignments: vec!["fail_loc=7".into()],
+    };
+    let err = lctl::execute(addr, None, &set, &mut String::new())
+        .await
+        .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("set_param fail_loc") && text.contains("no admin secret was sent"),
+        "{text}"
+    );
+    let mut out = String::new();
+    lctl::execute(addr, Some(node.secret.clone()), &set, &mut out)
+        .await
+        .unwrap();
+    assert_eq!(out, "fail_loc=7\n");
+    assert_eq!(node.fail_loc.load(Ordering::Relaxed), 7);
+
+    // With the secret, a value out of range is still refused, naming the parameter and range.
+    let admin = node.admin().await;
+    let err = admin.set_param("fail_loc", "4294967296").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("fail_loc: cannot set \"4294967296\": 4294967296 is outside 0..=4294967295"),
+        "{err}"
+    );
+    assert_eq!(node.fail_loc.load(Ordering::Relaxed), 7);
+
+    // And the node's own secret stops it.
+    admin.shutdown("test is done").await.unwrap();
+    let reason = tokio::time::timeout(HANG_LIMIT, node.shutdown.triggered())
+        .await
+        .unwrap();
+    assert_eq!(reason, "test is done");
     tokio::time::timeout(HANG_LIMIT, node.handle.join())
         .await
         .expect("server task ended")

@@ -212,7 +212,11 @@ impl Samplers {
                     .ok_or_else(|| crate::error::BenchError::Refused {
                         why: format!("{name} has no admin service to drive its IORCD through"),
                     })?;
-            let admin = iopath_admin::Client::connect(addr).await?;
+            let mut admin = iopath_admin::Client::connect(addr).await?;
+            // Turning sampling on and off is a change: it needs the stack's secret.
+            if let Some(secret) = running.admin_secret() {
+                admin = admin.with_secret(secret.clone());
+            }
             nodes.push((name, stack.nid_of(index, 0).to_string(), admin));
         }
         Ok(Samplers { nodes })

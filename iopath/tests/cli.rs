@@ -156,8 +156,13 @@ fn the_torus_experiments_refuse_machines_they_cannot_lay_out() {
 
 #[test]
 fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("admin.secret");
+    let secret = iopath_admin::Secret::create(&secret_file).unwrap();
     let mut server = iopath()
-        .args(["selftest-node", "serve"])
+        .args(["selftest-node", "--secret-file"])
+        .arg(&secret_file)
+        .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -188,8 +193,14 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
     let stats = lctl(&["get_param", "-n", "stats"]);
     assert!(String::from_utf8_lossy(&stats.stdout).contains("send_count"));
 
-    let refused = lctl(&["set_param", "nis=1"]);
+    let secret_arg = secret_file.to_str().unwrap();
+    let refused = lctl(&["--secret-file", secret_arg, "set_param", "nis=1"]);
     assert!(!refused.status.success(), "nis is read-only");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("parameter nis is read-only"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let missing = lctl(&["get_param", "no.such.param"]);
     assert!(!missing.status.success());
     assert!(
@@ -204,7 +215,14 @@ fn lctl_reads_and_refuses_through_the_admin_service_and_shuts_a_node_down() {
             .unwrap();
         let status = client.status().await.unwrap();
         assert_eq!(status.nids, vec![nid.clone()]);
-        client.shutdown("test").await.unwrap();
+        // Not without the secret: the node runs on.
+        let refused = client.shutdown("test").await.unwrap_err().to_string();
+        assert!(
+            refused.contains("shutdown refused: no admin secret was sent"),
+            "{refused}"
+        );
+        assert_eq!(client.status().await.unwrap().nids, vec![nid.clone()]);
+        client.with_secret(secret).shutdown("test").await.unwrap();
     });
     let status = server.wait().unwrap();
     assert!(status.success(), "server exit: {status}");
@@ -266,8 +284,13 @@ fn routed_selftest_compares_with_direct_and_reports_router_memory() {
 
 #[test]
 fn lnetctl_adds_shows_and_refuses_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("admin.secret");
+    iopath_admin::Secret::create(&secret).unwrap();
     let mut router = iopath()
-        .args(["selftest-node", "router"])
+        .args(["selftest-node", "--secret-file"])
+        .arg(&secret)
+        .arg("router")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -277,11 +300,26 @@ fn lnetctl_adds_shows_and_refuses_routes() {
         .clone();
     let lnetctl = |args: &[&str]| {
         iopath()
-            .args(["lnetctl", "--admin", &admin, "route"])
+            .args(["lnetctl", "--admin", &admin, "--secret-file"])
+            .arg(&secret)
+            .arg("route")
             .args(args)
             .output()
             .unwrap()
     };
+    // A route edit is a change: refused without the secret.
+    let refused = iopath()
+        .args(["lnetctl", "--admin", &admin, "route", "del"])
+        .args(["--net", "tcp7", "--gateway", "127.0.0.1:9@tcp0"])
+        .env_remove("IOPATH_ADMIN_SECRET_FILE")
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("no admin secret was sent"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
     let added = lnetctl(&[
         "add",
         "--net",

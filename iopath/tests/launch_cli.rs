@@ -55,17 +55,28 @@ fn print_shows_every_server_node_started_on_its_host_and_writes_the_placed_file(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Routers first, each through ssh on its host, reading the placed file.
-    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("sh -c")).collect();
+    // Routers first, each through ssh on its host, reading the admin secret and the placed
+    // file on its input: the secret is never on a command line.
+    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("cat ")).collect();
     assert_eq!(commands.len(), 5, "two routers, two OSSes, the MDS: {text}");
     assert!(
-        commands[0].contains("ssh -o BatchMode=yes rtr-a")
-            && commands[0].contains("node --stack - --name rtr0")
-            && commands[0].contains("--admin 10.1.1.3:0")
-            && commands[0].ends_with("< placed.toml"),
+        commands[0].starts_with("cat placed.toml.secret placed.toml | sh -c ")
+            && commands[0].contains("ssh -o BatchMode=yes rtr-a")
+            && commands[0].contains("node --secret-file - --stack - --name rtr0")
+            && commands[0].contains("--admin 10.1.1.3:0"),
         "{}",
         commands[0]
     );
+    let secret = dir.path().join("placed.toml.secret");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&secret).unwrap().permissions());
+    assert_eq!(
+        mode & 0o777,
+        0o600,
+        "the secret beside the placed file: {mode:o}"
+    );
+    let hex = std::fs::read_to_string(&secret).unwrap();
+    assert!(!text.contains(hex.trim()), "the secret is not printed");
     assert!(
         commands
             .iter()
@@ -239,6 +250,35 @@ fn launch_web_follows_every_server_node_from_its_metrics() {
     // clients, which run in the application, not.
     assert_eq!(read.len(), 7, "read: {read:?}");
     assert!(read.iter().all(|n| !n.starts_with('c')), "{read:?}");
+    // The stack's admin secret is beside the stack file launch wrote; lctl --stack finds it
+    // there, and without it a change is refused.
+    let lctl = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_iopath"))
+            .args(["lctl", "--stack", "launched.toml", "--node", "oss0"])
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("IOPATH_ADMIN_SECRET_FILE")
+            .output()
+            .unwrap()
+    };
+    let set = lctl(&["set_param", "obdfilter.*.sync_journal=1"]);
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    std::fs::rename(
+        dir.path().join("launched.toml.secret"),
+        dir.path().join("elsewhere.secret"),
+    )
+    .unwrap();
+    let refused = lctl(&["set_param", "obdfilter.*.sync_journal=0"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("no admin secret was sent"),
+        "{said}"
+    );
+    // Launch itself stops its nodes with the secret it holds, file or not.
     assert!(
         launch.stop(),
         "launch stopped every node cleanly on SIGTERM"

@@ -161,7 +161,11 @@ fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
         lctl(&["get_param", "obdfilter.scratch-OST0001.brw_stats"])
             .contains("pages per bulk r/w     rpcs  % cum % |  rpcs        % cum %\n")
     );
-    lctl(&["set_param", "obdfilter.scratch-OST0001.stats=clear"]);
+    common::lctl_with_secret(
+        stack.admin("oss1"),
+        &stack.secret_file(),
+        &["set_param", "obdfilter.scratch-OST0001.stats=clear"],
+    );
     let cleared = lctl(&["get_param", "obdfilter.scratch-OST0001.stats"]);
     assert!(!cleared.contains("statfs"), "{cleared}");
     let out = common::iopath()

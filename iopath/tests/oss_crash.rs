@@ -297,9 +297,12 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
         .unwrap_or_else(|line| panic!("oss said {line:?}"));
     let nid: Nid = words[0].parse().unwrap();
     let admin = words[1].clone();
+    // Started without --secret-file, the OSS wrote a secret of its own into its directory.
+    let secret = dir.path().join("admin.secret");
     let lctl = |args: &[&str]| {
         let out = common::iopath()
-            .args(["lctl", "--admin", &admin])
+            .args(["lctl", "--admin", &admin, "--secret-file"])
+            .arg(&secret)
             .args(args)
             .output()
             .unwrap();

@@ -75,7 +75,7 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
-    let (mut mds, mut oss_admin) = (None, None);
+    let (mut mds, mut oss_admin, mut secret) = (None, None, None);
     for line in lines.by_ref() {
         let line = line.unwrap();
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -84,6 +84,7 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
             Some(&"oss0") if cols.len() > 4 => oss_admin = Some(cols[4].to_owned()),
             _ => {}
         }
+        secret = secret.or_else(|| common::secret_file_in(&line));
         if line.starts_with("ready") {
             break;
         }
@@ -146,6 +147,7 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    lctl_changes_need_the_stacks_secret(&oss_admin, &secret.expect("up printed its secret"));
     // Bad input: a missing file is a clear error.
     let out = iopath()
         .args(["lfs", "--mds", &mds, "stat", "/nope"])
@@ -163,6 +165,95 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
     assert!(up.wait().unwrap().success());
 }
 
+/// Against storage server `admin` of a stack whose admin secret is in `secret`: `lctl
+/// set_param` without the secret, with another stack's, or with a file others may read is
+/// refused, saying why and what to pass, and changes nothing; with `--secret-file`, or the
+/// file named in the environment, it sets.
+fn lctl_changes_need_the_stacks_secret(admin: &str, secret: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(secret).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{}: mode {mode:o}", secret.display());
+    let param = "obdfilter.iopath-OST0000.sync_journal";
+    let lctl = |extra: &[&str], env: Option<&std::path::Path>| {
+        let mut command = iopath();
+        command
+            .args(["lctl", "--admin", admin])
+            .args(extra)
+            .env_remove("IOPATH_ADMIN_SECRET_FILE");
+        if let Some(file) = env {
+            command.env("IOPATH_ADMIN_SECRET_FILE", file);
+        }
+        command.output().unwrap()
+    };
+    let get = || {
+        let out = lctl(&["get_param", "-n", param], None);
+        assert!(out.status.success(), "reads need no secret");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let before = get();
+    let flipped = if before == "1" { "0" } else { "1" };
+    let set = format!("{param}={flipped}");
+
+    let refused = lctl(&["set_param", &set], None);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "set without the secret: {said}");
+    assert!(
+        said.contains(&format!("set_param {param}"))
+            && said.contains("set_param refused: no admin secret was sent")
+            && said.contains("--secret-file FILE"),
+        "{said}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.secret");
+    iopath_admin::Secret::create(&other).unwrap();
+    let refused = lctl(
+        &["--secret-file", other.to_str().unwrap(), "set_param", &set],
+        None,
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.contains("set_param refused: the admin secret sent is not this node's"),
+        "{said}"
+    );
+
+    let shared = dir.path().join("shared.secret");
+    std::fs::copy(secret, &shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = lctl(
+        &["--secret-file", shared.to_str().unwrap(), "set_param", &set],
+        None,
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.contains(&format!("{} has mode 0644", shared.display()))
+            && said.contains("chmod 600"),
+        "{said}"
+    );
+    assert_eq!(get(), before, "no refused set changed the value");
+
+    let out = lctl(
+        &["--secret-file", secret.to_str().unwrap(), "set_param", &set],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{set}\n"));
+    assert_eq!(get(), flipped);
+    let out = lctl(&["set_param", &format!("{param}={before}")], Some(secret));
+    assert!(
+        out.status.success(),
+        "the secret file named in the environment: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(get(), before);
+}
+
 #[test]
 fn lctl_reads_and_clears_the_osc_files_of_an_up_stacks_client_node() {
     // Embedded, every node serves its admin service, client nodes included (with
@@ -173,13 +264,14 @@ fn lctl_reads_and_clears_the_osc_files_of_an_up_stacks_client_node() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut c0_admin = None;
+    let (mut c0_admin, mut secret) = (None, None);
     for line in BufReader::new(up.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
         let cols: Vec<&str> = line.split_whitespace().collect();
         if cols.first() == Some(&"c0") && cols.len() > 4 {
             c0_admin = Some(cols[4].to_owned());
         }
+        secret = secret.or_else(|| common::secret_file_in(&line));
         if line.starts_with("ready") {
             break;
         }
@@ -203,8 +295,13 @@ fn lctl_reads_and_clears_the_osc_files_of_an_up_stacks_client_node() {
     assert!(
         lctl(&["dl"]).contains("  3 UP osc iopath-OST0003-osc-c0 iopath-OST0003-osc-c0_UUID\n")
     );
+    let secret = secret.expect("up printed where the admin secret is");
     assert_eq!(
-        lctl(&["set_param", "osc.iopath-OST0001-osc-c0.stats=clear"]),
+        common::lctl_with_secret(
+            &admin,
+            &secret,
+            &["set_param", "osc.iopath-OST0001-osc-c0.stats=clear"]
+        ),
         "osc.iopath-OST0001-osc-c0.stats=clear\n"
     );
     drop(up.stdin.take());

@@ -187,6 +187,7 @@ impl TestStack {
         }
         let options = EmbeddedOptions {
             admin: false,
+            admin_secret: None,
             metrics: false,
             limits: config.limits.clone(),
             faults,
@@ -412,7 +413,8 @@ pub mod processes {
         })
     }
 
-    /// `--stack FILE --name NODE --dir DIR`: the flags `iopath node` takes.
+    /// `--stack FILE --name NODE --dir DIR [--secret-file FILE] [--metrics ADDR]
+    /// [--watch-stdin]`: the flags `iopath node` takes.
     fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
         let mut flags = std::collections::HashMap::new();
         let mut watch_stdin = false;
@@ -435,6 +437,7 @@ pub mod processes {
                 .remove("--metrics")
                 .map(|addr| addr.parse().map_err(|e| format!("--metrics {addr}: {e}")))
                 .transpose()?,
+            secret_file: flags.remove("--secret-file").map(Into::into),
             watch_stdin,
         };
         match flags.keys().next() {

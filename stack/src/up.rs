@@ -14,6 +14,7 @@ use crate::runtime::{
     client_config,
 };
 use crate::schema::{RoleName, Stack};
+use iopath_admin::Secret;
 
 /// What `iopath up` runs.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +50,11 @@ pub struct NodeProcessConfig {
     /// Where to serve `/metrics`, if anywhere (port 0 picks one; printed on the READY line
     /// after the admin address).
     pub metrics: Option<SocketAddr>,
+    /// The stack's admin secret file, which `set_param` and shutdown callers must match;
+    /// [`SECRET_FROM_STDIN`] reads the secret from the first line of standard input, before
+    /// the stack file (`iopath launch` sends both that way). Without one, the node writes a
+    /// secret of its own into `dir` and says where on standard error.
+    pub secret_file: Option<PathBuf>,
     /// Stop when standard input closes: a parent that started the node holds it open for as
     /// long as it wants the node. Without, the node runs until a signal or an admin's shutdown.
     pub watch_stdin: bool,
@@ -60,6 +66,9 @@ const STACK_TEXT_MAX_BYTES: u64 = 16 << 20;
 
 /// The `--stack` value that reads the stack file from standard input.
 pub const STACK_FROM_STDIN: &str = "-";
+
+/// The `--secret-file` value that reads the admin secret from standard input's first line.
+pub const SECRET_FROM_STDIN: &str = "-";
 
 /// What `iopath up --mount` does with the client it connects on the stack's first client
 /// node: mounts it, returning what unmounts when dropped (the stack crate knows nothing of
@@ -110,12 +119,17 @@ pub async fn up_until(
     match mode {
         Mode::Attached => unreachable!("iopath up starts every node itself"),
         Mode::Embedded => {
+            let secret_file = storage.path().join(iopath_admin::secret::SECRET_FILE_NAME);
+            let secret = Secret::create(&secret_file)
+                .map_err(|e| StackError::io("make the stack's admin secret", e))?;
             let options = EmbeddedOptions {
                 admin: true,
+                admin_secret: Some(secret),
                 metrics: args.metrics,
                 ..EmbeddedOptions::default()
             };
             let running = EmbeddedStack::start_with(stack, storage, options).await?;
+            say(secret_line(&secret_file));
             let admin = |i: usize| running.admin_addr(i).map(|a| a.to_string());
             say(format!(
                 "\n{}",
@@ -172,6 +186,7 @@ pub async fn up_until(
                  included)",
                 running.stack_file().display()
             ));
+            say(secret_line(running.admin_secret_file()));
             let admins: Vec<(usize, String)> = running
                 .children()
                 .iter()
@@ -237,6 +252,15 @@ pub async fn up_until(
     }
     say("stopped".into());
     Ok(())
+}
+
+/// Where the stack's admin secret is, and what needs it.
+fn secret_line(file: &std::path::Path) -> String {
+    format!(
+        "admin secret: {0} (mode 0600; set_param and shutdown need it: `iopath lctl --admin \
+         ADDR --secret-file {0} set_param ...`; reads need nothing)",
+        file.display()
+    )
 }
 
 /// Serves the live view of `view` on `addr` and says where.
@@ -305,7 +329,20 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         node: args.name.clone(),
         why: format!("take the listening sockets handed over: {e}"),
     })?;
-    let stack = if args.stack.as_os_str() == STACK_FROM_STDIN {
+    let secret_from_stdin = args
+        .secret_file
+        .as_ref()
+        .is_some_and(|f| f.as_os_str() == SECRET_FROM_STDIN);
+    let stack_from_stdin = args.stack.as_os_str() == STACK_FROM_STDIN;
+    if secret_from_stdin && !stack_from_stdin {
+        return Err(StackError::BadOption {
+            option: "--secret-file".into(),
+            why: "- reads the secret from the first line of standard input, before the stack \
+                  file: give --stack - too (or the secret file's path)"
+                .into(),
+        });
+    }
+    let (stack, stdin_secret) = if stack_from_stdin {
         if args.watch_stdin {
             return Err(StackError::BadOption {
                 option: "--watch-stdin".into(),
@@ -320,9 +357,23 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
             &mut text,
         )
         .map_err(|e| StackError::system("read the stack file from standard input", e))?;
-        Stack::parse(&text, "the stack file on standard input")?
+        let (secret, stack_text) = if secret_from_stdin {
+            let (line, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            let secret = Secret::from_hex(line.trim(), "the first line of standard input")
+                .map_err(|e| StackError::BadOption {
+                    option: "--secret-file -".into(),
+                    why: e.to_string(),
+                })?;
+            (Some(secret), rest)
+        } else {
+            (None, text.as_str())
+        };
+        (
+            Stack::parse(stack_text, "the stack file on standard input")?,
+            secret,
+        )
     } else {
-        Stack::load(&args.stack)?
+        (Stack::load(&args.stack)?, None)
     };
     let index = stack
         .node_index(&args.name)
@@ -355,6 +406,10 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
             ),
         });
     }
+    let secret = match stdin_secret {
+        Some(secret) => secret,
+        None => node_secret(args)?,
+    };
     let running = RunningNode::start(
         &stack,
         index,
@@ -369,6 +424,7 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         args.admin,
         running.tree.clone(),
         running.info(),
+        secret,
         metrics,
         args.watch_stdin,
     )
@@ -380,4 +436,26 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
     })?;
     tracing::info!(node = %args.name, "stopping: {reason}");
     running.stop().await
+}
+
+/// The secret node `args` checks admin changes against: its stack's, from `--secret-file`, or
+/// else one of its own written into its directory, whose path it says on standard error
+/// (standard output is for the READY line).
+fn node_secret(args: &NodeProcessConfig) -> Result<Secret, StackError> {
+    let failed = |why: String| StackError::Process {
+        node: args.name.clone(),
+        why,
+    };
+    std::fs::create_dir_all(&args.dir)
+        .map_err(|e| failed(format!("create {}: {e}", args.dir.display())))?;
+    let (secret, own) = iopath_admin::secret::for_node(args.secret_file.as_deref(), &args.dir)
+        .map_err(|e| failed(e.to_string()))?;
+    if let Some(own) = own {
+        eprintln!(
+            "{}: admin secret: {} (no --secret-file given: set_param and shutdown need this one)",
+            args.name,
+            own.display()
+        );
+    }
+    Ok(secret)
 }

@@ -15,10 +15,34 @@ async fn spider_mini_starts_serves_and_stops() {
     let storage = StorageDir::temporary("test-embedded", None).unwrap();
     let root = storage.path().to_path_buf();
     let running = EmbeddedStack::start(stack, storage, true).await.unwrap();
-    // Every node serves an admin service of its own.
+    // Every node serves an admin service of its own, whose changes need the stack's secret.
     for i in 0..running.nodes().len() {
         assert!(running.admin_addr(i).is_some());
     }
+    let oss = running
+        .nodes()
+        .into_iter()
+        .find(|n| n.role == RoleName::Oss)
+        .unwrap()
+        .index;
+    let admin = iopath_admin::Client::connect(running.admin_addr(oss).unwrap())
+        .await
+        .unwrap();
+    let refused = admin
+        .set_param("obdfilter.*.sync_journal", "1")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("set_param refused: no admin secret was sent"),
+        "{refused}"
+    );
+    let secret = running.admin_secret().unwrap().clone();
+    admin
+        .with_secret(secret)
+        .set_param("obdfilter.*.sync_journal", "1")
+        .await
+        .unwrap();
     let c0 = running
         .nodes()
         .into_iter()
@@ -61,6 +85,14 @@ async fn up_prints_every_node_with_its_admin_address_and_stops() {
         .unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("iopath up: spider-mini-routed"), "{text}");
+    let secret_line = text
+        .lines()
+        .find(|l| l.starts_with("admin secret: "))
+        .unwrap_or_else(|| panic!("up says where the admin secret is: {text}"));
+    assert!(
+        secret_line.contains("admin.secret (mode 0600; set_param and shutdown need it"),
+        "{secret_line}"
+    );
     assert!(
         text.contains("\nmodeled: nothing\n"),
         "an unmodeled stack says so: {text}"

@@ -98,7 +98,31 @@ async fn spider_mini_on_loopback_tcp_serves_and_stops() -> Result<(), String> {
             "{} answers on its admin service",
             child.name
         );
+        // Changes need the stack's secret, which each node process was given by its file.
+        if child.name.starts_with("oss") {
+            let refused = admin
+                .set_param("obdfilter.*.sync_journal", "1")
+                .await
+                .err()
+                .ok_or(format!("{} set a parameter without the secret", child.name))?
+                .to_string();
+            check!(
+                refused.contains("set_param refused: no admin secret was sent"),
+                "{refused}"
+            );
+            admin
+                .with_secret(servers.admin_secret().clone())
+                .set_param("obdfilter.*.sync_journal", "1")
+                .await
+                .map_err(|e| format!("{}: {e}", child.name))?;
+        }
     }
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(servers.admin_secret_file())
+            .map_err(|e| e.to_string())?
+            .permissions(),
+    );
+    check!(mode & 0o777 == 0o600, "the secret file's mode: {mode:o}");
     let client = running
         .connect(&clients[0])
         .await
@@ -187,6 +211,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
             .parse()
             .map_err(|e: std::net::AddrParseError| e.to_string())?,
         metrics: None,
+        secret_file: None,
         watch_stdin: true,
     };
     let error = iopath_stack::up::run_node(&args)

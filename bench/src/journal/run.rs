@@ -256,7 +256,12 @@ async fn ost_phase(
         .io_size_max_bytes
         .max(config.request_size_bytes as u64);
     ost_config.external_journal = external_dir.as_ref().map(|d| d.path().join("journal"));
-    let ost = Arc::new(Ost::open(ost_config, OstEngines { data, journal }).await?);
+    let engines = OstEngines {
+        data,
+        journal,
+        fail: iopath_fabric::fail::FailPoints::new(),
+    };
+    let ost = Arc::new(Ost::open(ost_config, engines).await?);
     for object in 0..config.objects {
         ost.create(ObjectId(object as u64)).await?;
     }

@@ -276,8 +276,15 @@ fn parse_routes(routes: &[String]) -> Result<Vec<RouteSpec>, BenchError> {
         .collect()
 }
 
-/// Runs one `selftest-node` process.
-pub async fn run_role(role: Role) -> Result<(), BenchError> {
+/// Runs one `selftest-node` process. A server or router checks admin changes against the
+/// secret in `secret_file`; without one, against a secret it draws and tells no one, so its
+/// parameters cannot be changed nor the node shut down over the admin service (its parent
+/// stops it by closing its standard input, and changes nothing on it).
+pub async fn run_role(role: Role, secret_file: Option<&std::path::Path>) -> Result<(), BenchError> {
+    let secret = || match secret_file {
+        Some(file) => iopath_admin::Secret::load(file),
+        None => iopath_admin::Secret::generate(),
+    };
     let tcp = |net: u16| -> Result<Interface, BenchError> {
         Ok(Interface::Tcp {
             nid: format!("127.0.0.1:0@tcp{net}").parse()?,
@@ -325,7 +332,7 @@ pub async fn run_role(role: Role) -> Result<(), BenchError> {
                 .await
                 .map_err(started("start the server node"))?;
             node.register_service(SELFTEST_PORTAL, Arc::new(SelftestService::default()))?;
-            serve_until_told(node, "selftest-server").await
+            serve_until_told(node, "selftest-server", secret()?).await
         }
         Role::Router => {
             let config = NodeConfig {
@@ -336,19 +343,25 @@ pub async fn run_role(role: Role) -> Result<(), BenchError> {
             let node = Node::start(config)
                 .await
                 .map_err(started("start the router node"))?;
-            serve_until_told(node, "router").await
+            serve_until_told(node, "router", secret()?).await
         }
     }
 }
 
-/// Serves the admin service, says READY, and runs until told to stop.
-async fn serve_until_told(node: Node, role: &str) -> Result<(), BenchError> {
+/// Serves the admin service (changes only with `secret`), says READY, and runs until told to
+/// stop.
+async fn serve_until_told(
+    node: Node,
+    role: &str,
+    secret: iopath_admin::Secret,
+) -> Result<(), BenchError> {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&node, &tree, "")?;
     let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
     let info = NodeInfo::new(nids, vec![role.to_owned()]);
     let admin = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let reason = iopath_admin::process::serve_until_stopped(admin, tree, info, None, true).await?;
+    let reason =
+        iopath_admin::process::serve_until_stopped(admin, tree, info, secret, None, true).await?;
     tracing::info!(nid = %node.nid(), "{role} stopping: {reason}");
     node.shutdown();
     Ok(())

@@ -23,9 +23,13 @@ pub struct CollectArgs {
     /// A node's admin service address (routers and fyods sample); repeat for several.
     #[arg(long, required = true)]
     admin: Vec<SocketAddr>,
-    /// Set each node's sampling interval first, in milliseconds (0: off).
+    /// Set each node's sampling interval first, in milliseconds (0: off); a change, so it
+    /// needs --secret-file.
     #[arg(long, value_name = "MS")]
     interval_ms: Option<u64>,
+    /// The stack's admin secret file, which --interval-ms needs.
+    #[command(flatten)]
+    secret: super::lctl::SecretFileArg,
     /// Write the records here instead of standard output.
     #[arg(short, long)]
     out: Option<PathBuf>,
@@ -63,8 +67,12 @@ pub async fn run(command: IorcdCommand) -> anyhow::Result<()> {
 
 async fn collect(args: CollectArgs) -> anyhow::Result<()> {
     let mut lines = String::new();
+    let secret = args.secret.load()?;
     for admin in &args.admin {
-        let client = iopath_admin::Client::connect(*admin).await?;
+        let mut client = iopath_admin::Client::connect(*admin).await?;
+        if let Some(secret) = &secret {
+            client = client.with_secret(secret.clone());
+        }
         if let Some(ms) = args.interval_ms {
             client
                 .set_param("iorcd.interval_ms", &ms.to_string())

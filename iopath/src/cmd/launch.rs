@@ -175,18 +175,23 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
     let out = args
         .out
         .unwrap_or_else(|| PathBuf::from(format!("{}.launched.toml", stack.name)));
+    // The stack's admin secret, beside the stack file (mode 0600): its nodes read it on their
+    // input; tools find it there (`iopath lctl --stack FILE`).
+    let secret_file = iopath_admin::secret::path_beside(&out);
+    let secret = iopath_admin::Secret::create(&secret_file)?;
     if args.print {
         std::fs::write(&out, placed.to_toml())
             .with_context(|| format!("write the placed stack file {}", out.display()))?;
         let mut text = format!(
-            "# {} on {} ({} hosts); each command reads the placed stack file on its input\n",
+            "# {} on {} ({} hosts); each command reads the admin secret, then the placed stack \
+             file, on its input\n",
             stack.name,
             hosts.origin,
             hosts.hosts.len()
         );
         for command in cluster::launch::commands(&placed, &config)? {
             text.push_str(&format!("# {} ({})\n", command.name, command.host));
-            text.push_str(&command.shell_line(&out));
+            text.push_str(&command.shell_line(&out, &secret_file));
             text.push('\n');
         }
         text.push_str(&clients_text(&placed, &out));
@@ -199,11 +204,18 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         hosts.origin,
         hosts.hosts.len()
     );
-    let mut launched = Launched::start(placed, &config).await?;
+    let mut launched = match Launched::start(placed, &config, secret).await {
+        Ok(launched) => launched,
+        Err(e) => {
+            let _ = std::fs::remove_file(&secret_file);
+            return Err(e.into());
+        }
+    };
     let written = write_whole(&out, &launched.stack().to_toml())
         .with_context(|| format!("write the launched stack file {}", out.display()));
     if let Err(e) = written {
         let _ = launched.stop().await;
+        let _ = std::fs::remove_file(&secret_file);
         return Err(e);
     }
     if let Err(e) = std::io::Write::write_all(
@@ -249,6 +261,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
     }
     let stopped = launched.stop().await;
     let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&secret_file);
     stopped?;
     match lost {
         Some(exited) => anyhow::bail!("the stack lost a node: {exited}"),
@@ -297,6 +310,12 @@ fn launched_text(launched: &Launched, out: &std::path::Path) -> String {
     }
     text.push_str(&iopath_stack::describe::left_aligned(&rows));
     text.push_str(&clients_text(stack, out));
+    text.push_str(&format!(
+        "admin secret: {} (mode 0600; set_param and shutdown need it, and `iopath lctl --stack \
+         {}` reads it from there)\n",
+        iopath_admin::secret::path_beside(out).display(),
+        out.display()
+    ));
     text.push_str("Ctrl-C, SIGTERM or the job's end stops every node.\n");
     text
 }

@@ -83,7 +83,7 @@ enum RouteAction {
 
 /// Runs `iopath lnetctl`.
 pub async fn run(args: LnetctlArgs) -> anyhow::Result<()> {
-    let client = iopath_admin::Client::connect(args.node.address()?).await?;
+    let client = args.node.client().await?;
     let param = |name: &'static str| {
         let client = &client;
         async move {

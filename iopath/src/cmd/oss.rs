@@ -34,6 +34,10 @@ pub struct OssArgs {
     /// The admin service's address.
     #[arg(long, default_value = "127.0.0.1:0")]
     admin: SocketAddr,
+    /// The admin secret file (mode 0600) that set_param and shutdown callers must match;
+    /// without it, a new secret is written to DIR/admin.secret and its path printed.
+    #[arg(long, value_name = "FILE")]
+    secret_file: Option<std::path::PathBuf>,
     /// Serve Prometheus's `/metrics` on this address (port 0 picks one; printed on the READY
     /// line after the admin address).
     #[arg(long, value_name = "ADDR")]
@@ -63,6 +67,7 @@ pub async fn run(args: OssArgs) -> anyhow::Result<()> {
         commit_interval_ms: args.commit_interval_ms,
         object_size_max_bytes: args.object_size_max,
         admin: args.admin,
+        secret_file: args.secret_file,
         metrics: args.metrics,
         fsname: args.fsname,
     };

@@ -93,6 +93,10 @@ pub struct SelftestArgs {
 /// `iopath selftest-node`: which node this process is.
 #[derive(Debug, clap::Args)]
 pub struct SelftestNodeArgs {
+    /// The admin secret file that set_param and shutdown callers must match; without it,
+    /// nothing can change the node over its admin service.
+    #[arg(long, value_name = "FILE")]
+    secret_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     role: SelftestRole,
 }
@@ -191,6 +195,6 @@ pub async fn node(args: SelftestNodeArgs) -> anyhow::Result<()> {
             selftest::node::Role::Client { workload, routes }
         }
     };
-    selftest::node::run_role(role).await?;
+    selftest::node::run_role(role, args.secret_file.as_deref()).await?;
     Ok(())
 }

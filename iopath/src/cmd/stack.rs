@@ -101,6 +101,12 @@ pub struct NodeArgs {
     /// input open for as long as it wants it (`iopath up --processes` does).
     #[arg(long)]
     watch_stdin: bool,
+    /// The stack's admin secret file (mode 0600), which set_param and shutdown callers must
+    /// match; `-` reads the secret from standard input's first line, before the stack file
+    /// (`iopath launch` does). Without it, a new secret is written to DIR/admin.secret and its
+    /// path printed on standard error.
+    #[arg(long, value_name = "FILE")]
+    secret_file: Option<PathBuf>,
 }
 
 /// `iopath demo`: one write and read through a preset stack, explained.
@@ -176,6 +182,7 @@ pub async fn node(args: NodeArgs) -> anyhow::Result<()> {
         dir: args.dir,
         admin: args.admin,
         metrics: args.metrics,
+        secret_file: args.secret_file,
         watch_stdin: args.watch_stdin,
     };
     iopath_stack::up::run_node(&config).await?;

@@ -72,6 +72,31 @@ pub fn lctl(admin: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `iopath lctl --admin ADMIN --secret-file SECRET ARGS...`'s standard output, for changes;
+/// panics, with its error, if it fails.
+pub fn lctl_with_secret(admin: &str, secret: &Path, args: &[&str]) -> String {
+    let out = iopath()
+        .args(["lctl", "--admin", admin, "--secret-file"])
+        .arg(secret)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The admin secret file `iopath up` or `iopath launch` names in `line` (`admin secret: FILE
+/// (...)`), if it is that line.
+pub fn secret_file_in(line: &str) -> Option<PathBuf> {
+    let rest = line.strip_prefix("admin secret: ")?;
+    let path = rest.split(" (").next()?;
+    Some(PathBuf::from(path))
+}
+
 /// A stack running under `iopath up --processes`.
 pub struct Stack {
     pub up: Child,
@@ -169,6 +194,12 @@ impl Stack {
         self.dir.path().join("s")
     }
 
+    /// The stack's admin secret file, which changes need: `up` writes it into the storage
+    /// directory.
+    pub fn secret_file(&self) -> PathBuf {
+        self.storage().join("admin.secret")
+    }
+
     /// SIGKILL for the process of node `name`: no commit, no clean-shutdown marker.
     pub fn kill(&self, name: &str) {
         let pid = node_pid(&self.storage(), name).expect("the node's process is running");
@@ -208,6 +239,8 @@ impl Stack {
         let mut child = iopath()
             .args(["node", "--watch-stdin", "--stack"])
             .arg(storage.join("stack.toml"))
+            .arg("--secret-file")
+            .arg(self.secret_file())
             .args(["--name", name, "--dir"])
             .arg(storage.join(name))
             .env("IOPATH_LOG", "info")

@@ -1,7 +1,9 @@
 //! [`Launched`]: a placed stack's server nodes started on their hosts — by `srun` inside a
 //! Slurm job, or through a command template the user gives (`ssh {host}`, `pdsh -w {host}`,
-//! `ip netns exec {host}`) — each `iopath node --stack -` reading the placed stack file on its
-//! standard input, so no host needs a shared file system for it. Started in start order
+//! `ip netns exec {host}`) — each `iopath node --secret-file - --stack -` reading the stack's
+//! admin secret and then the placed stack file on its standard input, so no host needs a
+//! shared file system for either, and the secret never shows in a command line. Started in
+//! start order
 //! (routers, storage servers, the metadata service, fyods), each group waiting for the
 //! previous one's READY lines; stopped in reverse through each node's admin service, as an
 //! operator would, since closing a remote starter's input does not reach the node.
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use iopath_admin::Secret;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
@@ -87,16 +90,18 @@ pub struct NodeCommand {
 }
 
 impl NodeCommand {
-    /// The command as a shell line, its input the placed stack file: what `--print` shows.
-    pub fn shell_line(&self, stack_file: &Path) -> String {
+    /// The command as a shell line, its input the admin secret's file then the placed stack
+    /// file: what `--print` shows.
+    pub fn shell_line(&self, stack_file: &Path, secret_file: &Path) -> String {
         format!(
-            "{} < {}",
+            "cat {} {} | {}",
+            shell_quote(&secret_file.display().to_string()),
+            shell_quote(&stack_file.display().to_string()),
             self.argv
                 .iter()
                 .map(|a| shell_quote(a))
                 .collect::<Vec<_>>()
                 .join(" "),
-            shell_quote(&stack_file.display().to_string())
         )
     }
 }
@@ -124,6 +129,8 @@ pub fn commands(placed: &Stack, config: &LaunchConfig) -> Result<Vec<NodeCommand
             let mut node = vec![
                 config.program.display().to_string(),
                 "node".to_owned(),
+                "--secret-file".to_owned(),
+                crate::up::SECRET_FROM_STDIN.to_owned(),
                 "--stack".to_owned(),
                 crate::up::STACK_FROM_STDIN.to_owned(),
                 "--name".to_owned(),
@@ -230,19 +237,28 @@ pub struct Launched {
     /// How each node process was started, and the process: the same index in each.
     commands: Vec<NodeCommand>,
     nodes: Vec<ChildNode>,
+    /// The stack's admin secret: each node was given it, and stopping asks with it.
+    secret: Secret,
 }
 
 impl Launched {
-    /// Starts every server node of `placed` with `config`, group by group; on any failure,
-    /// stops what started and says which node failed and why.
-    pub async fn start(placed: Stack, config: &LaunchConfig) -> Result<Launched, StackError> {
+    /// Starts every server node of `placed` with `config`, group by group, each checking
+    /// admin changes against `secret`; on any failure, stops what started and says which node
+    /// failed and why.
+    pub async fn start(
+        placed: Stack,
+        config: &LaunchConfig,
+        secret: Secret,
+    ) -> Result<Launched, StackError> {
         placed.check_spread("iopath launch")?;
         let commands = commands(&placed, config)?;
-        let text = placed.to_toml();
+        // What each node reads on its standard input: the secret's line, then the stack file.
+        let text = format!("{}\n{}", secret.to_hex(), placed.to_toml());
         let mut launched = Launched {
             stack: placed,
             commands: Vec::new(),
             nodes: Vec::new(),
+            secret,
         };
         for kind in START_ORDER {
             let group: Vec<&NodeCommand> = commands
@@ -340,7 +356,12 @@ impl Launched {
         let mut first_error = None;
         while let (Some(command), Some(mut node)) = (self.commands.pop(), self.nodes.pop()) {
             let asked = match iopath_admin::Client::connect(node.admin).await {
-                Ok(admin) => admin.shutdown("iopath launch is stopping the stack").await,
+                Ok(admin) => {
+                    admin
+                        .with_secret(self.secret.clone())
+                        .shutdown("iopath launch is stopping the stack")
+                        .await
+                }
                 Err(e) => Err(e),
             };
             let killed = match asked {
@@ -368,7 +389,8 @@ pub const EXIT_POLL: Duration = Duration::from_millis(250);
 /// How long to keep writing the stack file into a starter that does not read it.
 const STACK_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Starts `command`, writes the stack file to its input and closes it.
+/// Starts `command`, writes `text` (the secret's line and the stack file) to its input and
+/// closes it.
 async fn spawn(command: &NodeCommand, role: RoleName, text: &str) -> Result<Pending, StackError> {
     let failed = |why: String| StackError::Process {
         node: format!("{} on {}", command.name, command.host),
@@ -465,12 +487,16 @@ mod tests {
                 .iter()
                 .all(|c| placed.nodes[c.index].role.kind() != RoleName::Client)
         );
-        let line = commands[0].shell_line(Path::new("spider.placed.toml"));
+        let line = commands[0].shell_line(
+            Path::new("spider.placed.toml"),
+            Path::new("spider.placed.toml.secret"),
+        );
         assert!(
-            line.starts_with("sh -c 'exec ssh -o BatchMode=yes h")
-                && line.contains("node --stack - --name rtr0")
-                && line.contains("--admin 10.0.0.")
-                && line.ends_with("< spider.placed.toml"),
+            line.starts_with(
+                "cat spider.placed.toml.secret spider.placed.toml | sh -c 'exec ssh -o \
+                 BatchMode=yes h"
+            ) && line.contains("node --secret-file - --stack - --name rtr0")
+                && line.contains("--admin 10.0.0."),
             "{line}"
         );
         let e = super::commands(

@@ -1,5 +1,6 @@
 //! [`EmbeddedStack`]: every node of a stack in this process, on one in-memory network per
-//! stack network, each with an admin service of its own on loopback — what `iopath up` and
+//! stack network, each with an admin service of its own on loopback (changes only with the
+//! stack's admin secret) — what `iopath up` and
 //! `iopath demo` run, and what every crate's integration tests build on
 //! ([`crate::testing::TestStack`]): a node can be crashed and started again on its storage.
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 use std::collections::BTreeMap;
 
 use iopath_admin::http::HttpHandle;
-use iopath_admin::{AdminHandle, Shutdown};
+use iopath_admin::{AdminHandle, Secret, Shutdown};
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
 
@@ -33,6 +34,10 @@ pub const START_ORDER: [RoleName; 5] = [
 pub struct EmbeddedOptions {
     /// Give each node an admin service on a loopback port.
     pub admin: bool,
+    /// The secret the admin services ask of `set_param` and shutdown callers (`iopath up`
+    /// writes one to a file first); without one, a new secret is drawn, which
+    /// [`EmbeddedStack::admin_secret`] hands to this process's own callers.
+    pub admin_secret: Option<Secret>,
     /// Give each node Prometheus's `/metrics` on a loopback port (as each node process
     /// serves its own with `--processes`).
     pub metrics: bool,
@@ -69,6 +74,8 @@ pub struct EmbeddedStack {
     options: EmbeddedOptions,
     /// Each node's admin service, by stack index (when asked for).
     admins: Vec<Option<AdminHandle>>,
+    /// What the admin services ask of callers that change a node (when they are asked for).
+    admin_secret: Option<Secret>,
     /// Each node's `/metrics`, by stack index (when asked for). A node restarted after a
     /// crash keeps the services of its first start, which read the crashed node.
     metrics: Vec<Option<HttpHandle>>,
@@ -123,6 +130,17 @@ impl EmbeddedStack {
         let nodes: Vec<RunningNode> = started.into_iter().flatten().collect();
         assert_eq!(nodes.len(), stack.nodes.len(), "every node started");
         let shutdown = Shutdown::new();
+        let admin_secret = match (&options.admin_secret, admin) {
+            (_, false) => None,
+            (Some(secret), true) => Some(secret.clone()),
+            (None, true) => match Secret::generate() {
+                Ok(secret) => Some(secret),
+                Err(e) => {
+                    let _ = stop_all(nodes).await;
+                    return Err(StackError::io("make the stack's admin secret", e));
+                }
+            },
+        };
         let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
         let mut admins = Vec::new();
         let mut metrics = Vec::new();
@@ -132,12 +150,13 @@ impl EmbeddedStack {
                 role: node.role.as_str(),
                 why: format!("start its {what}: {e}"),
             };
-            if admin {
+            if let Some(secret) = &admin_secret {
                 match iopath_admin::serve(
                     loopback,
                     node.tree.clone(),
                     node.info(),
                     shutdown.clone(),
+                    secret.clone(),
                 )
                 .await
                 {
@@ -174,6 +193,7 @@ impl EmbeddedStack {
             networks,
             options,
             admins,
+            admin_secret,
             metrics,
             shutdown,
             storage,
@@ -267,6 +287,12 @@ impl EmbeddedStack {
             .get(index)
             .and_then(Option::as_ref)
             .map(AdminHandle::local_addr)
+    }
+
+    /// The secret the nodes' admin services ask of `set_param` and shutdown callers, if they
+    /// serve any.
+    pub fn admin_secret(&self) -> Option<&Secret> {
+        self.admin_secret.as_ref()
     }
 
     /// Node `index`'s `/metrics` address, if it serves one.

@@ -217,6 +217,18 @@ impl RunningStack {
         }
     }
 
+    /// The secret the stack's admin services ask of `set_param` and shutdown callers, where
+    /// this program knows it: the one it made for its embedded nodes or node processes. An
+    /// attached stack's secret stays in the file `iopath launch` wrote beside its stack file;
+    /// attaching changes nothing on the servers, so it is not read.
+    pub fn admin_secret(&self) -> Option<&iopath_admin::Secret> {
+        match self {
+            RunningStack::Embedded(e) => e.admin_secret(),
+            RunningStack::Processes { servers, .. } => Some(servers.admin_secret()),
+            RunningStack::Attached { .. } => None,
+        }
+    }
+
     /// Node `index`'s `/metrics`, where it serves one (node processes started with
     /// `--metrics`; an embedded stack's nodes started with [`EmbeddedOptions::metrics`]).
     pub fn metrics_addr(&self, index: usize) -> Option<std::net::SocketAddr> {

@@ -1,8 +1,10 @@
 //! [`ProcessStack`]: a process per server node (`iopath node --stack FILE --name NODE`) on
 //! loopback TCP. Numbered addresses become free loopback ports, chosen here and written into
 //! a resolved stack file every child reads, so each child knows every other's NID before any
-//! starts. Each child prints `READY <nids> <admin address> [<metrics address>]` when it serves, and stops cleanly
-//! when its standard input closes — so none outlives the parent.
+//! starts. The stack's admin secret is written beside it (mode 0600) and each child is given
+//! its path, never the secret itself, which `ps` would show. Each child prints `READY <nids>
+//! <admin address> [<metrics address>]` when it serves, and stops cleanly when its standard
+//! input closes — so none outlives the parent.
 //!
 //! Client nodes get no process: they are where the application (the demo, IOR's tasks)
 //! runs, so the application starts them in its own process ([`ProcessStack::start_clients`]).
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use iopath_admin::Secret;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
@@ -86,6 +89,10 @@ pub struct ChildNode {
 pub struct ProcessStack {
     stack: Stack,
     stack_file: PathBuf,
+    /// The stack's admin secret, which every node process checks changes against.
+    admin_secret: Secret,
+    /// The file it is in, which each node process is given.
+    admin_secret_file: PathBuf,
     children: Vec<ChildNode>,
     storage: StorageDir,
     /// The ports of nodes not started yet.
@@ -188,9 +195,14 @@ impl ProcessStack {
             path: stack_file.clone(),
             source,
         })?;
+        let admin_secret_file = storage.path().join(iopath_admin::secret::SECRET_FILE_NAME);
+        let admin_secret = Secret::create(&admin_secret_file)
+            .map_err(|e| StackError::io("make the stack's admin secret", e))?;
         let mut running = ProcessStack {
             stack: resolved,
             stack_file,
+            admin_secret,
+            admin_secret_file,
             children: Vec::new(),
             storage,
             held: std::sync::Mutex::new(held),
@@ -244,6 +256,8 @@ impl ProcessStack {
             .arg("--watch-stdin")
             .arg("--stack")
             .arg(&self.stack_file)
+            .arg("--secret-file")
+            .arg(&self.admin_secret_file)
             .arg("--name")
             .arg(&spec.name)
             .arg("--dir")
@@ -273,6 +287,16 @@ impl ProcessStack {
     /// The resolved stack file the children read.
     pub fn stack_file(&self) -> &Path {
         &self.stack_file
+    }
+
+    /// The stack's admin secret: what `set_param` and shutdown callers must send its nodes.
+    pub fn admin_secret(&self) -> &Secret {
+        &self.admin_secret
+    }
+
+    /// The file holding the stack's admin secret (mode 0600), in the storage directory.
+    pub fn admin_secret_file(&self) -> &Path {
+        &self.admin_secret_file
     }
 
     /// The node processes, in start order.

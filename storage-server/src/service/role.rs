@@ -32,6 +32,10 @@ pub struct OssRole {
     pub object_size_max_bytes: u64,
     /// The admin service's address.
     pub admin: std::net::SocketAddr,
+    /// The file holding the admin secret `set_param` and shutdown callers must send; without
+    /// one, the OSS writes a secret of its own to `dir/admin.secret` (mode 0600) and says so
+    /// on standard error.
+    pub secret_file: Option<PathBuf>,
     /// Where to serve `/metrics` (the Prometheus text format), if anywhere.
     pub metrics: Option<std::net::SocketAddr>,
     /// The file system its targets belong to (their names: `iopath-OST0000`, ...).
@@ -57,7 +61,7 @@ pub enum RoleError {
         /// Why.
         source: iopath_fabric::FabricError,
     },
-    /// The admin service would not start.
+    /// The admin service would not start, or its secret could not be read or made.
     #[error("start the admin service: {0}")]
     Admin(#[from] iopath_admin::AdminError),
 }
@@ -77,6 +81,14 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
             source,
         })
     })?;
+    let (secret, own) = iopath_admin::secret::for_node(role.secret_file.as_deref(), &role.dir)?;
+    if let Some(own) = own {
+        // Standard output is for the READY line.
+        eprintln!(
+            "admin secret: {} (no --secret-file given: set_param and shutdown need this one)",
+            own.display()
+        );
+    }
     let mut template = OstConfig::new(0, &role.dir);
     template.sync_journal = role.sync_journal;
     template.commit_interval_ms = role.commit_interval_ms;
@@ -141,7 +153,8 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
         (addr, Arc::new(registry))
     });
     let reason =
-        iopath_admin::process::serve_until_stopped(role.admin, tree, info, metrics, true).await?;
+        iopath_admin::process::serve_until_stopped(role.admin, tree, info, secret, metrics, true)
+            .await?;
     info!(nid = %node.nid(), "OSS stopping: {reason}");
     node.shutdown();
     service.shutdown().await.map_err(storage)?;
