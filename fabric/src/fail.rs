@@ -19,7 +19,7 @@
 //! | `fyod.forward`     | a fyod about to carry a write or read to the servers    | errno, delay, drop, abort |
 //! | `fyod.reply`       | a fyod's call done, before its reply                    | errno, delay, drop, abort |
 //! | `oss.after_write`  | an OST's data written, before its journal record        | errno, delay, drop, abort |
-//! | `oss.before_commit`| a journal group's records written, before the fdatasync | errno, delay, abort |
+//! | `oss.before_commit`| a journal group about to commit, nothing of it written  | errno, delay, abort |
 //! | `oss.after_commit` | a journal group durable, before anyone is told          | errno, delay, abort |
 //! | `oss.before_reply` | an OST request done, before its reply                   | errno, delay, drop, abort |
 //! | `mds.after_log`    | a metadata change durable in the log, before its reply  | errno, delay, drop, abort |
@@ -64,7 +64,7 @@ pub enum Site {
     FyodReply,
     /// An OST's data written, before its journal record.
     OssAfterWrite,
-    /// A journal group written, before the fdatasync that commits it.
+    /// A journal group about to commit, nothing of it written yet.
     OssBeforeCommit,
     /// A journal group durable, before anyone is told.
     OssAfterCommit,
@@ -541,17 +541,28 @@ impl FailPoints {
     /// is one relaxed load.
     #[inline]
     pub fn check(&self, site: Site) -> Option<Action> {
+        self.check_frame(site, true)
+    }
+
+    /// [`FailPoints::check`] for a frame that carries bulk bytes or not: a `corrupt` rule
+    /// passes over frames without bulk (an RPC's own body has no checksum to catch a flipped
+    /// byte, so it would not be the bulk corruption the rule is for), and they do not count.
+    #[inline]
+    pub fn check_frame(&self, site: Site, bulk: bool) -> Option<Action> {
         if self.armed.load(Ordering::Relaxed) & site.bit() == 0 {
             return None;
         }
-        self.check_armed(site)
+        self.check_armed(site, bulk)
     }
 
     #[cold]
-    fn check_armed(&self, site: Site) -> Option<Action> {
+    fn check_armed(&self, site: Site, bulk: bool) -> Option<Action> {
         let mut rules = self.rules.lock().expect("fail rules lock poisoned");
         let slot = &mut rules[site as usize];
         let rule = slot.as_mut()?;
+        if rule.action == Action::Corrupt && !bulk {
+            return None;
+        }
         if !rule.pass() {
             return None;
         }
@@ -582,9 +593,10 @@ impl FailPoints {
         }
     }
 
-    /// [`FailPoints::pass`] where the caller cannot wait (a delay is returned to it instead).
-    pub fn pass_now(&self, site: Site) -> Result<Option<Duration>, Injected> {
-        match self.check(site) {
+    /// [`FailPoints::pass`] for a frame (with bulk bytes or not, see
+    /// [`FailPoints::check_frame`]) where the caller cannot wait: a delay is returned to it.
+    pub fn pass_frame(&self, site: Site, bulk: bool) -> Result<Option<Duration>, Injected> {
+        match self.check_frame(site, bulk) {
             None => Ok(None),
             Some(Action::Delay(delay)) => Ok(Some(delay)),
             Some(other) => act(site, other).map(|()| None),

@@ -226,7 +226,7 @@ impl Ni {
         if !message.header.is_bulk() || message.payload.is_empty() {
             return Fault::None;
         }
-        match self.fail.pass_now(Site::BulkSend) {
+        match self.fail.pass_frame(Site::BulkSend, true) {
             Ok(None) => Fault::None,
             Ok(Some(delay)) => Fault::Delay(delay),
             Err(Injected::Drop) => Fault::Drop,

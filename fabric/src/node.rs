@@ -921,9 +921,11 @@ impl NodeInner {
         // while this one is checked and sent on.
         tokio::spawn(async move {
             let mut message = message;
-            match node.fail.pass(Site::RouterForward).await {
-                Ok(()) => {}
-                Err(Injected::Corrupt) if !message.payload.is_empty() => {
+            let bulk = message.header.is_bulk() && !message.payload.is_empty();
+            match node.fail.pass_frame(Site::RouterForward, bulk) {
+                Ok(None) => {}
+                Ok(Some(delay)) => tokio::time::sleep(delay).await,
+                Err(Injected::Corrupt) => {
                     let mut payload = bytes::BytesMut::from(&message.payload[..]);
                     let middle = payload.len() / 2;
                     payload[middle] ^= 0x5A;

@@ -30,10 +30,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use iopath_admin::lprocfs::Rw;
 use iopath_fabric::frame::status::errno;
+use iopath_fabric::rpc::CallOptions;
 use iopath_fabric::{BufferDescriptor, ChecksumKind, Checksummed, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::counters::OstOp;
 use crate::id::ClientId;
@@ -326,13 +327,37 @@ impl OstClient {
     /// leave. A request about `target` is counted in the node's osc counters of it (when the
     /// node keeps them) as under way until it ends, and its wait once a reply comes — an
     /// error reply is a reply too; a timeout is not.
+    /// Sends one request once (the fabric resends it on a timeout).
     async fn send(&self, target: Option<u32>, op: u32, body: Bytes) -> Result<Bytes, FabricError> {
+        self.send_noting_resends(target, op, body, &mut false).await
+    }
+
+    /// [`OstClient::send`]; `sent_again` is set if the request went out more than once.
+    async fn send_noting_resends(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+        sent_again: &mut bool,
+    ) -> Result<Bytes, FabricError> {
         let stats = target.and_then(|t| self.target_stats(t));
         let counted = match (stats.as_deref(), OstOp::of(op)) {
             (Some(stats), Some(op)) => Some((stats.request(), op)),
             _ => None,
         };
-        let reply = self.node.call(self.server, OST_PORTAL, op, body).await;
+        let mut sends = 0;
+        let reply = self
+            .node
+            .call_counting_sends(
+                self.server,
+                OST_PORTAL,
+                op,
+                body,
+                CallOptions::default(),
+                &mut sends,
+            )
+            .await;
+        *sent_again |= sends > 1;
         if let Some((request, op)) = counted
             && matches!(&reply, Ok(_) | Err(FabricError::Remote { .. }))
         {
@@ -361,11 +386,27 @@ impl OstClient {
         op: u32,
         body: Bytes,
     ) -> Result<pb::OpReply, FabricError> {
+        self.call_noting_resends(target, op, body, &mut false).await
+    }
+
+    /// [`OstClient::call`], setting `sent_again` when the request had to go out again after a
+    /// failure: then its first sending may have executed, its reply lost with a server that
+    /// restarted or with a call that outlived its resends.
+    async fn call_noting_resends(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+        sent_again: &mut bool,
+    ) -> Result<pb::OpReply, FabricError> {
         self.check_connected()?;
         let mut unreachable_since: Option<tokio::time::Instant> = None;
         let mut waiting_since: Option<tokio::time::Instant> = None;
         loop {
-            let error = match self.send(target, op, body.clone()).await {
+            let error = match self
+                .send_noting_resends(target, op, body.clone(), sent_again)
+                .await
+            {
                 Ok(reply) => {
                     let reply = Self::decode(&reply)?;
                     let known = self
@@ -428,6 +469,7 @@ impl OstClient {
                 // Replayed; the window closes once every client has (or is evicted).
                 tokio::time::sleep(RECONNECT_PAUSE).await;
             }
+            *sent_again = true;
         }
     }
 
@@ -515,9 +557,39 @@ impl OstClient {
     }
 
     /// Creates object `object` on `target`.
+    ///
+    /// A create sent again after a failure may find the object its first sending made (the
+    /// server executed it, then restarted before its reply left): the object's id is this
+    /// file's alone (the metadata service gave it), so an empty object of that id is taken as
+    /// the create done. A create commits before its reply, so the object is durable.
     pub async fn create(&self, target: u32, object: u64) -> Result<Stamp, FabricError> {
         let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
-        self.call_noted(target, opcode::CREATE, body).await
+        let mut sent_again = false;
+        let created = self
+            .call_noting_resends(Some(target), opcode::CREATE, body, &mut sent_again)
+            .await;
+        match created {
+            Ok(reply) => {
+                let stamp = Stamp::of(&reply);
+                self.note(target, stamp, None);
+                Ok(stamp)
+            }
+            Err(FabricError::Remote { code, .. })
+                if code == errno::EEXIST
+                    && sent_again
+                    && self
+                        .getattr(target, object)
+                        .await
+                        .is_ok_and(|size| size == 0) =>
+            {
+                debug!(server = %self.server, target, object, "a create sent again found the object its first sending made");
+                Ok(Stamp {
+                    transno: 0,
+                    last_committed: self.lock().replay.last_committed(target),
+                })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The WRITE request for `buffer`; `replay_transno` is 0 for a new write.

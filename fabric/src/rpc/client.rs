@@ -62,6 +62,22 @@ impl Node {
         body: Bytes,
         options: CallOptions,
     ) -> Result<Bytes, FabricError> {
+        self.call_counting_sends(target, portal, opcode, body, options, &mut 0)
+            .await
+    }
+
+    /// [`Node::call_with`], counting in `sends` how often the request went out. More than
+    /// once means a resend, which a server that restarted in between executes as new (its
+    /// saved replies went with it): a caller whose request is not idempotent checks for that.
+    pub async fn call_counting_sends(
+        &self,
+        target: Nid,
+        portal: u32,
+        opcode: u32,
+        body: Bytes,
+        options: CallOptions,
+        sends: &mut u32,
+    ) -> Result<Bytes, FabricError> {
         let inner = &self.inner;
         let limits = &inner.limits;
         if body.len() as u64 > u64::from(limits.frame_payload_max_bytes) {
@@ -75,7 +91,7 @@ impl Node {
         let resends_max = options.resends_max.unwrap_or(limits.rpc_resends_max);
         let xid = inner.next_xid.fetch_add(1, Ordering::Relaxed);
         let _pending = PendingGuard { node: inner, xid };
-        let mut sends = 0u32;
+        *sends = 0;
         let mut busy = 0u32;
         loop {
             let (reply_tx, reply_rx) = oneshot::channel();
@@ -90,7 +106,7 @@ impl Node {
             header.hdr_data = u64::from(opcode);
             header.cookie = oldest_pending;
             let (sent_tx, sent_rx) = oneshot::channel();
-            sends += 1;
+            *sends += 1;
             match inner.fail.pass(Site::ClientSend).await {
                 Err(Injected::Errno(code)) => {
                     return Err(FabricError::Injected {
@@ -121,7 +137,7 @@ impl Node {
                         && busy < limits.rpc_busy_retries_max =>
                 {
                     busy += 1;
-                    sends -= 1; // BUSY was an answer: it does not use up a resend
+                    *sends -= 1; // BUSY was an answer: it does not use up a resend
                     tokio::time::sleep(Duration::from_millis(1 + u64::from(busy.min(50)))).await;
                     continue;
                 }
@@ -136,28 +152,28 @@ impl Node {
                 Ok(Err(FabricError::ShuttingDown)) => return Err(FabricError::ShuttingDown),
                 Ok(Err(send_error)) => {
                     // Do not spin on a dead peer: wait a little before the resend.
-                    tokio::time::sleep(timeout.min(Duration::from_millis(100)) * sends).await;
+                    tokio::time::sleep(timeout.min(Duration::from_millis(100)) * *sends).await;
                     send_error
                 }
                 Err(_) => FabricError::Timeout {
                     what: "RPC reply",
                     peer: target,
-                    attempts: sends,
+                    attempts: *sends,
                 },
             };
-            if sends > resends_max {
+            if *sends > resends_max {
                 return Err(match failure {
                     FabricError::Timeout { .. } => failure,
                     other => FabricError::Timeout {
                         what: "RPC reply",
                         peer: target,
-                        attempts: sends,
+                        attempts: *sends,
                     }
                     .with_cause(other),
                 });
             }
             inner.counters.rpc_resends.fetch_add(1, Ordering::Relaxed);
-            debug!(%target, xid, attempt = sends + 1, "resending RPC: {failure}");
+            debug!(%target, xid, attempt = *sends + 1, "resending RPC: {failure}");
         }
     }
 }

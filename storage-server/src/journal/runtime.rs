@@ -640,6 +640,9 @@ async fn commit_fail_point(fail: &FailPoints, site: Site) -> std::result::Result
 /// Commits one group. Errors are strings: whatever failed, the target stops.
 async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String> {
     let journal_path = job.journal.path().display().to_string();
+    // Before anything of the group is written: a process that aborts here leaves its records
+    // nowhere, and the clients replay what they were told.
+    commit_fail_point(&job.fail, Site::OssBeforeCommit).await?;
 
     // Durability step A (ordered mode, as ldiskfs): the data the records describe — including
     // the size and block map of O_DIRECT appends — is made durable before any record that
@@ -668,7 +671,6 @@ async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String
         .await
         .map_err(|e| format!("write journal {journal_path}: {e}"))?;
 
-    commit_fail_point(&job.fail, Site::OssBeforeCommit).await?;
     // Durability step C — the commit point: the journal is fdatasync'd. From here on the
     // group survives a crash, and `last_committed` may advance (the caller does that when this
     // future returns). In sync mode the replies go out right after.
