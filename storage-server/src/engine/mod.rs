@@ -10,6 +10,9 @@
 //!   seek whenever the head moves between data and journal) for experiments on any hardware.
 //! - [`faulty::FaultyEngine`] — wraps a real engine and fails fsyncs or writes on command, for
 //!   fault tests.
+//! - [`simulated::SimulatedDisk`] — plain calls on the caller's thread with a crash model
+//!   (unsynced writes live in a volatile cache a crash drops or tears), for the seeded
+//!   simulation.
 //!
 //! Engines return boxed futures so that OSTs can hold any of them as `Arc<dyn DiskEngine>` and
 //! await completions from the tokio runtime while the I/O happens on other threads.
@@ -18,6 +21,7 @@ pub mod aligned;
 pub mod faulty;
 pub mod modeled;
 pub mod psync;
+pub mod simulated;
 pub mod uring;
 
 use aligned::{AlignedBuf, SizedPools, is_direct_aligned};
@@ -68,6 +72,30 @@ pub trait DiskEngine: Send + Sync + fmt::Debug {
 
     /// Reserves blocks for `length` bytes at `offset` (`fallocate`, mode 0).
     fn allocate(&self, file: &Arc<EngineFile>, offset: u64, length: u64) -> EngineFuture<()>;
+
+    /// Whether the target's other file-system calls (opening files, recovery's scan,
+    /// checkpoints, unlinks, directory fsyncs) run on the calling thread rather than on
+    /// tokio's blocking pool; see [`blocking`]. Only a simulation's engine says yes: on a
+    /// one-thread runtime, work finishing on other threads would interleave with the rest in
+    /// an order no seed decides.
+    fn runs_inline(&self) -> bool {
+        false
+    }
+}
+
+/// Runs a blocking file-system `call` where `engine` says such calls run: on tokio's blocking
+/// pool (every real engine), or right here on the caller's thread (an engine that
+/// [runs inline](DiskEngine::runs_inline), for a deterministic simulation).
+pub async fn blocking<T: Send + 'static>(
+    engine: &dyn DiskEngine,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<T> {
+    if engine.runs_inline() {
+        return Ok(call());
+    }
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(io::Error::other)
 }
 
 /// How much of a file an fsync makes durable.

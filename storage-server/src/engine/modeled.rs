@@ -253,6 +253,10 @@ impl DiskEngine for ModeledEngine {
     fn allocate(&self, file: &Arc<EngineFile>, offset: u64, length: u64) -> EngineFuture<()> {
         self.inner.allocate(file, offset, length)
     }
+
+    fn runs_inline(&self) -> bool {
+        self.inner.runs_inline()
+    }
 }
 
 #[cfg(test)]

@@ -691,10 +691,12 @@ async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String
     // file, fsync'd, renamed over the old one, and the directory fsync'd: a crash leaves either
     // checkpoint whole. Only then is the journal emptied; records at or below the checkpoint's
     // transno left behind by a crash in between are skipped at recovery.
-    tokio::task::spawn_blocking(move || write_checkpoint(&path, &checkpoint))
-        .await
-        .map_err(|e| format!("checkpoint task: {e}"))?
-        .map_err(|e| format!("write checkpoint: {e}"))?;
+    crate::engine::blocking(&*job.journal_engine, move || {
+        write_checkpoint(&path, &checkpoint)
+    })
+    .await
+    .map_err(|e| format!("checkpoint task: {e}"))?
+    .map_err(|e| format!("write checkpoint: {e}"))?;
     job.journal_engine
         .truncate(&job.journal, HEADER_LEN as u64)
         .await

@@ -57,8 +57,18 @@ impl Oss {
 
     /// [`Oss::open`] with the fail points of the node it serves on (`oss.*` sites).
     pub async fn open_with_fail_points(config: OssConfig, fail: Arc<FailPoints>) -> Result<Oss> {
-        check_indices(&config.targets)?;
         let engine = open_engine(&config.engine);
+        Oss::open_on_engine(config, engine, fail).await
+    }
+
+    /// [`Oss::open_with_fail_points`] on a given engine instead of the one `config.engine`
+    /// names (the simulation's disk, a fault test's engine).
+    pub async fn open_on_engine(
+        config: OssConfig,
+        engine: Arc<dyn DiskEngine>,
+        fail: Arc<FailPoints>,
+    ) -> Result<Oss> {
+        check_indices(&config.targets)?;
         let mut targets = Vec::with_capacity(config.targets.len());
         let mut indices = config.targets.clone();
         indices.sort_unstable();

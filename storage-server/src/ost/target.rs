@@ -16,7 +16,7 @@ use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
 use super::open_files::OpenFiles;
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
-use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind};
+use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind, blocking};
 use crate::error::{Result, StorageError};
 use crate::ids::{ObjectId, Transno};
 use crate::journal::policy::{CommitMode, Intent, PolicyConfig};
@@ -137,7 +137,7 @@ impl Ost {
     pub async fn open(config: OstConfig, engines: OstEngines) -> Result<Ost> {
         config.validate()?;
         let setup_config = config.clone();
-        let (recovered, journal_file) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (recovered, journal_file) = blocking(&*engines.data, move || -> Result<_> {
             let recovered = recover(&setup_config)?;
             let journal_path = setup_config.journal_path();
             let journal_file =
@@ -146,7 +146,7 @@ impl Ost {
             Ok((recovered, journal_file))
         })
         .await
-        .map_err(|e| StorageError::io("recover target", &config.dir, std::io::Error::other(e)))??;
+        .map_err(|e| StorageError::io("recover target", &config.dir, e))??;
 
         // Recovery made every object file agree with the table; each is opened when first
         // used (see `open_files`).
@@ -248,15 +248,9 @@ impl Ost {
         // Taken under the file lock: the last rewrite carries the latest state.
         let snapshot = self.lost_ranges();
         let config = self.config.clone();
-        tokio::task::spawn_blocking(move || write_lost(&config, &snapshot))
+        blocking(&*self.engines.data, move || write_lost(&config, &snapshot))
             .await
-            .map_err(|e| {
-                StorageError::io(
-                    "record lost ranges",
-                    &self.config.dir,
-                    std::io::Error::other(e),
-                )
-            })?
+            .map_err(|e| StorageError::io("record lost ranges", &self.config.dir, e))?
     }
 
     fn lock_lost(&self) -> std::sync::MutexGuard<'_, LostRanges> {
@@ -394,9 +388,14 @@ impl Ost {
             OpenMode::CreateNew => "create object",
             _ => "open object",
         };
-        EngineFile::open_async(path.clone(), FileRole::Data, mode, self.config.direct_io)
-            .await
-            .map_err(|e| StorageError::io(action, &path, e))
+        let (opened, direct_io) = (path.clone(), self.config.direct_io);
+        blocking(&*self.engines.data, move || {
+            EngineFile::open(&opened, FileRole::Data, mode, direct_io)
+        })
+        .await
+        .and_then(|opened| opened)
+        .map(Arc::new)
+        .map_err(|e| StorageError::io(action, &path, e))
     }
 
     fn lock_open_files(&self) -> std::sync::MutexGuard<'_, OpenFiles> {
@@ -514,7 +513,7 @@ impl Ost {
         let file = self.open_object(object, OpenMode::CreateNew).await?;
         let dir = self.config.objects_dir();
         self.dir_sync
-            .sync(&dir)
+            .sync(&*self.engines.data, &dir)
             .await
             .map_err(|e| self.fail_stop(format!("fsync directory {}: {e}", dir.display())))?;
         let intent = Intent {
@@ -803,11 +802,10 @@ impl Ost {
         self.lock_open_files().remove(object);
         let path = self.object_path(object);
         let dir = self.config.objects_dir();
-        let unlinked = match tokio::task::spawn_blocking(move || std::fs::remove_file(&path)).await
-        {
-            Ok(Ok(())) => self.dir_sync.sync(&dir).await,
-            Ok(Err(error)) => Err(error),
-            Err(error) => Err(std::io::Error::other(error)),
+        let engine = &*self.engines.data;
+        let unlinked = match blocking(engine, move || std::fs::remove_file(&path)).await {
+            Ok(Ok(())) => self.dir_sync.sync(engine, &dir).await,
+            Ok(Err(error)) | Err(error) => Err(error),
         };
         if let Err(error) = unlinked {
             tracing::warn!(%object, %error, "destroy committed but unlink failed; recovery will remove the file");
@@ -856,9 +854,7 @@ impl Ost {
     pub async fn statfs(&self) -> std::io::Result<Capacity> {
         self.count(Op::Statfs, 0);
         let dir = self.config.dir.clone();
-        tokio::task::spawn_blocking(move || capacity_of(&dir))
-            .await
-            .map_err(std::io::Error::other)?
+        blocking(&*self.engines.data, move || capacity_of(&dir)).await?
     }
 }
 
@@ -913,7 +909,7 @@ struct DirSync {
 
 impl DirSync {
     /// Returns once an fsync of `dir` that started after this call did has finished.
-    async fn sync(&self, dir: &Path) -> std::io::Result<()> {
+    async fn sync(&self, engine: &dyn DiskEngine, dir: &Path) -> std::io::Result<()> {
         let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
         let mut covered = self.covered.lock().await;
         if *covered >= ticket {
@@ -921,14 +917,9 @@ impl DirSync {
         }
         // Every ticket handed out so far belongs to an entry already made or removed.
         let covers = self.requested.load(Ordering::SeqCst);
-        sync_dir_async(dir.to_path_buf()).await?;
+        let dir = dir.to_path_buf();
+        blocking(engine, move || std::fs::File::open(&dir)?.sync_all()).await??;
         *covered = covers;
         Ok(())
     }
-}
-
-async fn sync_dir_async(dir: PathBuf) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || std::fs::File::open(&dir)?.sync_all())
-        .await
-        .map_err(std::io::Error::other)?
 }

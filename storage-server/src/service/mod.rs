@@ -42,6 +42,7 @@ use prost::Message as _;
 use tokio::sync::Semaphore;
 use tracing::info;
 
+use crate::engine::{DiskEngine, open_engine};
 use crate::error::StorageError;
 use crate::ids::ObjectId;
 use crate::ost::{OpReply, Oss};
@@ -100,9 +101,25 @@ impl OssService {
         targets: crate::ost::OssConfig,
         config: ServiceConfig,
     ) -> Result<Arc<OssService>, StorageError> {
+        let engine = open_engine(&targets.engine);
+        let itself = |service: Arc<OssService>| service as Arc<dyn Service>;
+        OssService::open_on_engine(node, targets, engine, config, itself).await
+    }
+
+    /// [`OssService::open`] with the targets on `engine` rather than the one
+    /// `targets.engine` names, served on the portal as `front` makes it: the service itself,
+    /// or a wrapper that watches every request it executes. The seeded simulation runs a
+    /// server this way, on its simulated disk, counting executions per xid.
+    pub async fn open_on_engine(
+        node: &Node,
+        targets: crate::ost::OssConfig,
+        engine: Arc<dyn DiskEngine>,
+        config: ServiceConfig,
+        front: impl FnOnce(Arc<OssService>) -> Arc<dyn Service>,
+    ) -> Result<Arc<OssService>, StorageError> {
         let state_dir = targets.root.clone();
-        let oss =
-            Arc::new(Oss::open_with_fail_points(targets, Arc::clone(node.fail_points())).await?);
+        let fail = Arc::clone(node.fail_points());
+        let oss = Arc::new(Oss::open_on_engine(targets, engine, fail).await?);
         let clients = Arc::new(ClientRegistry::open(&state_dir, config.clients_max)?);
         let clean = recovery::take_clean_marker(&state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
@@ -120,7 +137,7 @@ impl OssService {
             bulk_pool_pages: pages,
             boot_id: boot_id(),
         });
-        node.register_service(OST_PORTAL, Arc::clone(&service) as Arc<dyn Service>)
+        node.register_service(OST_PORTAL, front(Arc::clone(&service)))
             .map_err(|e| StorageError::InvalidConfig {
                 reason: e.to_string(),
             })?;

@@ -1,0 +1,152 @@
+//! A seeded whole-stack simulation of the OST path: clients, LNet routers and storage
+//! servers, every node in one process on one thread with tokio's paused clock, under message
+//! drops, delays, partitions, bulk bit flips, and server and router crashes — checked by an
+//! oracle that every acknowledged write reads back, that no read returns bytes no write put
+//! there, and that no request executes twice. The same seed gives the same run: a failing
+//! seed replays exactly (`IOPATH_SEED=N`, or `iopath sim --first N --seeds 1`).
+//!
+//! # Layout
+//!
+//! - [`pattern`]: the bytes clients write — every word names its object, write and place.
+//! - [`oracle`]: the history of writes and the check of every read (a pure core).
+//! - [`executions`]: the wrapper that logs what servers execute, and the execute-once check.
+//! - [`events`]: the run's record, its digest, and counts by kind.
+//! - [`faults`]: the network's fault hook: drops, delays, bit flips, partitions.
+//! - [`world`]: networks, routers, servers on simulated disks, client nodes; crash, restart.
+//! - [`run`]: one seed — the world it draws, the workload, the fault schedule, the final
+//!   recovery and the verdict.
+//!
+//! What is simulated and what is left out (the MDS, fyods, client crashes) is in
+//! `docs/simulation.md`.
+
+pub mod events;
+pub mod executions;
+pub mod faults;
+pub mod oracle;
+pub mod pattern;
+pub mod run;
+pub mod world;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub use faults::MessageFaults;
+pub use run::run_seed;
+pub use world::EngineWrap;
+
+/// The environment variable that picks one seed to run (and replay).
+pub const SEED_VAR: &str = "IOPATH_SEED";
+
+/// What every seed's run shares.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Reads and writes each client issues.
+    pub ops_per_client: u32,
+    /// Message faults while the workload runs.
+    pub message_faults: MessageFaults,
+    /// Crash and restart servers and routers (partitions and message faults regardless).
+    pub crashes: bool,
+    /// A seed that runs longer than this in simulated time has failed.
+    pub virtual_time_max: Duration,
+    /// Keep every event line in the report (to print a failing seed's story).
+    pub keep_events: bool,
+    /// A planted bug around each server's engine (the simulation's own tests).
+    pub engine_wrap: Option<EngineWrap>,
+}
+
+impl Default for SimConfig {
+    /// 12 operations a client, default message faults, crashes on, an hour of simulated time.
+    fn default() -> Self {
+        SimConfig {
+            ops_per_client: 12,
+            message_faults: MessageFaults::default(),
+            crashes: true,
+            virtual_time_max: Duration::from_secs(3600),
+            keep_events: false,
+            engine_wrap: None,
+        }
+    }
+}
+
+/// What one seed did.
+#[derive(Debug, Clone)]
+pub struct SeedReport {
+    /// The seed.
+    pub seed: u64,
+    /// The digest of its events: equal for two runs of one seed.
+    pub digest: u64,
+    /// What the oracle (or the run itself) found wrong; empty when it passed.
+    pub failures: Vec<String>,
+    /// Events by kind: faults injected, crashes, operations.
+    pub events: BTreeMap<&'static str, u64>,
+    /// Writes acknowledged and still required to read back.
+    pub writes_acknowledged: usize,
+    /// Requests the servers executed.
+    pub executions: usize,
+    /// Simulated time the run took.
+    pub simulated: Duration,
+    /// Every event line, when [`SimConfig::keep_events`].
+    pub lines: Vec<String>,
+}
+
+impl SeedReport {
+    /// A seed that could not even start.
+    fn failed(seed: u64, why: String) -> SeedReport {
+        SeedReport {
+            seed,
+            digest: 0,
+            failures: vec![why],
+            events: BTreeMap::new(),
+            writes_acknowledged: 0,
+            executions: 0,
+            simulated: Duration::ZERO,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Whether the oracle found nothing wrong.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// How to run this seed again.
+    pub fn replay_hint(&self) -> String {
+        format!(
+            "replay it with {SEED_VAR}={} (in the simulation's tests) or `iopath sim --first {} --seeds 1 --events`",
+            self.seed, self.seed
+        )
+    }
+}
+
+impl std::fmt::Display for SeedReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.passed() {
+            return write!(f, "seed {} passed (digest {:016x})", self.seed, self.digest);
+        }
+        writeln!(f, "seed {} FAILED; {}", self.seed, self.replay_hint())?;
+        for failure in &self.failures {
+            writeln!(f, "  {failure}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a run could not go on (as opposed to what the oracle found).
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A node, server or client could not be started or reached during setup.
+    #[error("simulation setup: {0}")]
+    Setup(String),
+}
+
+/// The seed `IOPATH_SEED` names, if set; an error naming the bad value otherwise.
+pub fn seed_from_env() -> Result<Option<u64>, String> {
+    match std::env::var(SEED_VAR) {
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("{SEED_VAR}={text:?} is not a seed: {e}")),
+        Err(_) => Ok(None),
+    }
+}
