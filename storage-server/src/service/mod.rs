@@ -38,13 +38,13 @@ use iopath_fabric::trace::{self, Step, TraceId};
 use iopath_fabric::{BufferDescriptor, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tracing::info;
 
 use crate::error::StorageError;
-use crate::ids::ObjectId;
+use crate::ids::{ObjectId, Transno};
 use crate::ost::{OpReply, Oss};
-use recovery::{ClientRegistry, Recovery};
+use recovery::{ClientRegistry, Recovery, ReplayAdmission};
 
 pub use errno_of::storage_error;
 
@@ -148,6 +148,11 @@ impl OssService {
     /// Whether target `index` is still in recovery.
     pub fn recovering(&self, index: u32) -> bool {
         self.recovery.recovering(index)
+    }
+
+    /// Replays queued at target `index` in its recovery window, waiting for their turn.
+    pub fn replays_queued(&self, index: u32) -> usize {
+        self.recovery.replays_queued(index)
     }
 
     fn stamp<T>(&self, reply: &OpReply<T>) -> pb::OpReply {
@@ -312,8 +317,9 @@ impl OssService {
         let target = Arc::clone(self.target(op.target)?);
         let wire = op
             .buffer
+            .as_ref()
             .ok_or_else(|| ServiceError::new(errno::EPROTO, "write without a buffer descriptor"))?;
-        let desc = BufferDescriptor::from_proto(&wire, node.limits())?;
+        let desc = BufferDescriptor::from_proto(wire, node.limits())?;
         if desc.length > target.config().io_size_max_bytes {
             return Err(storage_error(StorageError::RequestTooLarge {
                 target: op.target,
@@ -321,56 +327,79 @@ impl OssService {
                 max_bytes: target.config().io_size_max_bytes,
             }));
         }
-        if op.replay_transno == 0 {
-            self.check_open(op.target)?;
+        if op.replay_transno != 0 {
+            return self.replay(node, op, desc, &target).await;
         }
-        // Room in the bulk pool first: however many clients write at once, the server holds at
-        // most `bulk_pool_bytes` of pulled data.
-        let pages = desc
-            .length
-            .div_ceil(POOL_PAGE_BYTES)
-            .clamp(1, self.bulk_pool_pages) as u32;
-        let _room = self
-            .bulk_pool
-            .acquire_many(pages)
-            .await
-            .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))?;
+        self.check_open(op.target)?;
+        let _room = self.bulk_room(desc.length).await?;
         // Pulled and checked against every chunk's checksum and the descriptor's; a corrupted
         // byte ends here, never in the object.
         // The checksum of what arrived comes from the verified chunks' (a forwarder's
         // sub-descriptor carries none of its own): the data is not read a second time.
+        let (data, checksum) = node.bulk_get_checked(&desc).await?;
+        let reply = target
+            .write(ObjectId(op.object), op.offset, data)
+            .await
+            .map_err(storage_error)?;
+        if let Some(id) = trace::current() {
+            self.trace_journal(node, id, &target, op.target, &reply);
+        }
+        Ok(pb::OpReply {
+            checksum,
+            ..self.stamp(&reply)
+        })
+    }
+
+    /// Room in the bulk pool for `length_bytes` of pulled data: however many clients write at
+    /// once, the server holds at most `bulk_pool_bytes` of it. Released when dropped.
+    async fn bulk_room(&self, length_bytes: u64) -> Result<SemaphorePermit<'_>, ServiceError> {
+        let pages = length_bytes
+            .div_ceil(POOL_PAGE_BYTES)
+            .clamp(1, self.bulk_pool_pages) as u32;
+        self.bulk_pool
+            .acquire_many(pages)
+            .await
+            .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))
+    }
+
+    /// A replayed write. It waits in its target's recovery window for its turn *before* it
+    /// takes bulk room or pulls anything: replays queued behind a missing lower transno hold
+    /// no room, so the missing one always finds some when it comes.
+    async fn replay(
+        &self,
+        node: &Node,
+        op: pb::WriteRequest,
+        desc: BufferDescriptor,
+        target: &Arc<crate::ost::Ost>,
+    ) -> Result<pb::OpReply, ServiceError> {
+        let transno = op.replay_transno;
+        let turn = match self
+            .recovery
+            .wait_for_turn(op.target, target, op.client, transno)
+            .await?
+        {
+            ReplayAdmission::Answered(reply) => return Ok(self.stamp(&reply)),
+            ReplayAdmission::Turn(turn) => turn,
+        };
+        // Its turn: every lower transno has run. Now room, then the pull, as for a new write.
+        let _room = self.bulk_room(desc.length).await?;
         let (data, checksum) = match node.bulk_get_checked(&desc).await {
             Ok(pulled) => pulled,
             Err(error) => {
-                if op.replay_transno != 0 {
-                    // An acknowledged write whose bytes are gone (their owner let go): recovery
-                    // must know it dropped something.
-                    self.recovery.replay_lost(op.target, op.client);
-                }
+                // An acknowledged write whose bytes are gone (their owner let go): recovery
+                // must know it dropped something.
+                self.recovery.replay_lost(op.target, op.client);
                 return Err(error.into());
             }
         };
-        let object = ObjectId(op.object);
-        let reply = if op.replay_transno != 0 {
-            self.recovery
-                .replay(
-                    op.target,
-                    &target,
-                    op.client,
-                    op.replay_transno,
-                    object,
-                    op.offset,
-                    data,
-                )
-                .await?
-        } else {
-            target
-                .write(object, op.offset, data)
-                .await
-                .map_err(storage_error)?
-        };
+        let reply = target
+            .replay_write(Transno(transno), ObjectId(op.object), op.offset, data)
+            .await
+            .map_err(storage_error)?;
+        // The next replay may run.
+        drop(turn);
         if let Some(id) = trace::current() {
-            self.trace_journal(node, id, &target, op.target, &reply);
+            self.trace_journal(node, id, target, op.target, &reply);
         }
         Ok(pb::OpReply {
             checksum,

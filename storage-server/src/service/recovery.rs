@@ -9,13 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use crate::error::StorageError;
-use crate::ids::{ObjectId, Transno};
+use crate::ids::Transno;
 use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
@@ -25,13 +24,30 @@ use iopath_fabric::frame::status::errno::ESTALE;
 /// How often windows are ticked.
 const TICK: Duration = Duration::from_millis(50);
 
-/// A queued replay and who waits for its outcome.
+/// A queued replay: its request handler waits here for its turn. Nothing of its data is held
+/// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
+/// replays queued behind a missing lower transno cannot starve that one of room.
 #[derive(Debug)]
 pub struct PendingReplay {
-    object: ObjectId,
-    offset: u64,
-    data: Bytes,
-    done: oneshot::Sender<Result<OpReply<()>, StorageError>>,
+    turn: oneshot::Sender<ReplayTurn>,
+}
+
+/// A replay's turn at its target: the window handed it out, every lower transno has run, and
+/// the target's driver hands out nothing more until this is dropped — executed, or failed —
+/// so replays run one at a time in transno order.
+#[derive(Debug)]
+pub struct ReplayTurn {
+    /// Dropped with the turn: tells the driver to go on.
+    _finished: oneshot::Sender<()>,
+}
+
+/// How a replayed write is admitted by its target's window.
+#[derive(Debug)]
+pub enum ReplayAdmission {
+    /// Already committed, or seen before: answer with this, without executing it again.
+    Answered(OpReply<()>),
+    /// Its turn has come: execute it now, holding the turn until it is done.
+    Turn(ReplayTurn),
 }
 
 #[derive(Debug)]
@@ -85,7 +101,7 @@ impl Recovery {
                 wake: Notify::new(),
             });
             if !known.is_empty() {
-                tokio::spawn(drive(Arc::clone(ost), Arc::clone(&recovery)));
+                tokio::spawn(drive(Arc::clone(&recovery)));
             }
             targets.push((ost.index(), recovery));
         }
@@ -180,6 +196,17 @@ impl Recovery {
         })
     }
 
+    /// Replays queued at target `index`, waiting for their turn (0 out of recovery).
+    pub fn replays_queued(&self, index: u32) -> usize {
+        self.target(index).map_or(0, |t| {
+            t.window
+                .lock()
+                .expect("window lock poisoned")
+                .as_ref()
+                .map_or(0, ReplayWindow::queued)
+        })
+    }
+
     /// Whether any target is in recovery.
     pub fn any_recovering(&self) -> bool {
         self.targets
@@ -239,31 +266,24 @@ impl Recovery {
         }
     }
 
-    /// A replayed write: queued in transno order and executed by the driver, or answered at
-    /// once if it is already committed or was seen before.
-    #[allow(clippy::too_many_arguments)] // one replayed write, field by field
-    pub async fn replay(
+    /// A replayed write arrives: queued in transno order, it waits here until the window hands
+    /// it out (then it is this replay's [`ReplayTurn`]), or is answered at once if it is already
+    /// committed or was seen before. The caller takes bulk room and pulls the data only with
+    /// the turn in hand.
+    pub async fn wait_for_turn(
         &self,
         index: u32,
         ost: &Arc<Ost>,
         client: u64,
         transno: u64,
-        object: ObjectId,
-        offset: u64,
-        data: Bytes,
-    ) -> Result<OpReply<()>, ServiceError> {
-        let committed = || OpReply {
-            value: (),
-            transno: Some(Transno(transno)),
-            last_committed: ost.last_committed(),
-        };
+    ) -> Result<ReplayAdmission, ServiceError> {
         let Some(target) = self.target(index) else {
             return Err(ServiceError::new(
                 19,
                 format!("no OST{index:04x} on this server"),
             ));
         };
-        let (done, outcome) = oneshot::channel();
+        let (turn, turn_comes) = oneshot::channel();
         let decision = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
@@ -272,12 +292,7 @@ impl Recovery {
                     // One replay per transno: a resent replay is recognised by it.
                     xid: Xid(transno),
                     transno: Transno(transno),
-                    payload: PendingReplay {
-                        object,
-                        offset,
-                        data,
-                        done,
-                    },
+                    payload: PendingReplay { turn },
                 }),
                 None if Transno(transno) <= ost.last_committed() => {
                     ReplayDecision::AlreadyCommitted
@@ -292,22 +307,25 @@ impl Recovery {
         match decision {
             ReplayDecision::Queued => {
                 target.wake.notify_one();
-                match outcome.await {
-                    Ok(result) => result.map_err(super::errno_of::storage_error),
-                    Err(_) => Err(ServiceError::new(
-                        ESTALE,
-                        "replay discarded: the client was evicted",
-                    )),
-                }
+                turn_comes.await.map(ReplayAdmission::Turn).map_err(|_| {
+                    ServiceError::new(ESTALE, "replay discarded: the client was evicted")
+                })
             }
-            ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => Ok(committed()),
+            ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
+                Ok(ReplayAdmission::Answered(OpReply {
+                    value: (),
+                    transno: Some(Transno(transno)),
+                    last_committed: ost.last_committed(),
+                }))
+            }
             ReplayDecision::Refused(why) => Err(ServiceError::new(ESTALE, why)),
         }
     }
 }
 
-/// Executes a target's replays as the window hands them out, one at a time, in transno order.
-async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
+/// Hands a target's replays their turns as the window releases them, one at a time, in transno
+/// order: each turn is held by its request handler while it pulls and executes the write.
+async fn drive(target: Arc<TargetRecovery>) {
     loop {
         let next = {
             let mut slot = target.window.lock().expect("window lock poisoned");
@@ -318,16 +336,25 @@ async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
         };
         match next {
             Some(request) => {
-                let PendingReplay {
-                    object,
-                    offset,
-                    data,
-                    done,
-                } = request.payload;
-                let result = ost
-                    .replay_write(request.transno, object, offset, data)
-                    .await;
-                let _ = done.send(result);
+                let (finished, done) = oneshot::channel();
+                let turn = ReplayTurn {
+                    _finished: finished,
+                };
+                if request.payload.turn.send(turn).is_err() {
+                    // Its handler is gone: the acknowledged write will not be executed.
+                    warn!(
+                        target = target.ost.index(),
+                        transno = %request.transno,
+                        "a replay's handler went away before its turn; the write is lost"
+                    );
+                    if let Some(window) =
+                        target.window.lock().expect("window lock poisoned").as_mut()
+                    {
+                        window.replay_lost(request.client);
+                    }
+                }
+                // Resolves when the turn is dropped: the write executed, or failed.
+                let _ = done.await;
             }
             None => target.wake.notified().await,
         }

@@ -1,0 +1,202 @@
+//! Recovery over the fabric: an OSS restarted after a crash, its clients reconnecting and
+//! replaying what it acknowledged and had not committed, and what the window must not let a
+//! peer or a full bulk pool do to them.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use iopath_fabric::{FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_ost_client::{OstClient, ReplayReport};
+use iopath_storage_server::engine::EngineConfig;
+use iopath_storage_server::ost::{OssConfig, OstConfig};
+use iopath_storage_server::service::{OssService, ServiceConfig};
+
+/// The server's node number on the in-memory network.
+const SERVER: u32 = 1;
+
+/// One OSS with one async target on an in-memory network, which can crash and come back on
+/// the same address and storage.
+struct Server {
+    dir: tempfile::TempDir,
+    network: Arc<MemNetwork>,
+    config: ServiceConfig,
+    node: Node,
+    service: Arc<OssService>,
+}
+
+async fn start_node(network: &Arc<MemNetwork>, n: u32) -> Result<Node, FabricError> {
+    Node::start(NodeConfig {
+        interfaces: vec![Interface::Mem {
+            nid: Nid::mem(n, 0),
+            network: Arc::clone(network),
+        }],
+        ..NodeConfig::default()
+    })
+    .await
+}
+
+impl Server {
+    async fn start(config: ServiceConfig) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let network = MemNetwork::new();
+        let node = start_node(&network, SERVER).await.unwrap();
+        let service = OssService::open(&node, targets(dir.path()), config.clone())
+            .await
+            .unwrap();
+        Server {
+            dir,
+            network,
+            config,
+            node,
+            service,
+        }
+    }
+
+    fn nid(&self) -> Nid {
+        Nid::mem(SERVER, 0)
+    }
+
+    /// A client node on the same network.
+    async fn client_node(&self, n: u32) -> Node {
+        start_node(&self.network, n).await.unwrap()
+    }
+
+    /// Crashes the server (nothing more is committed; the node leaves the network) and starts
+    /// it again on its address and storage: it opens a recovery window for its clients.
+    async fn crash_and_restart(&mut self) {
+        self.service.crash();
+        self.node.shutdown();
+        // The network frees the address once every handle to the old node is gone: bounded.
+        let mut node = None;
+        for _ in 0..250 {
+            match start_node(&self.network, SERVER).await {
+                Ok(started) => {
+                    node = Some(started);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        self.node = node.expect("the server's address was never freed");
+        self.service = OssService::open(&self.node, targets(self.dir.path()), self.config.clone())
+            .await
+            .unwrap();
+        assert!(self.service.recovering(0), "an unclean restart recovers");
+    }
+
+    /// Waits (bounded) until `ready` holds.
+    async fn wait_for(&self, what: &str, ready: impl Fn(&OssService) -> bool) {
+        for _ in 0..1000 {
+            if ready(&self.service) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what}: not within 10 s");
+    }
+}
+
+/// One async target whose journal commits only when asked, so every write stays kept for
+/// replay until the crash.
+fn targets(root: &std::path::Path) -> OssConfig {
+    let mut template = OstConfig::new(0, root);
+    template.sync_journal = false;
+    template.commit_interval_ms = 3_600_000;
+    template.group_records_max = 1000;
+    template.uncommitted_records_max = 1000;
+    OssConfig {
+        root: root.to_path_buf(),
+        targets: OssConfig::indices(1),
+        template,
+        engine: EngineConfig::default(),
+        disk_model: None,
+        external_journal_dir: None,
+        fsname: Default::default(),
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// A replay that went through: nothing lost, its one write replayed.
+fn assert_replayed(who: &str, report: &ReplayReport) {
+    assert!(
+        report.restarted && report.replayed == 1 && report.lost.is_empty(),
+        "{who}'s replay: {report:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_waiting_on_a_lower_transno_do_not_starve_it_of_bulk_room() {
+    const WRITE_BYTES: usize = 64 << 10;
+    // Room for two writes' data: the two replays that arrive first could fill it.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(2),
+        bulk_pool_bytes: 2 * WRITE_BYTES as u64,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=3u8 {
+        let node = server.client_node(10 + u32::from(id)).await;
+        let client = OstClient::connect(node, server.nid(), u64::from(id))
+            .await
+            .unwrap();
+        client.create(0, u64::from(id)).await.unwrap();
+        clients.push(Arc::new(client));
+    }
+    clients[0].sync(0).await.unwrap(); // the creates are committed: only the writes replay
+    // Client 1 writes first (the lowest transno), then 2, then 3; nothing is committed.
+    for (id, client) in (1..=3u8).zip(&clients) {
+        let stamp = client
+            .write(0, u64::from(id), 0, pattern(WRITE_BYTES, id))
+            .await
+            .unwrap();
+        assert!(stamp.last_committed < stamp.transno);
+        assert_eq!(client.kept_writes(), 1);
+    }
+
+    server.crash_and_restart().await;
+    // Clients 2 and 3 replay first; their replays must wait for client 1's lower transno.
+    let replaying: Vec<_> = clients[1..]
+        .iter()
+        .map(|client| {
+            let client = Arc::clone(client);
+            tokio::spawn(async move { client.reconnect_and_replay().await })
+        })
+        .collect();
+    server
+        .wait_for("the two higher replays queued", |s| {
+            s.replays_queued(0) == 2
+        })
+        .await;
+    // Then the lowest transno arrives: it must get room, run, and let the others run.
+    let first = tokio::time::timeout(Duration::from_secs(20), clients[0].reconnect_and_replay())
+        .await
+        .expect("client 1's replay never finished")
+        .unwrap();
+    assert_replayed("client 1", &first);
+    for (id, replay) in (2..=3).zip(replaying) {
+        assert_replayed(&format!("client {id}"), &replay.await.unwrap().unwrap());
+    }
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    for (id, client) in (1..=3u8).zip(&clients) {
+        assert_eq!(
+            client
+                .read(0, u64::from(id), 0, WRITE_BYTES as u64)
+                .await
+                .unwrap(),
+            pattern(WRITE_BYTES, id),
+            "client {id}'s replayed write reads back"
+        );
+    }
+}
