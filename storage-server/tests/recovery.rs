@@ -8,11 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use iopath_fabric::{FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_fabric::frame::status::errno;
+use iopath_fabric::{ChecksumKind, FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_ost_client::{OstClient, ReplayReport};
+use iopath_proto::ost as pb;
 use iopath_storage_server::engine::EngineConfig;
 use iopath_storage_server::ost::{OssConfig, OstConfig};
-use iopath_storage_server::service::{OssService, ServiceConfig};
+use iopath_storage_server::service::{OST_PORTAL, OssService, ServiceConfig, opcode};
+use prost::Message as _;
 
 /// The server's node number on the in-memory network.
 const SERVER: u32 = 1;
@@ -199,4 +202,80 @@ async fn replays_waiting_on_a_lower_transno_do_not_starve_it_of_bulk_room() {
             "client {id}'s replayed write reads back"
         );
     }
+}
+
+/// The errno and sentence of a refused request; anything else fails the test with `what`.
+fn refusal(what: &str, result: Result<Bytes, FabricError>) -> (u32, String) {
+    match result {
+        Err(FabricError::Remote { code, message, .. }) => (code, message),
+        other => panic!("{what}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(10),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let owner_nid = Nid::mem(11, 0);
+    let owner = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    owner.create(0, 1).await.unwrap();
+    owner.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    let stamp = owner.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+
+    server.crash_and_restart().await;
+    // A peer on another NID replays bytes of its own under client 1's id and transno.
+    let peer_nid = Nid::mem(66, 0);
+    let peer = server.client_node(66).await;
+    let region = peer.regions().register_source(pattern(4096, 66)).unwrap();
+    let replay = pb::WriteRequest {
+        target: 0,
+        object: 1,
+        offset: 0,
+        buffer: Some(region.describe_all(ChecksumKind::Crc32).to_proto()),
+        client: 1,
+        replay_transno: stamp.transno,
+    };
+    let call = |op, body: Vec<u8>| peer.call(server.nid(), OST_PORTAL, op, body.into());
+    let (code, message) = refusal(
+        "a peer's replay as client 1",
+        call(opcode::WRITE, replay.encode_to_vec()).await,
+    );
+    assert_eq!(code, errno::EPERM, "{message}");
+    for nid in [owner_nid, peer_nid] {
+        assert!(message.contains(&nid.to_string()), "names {nid}: {message}");
+    }
+    assert_eq!(
+        server.service.replays_queued(0),
+        0,
+        "the window is untouched"
+    );
+    // Nor may it say client 1 is done replaying, connect as it, or disconnect it.
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+    };
+    let connect = pb::ConnectRequest { client: 1 };
+    let disconnect = pb::DisconnectRequest { client: 1 };
+    for (what, op, body) in [
+        ("replay done", opcode::REPLAY_DONE, done.encode_to_vec()),
+        ("connect", opcode::CONNECT, connect.encode_to_vec()),
+        ("disconnect", opcode::DISCONNECT, disconnect.encode_to_vec()),
+    ] {
+        let (code, message) = refusal(what, call(op, body).await);
+        assert_eq!(code, errno::EPERM, "{what}: {message}");
+    }
+
+    // Client 1's own replay goes through, and its bytes are what is stored.
+    assert_replayed("client 1", &owner.reconnect_and_replay().await.unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    assert_eq!(owner.read(0, 1, 0, 4096).await.unwrap(), data);
 }

@@ -35,11 +35,11 @@ use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::trace::{self, Step, TraceId};
-use iopath_fabric::{BufferDescriptor, Node};
+use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::error::StorageError;
 use crate::ids::{ObjectId, Transno};
@@ -186,7 +186,9 @@ impl OssService {
                 let connect = decode::<pb::ConnectRequest>(body)?;
                 // The client is recorded (and made durable) before it is told it is connected,
                 // so a crash after this reply still waits for it in recovery.
-                self.clients.add(connect.client).map_err(storage_error)?;
+                self.clients
+                    .add(connect.client, request.source)
+                    .map_err(storage_error)?;
                 let targets = self
                     .oss
                     .targets()
@@ -209,6 +211,7 @@ impl OssService {
             }
             opcode::REPLAY_DONE => {
                 let done = decode::<pb::ReplayDoneRequest>(body)?;
+                self.acts_for(done.client, request.source)?;
                 if done.fresh {
                     self.recovery.client_forgot(done.client);
                 } else {
@@ -221,6 +224,7 @@ impl OssService {
             }
             opcode::DISCONNECT => {
                 let done = decode::<pb::DisconnectRequest>(body)?;
+                self.acts_for(done.client, request.source)?;
                 self.disconnect(done.client).await?
             }
             opcode::CREATE => {
@@ -234,8 +238,10 @@ impl OssService {
                 self.stamp(&reply)
             }
             opcode::WRITE => {
-                self.write(&request.node, decode::<pb::WriteRequest>(body)?)
-                    .await?
+                let op = decode::<pb::WriteRequest>(body)?;
+                // Its client id decides whose replay it is, and who lost it if it fails.
+                self.acts_for(op.client, request.source)?;
+                self.write(&request.node, op).await?
             }
             opcode::READ => {
                 self.read(&request.node, decode::<pb::ReadRequest>(body)?)
@@ -307,6 +313,16 @@ impl OssService {
             }
         };
         Ok(reply.encode_to_vec().into())
+    }
+
+    /// Refuses a request from `source` whose body speaks for `client` when that client
+    /// connected from another NID: the id in a body is the sender's word; the NID is the
+    /// fabric's.
+    fn acts_for(&self, client: u64, source: Nid) -> Result<(), ServiceError> {
+        self.clients.check(client, source).map_err(|error| {
+            warn!(%error, "refused a request acting for another client");
+            storage_error(error)
+        })
     }
 
     fn target(&self, index: u32) -> Result<&Arc<crate::ost::Ost>, ServiceError> {

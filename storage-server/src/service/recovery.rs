@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use iopath_fabric::Nid;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
@@ -394,12 +395,45 @@ async fn persist(ost: &Ost) {
 }
 
 /// The clients a server has served, kept on disk so that after a crash it knows whom to wait
-/// for. A client is written (and made durable) before its first connect is answered.
+/// for, each with the NID it connected from. A client is written (and made durable) before
+/// its first connect is answered. The NID binds the id: a request from another NID that claims
+/// it — a replay, its end of replay, a connect or a disconnect — is refused, before and after a
+/// restart, until the client disconnects or is evicted.
 #[derive(Debug)]
 pub struct ClientRegistry {
     path: PathBuf,
-    known: Mutex<Vec<u64>>,
+    known: Mutex<Vec<KnownClient>>,
     clients_max: usize,
+}
+
+/// A client on the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KnownClient {
+    /// Its id (Lustre's client UUID).
+    id: u64,
+    /// The NID it connected from; none on a line written before clients were bound to NIDs
+    /// (bound at its next connect).
+    nid: Option<Nid>,
+}
+
+impl KnownClient {
+    /// One line of the list: `id nid`, or `id` alone in a list from before the binding.
+    fn parse(line: &str) -> Option<KnownClient> {
+        let mut words = line.split_whitespace();
+        let id = words.next()?.parse().ok()?;
+        let nid = match words.next() {
+            Some(word) => Some(word.parse().ok()?),
+            None => None,
+        };
+        words.next().is_none().then_some(KnownClient { id, nid })
+    }
+
+    fn line(&self) -> String {
+        match self.nid {
+            Some(nid) => format!("{} {nid}\n", self.id),
+            None => format!("{}\n", self.id),
+        }
+    }
 }
 
 impl ClientRegistry {
@@ -407,18 +441,9 @@ impl ClientRegistry {
     /// clients: peers choose client ids, so the list is bounded like everything they control.
     pub fn open(dir: &Path, clients_max: usize) -> Result<ClientRegistry, StorageError> {
         let path = dir.join("clients");
-        let known = match std::fs::read_to_string(&path) {
-            Ok(text) => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| {
-                    l.trim().parse().map_err(|_| StorageError::NotATarget {
-                        path: path.clone(),
-                        reason: format!("client list line {l:?} is not a client id"),
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => {
                 return Err(StorageError::Io {
                     op: "read",
@@ -427,6 +452,18 @@ impl ClientRegistry {
                 });
             }
         };
+        let mut known: Vec<KnownClient> = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let client = KnownClient::parse(line).ok_or_else(|| StorageError::NotATarget {
+                path: path.clone(),
+                reason: format!("client list line {line:?} is not a client id and its NID"),
+            })?;
+            // A later line binds a client an earlier one listed without its NID.
+            match known.iter_mut().find(|k| k.id == client.id) {
+                Some(earlier) => *earlier = client,
+                None => known.push(client),
+            }
+        }
         Ok(ClientRegistry {
             path,
             known: Mutex::new(known),
@@ -436,22 +473,56 @@ impl ClientRegistry {
 
     /// Every client ever connected.
     pub fn known(&self) -> Vec<u64> {
-        self.known
-            .lock()
-            .expect("client list lock poisoned")
-            .clone()
+        self.lock().iter().map(|k| k.id).collect()
     }
 
-    /// Records `client` durably, if new; refuses a new client once `clients_max` are known.
-    pub fn add(&self, client: u64) -> Result<(), StorageError> {
-        let mut known = self.known.lock().expect("client list lock poisoned");
-        if known.contains(&client) {
-            return Ok(());
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KnownClient>> {
+        self.known.lock().expect("client list lock poisoned")
+    }
+
+    /// Refuses a request from `source` that speaks for `client` when the client connected
+    /// from another NID. A client not on the list, or not yet bound, is not refused here.
+    pub fn check(&self, client: u64, source: Nid) -> Result<(), StorageError> {
+        match self.lock().iter().find(|k| k.id == client) {
+            Some(&KnownClient {
+                nid: Some(bound), ..
+            }) if bound != source => Err(StorageError::ClientOfAnotherNid {
+                client,
+                bound,
+                claimed: source,
+            }),
+            _ => Ok(()),
         }
-        if known.len() >= self.clients_max {
-            return Err(StorageError::TooManyClients {
-                max: self.clients_max,
-            });
+    }
+
+    /// Records `client`, connected from `source`, durably, if new (or not yet bound to a
+    /// NID); refuses a new client once `clients_max` are known, and a client bound to
+    /// another NID.
+    pub fn add(&self, client: u64, source: Nid) -> Result<(), StorageError> {
+        let mut known = self.lock();
+        let entry = KnownClient {
+            id: client,
+            nid: Some(source),
+        };
+        let existing = known.iter().position(|k| k.id == client);
+        match existing.map(|i| known[i]) {
+            Some(k) if k.nid == Some(source) => return Ok(()),
+            Some(KnownClient {
+                nid: Some(bound), ..
+            }) => {
+                return Err(StorageError::ClientOfAnotherNid {
+                    client,
+                    bound,
+                    claimed: source,
+                });
+            }
+            Some(_) => {}
+            None if known.len() >= self.clients_max => {
+                return Err(StorageError::TooManyClients {
+                    max: self.clients_max,
+                });
+            }
+            None => {}
         }
         let io = |op: &'static str| {
             let path = self.path.clone();
@@ -462,29 +533,31 @@ impl ClientRegistry {
             .append(true)
             .open(&self.path)
             .map_err(io("open"))?;
-        writeln!(file, "{client}").map_err(io("append to"))?;
+        file.write_all(entry.line().as_bytes())
+            .map_err(io("append to"))?;
         // Durable before the client hears it is connected.
         file.sync_data().map_err(io("fsync"))?;
-        known.push(client);
+        match existing {
+            Some(i) => known[i] = entry,
+            None => known.push(entry),
+        }
         Ok(())
     }
-}
 
-impl ClientRegistry {
     /// Takes `clients` off the list, durably (the list is rewritten: temp file, fsync, rename,
     /// directory fsync): a client that disconnected, or was evicted, is not waited for at the
-    /// next restart.
+    /// next restart, and its id is free to connect from any NID.
     pub fn remove(&self, clients: &[u64]) -> Result<(), StorageError> {
-        let mut known = self.known.lock().expect("client list lock poisoned");
-        if !known.iter().any(|c| clients.contains(c)) {
+        let mut known = self.lock();
+        if !known.iter().any(|k| clients.contains(&k.id)) {
             return Ok(());
         }
-        let kept: Vec<u64> = known
+        let kept: Vec<KnownClient> = known
             .iter()
             .copied()
-            .filter(|c| !clients.contains(c))
+            .filter(|k| !clients.contains(&k.id))
             .collect();
-        let text: String = kept.iter().map(|c| format!("{c}\n")).collect();
+        let text: String = kept.iter().map(KnownClient::line).collect();
         crate::journal::runtime::write_checkpoint(&self.path, text.as_bytes()).map_err(
             |source| StorageError::Io {
                 op: "rewrite",
