@@ -12,7 +12,7 @@ use iopath_fabric::frame::status::errno;
 use iopath_fabric::{ChecksumKind, FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_ost_client::{OstClient, ReplayReport};
 use iopath_proto::ost as pb;
-use iopath_storage_server::engine::EngineConfig;
+use iopath_storage_server::engine::{EngineConfig, EngineKind};
 use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OST_PORTAL, OssService, ServiceConfig, opcode};
 use prost::Message as _;
@@ -103,7 +103,8 @@ impl Server {
 }
 
 /// One async target whose journal commits only when asked, so every write stays kept for
-/// replay until the crash.
+/// replay until the crash. Its engine is pread/pwrite on blocking threads, which holds a
+/// paused clock while a disk call runs.
 fn targets(root: &std::path::Path) -> OssConfig {
     let mut template = OstConfig::new(0, root);
     template.sync_journal = false;
@@ -114,7 +115,10 @@ fn targets(root: &std::path::Path) -> OssConfig {
         root: root.to_path_buf(),
         targets: OssConfig::indices(1),
         template,
-        engine: EngineConfig::default(),
+        engine: EngineConfig {
+            kind: EngineKind::Psync,
+            ..EngineConfig::default()
+        },
         disk_model: None,
         external_journal_dir: None,
         fsname: Default::default(),
@@ -278,4 +282,48 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
         .wait_for("the window closed", |s| !s.recovering(0))
         .await;
     assert_eq!(owner.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_closes_when_its_last_client_is_done_not_at_the_next_tick() {
+    // Paused time: nothing here moves the clock but the test's own sleeps, so "at once" is
+    // exact.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let client = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    client.write(0, 1, 0, data.clone()).await.unwrap();
+
+    server.crash_and_restart().await;
+    let replay_began = tokio::time::Instant::now();
+    assert_replayed("client 1", &client.reconnect_and_replay().await.unwrap());
+    // Its REPLAY_DONE was the last event the window waited for: it closed then, not at a
+    // timer's next wakeup.
+    assert!(
+        !server.service.recovering(0),
+        "still recovering when the only client had replayed and said so ({:?} after its replay began)",
+        replay_began.elapsed()
+    );
+    assert_eq!(replay_began.elapsed(), Duration::ZERO, "no time passed");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+
+    // A window nobody comes back to is closed by its deadline, exactly.
+    server.crash_and_restart().await;
+    let opened = tokio::time::Instant::now();
+    let mut waited = Duration::ZERO;
+    while server.service.recovering(0) && waited < Duration::from_secs(61) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        waited = opened.elapsed();
+    }
+    assert!(
+        (Duration::from_secs(30)..Duration::from_millis(30_002)).contains(&waited),
+        "the absent client is evicted at the 30 s deadline: {waited:?}"
+    );
 }

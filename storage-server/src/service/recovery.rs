@@ -1,7 +1,11 @@
 //! Recovery after an unclean restart, the runtime half: each target's pure
-//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that executes replays in
-//! transno order, a tick that evicts clients that do not come back in time, and the durable
-//! list of clients the server must wait for.
+//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that hands out replays' turns
+//! in transno order, and the durable list of clients the server must wait for.
+//!
+//! Nothing here polls. Whoever changes a window — a replay queued or run, a client done, a
+//! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
+//! close a window with nothing left to wait for), and a target's driver sleeps until its
+//! window changes. A timer wakes only at the deadline and at the hard deadline.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -21,9 +25,6 @@ use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
 use iopath_fabric::frame::status::errno::ESTALE;
-
-/// How often windows are ticked.
-const TICK: Duration = Duration::from_millis(50);
 
 /// A queued replay: its request handler waits here for its turn. Nothing of its data is held
 /// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
@@ -61,15 +62,26 @@ struct TargetRecovery {
 /// Recovery state of every target.
 #[derive(Debug)]
 pub struct Recovery {
-    targets: Vec<(u32, Arc<TargetRecovery>)>,
-    started: tokio::time::Instant,
+    windows: Arc<Windows>,
     window: Duration,
+}
+
+/// Every target's window, shared by the request handlers, the drivers and the deadline timer;
+/// each settles the windows after it changes one.
+#[derive(Debug)]
+struct Windows {
+    targets: Vec<(u32, Arc<TargetRecovery>)>,
+    /// When the windows opened: their time 0.
+    started: tokio::time::Instant,
+    registry: Arc<ClientRegistry>,
+    /// Clients any window evicted, taken off `registry` once every window has closed.
+    evicted: Mutex<Vec<u64>>,
 }
 
 impl Recovery {
     /// Opens a window on every target for `known` clients (none: no recovery) and starts the
-    /// drivers and the tick. When every window has closed, the clients they evicted are taken
-    /// off `registry`: they are not waited for again at the next restart.
+    /// drivers and the deadline timer. When every window has closed, the clients they evicted
+    /// are taken off `registry`: they are not waited for again at the next restart.
     pub fn start(
         oss: &Arc<Oss>,
         known: Vec<u64>,
@@ -101,86 +113,26 @@ impl Recovery {
                 window: Mutex::new(state),
                 wake: Notify::new(),
             });
-            if !known.is_empty() {
-                tokio::spawn(drive(Arc::clone(&recovery)));
-            }
             targets.push((ost.index(), recovery));
         }
-        let recovery = Recovery {
+        let windows = Arc::new(Windows {
             targets,
             started: tokio::time::Instant::now(),
-            window,
-        };
+            registry,
+            evicted: Mutex::default(),
+        });
         if !known.is_empty() {
-            let ticked: Vec<_> = recovery.targets.clone();
-            let started = recovery.started;
-            tokio::spawn(async move {
-                let mut evicted = Vec::new();
-                // Bounded: every window closes by its hard deadline (two windows), and the
-                // loop ends when none is open.
-                loop {
-                    tokio::time::sleep(TICK).await;
-                    let now_ms = started.elapsed().as_millis() as u64;
-                    let mut open = 0;
-                    for (index, target) in &ticked {
-                        let mut slot = target.window.lock().expect("window lock poisoned");
-                        let Some(window) = slot.as_mut() else {
-                            continue;
-                        };
-                        for event in window.tick(now_ms) {
-                            match event {
-                                WindowEvent::Evicted {
-                                    client, message, ..
-                                } => {
-                                    warn!(target = index, "{message}");
-                                    if !evicted.contains(&client.0) {
-                                        evicted.push(client.0);
-                                    }
-                                }
-                                WindowEvent::Closed {
-                                    replayed,
-                                    evicted,
-                                    writes_may_be_lost,
-                                } => {
-                                    info!(
-                                        target = index,
-                                        replayed,
-                                        evicted,
-                                        writes_may_be_lost,
-                                        "recovery over: serving new requests"
-                                    );
-                                    // Under the window's lock, before any new request can
-                                    // be served: a read from here on sees what was lost.
-                                    let outcome = target.ost.close_recovery_now(writes_may_be_lost);
-                                    report_closed(&target.ost, &outcome);
-                                    let ost = Arc::clone(&target.ost);
-                                    tokio::spawn(async move { persist(&ost).await });
-                                }
-                            }
-                        }
-                        if window.is_closed() {
-                            *slot = None;
-                        } else {
-                            open += 1;
-                        }
-                        target.wake.notify_one();
-                    }
-                    if open == 0 {
-                        break;
-                    }
-                }
-                if !evicted.is_empty()
-                    && let Err(error) = registry.remove(&evicted)
-                {
-                    warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
-                }
-            });
+            for (_, target) in &windows.targets {
+                tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+            }
+            tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
         }
-        recovery
+        Recovery { windows, window }
     }
 
     fn target(&self, index: u32) -> Option<&Arc<TargetRecovery>> {
-        self.targets
+        self.windows
+            .targets
             .iter()
             .find(|(i, _)| *i == index)
             .map(|(_, t)| t)
@@ -210,7 +162,8 @@ impl Recovery {
 
     /// Whether any target is in recovery.
     pub fn any_recovering(&self) -> bool {
-        self.targets
+        self.windows
+            .targets
             .iter()
             .any(|(index, _)| self.recovering(*index))
     }
@@ -222,7 +175,7 @@ impl Recovery {
             return 0;
         }
         self.window
-            .saturating_sub(self.started.elapsed())
+            .saturating_sub(self.windows.started.elapsed())
             .as_millis() as u64
     }
 
@@ -233,7 +186,7 @@ impl Recovery {
             return 0;
         }
         (2 * self.window)
-            .saturating_sub(self.started.elapsed())
+            .saturating_sub(self.windows.started.elapsed())
             .as_millis() as u64
     }
 
@@ -258,13 +211,16 @@ impl Recovery {
         }
     }
 
+    /// Applies `f` to every open window, wakes the drivers, and settles the windows: a
+    /// client's news may have been the last thing a window waited for.
     fn each_window(&self, mut f: impl FnMut(&mut ReplayWindow<PendingReplay>)) {
-        for (_, target) in &self.targets {
+        for (_, target) in &self.windows.targets {
             if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
                 f(window);
             }
             target.wake.notify_one();
         }
+        self.windows.settle();
     }
 
     /// A replayed write arrives: queued in transno order, it waits here until the window hands
@@ -324,9 +280,105 @@ impl Recovery {
     }
 }
 
+impl Windows {
+    /// Applies the windows' rules now: at a deadline, evicts the clients that are late; a
+    /// window with nothing left to wait for closes, and the target serves new requests. Called
+    /// after every change instead of on a clock. Takes each window's lock in turn: the caller
+    /// must hold none.
+    fn settle(&self) {
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        let mut open = 0;
+        for (index, target) in &self.targets {
+            let mut slot = target.window.lock().expect("window lock poisoned");
+            let Some(window) = slot.as_mut() else {
+                continue;
+            };
+            let events = window.tick(now_ms);
+            let changed = !events.is_empty();
+            for event in events {
+                self.act_on(*index, &target.ost, event);
+            }
+            if window.is_closed() {
+                *slot = None;
+            } else {
+                open += 1;
+            }
+            drop(slot);
+            if changed {
+                // An eviction may free a replay that waited on the evicted client; a closed
+                // window ends its driver.
+                target.wake.notify_one();
+            }
+        }
+        if open == 0 {
+            let evicted = std::mem::take(&mut *self.evicted.lock().expect("evicted lock poisoned"));
+            if !evicted.is_empty()
+                && let Err(error) = self.registry.remove(&evicted)
+            {
+                warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
+            }
+        }
+    }
+
+    /// Logs and carries out what a window's event says. Runs under that window's lock, so a
+    /// closed target marks what was lost before any new request can be served.
+    fn act_on(&self, index: u32, ost: &Arc<Ost>, event: WindowEvent) {
+        match event {
+            WindowEvent::Evicted {
+                client, message, ..
+            } => {
+                warn!(target = index, "{message}");
+                let mut evicted = self.evicted.lock().expect("evicted lock poisoned");
+                if !evicted.contains(&client.0) {
+                    evicted.push(client.0);
+                }
+            }
+            WindowEvent::Closed {
+                replayed,
+                evicted,
+                writes_may_be_lost,
+            } => {
+                info!(
+                    target = index,
+                    replayed, evicted, writes_may_be_lost, "recovery over: serving new requests"
+                );
+                let outcome = ost.close_recovery_now(writes_may_be_lost);
+                report_closed(ost, &outcome);
+                let ost = Arc::clone(ost);
+                tokio::spawn(async move { persist(&ost).await });
+            }
+        }
+    }
+
+    fn any_open(&self) -> bool {
+        self.targets.iter().any(|(_, target)| {
+            target
+                .window
+                .lock()
+                .expect("window lock poisoned")
+                .is_some()
+        })
+    }
+}
+
+/// Sleeps until the windows' deadline (clients that never came back are evicted) and their
+/// hard deadline (clients still replaying are too), settling them at each; ends early once
+/// every window has closed.
+async fn enforce_deadlines(windows: Arc<Windows>, window: Duration) {
+    for deadline in [window, 2 * window] {
+        if !windows.any_open() {
+            return;
+        }
+        tokio::time::sleep_until(windows.started + deadline).await;
+        windows.settle();
+    }
+}
+
 /// Hands a target's replays their turns as the window releases them, one at a time, in transno
-/// order: each turn is held by its request handler while it pulls and executes the write.
-async fn drive(target: Arc<TargetRecovery>) {
+/// order: each turn is held by its request handler while it pulls and executes the write. It
+/// sleeps until the window changes, and settles the windows after each replay (the last one
+/// may close the window).
+async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
     loop {
         let next = {
             let mut slot = target.window.lock().expect("window lock poisoned");
@@ -356,6 +408,7 @@ async fn drive(target: Arc<TargetRecovery>) {
                 }
                 // Resolves when the turn is dropped: the write executed, or failed.
                 let _ = done.await;
+                windows.settle();
             }
             None => target.wake.notified().await,
         }
