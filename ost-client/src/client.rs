@@ -361,6 +361,19 @@ impl OstClient {
         op: u32,
         body: Bytes,
     ) -> Result<pb::OpReply, FabricError> {
+        self.call_counting_sends(target, op, body, &mut false).await
+    }
+
+    /// [`OstClient::call`], setting `sent_again` when the request went out more than once
+    /// under a new xid (after a timeout, a lost connection or a restart): an earlier attempt
+    /// may then have executed, and the server's reply cache cannot tell it is the same request.
+    async fn call_counting_sends(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+        sent_again: &mut bool,
+    ) -> Result<pb::OpReply, FabricError> {
         self.check_connected()?;
         let mut unreachable_since: Option<tokio::time::Instant> = None;
         let mut waiting_since: Option<tokio::time::Instant> = None;
@@ -428,6 +441,7 @@ impl OstClient {
                 // Replayed; the window closes once every client has (or is evicted).
                 tokio::time::sleep(RECONNECT_PAUSE).await;
             }
+            *sent_again = true;
         }
     }
 
@@ -514,10 +528,34 @@ impl OstClient {
         Ok(stamp)
     }
 
-    /// Creates object `object` on `target`.
+    /// Creates object `object` on `target`. A create sent again under a new xid (its earlier
+    /// attempt's replies were lost or came too late, or the server was recovering) may find
+    /// the object there: made by that attempt, or by whoever else ensures the same file's
+    /// objects (a fyod opening a file another made), and durable either way (a create commits
+    /// before its reply). What was asked for is done, so it is answered as done — with no
+    /// transno of its own, and the `last_committed` already known. (The server makes a create
+    /// of an id still being created wait for that create to end.)
     pub async fn create(&self, target: u32, object: u64) -> Result<Stamp, FabricError> {
-        let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
-        self.call_noted(target, opcode::CREATE, body).await
+        let body: Bytes = pb::ObjectRequest { target, object }.encode_to_vec().into();
+        let mut sent_again = false;
+        match self
+            .call_counting_sends(Some(target), opcode::CREATE, body, &mut sent_again)
+            .await
+        {
+            Ok(reply) => {
+                let stamp = Stamp::of(&reply);
+                self.note(target, stamp, None);
+                Ok(stamp)
+            }
+            Err(FabricError::Remote { code, .. }) if code == errno::EEXIST && sent_again => {
+                info!(server = %self.server, target, object, "a create sent again found its object: answered as done");
+                Ok(Stamp {
+                    transno: 0,
+                    last_committed: self.lock().replay.last_committed(target),
+                })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The WRITE request for `buffer`; `replay_transno` is 0 for a new write.
