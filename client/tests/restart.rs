@@ -232,7 +232,7 @@ async fn a_writer_back_under_its_id_with_nothing_kept_has_lost_its_writes_and_re
     .unwrap();
     let pattern = Pattern::new(seed());
     let (node, id) = stack.client_node().await.unwrap();
-    let writer = Client::connect(ClientConfig::new(node, stack.mds_nid(), id))
+    let writer = Client::connect(ClientConfig::new(node.clone(), stack.mds_nid(), id))
         .await
         .unwrap();
     let file = writer
@@ -251,8 +251,8 @@ async fn a_writer_back_under_its_id_with_nothing_kept_has_lost_its_writes_and_re
         service.recovering(0),
         "the restarted server waits for its client"
     );
-    // Back under the same id, with nothing kept.
-    let (node, _) = stack.client_node().await.unwrap();
+    // Back under the same id on the same node (the server binds a client id to the NID it
+    // connected from), with nothing kept.
     let again = Client::connect(ClientConfig::new(node, stack.mds_nid(), id))
         .await
         .unwrap();

@@ -33,6 +33,18 @@ pub enum ForwarderError {
         /// The node that named it.
         client: Nid,
     },
+    /// A handle of a compute node's earlier connection: the node connected again under its id
+    /// (it restarted without disconnecting), and the fyod closed what the earlier one had open.
+    #[error(
+        "handle {handle} was closed when compute node {client} connected again (it restarted \
+         without disconnecting); open the file again"
+    )]
+    HandleOfEarlierConnection {
+        /// The handle named.
+        handle: u64,
+        /// The compute node's id.
+        client: u64,
+    },
     /// A request with a value the fyod cannot act on.
     #[error("invalid {what}: {why}")]
     Invalid {
@@ -108,7 +120,9 @@ impl ForwarderError {
             ForwarderError::Fabric(error) => error.errno(),
             ForwarderError::Mds(error) => error.errno(),
             ForwarderError::Layout(_) | ForwarderError::Invalid { .. } => EINVAL,
-            ForwarderError::NoSuchHandle { .. } | ForwarderError::HandleBroken { .. } => EBADF,
+            ForwarderError::NoSuchHandle { .. }
+            | ForwarderError::HandleOfEarlierConnection { .. }
+            | ForwarderError::HandleBroken { .. } => EBADF,
             ForwarderError::Malformed { .. } => EPROTO,
             ForwarderError::TooManyClients { .. } => EUSERS,
             ForwarderError::LimitReached { .. } => EAGAIN,

@@ -406,3 +406,45 @@ async fn a_disconnect_releases_the_clients_handles() {
         drop(files);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compute_node_that_restarts_without_disconnecting_frees_its_old_handles() {
+    for mode in [FileSystem::Pfs, FileSystem::Ufs] {
+        let stack = Stack::start(Options {
+            mode,
+            ..Options::default()
+        })
+        .await;
+        let fyod = &stack.fyods[0];
+        let (before, compute_node) = stack.client_with_node(0, 1).await;
+        let mut old_files = Vec::new();
+        for name in ["/a", "/b", "/c"] {
+            let file = before.open(name, create()).await.unwrap();
+            file.write_at(0, pattern(1, MIB)).await.unwrap();
+            old_files.push(file);
+        }
+        assert_eq!(fyod.stats().open_files, 3, "{mode:?}");
+        // The compute node restarts: its process is gone without a DISCONNECT, and it connects
+        // again under the same id from the same NID.
+        drop(before);
+        let after = FyodClient::connect(compute_node, fyod.nid(), 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            fyod.stats().open_files,
+            0,
+            "{mode:?}: the earlier connection's handles are closed and freed"
+        );
+        // A handle of the earlier connection is refused, saying why.
+        let stale = old_files[0].write_at(0, pattern(2, 4)).await.unwrap_err();
+        assert_eq!(stale.errno(), EBADF, "{mode:?}: {stale}");
+        assert!(
+            stale.to_string().contains("connected again"),
+            "{mode:?}: {stale}"
+        );
+        // The new connection opens what the old one wrote, with its own handle.
+        let again = after.open("/a", OpenOptions::default()).await.unwrap();
+        assert_eq!(again.read_at(0, MIB).await.unwrap(), pattern(1, MIB));
+        assert_eq!(fyod.stats().open_files, 1, "{mode:?}");
+    }
+}

@@ -34,7 +34,7 @@ use iopath_fabric::rpc::CallOptions;
 use iopath_fabric::{BufferDescriptor, ChecksumKind, Checksummed, FabricError, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::counters::OstOp;
 use crate::id::ClientId;
@@ -389,9 +389,10 @@ impl OstClient {
         self.call_noting_resends(target, op, body, &mut false).await
     }
 
-    /// [`OstClient::call`], setting `sent_again` when the request had to go out again after a
-    /// failure: then its first sending may have executed, its reply lost with a server that
-    /// restarted or with a call that outlived its resends.
+    /// [`OstClient::call`], setting `sent_again` when the request went out more than once: the
+    /// fabric sent it again after a timeout (to a server that may have restarted meanwhile),
+    /// or this loop sent it under a new xid after a lost connection or a restart. An earlier
+    /// sending may then have executed, and the server's saved replies cannot tell.
     async fn call_noting_resends(
         &self,
         target: Option<u32>,
@@ -556,33 +557,27 @@ impl OstClient {
         Ok(stamp)
     }
 
-    /// Creates object `object` on `target`.
-    ///
-    /// A create sent again after a failure may find the object its first sending made (the
-    /// server executed it, then restarted before its reply left): the object's id is this
-    /// file's alone (the metadata service gave it), so an empty object of that id is taken as
-    /// the create done. A create commits before its reply, so the object is durable.
+    /// Creates object `object` on `target`. A create sent again under a new xid (its earlier
+    /// attempt's replies were lost or came too late, or the server was recovering) may find
+    /// the object there: made by that attempt, or by whoever else ensures the same file's
+    /// objects (a fyod opening a file another made), and durable either way (a create commits
+    /// before its reply). What was asked for is done, so it is answered as done — with no
+    /// transno of its own, and the `last_committed` already known. (The server makes a create
+    /// of an id still being created wait for that create to end.)
     pub async fn create(&self, target: u32, object: u64) -> Result<Stamp, FabricError> {
-        let body = pb::ObjectRequest { target, object }.encode_to_vec().into();
+        let body: Bytes = pb::ObjectRequest { target, object }.encode_to_vec().into();
         let mut sent_again = false;
-        let created = self
+        match self
             .call_noting_resends(Some(target), opcode::CREATE, body, &mut sent_again)
-            .await;
-        match created {
+            .await
+        {
             Ok(reply) => {
                 let stamp = Stamp::of(&reply);
                 self.note(target, stamp, None);
                 Ok(stamp)
             }
-            Err(FabricError::Remote { code, .. })
-                if code == errno::EEXIST
-                    && sent_again
-                    && self
-                        .getattr(target, object)
-                        .await
-                        .is_ok_and(|size| size == 0) =>
-            {
-                debug!(server = %self.server, target, object, "a create sent again found the object its first sending made");
+            Err(FabricError::Remote { code, .. }) if code == errno::EEXIST && sent_again => {
+                info!(server = %self.server, target, object, "a create sent again found its object: answered as done");
                 Ok(Stamp {
                     transno: 0,
                     last_committed: self.lock().replay.last_committed(target),

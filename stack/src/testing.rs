@@ -73,6 +73,9 @@ pub struct TestStackConfig {
     pub oss_fault: Option<Arc<dyn FaultHook>>,
     /// The file system's name (its targets: `iopath-OST0000`, ...).
     pub fsname: iopath_mds::FsName,
+    /// The largest object every target holds, if not the default: a target that cannot take
+    /// more of a file (tests of a write that fails part way).
+    pub object_size_max_bytes: Option<u64>,
 }
 
 impl Default for TestStackConfig {
@@ -92,6 +95,7 @@ impl Default for TestStackConfig {
             fyod_faults: Vec::new(),
             oss_fault: None,
             fsname: iopath_mds::FsName::default(),
+            object_size_max_bytes: None,
         }
     }
 }
@@ -195,6 +199,7 @@ impl TestStack {
                 limits: config.fyod_limits.clone(),
                 clients_per_fyod: config.clients_per_fyod,
             }),
+            object_size_max_bytes: config.object_size_max_bytes,
         };
         let running = EmbeddedStack::start_with(stack.clone(), storage, options).await?;
         let network = Arc::clone(running.network(0).expect("a test stack has one network"));

@@ -73,6 +73,19 @@ pub enum StorageError {
         /// The configured maximum (`ServiceConfig::clients_max`).
         max: usize,
     },
+    /// A request speaks for a client that connected from another NID: a peer may not replay,
+    /// end the replay of, connect or disconnect another client.
+    #[error(
+        "client {client} is connected from {bound}; a request from {claimed} may not act for it"
+    )]
+    ClientOfAnotherNid {
+        /// The client id the request claimed.
+        client: u64,
+        /// The NID that client connected from.
+        bound: iopath_fabric::Nid,
+        /// The NID the request came from.
+        claimed: iopath_fabric::Nid,
+    },
     /// No target with this index on this server.
     #[error("no OST with index {index} on this server ({count} targets)")]
     NoSuchTarget {

@@ -551,3 +551,42 @@ async fn a_target_holding_two_files_open_serves_every_object() {
     drop(ost);
     check(std::sync::Arc::new(open(small).await)).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_create_of_an_object_still_being_created_waits_for_that_create() {
+    use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};
+    use iopath_storage_server::ost::{Ost, OstEngines};
+    use std::sync::Arc;
+    use std::time::Duration;
+    // Every commit costs a modeled second: a create (committed before its reply) is slow.
+    let model = DiskModel {
+        bandwidth_mib_s: 1000.0,
+        seek_ms: 0.0,
+        commit_ms: 1000.0,
+    };
+    let engine = Arc::new(ModeledEngine::new(common::psync(), model).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let ost = Arc::new(
+        Ost::open(config(dir.path(), false), OstEngines::shared(engine))
+            .await
+            .unwrap(),
+    );
+    let first = {
+        let ost = Arc::clone(&ost);
+        tokio::spawn(async move { ost.create(ObjectId(7)).await })
+    };
+    // The same create sent again (its first reply was late), while the first still runs.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!first.is_finished(), "the first create is still committing");
+    let again = ost.create(ObjectId(7)).await;
+    assert!(
+        first.is_finished(),
+        "the second create answered ({again:?}) while the first was still under way"
+    );
+    assert!(
+        matches!(again, Err(StorageError::ObjectExists { .. })),
+        "{again:?}"
+    );
+    first.await.unwrap().unwrap();
+    assert_eq!(ost.getattr(ObjectId(7)).await.unwrap().value.size_bytes, 0);
+}

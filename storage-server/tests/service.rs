@@ -283,3 +283,96 @@ async fn the_client_list_peers_grow_is_bounded() {
         "the durable list stays at the maximum"
     );
 }
+
+/// Drops the next `left` RPC replies its node sends: requests that executed, whose senders
+/// never hear so.
+#[derive(Debug, Default)]
+struct LoseReplies {
+    left: std::sync::atomic::AtomicU32,
+}
+
+impl iopath_fabric::fault::FaultHook for LoseReplies {
+    fn on_send(
+        &self,
+        header: &iopath_fabric::frame::Header,
+        _len: usize,
+    ) -> iopath_fabric::fault::Fault {
+        use std::sync::atomic::Ordering;
+        let reply = header.kind == iopath_fabric::frame::Kind::Put
+            && header.portal == iopath_fabric::frame::REPLY_PORTAL;
+        let lose = reply
+            && self
+                .left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok();
+        if lose {
+            iopath_fabric::fault::Fault::Drop
+        } else {
+            iopath_fabric::fault::Fault::None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_sent_again_after_its_replies_were_lost_is_answered_as_done() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let config = OssConfig {
+        root: dir.path().to_path_buf(),
+        targets: OssConfig::indices(1),
+        template: OstConfig::new(0, dir.path()),
+        engine: EngineConfig::default(),
+        disk_model: None,
+        external_journal_dir: None,
+        fsname: Default::default(),
+    };
+    let network = MemNetwork::new();
+    let lose = Arc::new(LoseReplies::default());
+    let node = |n, fault: Option<Arc<LoseReplies>>| {
+        let network = network.clone();
+        async move {
+            // A short timeout and one resend: the fabric gives up soon, and the client
+            // library sends the create again under a new xid.
+            let limits = iopath_fabric::Limits {
+                rpc_timeout: std::time::Duration::from_millis(200),
+                rpc_resends_max: 1,
+                ..iopath_fabric::Limits::default()
+            };
+            Node::start(NodeConfig {
+                interfaces: vec![Interface::Mem {
+                    nid: Nid::mem(n, 0),
+                    network,
+                }],
+                limits,
+                fault: fault.map(|f| f as Arc<dyn iopath_fabric::fault::FaultHook>),
+                ..NodeConfig::default()
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let server = node(1, Some(Arc::clone(&lose))).await;
+    OssService::open(&server, config, ServiceConfig::default())
+        .await
+        .unwrap();
+    let client = OstClient::connect(node(2, None).await, server.nid(), 5)
+        .await
+        .unwrap();
+    // The create executes; its reply and the reply to its resend are lost.
+    lose.left.store(2, Ordering::Relaxed);
+    let stamp = client.create(0, 21).await.unwrap_or_else(|e| {
+        panic!("a create sent again was refused though its first attempt made the object: {e}")
+    });
+    assert_eq!(
+        lose.left.load(Ordering::Relaxed),
+        0,
+        "both replies were lost"
+    );
+    assert_eq!(
+        stamp.transno, 0,
+        "answered as done, not run again: {stamp:?}"
+    );
+    client.write(0, 21, 0, pattern(4096, 3)).await.unwrap();
+    assert_eq!(client.read(0, 21, 0, 4096).await.unwrap(), pattern(4096, 3));
+}

@@ -1,6 +1,6 @@
 //! The fyod's open files: what a handle names, and the table of them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +17,9 @@ pub(crate) struct OpenFile {
     pub(crate) handle: u64,
     /// The compute node that opened it (only it may use the handle).
     pub(crate) owner: Nid,
+    /// The compute node's id: its handles are closed when it disconnects, or when it connects
+    /// again (it restarted without disconnecting).
+    pub(crate) client: u64,
     /// The file's inode number: its MUNIX token and UFS cache key.
     pub(crate) ino: u64,
     /// Its layout (checked when it came off the wire).
@@ -38,6 +41,9 @@ impl OpenFile {
 #[derive(Debug)]
 pub(crate) struct OpenFiles {
     files: Mutex<HashMap<u64, Arc<OpenFile>>>,
+    /// Handles closed because their compute node connected again, with its id, oldest first
+    /// and at most `open_files_max` of them: a call still naming one is told why it is gone.
+    retired: Mutex<VecDeque<(u64, u64)>>,
     next_handle: AtomicU64,
     open_files_max: usize,
 }
@@ -46,6 +52,7 @@ impl OpenFiles {
     pub(crate) fn new(open_files_max: u32) -> OpenFiles {
         OpenFiles {
             files: Mutex::default(),
+            retired: Mutex::default(),
             next_handle: AtomicU64::new(1),
             open_files_max: open_files_max as usize,
         }
@@ -71,24 +78,45 @@ impl OpenFiles {
 
     /// The file `handle` names, if `client` opened it.
     pub(crate) fn get(&self, handle: u64, client: Nid) -> Result<Arc<OpenFile>> {
-        self.files
+        let file = self
+            .files
             .lock()
             .expect("open files lock poisoned")
             .get(&handle)
             .filter(|f| f.owner == client)
-            .cloned()
-            .ok_or(ForwarderError::NoSuchHandle { handle, client })
+            .cloned();
+        file.ok_or_else(|| self.why_not_open(handle, client))
     }
 
-    /// Forgets every file `client` opened; returns them.
-    pub(crate) fn remove_owned(&self, client: Nid) -> Vec<Arc<OpenFile>> {
+    /// Why `handle` names no open file of `client`: closed when its compute node connected
+    /// again, or never one of its own.
+    fn why_not_open(&self, handle: u64, client: Nid) -> ForwarderError {
+        let retired = self.retired.lock().expect("retired handles lock poisoned");
+        match retired.iter().find(|(h, _)| *h == handle) {
+            Some(&(handle, client)) => ForwarderError::HandleOfEarlierConnection { handle, client },
+            None => ForwarderError::NoSuchHandle { handle, client },
+        }
+    }
+
+    /// Forgets every file compute node `client` opened; returns them.
+    pub(crate) fn remove_of_client(&self, client: u64) -> Vec<Arc<OpenFile>> {
         let mut files = self.files.lock().expect("open files lock poisoned");
         let owned: Vec<u64> = files
             .values()
-            .filter(|f| f.owner == client)
+            .filter(|f| f.client == client)
             .map(|f| f.handle)
             .collect();
         owned.iter().filter_map(|h| files.remove(h)).collect()
+    }
+
+    /// Remembers that `closed` went because their compute node connected again, forgetting
+    /// the oldest such handles beyond `open_files_max`.
+    pub(crate) fn retire(&self, closed: &[Arc<OpenFile>]) {
+        let mut retired = self.retired.lock().expect("retired handles lock poisoned");
+        retired.extend(closed.iter().map(|f| (f.handle, f.client)));
+        while retired.len() > self.open_files_max {
+            retired.pop_front();
+        }
     }
 
     /// Forgets a closed file.

@@ -37,7 +37,7 @@ use iopath_mds::{FileType, StripeRequest};
 use iopath_ost_client::{ClientId, OscStats};
 use iopath_proto::fyod as pb;
 use prost::Message as _;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::error::{ForwarderError, Result};
 use crate::limits::{CLIENTS_PER_FYOD_DEFAULT, FyodLimits, ServiceNode};
@@ -296,7 +296,11 @@ impl FyodService {
         let body = request.body.as_ref();
         let source = request.source;
         let reply: Bytes = match request.opcode {
-            opcode::CONNECT => self.connect(source, decode(body)?)?.encode_to_vec().into(),
+            opcode::CONNECT => self
+                .connect(source, decode(body)?)
+                .await?
+                .encode_to_vec()
+                .into(),
             opcode::DISCONNECT => {
                 let op: pb::DisconnectRequest = decode(body)?;
                 // Only the node a client id connected from may disconnect it.
@@ -318,14 +322,8 @@ impl FyodService {
                 }
                 // Its handles go with it: a broken or abandoned handle would otherwise keep
                 // its place among the open files and its queued calls for good.
-                for file in self.files.remove_owned(source) {
-                    if self.config.mode == FileSystem::Ufs
-                        && let Err(error) = self.ufs.close(&self.backend, &file).await
-                    {
-                        warn!(%error, handle = file.handle, "flushing a disconnected client's file failed");
-                    }
-                    self.dispatch.close_lane(file.handle);
-                }
+                self.close_files(self.files.remove_of_client(op.client))
+                    .await;
                 pb::CallReply::default().encode_to_vec().into()
             }
             opcode::OPEN => self
@@ -411,23 +409,56 @@ impl FyodService {
         Ok(reply)
     }
 
-    fn connect(&self, source: Nid, op: pb::ConnectRequest) -> Result<pb::ConnectReply> {
-        let mut clients = self.clients.lock().expect("clients lock poisoned");
-        if !clients.contains_key(&op.client)
-            && clients.len() >= self.config.clients_per_fyod as usize
-        {
-            return Err(ForwarderError::TooManyClients {
-                max: self.config.clients_per_fyod,
-            });
+    /// A compute node connects. One that was connected already (it restarted without
+    /// disconnecting, or moved) gets a new connection, and the handles of its earlier one are
+    /// closed and freed — as Lustre evicts a client's old export when it reconnects with a new
+    /// connection: nothing of the earlier process will use them again.
+    async fn connect(&self, source: Nid, op: pb::ConnectRequest) -> Result<pb::ConnectReply> {
+        let (earlier, clients_connected) = {
+            let mut clients = self.clients.lock().expect("clients lock poisoned");
+            if !clients.contains_key(&op.client)
+                && clients.len() >= self.config.clients_per_fyod as usize
+            {
+                return Err(ForwarderError::TooManyClients {
+                    max: self.config.clients_per_fyod,
+                });
+            }
+            let earlier = clients.insert(op.client, source);
+            (earlier, clients.len() as u32)
+        };
+        if let Some(earlier) = earlier {
+            let closed = self.files.remove_of_client(op.client);
+            if !closed.is_empty() {
+                info!(
+                    client = op.client,
+                    %source,
+                    %earlier,
+                    handles = closed.len(),
+                    "compute node connected again: closing its earlier connection's handles"
+                );
+            }
+            self.files.retire(&closed);
+            self.close_files(closed).await;
         }
-        // A compute node that restarts (or moved) reconnects under the same id.
-        clients.insert(op.client, source);
         Ok(pb::ConnectReply {
             file_system: self.config.mode.to_wire() as i32,
             clients_max: self.config.clients_per_fyod,
-            clients_connected: clients.len() as u32,
+            clients_connected,
             request_max_bytes: self.config.limits.request_max_bytes,
         })
+    }
+
+    /// Closes files a compute node left open (it disconnected, or connected again): a UFS
+    /// file's write-behind is flushed, and each handle's call lane is closed.
+    async fn close_files(&self, files: Vec<Arc<OpenFile>>) {
+        for file in files {
+            if self.config.mode == FileSystem::Ufs
+                && let Err(error) = self.ufs.close(&self.backend, &file).await
+            {
+                warn!(%error, handle = file.handle, "flushing a departed client's file failed");
+            }
+            self.dispatch.close_lane(file.handle);
+        }
     }
 
     async fn open(&self, source: Nid, op: pb::OpenRequest) -> Result<pb::OpenReply> {
@@ -493,6 +524,7 @@ impl FyodService {
         let file = Arc::new(OpenFile {
             handle: self.files.next_handle(),
             owner: source,
+            client: op.client,
             ino: attributes.ino,
             layout,
             io_mode,

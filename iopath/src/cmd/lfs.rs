@@ -155,7 +155,9 @@ pub enum LfsCommand {
         /// The file or directory.
         path: String,
     },
-    /// Copy a local file into the file system (the new file gets its directory's layout).
+    /// Copy a local file into the file system (the new file gets its directory's layout). A
+    /// put that fails part way removes the file it made (an empty file laid out beforehand is
+    /// truncated back to empty) and says so.
     Put {
         /// The local file.
         local: PathBuf,
@@ -651,23 +653,59 @@ fn chunk_bytes(layout: &Layout) -> u64 {
 }
 
 async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::Result<u64> {
-    let mut source = tokio::fs::File::open(local)
+    let source = tokio::fs::File::open(local)
         .await
         .with_context(|| format!("open {}", local.display()))?;
     let length = source.metadata().await?.len();
     // As `cp` onto a file made by `lfs setstripe`: an existing empty file keeps its layout and
     // receives the data; anything else that exists is refused.
-    let file = match client.create(remote, StripeRequest::INHERIT).await {
-        Ok(file) => file,
+    let (file, made_here) = match client.create(remote, StripeRequest::INHERIT).await {
+        Ok(file) => (file, true),
         Err(created) => {
             let existing = client.open(remote).await.map_err(|_| created)?;
             let size = existing.size().await?;
             if size != 0 {
                 anyhow::bail!("{remote} exists and holds {size} bytes: remove it first");
             }
-            existing
+            (existing, false)
         }
     };
+    match copy_in(&file, local, length, source).await {
+        Ok(copied) => {
+            file.close().await?;
+            Ok(copied)
+        }
+        // No partial file is left behind to be taken for the copy.
+        Err(error) if made_here => {
+            drop(file);
+            Err(match client.unlink(remote).await {
+                Ok(()) => error.context(format!("the partial file {remote} was removed")),
+                Err(undo) => error.context(format!(
+                    "the partial file {remote} is left holding part of {}: removing it failed: {undo}",
+                    local.display()
+                )),
+            })
+        }
+        // An empty file someone laid out keeps its name and layout, and is empty again.
+        Err(error) => Err(match file.truncate(0).await {
+            Ok(()) => error.context(format!(
+                "{remote} was truncated back to empty; its layout is kept"
+            )),
+            Err(undo) => error.context(format!(
+                "{remote} is left holding part of {}: truncating it back to empty failed: {undo}",
+                local.display()
+            )),
+        }),
+    }
+}
+
+/// Copies the first `length` bytes of `source` (the local file `local`) into `file`.
+async fn copy_in(
+    file: &iopath_client::File,
+    local: &std::path::Path,
+    length: u64,
+    mut source: tokio::fs::File,
+) -> anyhow::Result<u64> {
     let chunk = chunk_bytes(file.layout());
     let mut offset = 0u64;
     // Bounded by the file's length read at the start: a file that grows is copied up to it.
@@ -681,7 +719,6 @@ async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::
         file.write_at(offset, Bytes::from(buffer)).await?;
         offset += want as u64;
     }
-    file.close().await?;
     Ok(offset)
 }
 

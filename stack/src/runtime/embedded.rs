@@ -47,6 +47,8 @@ pub struct EmbeddedOptions {
     pub faults: BTreeMap<String, Arc<dyn FaultHook>>,
     /// Every fyod's bounds, if not the defaults.
     pub fyod: Option<FyodTuning>,
+    /// The largest object every OSS's targets hold, if not the default.
+    pub object_size_max_bytes: Option<u64>,
 }
 
 impl EmbeddedOptions {
@@ -56,6 +58,7 @@ impl EmbeddedOptions {
             limits: self.limits.clone(),
             fault: self.faults.get(name).cloned(),
             fyod: self.fyod.clone(),
+            object_size_max_bytes: self.object_size_max_bytes,
         }
     }
 }

@@ -397,6 +397,9 @@ pub struct NodeTuning {
     pub fault: Option<Arc<dyn FaultHook>>,
     /// A fyod's bounds and how many compute nodes it takes, if not the defaults.
     pub fyod: Option<FyodTuning>,
+    /// The largest object an OSS's targets hold, if not the default (tests of a target that
+    /// cannot take more of a file).
+    pub object_size_max_bytes: Option<u64>,
 }
 
 /// A fyod's settings beyond its stack file's.
@@ -458,6 +461,9 @@ async fn start_role(
             template.sync_journal = oss.sync_journal;
             template.commit_interval_ms = oss.commit_interval_ms;
             template.open_objects_max = open_objects_per_target(stack.targets().len());
+            if let Some(max) = tuning.object_size_max_bytes {
+                template.object_size_max_bytes = max;
+            }
             let targets = OssConfig {
                 root: storage.to_path_buf(),
                 targets: stack.target_indices(index),

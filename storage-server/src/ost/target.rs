@@ -115,6 +115,8 @@ pub struct Ost {
     meta: tokio::sync::Mutex<()>,
     /// Objects whose create is under way: reserved against a second create of the same id.
     creating: Mutex<HashSet<ObjectId>>,
+    /// Wakes the creates waiting for a create of the same id to end.
+    create_ended: tokio::sync::Notify,
     /// The objects directory's fsyncs, shared by the creates waiting for one.
     dir_sync: DirSync,
     /// `uncommitted_records_max` permits; a write holds one from its data step to its commit.
@@ -195,6 +197,7 @@ impl Ost {
             objects: Mutex::new(objects),
             meta: tokio::sync::Mutex::new(()),
             creating: Mutex::default(),
+            create_ended: tokio::sync::Notify::new(),
             dir_sync: DirSync::default(),
             stop,
             recovery: recovered.report,
@@ -487,27 +490,41 @@ impl Ost {
     }
 
     /// Creates an empty object. Committed before the reply in both modes. Creates of
-    /// different objects run at once and share the directory fsync and the journal commit.
+    /// different objects run at once and share the directory fsync and the journal commit; a
+    /// create of an id whose create is still under way waits for that one to end, and is then
+    /// refused as existing (so a client that sent it again can tell its first attempt did it).
     pub async fn create(&self, object: ObjectId) -> Result<OpReply<()>> {
         self.stop.check(self.config.index)?;
-        let _reserved = {
-            let _meta = self.meta.lock().await;
-            let objects = self.lock_objects();
-            let mut creating = self.lock_creating();
-            if objects.contains_key(&object) || creating.contains(&object) {
-                return Err(StorageError::ObjectExists {
-                    target: self.config.index,
-                    object,
-                });
+        let _reserved = loop {
+            // Registered before the check, so a create that ends in between still wakes us.
+            let ended = self.create_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            {
+                let _meta = self.meta.lock().await;
+                let objects = self.lock_objects();
+                let mut creating = self.lock_creating();
+                if objects.contains_key(&object) {
+                    return Err(StorageError::ObjectExists {
+                        target: self.config.index,
+                        object,
+                    });
+                }
+                if !creating.contains(&object) {
+                    if objects.len() + creating.len() >= self.config.objects_max {
+                        return Err(StorageError::TooManyObjects {
+                            target: self.config.index,
+                            max: self.config.objects_max,
+                        });
+                    }
+                    creating.insert(object);
+                    break Reserved { ost: self, object };
+                }
             }
-            if objects.len() + creating.len() >= self.config.objects_max {
-                return Err(StorageError::TooManyObjects {
-                    target: self.config.index,
-                    max: self.config.objects_max,
-                });
-            }
-            creating.insert(object);
-            Reserved { ost: self, object }
+            // The same id's create is under way (most likely this very create, sent again
+            // while its first execution still runs): wait for it to end, then answer as it
+            // left things — the object there, or free to create if that create failed.
+            ended.await;
         };
         // The file first, with its directory entry made durable; the record second.
         let file = self.open_object(object, OpenMode::CreateNew).await?;
@@ -893,6 +910,7 @@ struct Reserved<'a> {
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
         self.ost.lock_creating().remove(&self.object);
+        self.ost.create_ended.notify_waiters();
     }
 }
 

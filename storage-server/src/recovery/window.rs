@@ -173,6 +173,11 @@ impl<P> ReplayWindow<P> {
         (!self.closed).then_some(self.deadline_ms)
     }
 
+    /// Replays queued and not yet handed out.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
     /// Clients evicted so far.
     pub fn evicted(&self) -> &[ClientId] {
         &self.evicted

@@ -15,6 +15,7 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::EmptyWrite { .. } | StorageError::InvalidConfig { .. } => errno::EINVAL,
         StorageError::TooManyObjects { .. } | StorageError::TooManyClients { .. } => errno::ENOSPC,
         StorageError::NoSuchTarget { .. } => errno::ENODEV,
+        StorageError::ClientOfAnotherNid { .. } => errno::EPERM,
         StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
         // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.

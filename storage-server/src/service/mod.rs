@@ -36,17 +36,17 @@ use iopath_fabric::fail::{Injected, Site};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::trace::{self, Step, TraceId};
-use iopath_fabric::{BufferDescriptor, Node};
+use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_proto::ost as pb;
 use prost::Message as _;
-use tokio::sync::Semaphore;
-use tracing::info;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tracing::{info, warn};
 
 use crate::engine::{DiskEngine, open_engine};
 use crate::error::StorageError;
-use crate::ids::ObjectId;
+use crate::ids::{ObjectId, Transno};
 use crate::ost::{OpReply, Oss};
-use recovery::{ClientRegistry, Recovery};
+use recovery::{ClientRegistry, Recovery, ReplayAdmission};
 
 pub use errno_of::storage_error;
 
@@ -169,6 +169,11 @@ impl OssService {
         self.recovery.recovering(index)
     }
 
+    /// Replays queued at target `index` in its recovery window, waiting for their turn.
+    pub fn replays_queued(&self, index: u32) -> usize {
+        self.recovery.replays_queued(index)
+    }
+
     fn stamp<T>(&self, reply: &OpReply<T>) -> pb::OpReply {
         pb::OpReply {
             transno: reply.transno.map(|t| t.0).unwrap_or(0),
@@ -200,7 +205,9 @@ impl OssService {
                 let connect = decode::<pb::ConnectRequest>(body)?;
                 // The client is recorded (and made durable) before it is told it is connected,
                 // so a crash after this reply still waits for it in recovery.
-                self.clients.add(connect.client).map_err(storage_error)?;
+                self.clients
+                    .add(connect.client, request.source)
+                    .map_err(storage_error)?;
                 let targets = self
                     .oss
                     .targets()
@@ -223,6 +230,7 @@ impl OssService {
             }
             opcode::REPLAY_DONE => {
                 let done = decode::<pb::ReplayDoneRequest>(body)?;
+                self.acts_for(done.client, request.source)?;
                 if done.fresh {
                     self.recovery.client_forgot(done.client);
                 } else {
@@ -235,6 +243,7 @@ impl OssService {
             }
             opcode::DISCONNECT => {
                 let done = decode::<pb::DisconnectRequest>(body)?;
+                self.acts_for(done.client, request.source)?;
                 self.disconnect(done.client).await?
             }
             opcode::CREATE => {
@@ -248,8 +257,10 @@ impl OssService {
                 self.stamp(&reply)
             }
             opcode::WRITE => {
-                self.write(&request.node, decode::<pb::WriteRequest>(body)?)
-                    .await?
+                let op = decode::<pb::WriteRequest>(body)?;
+                // Its client id decides whose replay it is, and who lost it if it fails.
+                self.acts_for(op.client, request.source)?;
+                self.write(&request.node, op).await?
             }
             opcode::READ => {
                 self.read(&request.node, decode::<pb::ReadRequest>(body)?)
@@ -323,6 +334,16 @@ impl OssService {
         Ok(reply.encode_to_vec().into())
     }
 
+    /// Refuses a request from `source` whose body speaks for `client` when that client
+    /// connected from another NID: the id in a body is the sender's word; the NID is the
+    /// fabric's.
+    fn acts_for(&self, client: u64, source: Nid) -> Result<(), ServiceError> {
+        self.clients.check(client, source).map_err(|error| {
+            warn!(%error, "refused a request acting for another client");
+            storage_error(error)
+        })
+    }
+
     fn target(&self, index: u32) -> Result<&Arc<crate::ost::Ost>, ServiceError> {
         self.oss.target(index).map_err(storage_error)
     }
@@ -331,8 +352,9 @@ impl OssService {
         let target = Arc::clone(self.target(op.target)?);
         let wire = op
             .buffer
+            .as_ref()
             .ok_or_else(|| ServiceError::new(errno::EPROTO, "write without a buffer descriptor"))?;
-        let desc = BufferDescriptor::from_proto(&wire, node.limits())?;
+        let desc = BufferDescriptor::from_proto(wire, node.limits())?;
         if desc.length > target.config().io_size_max_bytes {
             return Err(storage_error(StorageError::RequestTooLarge {
                 target: op.target,
@@ -340,56 +362,79 @@ impl OssService {
                 max_bytes: target.config().io_size_max_bytes,
             }));
         }
-        if op.replay_transno == 0 {
-            self.check_open(op.target)?;
+        if op.replay_transno != 0 {
+            return self.replay(node, op, desc, &target).await;
         }
-        // Room in the bulk pool first: however many clients write at once, the server holds at
-        // most `bulk_pool_bytes` of pulled data.
-        let pages = desc
-            .length
-            .div_ceil(POOL_PAGE_BYTES)
-            .clamp(1, self.bulk_pool_pages) as u32;
-        let _room = self
-            .bulk_pool
-            .acquire_many(pages)
-            .await
-            .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))?;
+        self.check_open(op.target)?;
+        let _room = self.bulk_room(desc.length).await?;
         // Pulled and checked against every chunk's checksum and the descriptor's; a corrupted
         // byte ends here, never in the object.
         // The checksum of what arrived comes from the verified chunks' (a forwarder's
         // sub-descriptor carries none of its own): the data is not read a second time.
+        let (data, checksum) = node.bulk_get_checked(&desc).await?;
+        let reply = target
+            .write(ObjectId(op.object), op.offset, data)
+            .await
+            .map_err(storage_error)?;
+        if let Some(id) = trace::current() {
+            self.trace_journal(node, id, &target, op.target, &reply);
+        }
+        Ok(pb::OpReply {
+            checksum,
+            ..self.stamp(&reply)
+        })
+    }
+
+    /// Room in the bulk pool for `length_bytes` of pulled data: however many clients write at
+    /// once, the server holds at most `bulk_pool_bytes` of it. Released when dropped.
+    async fn bulk_room(&self, length_bytes: u64) -> Result<SemaphorePermit<'_>, ServiceError> {
+        let pages = length_bytes
+            .div_ceil(POOL_PAGE_BYTES)
+            .clamp(1, self.bulk_pool_pages) as u32;
+        self.bulk_pool
+            .acquire_many(pages)
+            .await
+            .map_err(|_| ServiceError::new(errno::ESHUTDOWN, "server stopping"))
+    }
+
+    /// A replayed write. It waits in its target's recovery window for its turn *before* it
+    /// takes bulk room or pulls anything: replays queued behind a missing lower transno hold
+    /// no room, so the missing one always finds some when it comes.
+    async fn replay(
+        &self,
+        node: &Node,
+        op: pb::WriteRequest,
+        desc: BufferDescriptor,
+        target: &Arc<crate::ost::Ost>,
+    ) -> Result<pb::OpReply, ServiceError> {
+        let transno = op.replay_transno;
+        let turn = match self
+            .recovery
+            .wait_for_turn(op.target, target, op.client, transno)
+            .await?
+        {
+            ReplayAdmission::Answered(reply) => return Ok(self.stamp(&reply)),
+            ReplayAdmission::Turn(turn) => turn,
+        };
+        // Its turn: every lower transno has run. Now room, then the pull, as for a new write.
+        let _room = self.bulk_room(desc.length).await?;
         let (data, checksum) = match node.bulk_get_checked(&desc).await {
             Ok(pulled) => pulled,
             Err(error) => {
-                if op.replay_transno != 0 {
-                    // An acknowledged write whose bytes are gone (their owner let go): recovery
-                    // must know it dropped something.
-                    self.recovery.replay_lost(op.target, op.client);
-                }
+                // An acknowledged write whose bytes are gone (their owner let go): recovery
+                // must know it dropped something.
+                self.recovery.replay_lost(op.target, op.client);
                 return Err(error.into());
             }
         };
-        let object = ObjectId(op.object);
-        let reply = if op.replay_transno != 0 {
-            self.recovery
-                .replay(
-                    op.target,
-                    &target,
-                    op.client,
-                    op.replay_transno,
-                    object,
-                    op.offset,
-                    data,
-                )
-                .await?
-        } else {
-            target
-                .write(object, op.offset, data)
-                .await
-                .map_err(storage_error)?
-        };
+        let reply = target
+            .replay_write(Transno(transno), ObjectId(op.object), op.offset, data)
+            .await
+            .map_err(storage_error)?;
+        // The next replay may run.
+        drop(turn);
         if let Some(id) = trace::current() {
-            self.trace_journal(node, id, &target, op.target, &reply);
+            self.trace_journal(node, id, target, op.target, &reply);
         }
         Ok(pb::OpReply {
             checksum,

@@ -1,7 +1,11 @@
 //! Recovery after an unclean restart, the runtime half: each target's pure
-//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that executes replays in
-//! transno order, a tick that evicts clients that do not come back in time, and the durable
-//! list of clients the server must wait for.
+//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that hands out replays' turns
+//! in transno order, and the durable list of clients the server must wait for.
+//!
+//! Nothing here polls. Whoever changes a window — a replay queued or run, a client done, a
+//! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
+//! close a window with nothing left to wait for), and a target's driver sleeps until its
+//! window changes. A timer wakes only at the deadline and at the hard deadline.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -9,29 +13,43 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
+use iopath_fabric::Nid;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use crate::error::StorageError;
-use crate::ids::{ObjectId, Transno};
+use crate::ids::Transno;
 use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
 use iopath_fabric::frame::status::errno::ESTALE;
 
-/// How often windows are ticked.
-const TICK: Duration = Duration::from_millis(50);
-
-/// A queued replay and who waits for its outcome.
+/// A queued replay: its request handler waits here for its turn. Nothing of its data is held
+/// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
+/// replays queued behind a missing lower transno cannot starve that one of room.
 #[derive(Debug)]
 pub struct PendingReplay {
-    object: ObjectId,
-    offset: u64,
-    data: Bytes,
-    done: oneshot::Sender<Result<OpReply<()>, StorageError>>,
+    turn: oneshot::Sender<ReplayTurn>,
+}
+
+/// A replay's turn at its target: the window handed it out, every lower transno has run, and
+/// the target's driver hands out nothing more until this is dropped — executed, or failed —
+/// so replays run one at a time in transno order.
+#[derive(Debug)]
+pub struct ReplayTurn {
+    /// Dropped with the turn: tells the driver to go on.
+    _finished: oneshot::Sender<()>,
+}
+
+/// How a replayed write is admitted by its target's window.
+#[derive(Debug)]
+pub enum ReplayAdmission {
+    /// Already committed, or seen before: answer with this, without executing it again.
+    Answered(OpReply<()>),
+    /// Its turn has come: execute it now, holding the turn until it is done.
+    Turn(ReplayTurn),
 }
 
 #[derive(Debug)]
@@ -44,15 +62,26 @@ struct TargetRecovery {
 /// Recovery state of every target.
 #[derive(Debug)]
 pub struct Recovery {
-    targets: Vec<(u32, Arc<TargetRecovery>)>,
-    started: tokio::time::Instant,
+    windows: Arc<Windows>,
     window: Duration,
+}
+
+/// Every target's window, shared by the request handlers, the drivers and the deadline timer;
+/// each settles the windows after it changes one.
+#[derive(Debug)]
+struct Windows {
+    targets: Vec<(u32, Arc<TargetRecovery>)>,
+    /// When the windows opened: their time 0.
+    started: tokio::time::Instant,
+    registry: Arc<ClientRegistry>,
+    /// Clients any window evicted, taken off `registry` once every window has closed.
+    evicted: Mutex<Vec<u64>>,
 }
 
 impl Recovery {
     /// Opens a window on every target for `known` clients (none: no recovery) and starts the
-    /// drivers and the tick. When every window has closed, the clients they evicted are taken
-    /// off `registry`: they are not waited for again at the next restart.
+    /// drivers and the deadline timer. When every window has closed, the clients they evicted
+    /// are taken off `registry`: they are not waited for again at the next restart.
     pub fn start(
         oss: &Arc<Oss>,
         known: Vec<u64>,
@@ -84,86 +113,26 @@ impl Recovery {
                 window: Mutex::new(state),
                 wake: Notify::new(),
             });
-            if !known.is_empty() {
-                tokio::spawn(drive(Arc::clone(ost), Arc::clone(&recovery)));
-            }
             targets.push((ost.index(), recovery));
         }
-        let recovery = Recovery {
+        let windows = Arc::new(Windows {
             targets,
             started: tokio::time::Instant::now(),
-            window,
-        };
+            registry,
+            evicted: Mutex::default(),
+        });
         if !known.is_empty() {
-            let ticked: Vec<_> = recovery.targets.clone();
-            let started = recovery.started;
-            tokio::spawn(async move {
-                let mut evicted = Vec::new();
-                // Bounded: every window closes by its hard deadline (two windows), and the
-                // loop ends when none is open.
-                loop {
-                    tokio::time::sleep(TICK).await;
-                    let now_ms = started.elapsed().as_millis() as u64;
-                    let mut open = 0;
-                    for (index, target) in &ticked {
-                        let mut slot = target.window.lock().expect("window lock poisoned");
-                        let Some(window) = slot.as_mut() else {
-                            continue;
-                        };
-                        for event in window.tick(now_ms) {
-                            match event {
-                                WindowEvent::Evicted {
-                                    client, message, ..
-                                } => {
-                                    warn!(target = index, "{message}");
-                                    if !evicted.contains(&client.0) {
-                                        evicted.push(client.0);
-                                    }
-                                }
-                                WindowEvent::Closed {
-                                    replayed,
-                                    evicted,
-                                    writes_may_be_lost,
-                                } => {
-                                    info!(
-                                        target = index,
-                                        replayed,
-                                        evicted,
-                                        writes_may_be_lost,
-                                        "recovery over: serving new requests"
-                                    );
-                                    // Under the window's lock, before any new request can
-                                    // be served: a read from here on sees what was lost.
-                                    let outcome = target.ost.close_recovery_now(writes_may_be_lost);
-                                    report_closed(&target.ost, &outcome);
-                                    let ost = Arc::clone(&target.ost);
-                                    tokio::spawn(async move { persist(&ost).await });
-                                }
-                            }
-                        }
-                        if window.is_closed() {
-                            *slot = None;
-                        } else {
-                            open += 1;
-                        }
-                        target.wake.notify_one();
-                    }
-                    if open == 0 {
-                        break;
-                    }
-                }
-                if !evicted.is_empty()
-                    && let Err(error) = registry.remove(&evicted)
-                {
-                    warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
-                }
-            });
+            for (_, target) in &windows.targets {
+                tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+            }
+            tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
         }
-        recovery
+        Recovery { windows, window }
     }
 
     fn target(&self, index: u32) -> Option<&Arc<TargetRecovery>> {
-        self.targets
+        self.windows
+            .targets
             .iter()
             .find(|(i, _)| *i == index)
             .map(|(_, t)| t)
@@ -180,9 +149,21 @@ impl Recovery {
         })
     }
 
+    /// Replays queued at target `index`, waiting for their turn (0 out of recovery).
+    pub fn replays_queued(&self, index: u32) -> usize {
+        self.target(index).map_or(0, |t| {
+            t.window
+                .lock()
+                .expect("window lock poisoned")
+                .as_ref()
+                .map_or(0, ReplayWindow::queued)
+        })
+    }
+
     /// Whether any target is in recovery.
     pub fn any_recovering(&self) -> bool {
-        self.targets
+        self.windows
+            .targets
             .iter()
             .any(|(index, _)| self.recovering(*index))
     }
@@ -194,7 +175,7 @@ impl Recovery {
             return 0;
         }
         self.window
-            .saturating_sub(self.started.elapsed())
+            .saturating_sub(self.windows.started.elapsed())
             .as_millis() as u64
     }
 
@@ -205,7 +186,7 @@ impl Recovery {
             return 0;
         }
         (2 * self.window)
-            .saturating_sub(self.started.elapsed())
+            .saturating_sub(self.windows.started.elapsed())
             .as_millis() as u64
     }
 
@@ -230,40 +211,36 @@ impl Recovery {
         }
     }
 
+    /// Applies `f` to every open window, wakes the drivers, and settles the windows: a
+    /// client's news may have been the last thing a window waited for.
     fn each_window(&self, mut f: impl FnMut(&mut ReplayWindow<PendingReplay>)) {
-        for (_, target) in &self.targets {
+        for (_, target) in &self.windows.targets {
             if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
                 f(window);
             }
             target.wake.notify_one();
         }
+        self.windows.settle();
     }
 
-    /// A replayed write: queued in transno order and executed by the driver, or answered at
-    /// once if it is already committed or was seen before.
-    #[allow(clippy::too_many_arguments)] // one replayed write, field by field
-    pub async fn replay(
+    /// A replayed write arrives: queued in transno order, it waits here until the window hands
+    /// it out (then it is this replay's [`ReplayTurn`]), or is answered at once if it is already
+    /// committed or was seen before. The caller takes bulk room and pulls the data only with
+    /// the turn in hand.
+    pub async fn wait_for_turn(
         &self,
         index: u32,
         ost: &Arc<Ost>,
         client: u64,
         transno: u64,
-        object: ObjectId,
-        offset: u64,
-        data: Bytes,
-    ) -> Result<OpReply<()>, ServiceError> {
-        let committed = || OpReply {
-            value: (),
-            transno: Some(Transno(transno)),
-            last_committed: ost.last_committed(),
-        };
+    ) -> Result<ReplayAdmission, ServiceError> {
         let Some(target) = self.target(index) else {
             return Err(ServiceError::new(
                 19,
                 format!("no OST{index:04x} on this server"),
             ));
         };
-        let (done, outcome) = oneshot::channel();
+        let (turn, turn_comes) = oneshot::channel();
         let decision = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
@@ -272,12 +249,7 @@ impl Recovery {
                     // One replay per transno: a resent replay is recognised by it.
                     xid: Xid(transno),
                     transno: Transno(transno),
-                    payload: PendingReplay {
-                        object,
-                        offset,
-                        data,
-                        done,
-                    },
+                    payload: PendingReplay { turn },
                 }),
                 None if Transno(transno) <= ost.last_committed() => {
                     ReplayDecision::AlreadyCommitted
@@ -292,22 +264,121 @@ impl Recovery {
         match decision {
             ReplayDecision::Queued => {
                 target.wake.notify_one();
-                match outcome.await {
-                    Ok(result) => result.map_err(super::errno_of::storage_error),
-                    Err(_) => Err(ServiceError::new(
-                        ESTALE,
-                        "replay discarded: the client was evicted",
-                    )),
-                }
+                turn_comes.await.map(ReplayAdmission::Turn).map_err(|_| {
+                    ServiceError::new(ESTALE, "replay discarded: the client was evicted")
+                })
             }
-            ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => Ok(committed()),
+            ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
+                Ok(ReplayAdmission::Answered(OpReply {
+                    value: (),
+                    transno: Some(Transno(transno)),
+                    last_committed: ost.last_committed(),
+                }))
+            }
             ReplayDecision::Refused(why) => Err(ServiceError::new(ESTALE, why)),
         }
     }
 }
 
-/// Executes a target's replays as the window hands them out, one at a time, in transno order.
-async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
+impl Windows {
+    /// Applies the windows' rules now: at a deadline, evicts the clients that are late; a
+    /// window with nothing left to wait for closes, and the target serves new requests. Called
+    /// after every change instead of on a clock. Takes each window's lock in turn: the caller
+    /// must hold none.
+    fn settle(&self) {
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        let mut open = 0;
+        for (index, target) in &self.targets {
+            let mut slot = target.window.lock().expect("window lock poisoned");
+            let Some(window) = slot.as_mut() else {
+                continue;
+            };
+            let events = window.tick(now_ms);
+            let changed = !events.is_empty();
+            for event in events {
+                self.act_on(*index, &target.ost, event);
+            }
+            if window.is_closed() {
+                *slot = None;
+            } else {
+                open += 1;
+            }
+            drop(slot);
+            if changed {
+                // An eviction may free a replay that waited on the evicted client; a closed
+                // window ends its driver.
+                target.wake.notify_one();
+            }
+        }
+        if open == 0 {
+            let evicted = std::mem::take(&mut *self.evicted.lock().expect("evicted lock poisoned"));
+            if !evicted.is_empty()
+                && let Err(error) = self.registry.remove(&evicted)
+            {
+                warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
+            }
+        }
+    }
+
+    /// Logs and carries out what a window's event says. Runs under that window's lock, so a
+    /// closed target marks what was lost before any new request can be served.
+    fn act_on(&self, index: u32, ost: &Arc<Ost>, event: WindowEvent) {
+        match event {
+            WindowEvent::Evicted {
+                client, message, ..
+            } => {
+                warn!(target = index, "{message}");
+                let mut evicted = self.evicted.lock().expect("evicted lock poisoned");
+                if !evicted.contains(&client.0) {
+                    evicted.push(client.0);
+                }
+            }
+            WindowEvent::Closed {
+                replayed,
+                evicted,
+                writes_may_be_lost,
+            } => {
+                info!(
+                    target = index,
+                    replayed, evicted, writes_may_be_lost, "recovery over: serving new requests"
+                );
+                let outcome = ost.close_recovery_now(writes_may_be_lost);
+                report_closed(ost, &outcome);
+                let ost = Arc::clone(ost);
+                tokio::spawn(async move { persist(&ost).await });
+            }
+        }
+    }
+
+    fn any_open(&self) -> bool {
+        self.targets.iter().any(|(_, target)| {
+            target
+                .window
+                .lock()
+                .expect("window lock poisoned")
+                .is_some()
+        })
+    }
+}
+
+/// Sleeps until the windows' deadline (clients that never came back are evicted) and their
+/// hard deadline (clients still replaying are too), settling them at each; ends early once
+/// every window has closed.
+async fn enforce_deadlines(windows: Arc<Windows>, window: Duration) {
+    for deadline in [window, 2 * window] {
+        if !windows.any_open() {
+            return;
+        }
+        tokio::time::sleep_until(windows.started + deadline).await;
+        windows.settle();
+    }
+}
+
+/// Hands a target's replays their turns as the window releases them, one at a time, in transno
+/// order: each turn is held by its request handler while it pulls and executes the write. It
+/// sleeps until the window changes, and settles the windows after each replay (the last one
+/// may close the window).
+async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
     loop {
         let next = {
             let mut slot = target.window.lock().expect("window lock poisoned");
@@ -318,16 +389,26 @@ async fn drive(ost: Arc<Ost>, target: Arc<TargetRecovery>) {
         };
         match next {
             Some(request) => {
-                let PendingReplay {
-                    object,
-                    offset,
-                    data,
-                    done,
-                } = request.payload;
-                let result = ost
-                    .replay_write(request.transno, object, offset, data)
-                    .await;
-                let _ = done.send(result);
+                let (finished, done) = oneshot::channel();
+                let turn = ReplayTurn {
+                    _finished: finished,
+                };
+                if request.payload.turn.send(turn).is_err() {
+                    // Its handler is gone: the acknowledged write will not be executed.
+                    warn!(
+                        target = target.ost.index(),
+                        transno = %request.transno,
+                        "a replay's handler went away before its turn; the write is lost"
+                    );
+                    if let Some(window) =
+                        target.window.lock().expect("window lock poisoned").as_mut()
+                    {
+                        window.replay_lost(request.client);
+                    }
+                }
+                // Resolves when the turn is dropped: the write executed, or failed.
+                let _ = done.await;
+                windows.settle();
             }
             None => target.wake.notified().await,
         }
@@ -367,12 +448,45 @@ async fn persist(ost: &Ost) {
 }
 
 /// The clients a server has served, kept on disk so that after a crash it knows whom to wait
-/// for. A client is written (and made durable) before its first connect is answered.
+/// for, each with the NID it connected from. A client is written (and made durable) before
+/// its first connect is answered. The NID binds the id: a request from another NID that claims
+/// it — a replay, its end of replay, a connect or a disconnect — is refused, before and after a
+/// restart, until the client disconnects or is evicted.
 #[derive(Debug)]
 pub struct ClientRegistry {
     path: PathBuf,
-    known: Mutex<Vec<u64>>,
+    known: Mutex<Vec<KnownClient>>,
     clients_max: usize,
+}
+
+/// A client on the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct KnownClient {
+    /// Its id (Lustre's client UUID).
+    id: u64,
+    /// The NID it connected from; none on a line written before clients were bound to NIDs
+    /// (bound at its next connect).
+    nid: Option<Nid>,
+}
+
+impl KnownClient {
+    /// One line of the list: `id nid`, or `id` alone in a list from before the binding.
+    fn parse(line: &str) -> Option<KnownClient> {
+        let mut words = line.split_whitespace();
+        let id = words.next()?.parse().ok()?;
+        let nid = match words.next() {
+            Some(word) => Some(word.parse().ok()?),
+            None => None,
+        };
+        words.next().is_none().then_some(KnownClient { id, nid })
+    }
+
+    fn line(&self) -> String {
+        match self.nid {
+            Some(nid) => format!("{} {nid}\n", self.id),
+            None => format!("{}\n", self.id),
+        }
+    }
 }
 
 impl ClientRegistry {
@@ -380,18 +494,9 @@ impl ClientRegistry {
     /// clients: peers choose client ids, so the list is bounded like everything they control.
     pub fn open(dir: &Path, clients_max: usize) -> Result<ClientRegistry, StorageError> {
         let path = dir.join("clients");
-        let known = match std::fs::read_to_string(&path) {
-            Ok(text) => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| {
-                    l.trim().parse().map_err(|_| StorageError::NotATarget {
-                        path: path.clone(),
-                        reason: format!("client list line {l:?} is not a client id"),
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => {
                 return Err(StorageError::Io {
                     op: "read",
@@ -400,6 +505,18 @@ impl ClientRegistry {
                 });
             }
         };
+        let mut known: Vec<KnownClient> = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let client = KnownClient::parse(line).ok_or_else(|| StorageError::NotATarget {
+                path: path.clone(),
+                reason: format!("client list line {line:?} is not a client id and its NID"),
+            })?;
+            // A later line binds a client an earlier one listed without its NID.
+            match known.iter_mut().find(|k| k.id == client.id) {
+                Some(earlier) => *earlier = client,
+                None => known.push(client),
+            }
+        }
         Ok(ClientRegistry {
             path,
             known: Mutex::new(known),
@@ -409,22 +526,56 @@ impl ClientRegistry {
 
     /// Every client ever connected.
     pub fn known(&self) -> Vec<u64> {
-        self.known
-            .lock()
-            .expect("client list lock poisoned")
-            .clone()
+        self.lock().iter().map(|k| k.id).collect()
     }
 
-    /// Records `client` durably, if new; refuses a new client once `clients_max` are known.
-    pub fn add(&self, client: u64) -> Result<(), StorageError> {
-        let mut known = self.known.lock().expect("client list lock poisoned");
-        if known.contains(&client) {
-            return Ok(());
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KnownClient>> {
+        self.known.lock().expect("client list lock poisoned")
+    }
+
+    /// Refuses a request from `source` that speaks for `client` when the client connected
+    /// from another NID. A client not on the list, or not yet bound, is not refused here.
+    pub fn check(&self, client: u64, source: Nid) -> Result<(), StorageError> {
+        match self.lock().iter().find(|k| k.id == client) {
+            Some(&KnownClient {
+                nid: Some(bound), ..
+            }) if bound != source => Err(StorageError::ClientOfAnotherNid {
+                client,
+                bound,
+                claimed: source,
+            }),
+            _ => Ok(()),
         }
-        if known.len() >= self.clients_max {
-            return Err(StorageError::TooManyClients {
-                max: self.clients_max,
-            });
+    }
+
+    /// Records `client`, connected from `source`, durably, if new (or not yet bound to a
+    /// NID); refuses a new client once `clients_max` are known, and a client bound to
+    /// another NID.
+    pub fn add(&self, client: u64, source: Nid) -> Result<(), StorageError> {
+        let mut known = self.lock();
+        let entry = KnownClient {
+            id: client,
+            nid: Some(source),
+        };
+        let existing = known.iter().position(|k| k.id == client);
+        match existing.map(|i| known[i]) {
+            Some(k) if k.nid == Some(source) => return Ok(()),
+            Some(KnownClient {
+                nid: Some(bound), ..
+            }) => {
+                return Err(StorageError::ClientOfAnotherNid {
+                    client,
+                    bound,
+                    claimed: source,
+                });
+            }
+            Some(_) => {}
+            None if known.len() >= self.clients_max => {
+                return Err(StorageError::TooManyClients {
+                    max: self.clients_max,
+                });
+            }
+            None => {}
         }
         let io = |op: &'static str| {
             let path = self.path.clone();
@@ -435,29 +586,31 @@ impl ClientRegistry {
             .append(true)
             .open(&self.path)
             .map_err(io("open"))?;
-        writeln!(file, "{client}").map_err(io("append to"))?;
+        file.write_all(entry.line().as_bytes())
+            .map_err(io("append to"))?;
         // Durable before the client hears it is connected.
         file.sync_data().map_err(io("fsync"))?;
-        known.push(client);
+        match existing {
+            Some(i) => known[i] = entry,
+            None => known.push(entry),
+        }
         Ok(())
     }
-}
 
-impl ClientRegistry {
     /// Takes `clients` off the list, durably (the list is rewritten: temp file, fsync, rename,
     /// directory fsync): a client that disconnected, or was evicted, is not waited for at the
-    /// next restart.
+    /// next restart, and its id is free to connect from any NID.
     pub fn remove(&self, clients: &[u64]) -> Result<(), StorageError> {
-        let mut known = self.known.lock().expect("client list lock poisoned");
-        if !known.iter().any(|c| clients.contains(c)) {
+        let mut known = self.lock();
+        if !known.iter().any(|k| clients.contains(&k.id)) {
             return Ok(());
         }
-        let kept: Vec<u64> = known
+        let kept: Vec<KnownClient> = known
             .iter()
             .copied()
-            .filter(|c| !clients.contains(c))
+            .filter(|k| !clients.contains(&k.id))
             .collect();
-        let text: String = kept.iter().map(|c| format!("{c}\n")).collect();
+        let text: String = kept.iter().map(KnownClient::line).collect();
         crate::journal::runtime::write_checkpoint(&self.path, text.as_bytes()).map_err(
             |source| StorageError::Io {
                 op: "rewrite",

@@ -515,3 +515,43 @@ async fn targets_carry_the_file_system_name_in_df_and_find() {
          scratch-OST0000 to scratch-OST0003"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_that_fails_part_way_leaves_no_partial_file_and_says_so() {
+    // Every target takes at most 2 MiB of an object: a 3 MiB put onto one target fails after
+    // its first 2 MiB are written.
+    let stack = TestStack::start(TestStackConfig {
+        object_size_max_bytes: Some(2 * MIB),
+        ..TestStackConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = stack.client().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("three-mib");
+    std::fs::write(&local, vec![7u8; 3 * MIB as usize]).unwrap();
+
+    // A file the put made is removed.
+    let error = lfs_fails(&client, &format!("put {} /new", local.display())).await;
+    assert!(
+        error.contains("the partial file /new was removed"),
+        "{error}"
+    );
+    let listed = lfs(&client, "ls /").await;
+    assert!(!listed.contains("new"), "no partial file is left: {listed}");
+
+    // An empty file made by setstripe keeps its name and layout, and is empty again.
+    lfs(&client, "setstripe -c 1 -i 1 /laid-out").await;
+    let error = lfs_fails(&client, &format!("put {} /laid-out", local.display())).await;
+    assert!(
+        error.contains("/laid-out was truncated back to empty; its layout is kept"),
+        "{error}"
+    );
+    let file = client.open("/laid-out").await.unwrap();
+    assert_eq!(
+        file.size().await.unwrap(),
+        0,
+        "nothing partial is left in it"
+    );
+    assert_eq!(file.layout().stripe_offset(), 1);
+}

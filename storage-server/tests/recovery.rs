@@ -1,0 +1,329 @@
+//! Recovery over the fabric: an OSS restarted after a crash, its clients reconnecting and
+//! replaying what it acknowledged and had not committed, and what the window must not let a
+//! peer or a full bulk pool do to them.
+
+#![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use iopath_fabric::frame::status::errno;
+use iopath_fabric::{ChecksumKind, FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
+use iopath_ost_client::{OstClient, ReplayReport};
+use iopath_proto::ost as pb;
+use iopath_storage_server::engine::{EngineConfig, EngineKind};
+use iopath_storage_server::ost::{OssConfig, OstConfig};
+use iopath_storage_server::service::{OST_PORTAL, OssService, ServiceConfig, opcode};
+use prost::Message as _;
+
+/// The server's node number on the in-memory network.
+const SERVER: u32 = 1;
+
+/// One OSS with one async target on an in-memory network, which can crash and come back on
+/// the same address and storage.
+struct Server {
+    dir: tempfile::TempDir,
+    network: Arc<MemNetwork>,
+    config: ServiceConfig,
+    node: Node,
+    service: Arc<OssService>,
+}
+
+async fn start_node(network: &Arc<MemNetwork>, n: u32) -> Result<Node, FabricError> {
+    Node::start(NodeConfig {
+        interfaces: vec![Interface::Mem {
+            nid: Nid::mem(n, 0),
+            network: Arc::clone(network),
+        }],
+        ..NodeConfig::default()
+    })
+    .await
+}
+
+impl Server {
+    async fn start(config: ServiceConfig) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let network = MemNetwork::new();
+        let node = start_node(&network, SERVER).await.unwrap();
+        let service = OssService::open(&node, targets(dir.path()), config.clone())
+            .await
+            .unwrap();
+        Server {
+            dir,
+            network,
+            config,
+            node,
+            service,
+        }
+    }
+
+    fn nid(&self) -> Nid {
+        Nid::mem(SERVER, 0)
+    }
+
+    /// A client node on the same network.
+    async fn client_node(&self, n: u32) -> Node {
+        start_node(&self.network, n).await.unwrap()
+    }
+
+    /// Crashes the server (nothing more is committed; the node leaves the network) and starts
+    /// it again on its address and storage: it opens a recovery window for its clients.
+    async fn crash_and_restart(&mut self) {
+        self.service.crash();
+        self.node.shutdown();
+        // The network frees the address once every handle to the old node is gone: bounded.
+        let mut node = None;
+        for _ in 0..250 {
+            match start_node(&self.network, SERVER).await {
+                Ok(started) => {
+                    node = Some(started);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+        self.node = node.expect("the server's address was never freed");
+        self.service = OssService::open(&self.node, targets(self.dir.path()), self.config.clone())
+            .await
+            .unwrap();
+        assert!(self.service.recovering(0), "an unclean restart recovers");
+    }
+
+    /// Waits (bounded) until `ready` holds.
+    async fn wait_for(&self, what: &str, ready: impl Fn(&OssService) -> bool) {
+        for _ in 0..1000 {
+            if ready(&self.service) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{what}: not within 10 s");
+    }
+}
+
+/// One async target whose journal commits only when asked, so every write stays kept for
+/// replay until the crash. Its engine is pread/pwrite on blocking threads, which holds a
+/// paused clock while a disk call runs.
+fn targets(root: &std::path::Path) -> OssConfig {
+    let mut template = OstConfig::new(0, root);
+    template.sync_journal = false;
+    template.commit_interval_ms = 3_600_000;
+    template.group_records_max = 1000;
+    template.uncommitted_records_max = 1000;
+    OssConfig {
+        root: root.to_path_buf(),
+        targets: OssConfig::indices(1),
+        template,
+        engine: EngineConfig {
+            kind: EngineKind::Psync,
+            ..EngineConfig::default()
+        },
+        disk_model: None,
+        external_journal_dir: None,
+        fsname: Default::default(),
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Bytes {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// A replay that went through: nothing lost, its one write replayed.
+fn assert_replayed(who: &str, report: &ReplayReport) {
+    assert!(
+        report.restarted && report.replayed == 1 && report.lost.is_empty(),
+        "{who}'s replay: {report:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_waiting_on_a_lower_transno_do_not_starve_it_of_bulk_room() {
+    const WRITE_BYTES: usize = 64 << 10;
+    // Room for two writes' data: the two replays that arrive first could fill it.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(2),
+        bulk_pool_bytes: 2 * WRITE_BYTES as u64,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=3u8 {
+        let node = server.client_node(10 + u32::from(id)).await;
+        let client = OstClient::connect(node, server.nid(), u64::from(id))
+            .await
+            .unwrap();
+        client.create(0, u64::from(id)).await.unwrap();
+        clients.push(Arc::new(client));
+    }
+    clients[0].sync(0).await.unwrap(); // the creates are committed: only the writes replay
+    // Client 1 writes first (the lowest transno), then 2, then 3; nothing is committed.
+    for (id, client) in (1..=3u8).zip(&clients) {
+        let stamp = client
+            .write(0, u64::from(id), 0, pattern(WRITE_BYTES, id))
+            .await
+            .unwrap();
+        assert!(stamp.last_committed < stamp.transno);
+        assert_eq!(client.kept_writes(), 1);
+    }
+
+    server.crash_and_restart().await;
+    // Clients 2 and 3 replay first; their replays must wait for client 1's lower transno.
+    let replaying: Vec<_> = clients[1..]
+        .iter()
+        .map(|client| {
+            let client = Arc::clone(client);
+            tokio::spawn(async move { client.reconnect_and_replay().await })
+        })
+        .collect();
+    server
+        .wait_for("the two higher replays queued", |s| {
+            s.replays_queued(0) == 2
+        })
+        .await;
+    // Then the lowest transno arrives: it must get room, run, and let the others run.
+    let first = tokio::time::timeout(Duration::from_secs(20), clients[0].reconnect_and_replay())
+        .await
+        .expect("client 1's replay never finished")
+        .unwrap();
+    assert_replayed("client 1", &first);
+    for (id, replay) in (2..=3).zip(replaying) {
+        assert_replayed(&format!("client {id}"), &replay.await.unwrap().unwrap());
+    }
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    for (id, client) in (1..=3u8).zip(&clients) {
+        assert_eq!(
+            client
+                .read(0, u64::from(id), 0, WRITE_BYTES as u64)
+                .await
+                .unwrap(),
+            pattern(WRITE_BYTES, id),
+            "client {id}'s replayed write reads back"
+        );
+    }
+}
+
+/// The errno and sentence of a refused request; anything else fails the test with `what`.
+fn refusal(what: &str, result: Result<Bytes, FabricError>) -> (u32, String) {
+    match result {
+        Err(FabricError::Remote { code, message, .. }) => (code, message),
+        other => panic!("{what}: expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(10),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let owner_nid = Nid::mem(11, 0);
+    let owner = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    owner.create(0, 1).await.unwrap();
+    owner.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    let stamp = owner.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+
+    server.crash_and_restart().await;
+    // A peer on another NID replays bytes of its own under client 1's id and transno.
+    let peer_nid = Nid::mem(66, 0);
+    let peer = server.client_node(66).await;
+    let region = peer.regions().register_source(pattern(4096, 66)).unwrap();
+    let replay = pb::WriteRequest {
+        target: 0,
+        object: 1,
+        offset: 0,
+        buffer: Some(region.describe_all(ChecksumKind::Crc32).to_proto()),
+        client: 1,
+        replay_transno: stamp.transno,
+    };
+    let call = |op, body: Vec<u8>| peer.call(server.nid(), OST_PORTAL, op, body.into());
+    let (code, message) = refusal(
+        "a peer's replay as client 1",
+        call(opcode::WRITE, replay.encode_to_vec()).await,
+    );
+    assert_eq!(code, errno::EPERM, "{message}");
+    for nid in [owner_nid, peer_nid] {
+        assert!(message.contains(&nid.to_string()), "names {nid}: {message}");
+    }
+    assert_eq!(
+        server.service.replays_queued(0),
+        0,
+        "the window is untouched"
+    );
+    // Nor may it say client 1 is done replaying, connect as it, or disconnect it.
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+    };
+    let connect = pb::ConnectRequest { client: 1 };
+    let disconnect = pb::DisconnectRequest { client: 1 };
+    for (what, op, body) in [
+        ("replay done", opcode::REPLAY_DONE, done.encode_to_vec()),
+        ("connect", opcode::CONNECT, connect.encode_to_vec()),
+        ("disconnect", opcode::DISCONNECT, disconnect.encode_to_vec()),
+    ] {
+        let (code, message) = refusal(what, call(op, body).await);
+        assert_eq!(code, errno::EPERM, "{what}: {message}");
+    }
+
+    // Client 1's own replay goes through, and its bytes are what is stored.
+    assert_replayed("client 1", &owner.reconnect_and_replay().await.unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    assert_eq!(owner.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_closes_when_its_last_client_is_done_not_at_the_next_tick() {
+    // Paused time: nothing here moves the clock but the test's own sleeps, so "at once" is
+    // exact.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let client = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    client.write(0, 1, 0, data.clone()).await.unwrap();
+
+    server.crash_and_restart().await;
+    let replay_began = tokio::time::Instant::now();
+    assert_replayed("client 1", &client.reconnect_and_replay().await.unwrap());
+    // Its REPLAY_DONE was the last event the window waited for: it closed then, not at a
+    // timer's next wakeup.
+    assert!(
+        !server.service.recovering(0),
+        "still recovering when the only client had replayed and said so ({:?} after its replay began)",
+        replay_began.elapsed()
+    );
+    assert_eq!(replay_began.elapsed(), Duration::ZERO, "no time passed");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+
+    // A window nobody comes back to is closed by its deadline, exactly.
+    server.crash_and_restart().await;
+    let opened = tokio::time::Instant::now();
+    let mut waited = Duration::ZERO;
+    while server.service.recovering(0) && waited < Duration::from_secs(61) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        waited = opened.elapsed();
+    }
+    assert!(
+        (Duration::from_secs(30)..Duration::from_millis(30_002)).contains(&waited),
+        "the absent client is evicted at the 30 s deadline: {waited:?}"
+    );
+}
