@@ -573,7 +573,7 @@ impl FailPoints {
         }
         drop(rules);
         self.injected.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(%site, %action, "fail point fired");
+        tracing::debug!(%site, %action, "fail point fired");
         Some(action)
     }
 

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use iopath_fabric::frame::status::errno;
 use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Nid, Node, SourceRegion};
 use iopath_mds::wire::{layout_from_wire, stripe_to_wire};
 use iopath_mds::{Layout, StripeRequest};
@@ -152,9 +153,18 @@ impl FyodClient {
             call: options.call.to_wire() as i32,
             mode: options.permissions,
         };
-        let reply = self
-            .call(opcode::OPEN, request.encode_to_vec().into())
-            .await?;
+        let body: Bytes = request.encode_to_vec().into();
+        let reply = match self.call(opcode::OPEN, body.clone()).await {
+            Err(ForwarderError::Fabric(FabricError::Remote { code, .. }))
+                if code == errno::ENOTCONN =>
+            {
+                // The fyod restarted and forgot this compute node: connect again, then open.
+                // (Handles of the earlier connection are gone; their calls are refused.)
+                self.reconnect().await?;
+                self.call(opcode::OPEN, body).await?
+            }
+            reply => reply?,
+        };
         let reply = pb::OpenReply::decode(reply.as_ref())
             .map_err(|e| ForwarderError::malformed("open reply", e.to_string()))?;
         let wire = reply
@@ -247,6 +257,17 @@ impl FyodClient {
         .encode_to_vec()
         .into();
         self.call(opcode::DISCONNECT, body).await.map(drop)
+    }
+
+    /// Connects to the fyod again under this node's client id (after the fyod restarted).
+    async fn reconnect(&self) -> Result<()> {
+        let body = pb::ConnectRequest {
+            client: self.inner.client_id,
+        }
+        .encode_to_vec()
+        .into();
+        tracing::info!(fyod = %self.inner.fyod, client = self.inner.client_id, "the fyod forgot this compute node: connecting again");
+        self.call(opcode::CONNECT, body).await.map(drop)
     }
 
     async fn call(&self, op: u32, body: Bytes) -> Result<Bytes> {

@@ -7,8 +7,8 @@ use iopath_mds::MdsError;
 /// The errno values the fyod answers with (Linux's numbers).
 pub mod errno {
     pub use iopath_fabric::frame::status::errno::{
-        EAGAIN, EBADF, EBADMSG, EEXIST, EFBIG, EINVAL, EIO, ENOENT, EOPNOTSUPP, EPROTO, ESHUTDOWN,
-        EUSERS,
+        EAGAIN, EBADF, EBADMSG, EEXIST, EFBIG, EINVAL, EIO, ENOENT, ENOTCONN, EOPNOTSUPP, EPROTO,
+        ESHUTDOWN, EUSERS,
     };
 }
 
@@ -60,6 +60,16 @@ pub enum ForwarderError {
         what: &'static str,
         /// What is wrong with it.
         why: String,
+    },
+    /// A compute node the fyod does not know (it never connected, or the fyod restarted since).
+    #[error(
+        "client {client} at {source_nid} has not connected to this fyod (connect again: the fyod may have restarted)"
+    )]
+    NotConnected {
+        /// The client id the request named.
+        client: u64,
+        /// Where it came from.
+        source_nid: iopath_fabric::Nid,
     },
     /// The fyod already serves its maximum of compute nodes.
     #[error("this fyod serves at most {max} compute nodes; start another fyod")]
@@ -125,6 +135,7 @@ impl ForwarderError {
             | ForwarderError::HandleBroken { .. } => EBADF,
             ForwarderError::Malformed { .. } => EPROTO,
             ForwarderError::TooManyClients { .. } => EUSERS,
+            ForwarderError::NotConnected { .. } => ENOTCONN,
             ForwarderError::LimitReached { .. } => EAGAIN,
             ForwarderError::ChecksumMismatch { .. } => EBADMSG,
         }

@@ -21,6 +21,8 @@
 //! - [`up`]: `iopath up` and `iopath node` — a whole stack, or one node of it as a process,
 //!   run until told to stop.
 //! - [`demo`]: `iopath demo`: phases, verification, the path hop by hop.
+//! - [`soak`]: `iopath soak`: a stack of processes under a verified workload for a given
+//!   time, its server nodes killed and started again and fail points flipped on a schedule.
 //! - [`describe`]: a stack in words — the node table, each node's part, torus hops, sizes.
 //! - [`journal`]: what the targets' journals committed, embedded or over admin services.
 //! - [`live`]: the live view of a running stack (`--web`): what the page draws, and where
@@ -43,6 +45,7 @@ pub mod pattern;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
+pub mod soak;
 pub mod testing;
 pub mod up;
 

@@ -469,13 +469,10 @@ impl FyodService {
             .get(&op.client)
             == Some(&source);
         if !connected {
-            return Err(ForwarderError::invalid(
-                "client",
-                format!(
-                    "client {} at {source} has not connected to this fyod",
-                    op.client
-                ),
-            ));
+            return Err(ForwarderError::NotConnected {
+                client: op.client,
+                source_nid: source,
+            });
         }
         let io_mode = IoMode::from_wire(op.io_mode)
             .ok_or_else(|| ForwarderError::invalid("I/O mode", format!("value {}", op.io_mode)))?;

@@ -15,6 +15,7 @@
 //! - [`trace`]: one write and one read followed hop by hop.
 //! - [`oss`]: an object storage server as a process of its own.
 //! - [`sim`]: the seeded whole-stack simulation over many seeds.
+//! - [`soak`]: a stack of processes under a verified workload, its nodes killed on a schedule.
 
 pub mod fyods;
 pub mod ior;
@@ -30,6 +31,7 @@ pub mod placement;
 pub mod routing;
 pub mod selftest;
 pub mod sim;
+pub mod soak;
 pub mod stack;
 pub mod topo;
 pub mod trace;
@@ -96,6 +98,10 @@ pub enum Command {
     /// and a simulated clock, under drops, delays, partitions, bit flips and crashes, each seed
     /// checked by an oracle; a failing seed replays exactly.
     Sim(sim::SimArgs),
+    /// A stack of processes under a verified workload for a given time, its storage servers,
+    /// routers, fyods and metadata service killed and started again on a schedule and fail
+    /// points flipped: faults injected, bytes lost (must be 0), recovery times, memory.
+    Soak(soak::SoakArgs),
     /// Print a shell completion script for iopath (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -175,6 +181,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mount(args) => mount::run(args).await,
         Command::Oss(args) => oss::run(args).await,
         Command::Sim(args) => sim::run(args).await,
+        Command::Soak(args) => soak::run(args).await,
         Command::SelftestNode(args) => selftest::node(args).await,
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

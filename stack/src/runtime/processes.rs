@@ -84,6 +84,13 @@ pub struct ChildNode {
     stdin: Option<ChildStdin>,
 }
 
+impl ChildNode {
+    /// Its operating-system process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
 /// A stack with a process per server node.
 #[derive(Debug)]
 pub struct ProcessStack {
