@@ -231,7 +231,8 @@ async fn bad_requests_get_clear_errors_and_stored_data_stays_intact() {
         ..pb::OpenRequest::default()
     };
     let (errno, why) = raw(&stranger, fyod, opcode::OPEN, open).await;
-    assert_eq!(errno, EINVAL, "{why}");
+    assert_eq!(errno, ENOTCONN, "{why}");
+    assert!(why.contains("has not connected to this fyod"), "{why}");
 
     // A closed handle.
     keep.clone().close().await.unwrap();
