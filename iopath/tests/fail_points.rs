@@ -283,8 +283,9 @@ fn fyod_sites_and_its_client_sends_fail_and_lose_as_armed() {
     path.round_trip(8, "/slow-fyod", "fyod.forward delay");
     path.arm("fyod", "off");
 
-    // An errno at either site fails the call with it.
+    // An errno at either site fails the call with it; so does one on the fyod's own sends.
     for (spec, says) in [
+        ("client.send:errno=EIO:once", "fail point client.send returned errno 5"),
         (
             "fyod.forward:errno=EIO:once",
             "fail point fyod.forward returned errno 5",
