@@ -285,7 +285,10 @@ fn fyod_sites_and_its_client_sends_fail_and_lose_as_armed() {
 
     // An errno at either site fails the call with it; so does one on the fyod's own sends.
     for (spec, says) in [
-        ("client.send:errno=EIO:once", "fail point client.send returned errno 5"),
+        (
+            "client.send:errno=EIO:once",
+            "fail point client.send returned errno 5",
+        ),
         (
             "fyod.forward:errno=EIO:once",
             "fail point fyod.forward returned errno 5",
