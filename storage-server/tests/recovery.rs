@@ -70,8 +70,19 @@ impl Server {
     /// Crashes the server (nothing more is committed; the node leaves the network) and starts
     /// it again on its address and storage: it opens a recovery window for its clients.
     async fn crash_and_restart(&mut self) {
+        self.crash();
+        self.restart().await;
+    }
+
+    /// Crashes the server: nothing more is committed, and the node leaves the network.
+    fn crash(&self) {
         self.service.crash();
         self.node.shutdown();
+    }
+
+    /// Starts the crashed server again on its address and storage: it opens a recovery
+    /// window for its clients.
+    async fn restart(&mut self) {
         // The network frees the address once every handle to the old node is gone: bounded.
         let mut node = None;
         for _ in 0..250 {
@@ -87,7 +98,10 @@ impl Server {
         self.service = OssService::open(&self.node, targets(self.dir.path()), self.config.clone())
             .await
             .unwrap();
-        assert!(self.service.recovering(0), "an unclean restart recovers");
+        assert!(
+            self.service.recovering(0),
+            "an unclean restart recovers: the client list on disk still names the clients"
+        );
     }
 
     /// Waits (bounded) until `ready` holds.
@@ -326,4 +340,43 @@ async fn a_window_closes_when_its_last_client_is_done_not_at_the_next_tick() {
         (Duration::from_secs(30)..Duration::from_millis(30_002)).contains(&waited),
         "the absent client is evicted at the 30 s deadline: {waited:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_crashed_in_its_window_touches_nothing_at_that_windows_deadline() {
+    // Found by the seeded simulation (seed 31): a server that crashed during its recovery
+    // window kept its window's timer. At that window's deadline, with the server down, the
+    // dead life evicted the client it had waited for — taking it off the client list on disk
+    // — and recorded the bytes its startup had cut as lost. The next life then refused the
+    // client's replay and its readers, though the client kept and replayed every write.
+    let window = Duration::from_secs(30);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let client = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(8192, 1);
+    let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+
+    // The second life opens a window and crashes in it, before the client comes back; it
+    // stays down past that window's deadline.
+    server.crash_and_restart().await;
+    server.crash();
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    server.restart().await;
+
+    let report = client.reconnect_and_replay().await.unwrap();
+    assert_replayed("client 1", &report);
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    let lost = server.service.oss().targets()[0].lost_ranges();
+    assert!(lost.is_empty(), "nothing is lost: {lost:?}");
+    assert_eq!(client.read(0, 1, 0, 8192).await.unwrap(), data);
 }

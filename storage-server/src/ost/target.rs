@@ -245,9 +245,12 @@ impl Ost {
         self.lock_lost().window_closed(writes_may_be_lost)
     }
 
-    /// Records the lost ranges in the target's `lost` file (atomic replace, durable).
+    /// Records the lost ranges in the target's `lost` file (atomic replace, durable). A
+    /// stopped target records nothing: after a crash the file belongs to the next life, which
+    /// recovers from it.
     pub async fn persist_lost(&self) -> Result<()> {
         let _one_at_a_time = self.lost_file.lock().await;
+        self.stop.check(self.config.index)?;
         // Taken under the file lock: the last rewrite carries the latest state.
         let snapshot = self.lost_ranges();
         let config = self.config.clone();

@@ -157,8 +157,10 @@ impl OssService {
     }
 
     /// Stops at once without committing anything more: to the disks this looks like a crash
-    /// (tests of recovery and replay; a real crash is SIGKILL).
+    /// (tests of recovery and replay; a real crash is SIGKILL). The recovery windows end too,
+    /// as they would with the process: a dead life evicts no one and marks nothing lost.
     pub fn crash(&self) {
+        self.recovery.stop();
         for target in self.oss.targets() {
             target.crash();
         }

@@ -6,16 +6,24 @@
 //! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
 //! close a window with nothing left to wait for), and a target's driver sleeps until its
 //! window changes. A timer wakes only at the deadline and at the hard deadline.
+//!
+//! A server that crashes in its window ([`Recovery::stop`]) ends its windows with it: its
+//! drivers and timer stop, and nothing of that life evicts, closes or records anything after.
+//! Its deadline would otherwise still come, and the dead life would take the clients it
+//! waited for off the client list and record what its startup cut as lost — on the disk the
+//! next life recovers from, while those clients replay to it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iopath_fabric::Nid;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
 use tracing::{info, warn};
 
 use crate::error::StorageError;
@@ -64,6 +72,8 @@ struct TargetRecovery {
 pub struct Recovery {
     windows: Arc<Windows>,
     window: Duration,
+    /// The drivers and the deadline timer, ended by [`Recovery::stop`].
+    tasks: Vec<AbortHandle>,
 }
 
 /// Every target's window, shared by the request handlers, the drivers and the deadline timer;
@@ -76,6 +86,8 @@ struct Windows {
     registry: Arc<ClientRegistry>,
     /// Clients any window evicted, taken off `registry` once every window has closed.
     evicted: Mutex<Vec<u64>>,
+    /// Set when the server crashed: its windows act on nothing any more.
+    stopped: AtomicBool,
 }
 
 impl Recovery {
@@ -120,14 +132,38 @@ impl Recovery {
             started: tokio::time::Instant::now(),
             registry,
             evicted: Mutex::default(),
+            stopped: AtomicBool::new(false),
         });
+        let mut tasks = Vec::new();
         if !known.is_empty() {
             for (_, target) in &windows.targets {
-                tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+                let driver = tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+                tasks.push(driver.abort_handle());
             }
-            tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
+            let timer = tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
+            tasks.push(timer.abort_handle());
         }
-        Recovery { windows, window }
+        Recovery {
+            windows,
+            window,
+            tasks,
+        }
+    }
+
+    /// The server crashed: its windows end with it. The drivers and the deadline timer stop,
+    /// queued replays are let go (their handlers answer to a node that is gone), and nothing
+    /// of this life evicts a client, takes one off the client list or marks bytes lost from
+    /// now on. The next life opens windows of its own, for the clients on the list, over what
+    /// its own startup cut.
+    pub fn stop(&self) {
+        self.windows.stopped.store(true, Ordering::SeqCst);
+        for task in &self.tasks {
+            task.abort();
+        }
+        for (_, target) in &self.windows.targets {
+            let ended = target.window.lock().expect("window lock poisoned").take();
+            drop(ended);
+        }
     }
 
     fn target(&self, index: u32) -> Option<&Arc<TargetRecovery>> {
@@ -286,6 +322,10 @@ impl Windows {
     /// after every change instead of on a clock. Takes each window's lock in turn: the caller
     /// must hold none.
     fn settle(&self) {
+        if self.stopped.load(Ordering::SeqCst) {
+            // A crashed life decides nothing more: its clients replay to the next one.
+            return;
+        }
         let now_ms = self.started.elapsed().as_millis() as u64;
         let mut open = 0;
         for (index, target) in &self.targets {
@@ -310,7 +350,7 @@ impl Windows {
                 target.wake.notify_one();
             }
         }
-        if open == 0 {
+        if open == 0 && !self.stopped.load(Ordering::SeqCst) {
             let evicted = std::mem::take(&mut *self.evicted.lock().expect("evicted lock poisoned"));
             if !evicted.is_empty()
                 && let Err(error) = self.registry.remove(&evicted)
