@@ -57,6 +57,9 @@ pub const UNREACHABLE_FOR_MAX: Duration = Duration::from_secs(20);
 const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(600);
 /// Added to the time the server says its recovery can last, for the messages in between.
 const RECOVERY_WAIT_SLACK: Duration = Duration::from_secs(2);
+/// How many times one reconnect starts its replay over because the server restarted again
+/// before the replay was done: a bound of our own on a peer that keeps crashing.
+const REPLAY_ROUNDS_MAX: u32 = 8;
 
 /// The stamp every state-changing reply carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +203,12 @@ impl OstClient {
             // A fresh client has nothing to replay; tell the server not to wait for it. If the
             // server knew this id from before its restart, this is a new incarnation that has
             // forgotten what it was told was written: the server must count that as lost.
-            me.replay_done(true).await?;
+            match me.replay_done(true, reply.boot_id).await {
+                // The server restarted again since it answered: the first call finds the new
+                // start, replays (nothing) to it and says so there.
+                Err(error) if is_another_start(&error) => {}
+                other => other?,
+            }
         }
         Ok(me)
     }
@@ -290,12 +298,14 @@ impl OstClient {
             .disconnected
     }
 
-    /// Tells the server this client has replayed all it kept (`fresh`: it is new, or a new
-    /// incarnation that kept nothing).
-    async fn replay_done(&self, fresh: bool) -> Result<(), FabricError> {
+    /// Tells the server start `boot_id` that this client has replayed all it kept to it
+    /// (`fresh`: it is new, or a new incarnation that kept nothing). Another start refuses it
+    /// ([`is_another_start`]).
+    async fn replay_done(&self, fresh: bool, boot_id: u64) -> Result<(), FabricError> {
         let body = pb::ReplayDoneRequest {
             client: self.client.get(),
             fresh,
+            boot_id,
         }
         .encode_to_vec()
         .into();
@@ -852,10 +862,34 @@ impl OstClient {
     }
 
     /// Reconnects; if the server restarted, replays every kept write in transno order and
-    /// says it is done. Kept writes the server will not take back are reported as lost.
+    /// says it is done. Kept writes the server will not take back are reported as lost. If
+    /// the server restarts again before the replay is done (its new start refuses the end of
+    /// a replay meant for the old one), the replay starts over, to the new start — a bounded
+    /// number of times.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
-        let reply = self.connect_once().await?;
         let mut report = ReplayReport::default();
+        for _ in 0..REPLAY_ROUNDS_MAX {
+            match self.replay_round(&mut report).await? {
+                Round::Done => return Ok(report),
+                Round::RestartedAgain => {
+                    info!(server = %self.server, "the server restarted again during the replay: replaying to its new start");
+                }
+            }
+        }
+        Err(FabricError::Remote {
+            peer: self.server,
+            code: errno::ENOTCONN,
+            message: format!(
+                "{} restarted again during each of {REPLAY_ROUNDS_MAX} replays in a row",
+                self.server
+            ),
+        })
+    }
+
+    /// One reconnect and, if the server restarted, one replay of every kept write to the
+    /// start it reached, adding what it did to `report`.
+    async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
+        let reply = self.connect_once().await?;
         let (restarted, kept) = {
             let mut state = self.lock();
             let restarted = state.boot_id != reply.boot_id;
@@ -863,7 +897,7 @@ impl OstClient {
             (restarted, state.replay.in_replay_order())
         };
         if !restarted {
-            return Ok(report);
+            return Ok(Round::Done);
         }
         report.restarted = true;
         info!(server = %self.server, kept = kept.len(), recovering = reply.recovering, "server restarted: replaying kept writes");
@@ -891,10 +925,28 @@ impl OstClient {
             }
         }
         if reply.recovering {
-            self.replay_done(false).await?;
+            match self.replay_done(false, reply.boot_id).await {
+                Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
+                other => other?,
+            }
         }
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
-        Ok(report)
+        Ok(Round::Done)
     }
+}
+
+/// How one round of [`OstClient::reconnect_and_replay`] ended.
+enum Round {
+    /// Replayed and said so to the start it connected to (or there was nothing to replay).
+    Done,
+    /// That start is gone: another refused the end of the replay. Replay again, to it.
+    RestartedAgain,
+}
+
+/// Whether `error`, the answer to a REPLAY_DONE, is a server start refusing what was meant for
+/// another (`ENOTCONN`): the server restarted since this client connected, and the client
+/// must replay to the new start.
+fn is_another_start(error: &FabricError) -> bool {
+    matches!(error, FabricError::Remote { code, .. } if *code == errno::ENOTCONN)
 }

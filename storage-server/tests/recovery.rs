@@ -278,6 +278,7 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
     let done = pb::ReplayDoneRequest {
         client: 1,
         fresh: false,
+        boot_id: 0,
     };
     let connect = pb::ConnectRequest { client: 1 };
     let disconnect = pb::DisconnectRequest { client: 1 };
@@ -379,4 +380,67 @@ async fn a_server_crashed_in_its_window_touches_nothing_at_that_windows_deadline
     let lost = server.service.oss().targets()[0].lost_ranges();
     assert!(lost.is_empty(), "nothing is lost: {lost:?}");
     assert_eq!(client.read(0, 1, 0, 8192).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_end_of_replay_meant_for_an_earlier_start_is_refused() {
+    // Found by the seeded simulation (seed 33): a client's REPLAY_DONE to one server start
+    // lost its reply; the fabric sent it again, to the same address, and the next start took
+    // it as the client's. That window then ran a higher transno of another client, closed,
+    // and answered the client's own replay, which came after, as "already committed": an
+    // acknowledged write gone without a word.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = OstClient::connect(node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+    // The start the client is connected to, as a CONNECT tells it.
+    let connect = pb::ConnectRequest { client: 1 };
+    let reply = node
+        .call(
+            server.nid(),
+            OST_PORTAL,
+            opcode::CONNECT,
+            connect.encode_to_vec().into(),
+        )
+        .await
+        .unwrap();
+    let earlier_start = pb::ConnectReply::decode(reply.as_ref()).unwrap().boot_id;
+
+    server.crash_and_restart().await;
+    // The end of a replay to the earlier start arrives at this one.
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+        boot_id: earlier_start,
+    };
+    let (code, message) = refusal(
+        "a replay-done meant for the earlier start",
+        node.call(
+            server.nid(),
+            OST_PORTAL,
+            opcode::REPLAY_DONE,
+            done.encode_to_vec().into(),
+        )
+        .await,
+    );
+    assert_eq!(code, errno::ENOTCONN, "{message}");
+    assert!(
+        server.service.recovering(0),
+        "the window still waits for client 1's replay"
+    );
+
+    // The client replays to this start and says so; its write is there.
+    assert_replayed("client 1", &client.reconnect_and_replay().await.unwrap());
+    assert!(!server.service.recovering(0), "client 1 was the last");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
