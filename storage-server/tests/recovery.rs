@@ -444,3 +444,65 @@ async fn an_end_of_replay_meant_for_an_earlier_start_is_refused() {
     assert!(!server.service.recovering(0), "client 1 was the last");
     assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_after_the_window_closed_is_lost_not_committed_though_below_last_committed() {
+    // The other half of seed 33: once a window has closed, a replay that comes late was
+    // answered by the target's last_committed — which higher transnos, replayed and committed
+    // without it, had moved past it. A write that never ran was answered "committed".
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let late_node = server.client_node(11).await;
+    let late = OstClient::connect(late_node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    let other = OstClient::connect(server.client_node(12).await, server.nid(), 2)
+        .await
+        .unwrap();
+    late.create(0, 1).await.unwrap();
+    other.create(0, 2).await.unwrap();
+    late.sync(0).await.unwrap();
+    // Client 1's write gets the lower transno.
+    let first = late.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    let second = other.write(0, 2, 0, pattern(4096, 2)).await.unwrap();
+    assert!(first.transno < second.transno && second.last_committed < first.transno);
+
+    server.crash_and_restart().await;
+    // Client 1 says it is done to this start without replaying (a client that gets its
+    // bookkeeping wrong; a raw request here), so client 2's higher transno runs, the window
+    // closes, and a commit takes last_committed past client 1's transno.
+    let call = |op, body: Vec<u8>| late_node.call(server.nid(), OST_PORTAL, op, body.into());
+    let connect = pb::ConnectRequest { client: 1 };
+    let reply = call(opcode::CONNECT, connect.encode_to_vec())
+        .await
+        .unwrap();
+    let start = pb::ConnectReply::decode(reply.as_ref()).unwrap().boot_id;
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+        boot_id: start,
+    };
+    call(opcode::REPLAY_DONE, done.encode_to_vec())
+        .await
+        .unwrap();
+    assert_replayed("client 2", &other.reconnect_and_replay().await.unwrap());
+    assert!(!server.service.recovering(0));
+    let synced = other.sync(0).await.unwrap();
+    assert!(synced.last_committed > first.transno);
+
+    // Client 1's replay comes late: it never ran, and is reported lost, not answered as done.
+    let report = late.reconnect_and_replay().await.unwrap();
+    assert_eq!(report.replayed, 0, "{report:?}");
+    assert_eq!(
+        report
+            .lost
+            .iter()
+            .map(|lost| lost.transno)
+            .collect::<Vec<_>>(),
+        [first.transno],
+        "{report:?}"
+    );
+}

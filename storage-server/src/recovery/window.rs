@@ -9,7 +9,12 @@
 //!   queued transno may run once every client still replaying has queued something at or
 //!   above it (or said it is done).
 //! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed.
-//! - A replay at or below `last_committed` is already on disk: answered, not re-executed.
+//! - A replay at or below `last_committed` — the window's, as the restart found it — is
+//!   already on disk: answered, not re-executed.
+//! - After the window closes, a replay is answered only if one of those two rules answers it.
+//!   Anything else never ran in this start and is lost — even if its transno is below the
+//!   target's `last_committed` by then: higher transnos ran and committed without it, and
+//!   "committed" would be a lie that drops an acknowledged write without a word.
 //! - New (non-replay) requests wait until the window closes.
 //! - When the window's time runs out, clients that have not finished are evicted: their queued
 //!   replays are dropped and their uncommitted writes are gone, and the server says so.
@@ -223,9 +228,6 @@ impl<P> ReplayWindow<P> {
     }
 
     fn admit(&mut self, request: ReplayRequest<P>) -> ReplayDecision {
-        if self.closed {
-            return ReplayDecision::Refused("recovery window is closed".to_string());
-        }
         if self.evicted.contains(&request.client) {
             return ReplayDecision::Refused(format!("{} was evicted", request.client));
         }
@@ -241,6 +243,13 @@ impl<P> ReplayWindow<P> {
         }
         if request.transno <= self.last_committed {
             return ReplayDecision::AlreadyCommitted;
+        }
+        if self.closed {
+            return ReplayDecision::Refused(format!(
+                "the recovery window is closed: transno {} was not committed before the restart \
+                 (last_committed {}) and was not replayed in the window; the write is lost",
+                request.transno, self.last_committed
+            ));
         }
         if request.transno <= self.last_handed_out {
             return ReplayDecision::Refused(format!(
@@ -590,6 +599,41 @@ mod tests {
         assert!(
             window.writes_may_be_lost(),
             "B's bytes could not be pulled again"
+        );
+    }
+
+    #[test]
+    fn after_the_window_closes_only_what_it_knows_ran_is_answered_as_done() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        assert_eq!(window.replay(request(A, 1, 12)), ReplayDecision::Queued);
+        window.client_done(A);
+        // B says it is done without its transno 11 (say, its end of replay was meant for an
+        // earlier start): 12 runs, and the window closes.
+        window.client_done(B);
+        assert_eq!(drain(&mut window), [12]);
+        assert!(matches!(
+            window.tick(1).as_slice(),
+            [WindowEvent::Closed { .. }]
+        ));
+        // B's 11 comes late: it never ran, and the restart did not find it committed.
+        assert!(
+            matches!(window.replay(request(B, 1, 11)), ReplayDecision::Refused(r) if r.contains("lost")),
+            "a replay that never ran is lost, not committed"
+        );
+        // What did run, sent again, and what was committed before the restart, are answered.
+        assert_eq!(
+            window.replay(request(A, 1, 12)),
+            ReplayDecision::Duplicate {
+                transno: Transno(12)
+            }
+        );
+        assert_eq!(
+            window.replay(request(B, 2, 9)),
+            ReplayDecision::AlreadyCommitted
+        );
+        assert!(
+            !window.writes_may_be_lost(),
+            "closed: nothing more is counted"
         );
     }
 

@@ -63,8 +63,23 @@ pub enum ReplayAdmission {
 #[derive(Debug)]
 struct TargetRecovery {
     ost: Arc<Ost>,
+    /// The target's window: none when this start opened none (a clean start, or no client to
+    /// wait for). A closed window stays, to answer replays that come late by what it knows
+    /// ran — never by the target's `last_committed`, which later transnos moved past them.
     window: Mutex<Option<ReplayWindow<PendingReplay>>>,
     wake: Notify,
+}
+
+impl TargetRecovery {
+    /// The target's window, locked.
+    fn lock_window(&self) -> std::sync::MutexGuard<'_, Option<ReplayWindow<PendingReplay>>> {
+        self.window.lock().expect("window lock poisoned")
+    }
+
+    /// Whether the target's window is open.
+    fn is_open(&self) -> bool {
+        self.lock_window().as_ref().is_some_and(|w| !w.is_closed())
+    }
 }
 
 /// Recovery state of every target.
@@ -176,13 +191,7 @@ impl Recovery {
 
     /// Whether target `index` is still in recovery (new requests must wait).
     pub fn recovering(&self, index: u32) -> bool {
-        self.target(index).is_some_and(|t| {
-            t.window
-                .lock()
-                .expect("window lock poisoned")
-                .as_ref()
-                .is_some_and(|w| !w.is_closed())
-        })
+        self.target(index).is_some_and(|t| t.is_open())
     }
 
     /// Replays queued at target `index`, waiting for their turn (0 out of recovery).
@@ -241,7 +250,8 @@ impl Recovery {
     /// pulled again): an acknowledged write is lost.
     pub fn replay_lost(&self, index: u32, client: u64) {
         if let Some(target) = self.target(index)
-            && let Some(window) = target.window.lock().expect("window lock poisoned").as_mut()
+            && let Some(window) = target.lock_window().as_mut()
+            && !window.is_closed()
         {
             window.replay_lost(ClientId(client));
         }
@@ -251,7 +261,9 @@ impl Recovery {
     /// client's news may have been the last thing a window waited for.
     fn each_window(&self, mut f: impl FnMut(&mut ReplayWindow<PendingReplay>)) {
         for (_, target) in &self.windows.targets {
-            if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
+            if let Some(window) = target.lock_window().as_mut()
+                && !window.is_closed()
+            {
                 f(window);
             }
             target.wake.notify_one();
@@ -280,6 +292,7 @@ impl Recovery {
         let decision = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
+                // Open, or closed: a closed window answers only what it knows ran.
                 Some(window) => window.replay(ReplayRequest {
                     client: ClientId(client),
                     // One replay per transno: a resent replay is recognised by it.
@@ -330,7 +343,7 @@ impl Windows {
         let mut open = 0;
         for (index, target) in &self.targets {
             let mut slot = target.window.lock().expect("window lock poisoned");
-            let Some(window) = slot.as_mut() else {
+            let Some(window) = slot.as_mut().filter(|w| !w.is_closed()) else {
                 continue;
             };
             let events = window.tick(now_ms);
@@ -338,9 +351,7 @@ impl Windows {
             for event in events {
                 self.act_on(*index, &target.ost, event);
             }
-            if window.is_closed() {
-                *slot = None;
-            } else {
+            if !window.is_closed() {
                 open += 1;
             }
             drop(slot);
@@ -391,13 +402,7 @@ impl Windows {
     }
 
     fn any_open(&self) -> bool {
-        self.targets.iter().any(|(_, target)| {
-            target
-                .window
-                .lock()
-                .expect("window lock poisoned")
-                .is_some()
-        })
+        self.targets.iter().any(|(_, target)| target.is_open())
     }
 }
 
@@ -423,8 +428,9 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
         let next = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
-                Some(window) => window.next_ready(),
-                None => return,
+                Some(window) if !window.is_closed() => window.next_ready(),
+                // Closed (or ended by a crash): nothing more to hand out.
+                _ => return,
             }
         };
         match next {
