@@ -74,6 +74,12 @@ impl Server {
         self.restart().await;
     }
 
+    /// Starts the crashed server again when it has no client to wait for: no window opens.
+    async fn restart_without_window(&mut self) {
+        self.start_again().await;
+        assert!(!self.service.recovering(0), "no client was on the list");
+    }
+
     /// Crashes the server: nothing more is committed, and the node leaves the network.
     fn crash(&self) {
         self.service.crash();
@@ -83,6 +89,15 @@ impl Server {
     /// Starts the crashed server again on its address and storage: it opens a recovery
     /// window for its clients.
     async fn restart(&mut self) {
+        self.start_again().await;
+        assert!(
+            self.service.recovering(0),
+            "an unclean restart recovers: the client list on disk still names the clients"
+        );
+    }
+
+    /// Starts the server again on its address and storage.
+    async fn start_again(&mut self) {
         // The network frees the address once every handle to the old node is gone: bounded.
         let mut node = None;
         for _ in 0..250 {
@@ -98,10 +113,6 @@ impl Server {
         self.service = OssService::open(&self.node, targets(self.dir.path()), self.config.clone())
             .await
             .unwrap();
-        assert!(
-            self.service.recovering(0),
-            "an unclean restart recovers: the client list on disk still names the clients"
-        );
     }
 
     /// Waits (bounded) until `ready` holds.
@@ -503,6 +514,55 @@ async fn a_replay_after_the_window_closed_is_lost_not_committed_though_below_las
             .map(|lost| lost.transno)
             .collect::<Vec<_>>(),
         [first.transno],
+        "{report:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_evicted_clients_replay_is_lost_even_where_its_transno_was_given_again() {
+    // Found by the seeded simulation (seed 162): a client evicted in one start (it did not
+    // come back in time) replayed to a later start that had no window (the list was empty).
+    // That start answered by its last_committed — but transnos had been given again since
+    // the eviction, to writes that committed, and the evicted write's transno was below it:
+    // answered "already committed", and never told it was lost.
+    let window = Duration::from_secs(5);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let evicted = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    evicted.create(0, 1).await.unwrap();
+    evicted.sync(0).await.unwrap();
+    let kept = evicted.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    assert!(kept.last_committed < kept.transno, "kept for replay");
+
+    // The client stays away past the window: evicted, and taken off the list.
+    server.crash_and_restart().await;
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    assert!(!server.service.recovering(0));
+    // The next start has no one to wait for, and gives the same transno to a new write.
+    server.crash();
+    server.restart_without_window().await;
+    let other = OstClient::connect(server.client_node(12).await, server.nid(), 2)
+        .await
+        .unwrap();
+    other.create(0, 2).await.unwrap();
+    let reused = other.write(0, 2, 0, pattern(4096, 2)).await.unwrap();
+    other.sync(0).await.unwrap();
+    assert!(reused.transno >= kept.transno, "{reused:?} {kept:?}");
+
+    let report = evicted.reconnect_and_replay().await.unwrap();
+    assert_eq!(report.replayed, 0, "{report:?}");
+    assert_eq!(
+        report
+            .lost
+            .iter()
+            .map(|lost| lost.transno)
+            .collect::<Vec<_>>(),
+        [kept.transno],
         "{report:?}"
     );
 }

@@ -99,6 +99,10 @@ struct Windows {
     /// When the windows opened: their time 0.
     started: tokio::time::Instant,
     registry: Arc<ClientRegistry>,
+    /// The clients on the list when this server started, before any connected to it. A
+    /// client that is not among them was evicted (or had disconnected, keeping nothing): what
+    /// it kept is lost here, whatever its transnos.
+    listed_at_start: Vec<u64>,
     /// Clients any window evicted, taken off `registry` once every window has closed.
     evicted: Mutex<Vec<u64>>,
     /// Set when the server crashed: its windows act on nothing any more.
@@ -145,6 +149,7 @@ impl Recovery {
         let windows = Arc::new(Windows {
             targets,
             started: tokio::time::Instant::now(),
+            listed_at_start: registry.known(),
             registry,
             evicted: Mutex::default(),
             stopped: AtomicBool::new(false),
@@ -300,6 +305,16 @@ impl Recovery {
                     transno: Transno(transno),
                     payload: PendingReplay { turn },
                 }),
+                // No window at this start. A client that was not on the list when it began
+                // was evicted before: its transnos may have been given again since, to writes
+                // that committed, so last_committed says nothing about its writes.
+                None if !self.windows.listed_at_start.contains(&client) => {
+                    ReplayDecision::Refused(format!(
+                        "client {client} was not on the client list when this server started (it \
+                         was evicted): its uncommitted write, transno {transno}, is lost"
+                    ))
+                }
+                // A clean start committed everything before it stopped.
                 None if Transno(transno) <= ost.last_committed() => {
                     ReplayDecision::AlreadyCommitted
                 }
