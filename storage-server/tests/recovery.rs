@@ -566,3 +566,69 @@ async fn an_evicted_clients_replay_is_lost_even_where_its_transno_was_given_agai
         "{report:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_queued_when_the_server_crashes_is_not_told_it_was_evicted() {
+    // Found by the seeded simulation (seed 1234): a replay waiting in the window for a lower
+    // transno was let go when its server crashed, and answered "the client was evicted" — so
+    // the client reported its write lost and forgot it, though the next start would have
+    // taken it.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    // Client 2's replay waits for client 1's lower transno; the server crashes meanwhile.
+    let waiting = {
+        let client = Arc::clone(&clients[1]);
+        tokio::spawn(async move { client.reconnect_and_replay().await })
+    };
+    server
+        .wait_for("client 2's replay queued", |s| s.replays_queued(0) == 1)
+        .await;
+    server.crash();
+    let answer = waiting.await.unwrap();
+    assert_eq!(
+        clients[1].kept_writes(),
+        1,
+        "the write is still kept, not reported lost: {answer:?}"
+    );
+    assert!(
+        answer
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("stopped")),
+        "told the server stopped: {answer:?}"
+    );
+
+    // At the next start both replay, and both writes are there.
+    server.restart().await;
+    let second = Arc::clone(&clients[1]);
+    let replaying = tokio::spawn(async move { second.reconnect_and_replay().await });
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &replaying.await.unwrap().unwrap());
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
+}

@@ -32,7 +32,7 @@ use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
-use iopath_fabric::frame::status::errno::ESTALE;
+use iopath_fabric::frame::status::errno::{ESHUTDOWN, ESTALE};
 
 /// A queued replay: its request handler waits here for its turn. Nothing of its data is held
 /// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
@@ -328,9 +328,10 @@ impl Recovery {
         match decision {
             ReplayDecision::Queued => {
                 target.wake.notify_one();
-                turn_comes.await.map(ReplayAdmission::Turn).map_err(|_| {
-                    ServiceError::new(ESTALE, "replay discarded: the client was evicted")
-                })
+                turn_comes
+                    .await
+                    .map(ReplayAdmission::Turn)
+                    .map_err(|_| self.discarded())
             }
             ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
                 Ok(ReplayAdmission::Answered(OpReply {
@@ -340,6 +341,22 @@ impl Recovery {
                 }))
             }
             ReplayDecision::Refused(why) => Err(ServiceError::new(ESTALE, why)),
+        }
+    }
+}
+
+impl Recovery {
+    /// Why a queued replay was let go before its turn: its client was evicted (the write is
+    /// lost), or this server crashed (`ESHUTDOWN`, which the client takes for a server gone:
+    /// it replays again to the next start — the write is not lost).
+    fn discarded(&self) -> ServiceError {
+        if self.windows.stopped.load(Ordering::SeqCst) {
+            ServiceError::new(
+                ESHUTDOWN,
+                "the server stopped before this replay's turn: replay to its next start",
+            )
+        } else {
+            ServiceError::new(ESTALE, "replay discarded: the client was evicted")
         }
     }
 }
