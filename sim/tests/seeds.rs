@@ -44,25 +44,21 @@ fn run_seeds(range: std::ops::Range<u64>) {
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_0_to_49_keep_every_acknowledged_write() {
     run_seeds(0..SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_50_to_99_keep_every_acknowledged_write() {
     run_seeds(SEEDS_PER_TEST..2 * SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_100_to_149_keep_every_acknowledged_write() {
     run_seeds(2 * SEEDS_PER_TEST..3 * SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_150_to_199_keep_every_acknowledged_write() {
     run_seeds(3 * SEEDS_PER_TEST..4 * SEEDS_PER_TEST);
 }
