@@ -94,6 +94,8 @@ pub struct DescriptorReply {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The server start this client has replayed to (or first connected to). Set only once a
+    /// replay to a new start is through: a replay cut short is done again at the next try.
     boot_id: u64,
     /// While the server recovers: when its window closes at the latest, as it last said.
     recovery_until: Option<tokio::time::Instant>,
@@ -134,6 +136,9 @@ pub struct OstClient {
     checksum: ChecksumKind,
     state: Mutex<State>,
     replayed: AtomicU64,
+    /// Held through a reconnect and its replay, so that callers who notice a restart at once
+    /// replay one after the other: the later ones find the new start replayed to.
+    replaying: tokio::sync::Mutex<()>,
     /// The node's osc counters, if it keeps them: every request about a target is counted
     /// in that target's row.
     stats: Option<Arc<OscStats>>,
@@ -177,6 +182,7 @@ impl OstClient {
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
             replayed: AtomicU64::new(0),
+            replaying: tokio::sync::Mutex::new(()),
             stats,
         };
         // A server whose node is up but whose service is not registered yet is starting
@@ -867,6 +873,7 @@ impl OstClient {
     /// a replay meant for the old one), the replay starts over, to the new start — a bounded
     /// number of times.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
+        let _one_at_a_time = self.replaying.lock().await;
         let mut report = ReplayReport::default();
         for _ in 0..REPLAY_ROUNDS_MAX {
             match self.replay_round(&mut report).await? {
@@ -887,14 +894,18 @@ impl OstClient {
     }
 
     /// One reconnect and, if the server restarted, one replay of every kept write to the
-    /// start it reached, adding what it did to `report`.
+    /// start it reached, adding what it did to `report`. The start counts as replayed to only
+    /// once all of it is through: a replay cut short (a timeout, a lost message) leaves the
+    /// old boot id, so the next try replays again instead of taking the start for known —
+    /// and the window evicting this client for writes it never saw.
     async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
         let reply = self.connect_once().await?;
         let (restarted, kept) = {
-            let mut state = self.lock();
-            let restarted = state.boot_id != reply.boot_id;
-            state.boot_id = reply.boot_id;
-            (restarted, state.replay.in_replay_order())
+            let state = self.lock();
+            (
+                state.boot_id != reply.boot_id,
+                state.replay.in_replay_order(),
+            )
         };
         if !restarted {
             return Ok(Round::Done);
@@ -930,6 +941,7 @@ impl OstClient {
                 other => other?,
             }
         }
+        self.lock().boot_id = reply.boot_id;
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(Round::Done)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::fail::{Action, FailSpec, Site, When};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{ChecksumKind, FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_ost_client::{OstClient, ReplayReport};
@@ -631,4 +632,44 @@ async fn a_replay_queued_when_the_server_crashes_is_not_told_it_was_evicted() {
             pattern(4096, id)
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_cut_short_is_done_again_at_the_next_try() {
+    // Found by the seeded simulation (seed 2019): a client's replay to a restarted server
+    // failed part way (its request lost until the fabric gave up), but the client had already
+    // taken the new start for replayed to. Its next reconnect found the same start, replayed
+    // nothing, and the window evicted it for the write it still kept; the client went on,
+    // and its next write reused that transno, putting the kept write out of its list without
+    // a word.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = OstClient::connect(node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    client.write(0, 1, 0, data.clone()).await.unwrap();
+
+    server.crash_and_restart().await;
+    // The reconnect goes through; the replay's request fails.
+    node.fail_points().arm(&FailSpec {
+        site: Site::ClientSend,
+        action: Action::Errno(errno::EIO),
+        when: When::Every(2),
+        seed: 1,
+    });
+    let cut_short = client.reconnect_and_replay().await;
+    assert!(cut_short.is_err(), "{cut_short:?}");
+    node.fail_points().disarm_all();
+
+    let report = client.reconnect_and_replay().await.unwrap();
+    assert_replayed("client 1", &report);
+    assert!(!server.service.recovering(0), "client 1 was the last");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
