@@ -673,3 +673,59 @@ async fn a_replay_cut_short_is_done_again_at_the_next_try() {
     assert!(!server.service.recovering(0), "client 1 was the last");
     assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_sent_again_after_its_call_gave_up_is_the_copy_that_runs() {
+    // Found by the seeded simulation (seed 1412 of 0..3999): a replay that waited in the
+    // window past the fabric's patience (a lower transno's client was away) was sent again by
+    // its client; the window answered the new copy "done" at once, and later ran the first —
+    // whose bytes were in a region its client had let go when that call gave up. The pull
+    // failed, and the write was marked lost, though its client had been told it was replayed.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(600),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    // Client 2's replay waits for client 1's lower transno until its caller gives up on it.
+    let gave_up =
+        tokio::time::timeout(Duration::from_secs(60), clients[1].reconnect_and_replay()).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
+    // It replays again; then client 1 comes back, and both run.
+    let second = Arc::clone(&clients[1]);
+    let again = tokio::spawn(async move { second.reconnect_and_replay().await });
+    server
+        .wait_for("client 2's replay queued", |s| s.replays_queued(0) == 1)
+        .await;
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &again.await.unwrap().unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    let lost = server.service.oss().targets()[0].lost_ranges();
+    assert!(lost.is_empty(), "nothing is lost: {lost:?}");
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
+}

@@ -8,7 +8,10 @@
 //!   acknowledged. Each client sends its replays in increasing transno order, so the smallest
 //!   queued transno may run once every client still replaying has queued something at or
 //!   above it (or said it is done).
-//! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed.
+//! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed. One sent
+//!   again while its first copy still waits in the queue takes that copy's place: whoever
+//!   sent the first has given up on it (its client replays again), and the new copy carries
+//!   what the replay needs now (its data where its client holds it today).
 //! - A replay at or below `last_committed` — the window's, as the restart found it — is
 //!   already on disk: answered, not re-executed.
 //! - After the window closes, a replay is answered only if one of those two rules answers it.
@@ -239,6 +242,14 @@ impl<P> ReplayWindow<P> {
         };
         state.reconnected = true;
         if let Some(&transno) = self.seen.get(&(request.client, request.xid)) {
+            if let Some(queued) = self.queue.get_mut(&transno)
+                && (queued.client, queued.xid) == (request.client, request.xid)
+            {
+                // Still waiting for its turn: the new copy takes the old one's place (the
+                // old one's payload goes, and its sender is told so).
+                queued.payload = request.payload;
+                return ReplayDecision::Queued;
+            }
             return ReplayDecision::Duplicate { transno };
         }
         if request.transno <= self.last_committed {
@@ -426,12 +437,9 @@ mod tests {
             ReplayDecision::AlreadyCommitted
         );
         assert_eq!(window.replay(request(A, 2, 11)), ReplayDecision::Queued);
-        assert_eq!(
-            window.replay(request(A, 2, 11)),
-            ReplayDecision::Duplicate {
-                transno: Transno(11)
-            }
-        );
+        // Sent again while it waits: it takes its own place, and still runs once.
+        assert_eq!(window.replay(request(A, 2, 11)), ReplayDecision::Queued);
+        assert_eq!(window.queued(), 1);
         assert_eq!(drain(&mut window), [11]);
         assert_eq!(
             window.replay(request(A, 2, 11)),
@@ -440,6 +448,37 @@ mod tests {
             }
         );
         assert!(drain(&mut window).is_empty());
+    }
+
+    #[test]
+    fn a_replay_sent_again_while_queued_takes_the_queued_copys_place() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        let first = ReplayRequest {
+            payload: "first copy",
+            ..request(A, 1, 12)
+        };
+        let again = ReplayRequest {
+            payload: "sent again",
+            ..request(A, 1, 12)
+        };
+        assert_eq!(window.replay(first), ReplayDecision::Queued);
+        // B might still send 11: 12 waits. Its sender gives up and replays again.
+        assert!(window.next_ready().is_none());
+        assert_eq!(window.replay(again), ReplayDecision::Queued);
+        assert_eq!(window.queued(), 1, "one replay, not two");
+        window.client_done(B);
+        let ready = window.next_ready().expect("12 may run");
+        assert_eq!(
+            ready.payload, "sent again",
+            "the copy whose sender still waits runs"
+        );
+        // Once it has run, a copy sent again is answered, not run.
+        assert_eq!(
+            window.replay(request(A, 1, 12)),
+            ReplayDecision::Duplicate {
+                transno: Transno(12)
+            }
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
-use iopath_fabric::frame::status::errno::{ESHUTDOWN, ESTALE};
+use iopath_fabric::frame::status::errno::{EAGAIN, ESHUTDOWN, ESTALE};
 
 /// A queued replay: its request handler waits here for its turn. Nothing of its data is held
 /// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
@@ -331,7 +331,7 @@ impl Recovery {
                 turn_comes
                     .await
                     .map(ReplayAdmission::Turn)
-                    .map_err(|_| self.discarded())
+                    .map_err(|_| self.discarded(target, client))
             }
             ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
                 Ok(ReplayAdmission::Answered(OpReply {
@@ -346,17 +346,28 @@ impl Recovery {
 }
 
 impl Recovery {
-    /// Why a queued replay was let go before its turn: its client was evicted (the write is
-    /// lost), or this server crashed (`ESHUTDOWN`, which the client takes for a server gone:
-    /// it replays again to the next start — the write is not lost).
-    fn discarded(&self) -> ServiceError {
+    /// Why `client`'s replay, queued at `target`, was let go before its turn: this server
+    /// crashed (`ESHUTDOWN`, which the client takes for a server gone: it replays again to the
+    /// next start — the write is not lost), its client was evicted (`ESTALE`: the write is
+    /// lost), or a copy sent again took its place (`EAGAIN`: nobody waits for this answer).
+    fn discarded(&self, target: &TargetRecovery, client: u64) -> ServiceError {
         if self.windows.stopped.load(Ordering::SeqCst) {
-            ServiceError::new(
+            return ServiceError::new(
                 ESHUTDOWN,
                 "the server stopped before this replay's turn: replay to its next start",
-            )
-        } else {
+            );
+        }
+        let evicted = target
+            .lock_window()
+            .as_ref()
+            .is_some_and(|window| window.evicted().contains(&ClientId(client)));
+        if evicted {
             ServiceError::new(ESTALE, "replay discarded: the client was evicted")
+        } else {
+            ServiceError::new(
+                EAGAIN,
+                "replay superseded: the client sent it again, and the new copy waits in its place",
+            )
         }
     }
 }
