@@ -345,7 +345,8 @@ impl OstClient {
     /// error reply is a reply too; a timeout is not.
     /// Sends one request once (the fabric resends it on a timeout).
     async fn send(&self, target: Option<u32>, op: u32, body: Bytes) -> Result<Bytes, FabricError> {
-        self.send_noting_resends(target, op, body, &mut false).await
+        self.send_with(target, op, body, CallOptions::default(), &mut false)
+            .await
     }
 
     /// [`OstClient::send`]; `sent_again` is set if the request went out more than once.
@@ -356,6 +357,19 @@ impl OstClient {
         body: Bytes,
         sent_again: &mut bool,
     ) -> Result<Bytes, FabricError> {
+        self.send_with(target, op, body, CallOptions::default(), sent_again)
+            .await
+    }
+
+    /// [`OstClient::send_noting_resends`] with the fabric's `options` (a replay's resends).
+    async fn send_with(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+        options: CallOptions,
+        sent_again: &mut bool,
+    ) -> Result<Bytes, FabricError> {
         let stats = target.and_then(|t| self.target_stats(t));
         let counted = match (stats.as_deref(), OstOp::of(op)) {
             (Some(stats), Some(op)) => Some((stats.request(), op)),
@@ -364,14 +378,7 @@ impl OstClient {
         let mut sends = 0;
         let reply = self
             .node
-            .call_counting_sends(
-                self.server,
-                OST_PORTAL,
-                op,
-                body,
-                CallOptions::default(),
-                &mut sends,
-            )
+            .call_counting_sends(self.server, OST_PORTAL, op, body, options, &mut sends)
             .await;
         *sent_again |= sends > 1;
         if let Some((request, op)) = counted
@@ -697,13 +704,30 @@ impl OstClient {
         })
     }
 
+    /// The fabric's options for a replay to a server whose window can last `hard_remaining`:
+    /// resends for as long as that (bounded by [`RECOVERY_WAIT_MAX`]). A replay waits in the
+    /// window for its turn — behind an absent client's lower transno, up to the window's
+    /// end — and must not be given up on meanwhile: the server would run the copy it holds
+    /// and find its bytes gone, as a replay's bytes live only as long as its call.
+    fn replay_options(&self, hard_remaining: Duration) -> CallOptions {
+        let limits = self.node.limits();
+        let wait = hard_remaining.min(RECOVERY_WAIT_MAX) + RECOVERY_WAIT_SLACK;
+        let per_send_ms = limits.rpc_timeout.as_millis().max(1);
+        let sends = u32::try_from(wait.as_millis() / per_send_ms + 1).unwrap_or(u32::MAX);
+        CallOptions {
+            timeout: None,
+            resends_max: Some(sends.max(limits.rpc_resends_max)),
+        }
+    }
+
     /// Replays one kept write under its original transno (no reconnect loop: replays happen
-    /// inside one).
+    /// inside one), with `options` for the fabric ([`OstClient::replay_options`]).
     async fn replay_write(
         &self,
         target: u32,
         transno: u64,
         kept: &Kept,
+        options: CallOptions,
     ) -> Result<pb::OpReply, FabricError> {
         // Kept bytes are registered again and live until the reply (`_region`); a descriptor
         // names memory its owner still holds, or the pull fails.
@@ -715,7 +739,9 @@ impl OstClient {
             KeptData::Descriptor(buffer) => (*buffer, None),
         };
         let body = self.write_request(target, kept.object, kept.offset, buffer, transno);
-        let reply = self.send(Some(target), opcode::WRITE, body).await?;
+        let reply = self
+            .send_with(Some(target), opcode::WRITE, body, options, &mut false)
+            .await?;
         Self::decode(&reply)
     }
 
@@ -913,7 +939,9 @@ impl OstClient {
         report.restarted = true;
         info!(server = %self.server, kept = kept.len(), recovering = reply.recovering, "server restarted: replaying kept writes");
         for ((target, transno), write) in kept {
-            match self.replay_write(target, transno, &write).await {
+            let options =
+                self.replay_options(Duration::from_millis(reply.recovery_hard_remaining_ms));
+            match self.replay_write(target, transno, &write, options).await {
                 Ok(stamp) => {
                     report.replayed += 1;
                     self.replayed.fetch_add(1, Ordering::Relaxed);

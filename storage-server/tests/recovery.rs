@@ -729,3 +729,49 @@ async fn a_replay_sent_again_after_its_call_gave_up_is_the_copy_that_runs() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_waits_for_its_turn_as_long_as_the_window_can_last() {
+    // Seed 1412's first half: a replay behind an absent client's lower transno waited past
+    // the fabric's resends (60 s by default) while the window still held it, and its call gave
+    // up. A replay now resends for as long as the server says its window can last.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(120),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    let second = Arc::clone(&clients[1]);
+    let waiting = tokio::spawn(async move { second.reconnect_and_replay().await });
+    // Client 1 comes back after the fabric's own patience, inside the window.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &waiting.await.unwrap().unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
+}
