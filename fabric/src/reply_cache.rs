@@ -2,8 +2,11 @@
 //! executes once: a pure core, no locks or sockets.
 //!
 //! As ptlrpc does with its reply state and the client's `last_xid`, every request carries the
-//! oldest xid its client still waits on; saved replies below it are forgotten. Everything is
-//! bounded: replies per client, clients, and requests executing at once.
+//! oldest xid its client still waits on; saved replies below it are forgotten. And as ptlrpc
+//! does with an export's last xid, a request below the highest such xid a client has sent is
+//! a late copy of one whose reply the client already has (a resend the network held back
+//! past its timeout): it is dropped, never executed again — its saved reply may be gone.
+//! Everything is bounded: replies per client, clients, and requests executing at once.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -26,6 +29,14 @@ enum Slot {
     Done(SavedReply),
 }
 
+/// One client's saved replies and executing requests.
+#[derive(Debug, Default)]
+struct ClientSlots {
+    slots: BTreeMap<u64, Slot>,
+    /// The highest oldest-pending xid the client has sent: it waits on nothing below it.
+    waits_on_nothing_below: u64,
+}
+
 /// What to do with an arriving request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
@@ -35,6 +46,8 @@ pub enum Admission {
     AlreadyExecuting,
     /// A resend of a request already executed: send this saved reply again.
     Resend(SavedReply),
+    /// A late copy of a request the client no longer waits on (it had the reply): drop it.
+    Stale,
     /// At a limit: answer BUSY, the client retries.
     Busy,
 }
@@ -42,7 +55,7 @@ pub enum Admission {
 /// Saved replies and executing requests, per client.
 #[derive(Debug)]
 pub struct ReplyCache {
-    clients: HashMap<Nid, BTreeMap<u64, Slot>>,
+    clients: HashMap<Nid, ClientSlots>,
     per_client_max: usize,
     clients_max: usize,
     executing: u32,
@@ -64,12 +77,20 @@ impl ReplyCache {
     /// Decides what to do with request `xid` from `client`, which still waits on nothing
     /// older than `oldest_pending_xid`.
     pub fn admit(&mut self, client: Nid, xid: u64, oldest_pending_xid: u64) -> Admission {
-        if let Some(slots) = self.clients.get_mut(&client) {
-            // The client has the replies of everything older than its oldest pending xid.
-            slots.retain(|&saved, slot| saved >= oldest_pending_xid || *slot == Slot::Executing);
-            match slots.get(&xid) {
+        if let Some(known) = self.clients.get_mut(&client) {
+            // The client has the replies of everything older than its oldest pending xid. A
+            // late request may carry an older one: the floor never goes back.
+            let floor = known.waits_on_nothing_below.max(oldest_pending_xid);
+            known.waits_on_nothing_below = floor;
+            known
+                .slots
+                .retain(|&saved, slot| saved >= floor || *slot == Slot::Executing);
+            match known.slots.get(&xid) {
                 Some(Slot::Executing) => return Admission::AlreadyExecuting,
                 Some(Slot::Done(reply)) => return Admission::Resend(reply.clone()),
+                // Below the floor: the client had its reply and moved on, and the saved reply
+                // went with that. Executing it again would run it twice.
+                None if xid < floor => return Admission::Stale,
                 None => {}
             }
         }
@@ -81,7 +102,7 @@ impl ReplyCache {
             let idle = self
                 .clients
                 .iter()
-                .find(|(_, slots)| slots.values().all(|s| *s != Slot::Executing))
+                .find(|(_, known)| known.slots.values().all(|s| *s != Slot::Executing))
                 .map(|(nid, _)| *nid);
             match idle {
                 Some(nid) => {
@@ -90,7 +111,9 @@ impl ReplyCache {
                 None => return Admission::Busy,
             }
         }
-        let slots = self.clients.entry(client).or_default();
+        let known = self.clients.entry(client).or_default();
+        known.waits_on_nothing_below = known.waits_on_nothing_below.max(oldest_pending_xid);
+        let slots = &mut known.slots;
         if slots.len() >= self.per_client_max {
             // The oldest saved reply goes, but never the one of the request the client says
             // it still waits for: its reply was lost, its resend is coming, and a forgotten
@@ -118,7 +141,11 @@ impl ReplyCache {
             "completion without an executing request"
         );
         self.executing -= 1;
-        if let Some(slot) = self.clients.get_mut(&client).and_then(|s| s.get_mut(&xid)) {
+        if let Some(slot) = self
+            .clients
+            .get_mut(&client)
+            .and_then(|known| known.slots.get_mut(&xid))
+        {
             *slot = Slot::Done(reply);
         }
     }
@@ -132,7 +159,13 @@ impl ReplyCache {
     pub fn saved(&self) -> usize {
         self.clients
             .values()
-            .map(|s| s.values().filter(|x| **x != Slot::Executing).count())
+            .map(|known| {
+                known
+                    .slots
+                    .values()
+                    .filter(|x| **x != Slot::Executing)
+                    .count()
+            })
             .sum()
     }
 }
@@ -159,6 +192,32 @@ mod tests {
         // Once the client moves past xid 10 the reply is forgotten.
         assert_eq!(cache.admit(client, 11, 11), Admission::Execute);
         assert_eq!(cache.saved(), 0);
+        // Other clients' xids are their own.
+        let other: Nid = "2@mem0".parse().unwrap();
+        assert_eq!(cache.admit(other, 10, 10), Admission::Execute);
+    }
+
+    /// Found by the seeded simulation (seed 391): a write's last resend was held up in the
+    /// network past the client's timeout; the client went on with new requests, which told the
+    /// server to forget the write's saved reply; then the late copy arrived and ran again.
+    #[test]
+    fn a_late_copy_of_a_request_whose_reply_was_forgotten_is_dropped() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(8, 8, 8);
+        assert_eq!(cache.admit(client, 10, 10), Admission::Execute);
+        cache.complete(client, 10, reply(1));
+        // The client's next request says it waits on nothing below 11: the reply goes.
+        assert_eq!(cache.admit(client, 11, 11), Admission::Execute);
+        assert_eq!(cache.saved(), 0);
+        assert_eq!(
+            cache.admit(client, 10, 10),
+            Admission::Stale,
+            "not run again"
+        );
+        // A late request with an older floor does not lower it.
+        cache.complete(client, 11, reply(2));
+        assert_eq!(cache.admit(client, 12, 9), Admission::Execute);
+        assert_eq!(cache.admit(client, 10, 9), Admission::Stale);
         // Other clients' xids are their own.
         let other: Nid = "2@mem0".parse().unwrap();
         assert_eq!(cache.admit(other, 10, 10), Admission::Execute);

@@ -60,7 +60,8 @@ pub mod errno {
     pub const EUSERS: u32 = 87;
     /// Operation not supported (no such opcode or service).
     pub const EOPNOTSUPP: u32 = 95;
-    /// Not connected: the client has disconnected from this server.
+    /// Not connected: the client has disconnected from this server, or (from a server) the
+    /// request was meant for an earlier start of it: reconnect and replay.
     pub const ENOTCONN: u32 = 107;
     /// The target has shut down.
     pub const ESHUTDOWN: u32 = 108;

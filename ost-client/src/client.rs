@@ -57,6 +57,9 @@ pub const UNREACHABLE_FOR_MAX: Duration = Duration::from_secs(20);
 const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(600);
 /// Added to the time the server says its recovery can last, for the messages in between.
 const RECOVERY_WAIT_SLACK: Duration = Duration::from_secs(2);
+/// How many times one reconnect starts its replay over because the server restarted again
+/// before the replay was done: a bound of our own on a peer that keeps crashing.
+const REPLAY_ROUNDS_MAX: u32 = 8;
 
 /// The stamp every state-changing reply carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +94,8 @@ pub struct DescriptorReply {
 
 #[derive(Debug, Default)]
 struct State {
+    /// The server start this client has replayed to (or first connected to). Set only once a
+    /// replay to a new start is through: a replay cut short is done again at the next try.
     boot_id: u64,
     /// While the server recovers: when its window closes at the latest, as it last said.
     recovery_until: Option<tokio::time::Instant>,
@@ -131,6 +136,9 @@ pub struct OstClient {
     checksum: ChecksumKind,
     state: Mutex<State>,
     replayed: AtomicU64,
+    /// Held through a reconnect and its replay, so that callers who notice a restart at once
+    /// replay one after the other: the later ones find the new start replayed to.
+    replaying: tokio::sync::Mutex<()>,
     /// The node's osc counters, if it keeps them: every request about a target is counted
     /// in that target's row.
     stats: Option<Arc<OscStats>>,
@@ -174,6 +182,7 @@ impl OstClient {
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
             replayed: AtomicU64::new(0),
+            replaying: tokio::sync::Mutex::new(()),
             stats,
         };
         // A server whose node is up but whose service is not registered yet is starting
@@ -200,7 +209,12 @@ impl OstClient {
             // A fresh client has nothing to replay; tell the server not to wait for it. If the
             // server knew this id from before its restart, this is a new incarnation that has
             // forgotten what it was told was written: the server must count that as lost.
-            me.replay_done(true).await?;
+            match me.replay_done(true, reply.boot_id).await {
+                // The server restarted again since it answered: the first call finds the new
+                // start, replays (nothing) to it and says so there.
+                Err(error) if is_another_start(&error) => {}
+                other => other?,
+            }
         }
         Ok(me)
     }
@@ -290,12 +304,14 @@ impl OstClient {
             .disconnected
     }
 
-    /// Tells the server this client has replayed all it kept (`fresh`: it is new, or a new
-    /// incarnation that kept nothing).
-    async fn replay_done(&self, fresh: bool) -> Result<(), FabricError> {
+    /// Tells the server start `boot_id` that this client has replayed all it kept to it
+    /// (`fresh`: it is new, or a new incarnation that kept nothing). Another start refuses it
+    /// ([`is_another_start`]).
+    async fn replay_done(&self, fresh: bool, boot_id: u64) -> Result<(), FabricError> {
         let body = pb::ReplayDoneRequest {
             client: self.client.get(),
             fresh,
+            boot_id,
         }
         .encode_to_vec()
         .into();
@@ -329,7 +345,8 @@ impl OstClient {
     /// error reply is a reply too; a timeout is not.
     /// Sends one request once (the fabric resends it on a timeout).
     async fn send(&self, target: Option<u32>, op: u32, body: Bytes) -> Result<Bytes, FabricError> {
-        self.send_noting_resends(target, op, body, &mut false).await
+        self.send_with(target, op, body, CallOptions::default(), &mut false)
+            .await
     }
 
     /// [`OstClient::send`]; `sent_again` is set if the request went out more than once.
@@ -340,6 +357,19 @@ impl OstClient {
         body: Bytes,
         sent_again: &mut bool,
     ) -> Result<Bytes, FabricError> {
+        self.send_with(target, op, body, CallOptions::default(), sent_again)
+            .await
+    }
+
+    /// [`OstClient::send_noting_resends`] with the fabric's `options` (a replay's resends).
+    async fn send_with(
+        &self,
+        target: Option<u32>,
+        op: u32,
+        body: Bytes,
+        options: CallOptions,
+        sent_again: &mut bool,
+    ) -> Result<Bytes, FabricError> {
         let stats = target.and_then(|t| self.target_stats(t));
         let counted = match (stats.as_deref(), OstOp::of(op)) {
             (Some(stats), Some(op)) => Some((stats.request(), op)),
@@ -348,14 +378,7 @@ impl OstClient {
         let mut sends = 0;
         let reply = self
             .node
-            .call_counting_sends(
-                self.server,
-                OST_PORTAL,
-                op,
-                body,
-                CallOptions::default(),
-                &mut sends,
-            )
+            .call_counting_sends(self.server, OST_PORTAL, op, body, options, &mut sends)
             .await;
         *sent_again |= sends > 1;
         if let Some((request, op)) = counted
@@ -681,13 +704,30 @@ impl OstClient {
         })
     }
 
+    /// The fabric's options for a replay to a server whose window can last `hard_remaining`:
+    /// resends for as long as that (bounded by [`RECOVERY_WAIT_MAX`]). A replay waits in the
+    /// window for its turn — behind an absent client's lower transno, up to the window's
+    /// end — and must not be given up on meanwhile: the server would run the copy it holds
+    /// and find its bytes gone, as a replay's bytes live only as long as its call.
+    fn replay_options(&self, hard_remaining: Duration) -> CallOptions {
+        let limits = self.node.limits();
+        let wait = hard_remaining.min(RECOVERY_WAIT_MAX) + RECOVERY_WAIT_SLACK;
+        let per_send_ms = limits.rpc_timeout.as_millis().max(1);
+        let sends = u32::try_from(wait.as_millis() / per_send_ms + 1).unwrap_or(u32::MAX);
+        CallOptions {
+            timeout: None,
+            resends_max: Some(sends.max(limits.rpc_resends_max)),
+        }
+    }
+
     /// Replays one kept write under its original transno (no reconnect loop: replays happen
-    /// inside one).
+    /// inside one), with `options` for the fabric ([`OstClient::replay_options`]).
     async fn replay_write(
         &self,
         target: u32,
         transno: u64,
         kept: &Kept,
+        options: CallOptions,
     ) -> Result<pb::OpReply, FabricError> {
         // Kept bytes are registered again and live until the reply (`_region`); a descriptor
         // names memory its owner still holds, or the pull fails.
@@ -699,7 +739,9 @@ impl OstClient {
             KeptData::Descriptor(buffer) => (*buffer, None),
         };
         let body = self.write_request(target, kept.object, kept.offset, buffer, transno);
-        let reply = self.send(Some(target), opcode::WRITE, body).await?;
+        let reply = self
+            .send_with(Some(target), opcode::WRITE, body, options, &mut false)
+            .await?;
         Self::decode(&reply)
     }
 
@@ -852,23 +894,54 @@ impl OstClient {
     }
 
     /// Reconnects; if the server restarted, replays every kept write in transno order and
-    /// says it is done. Kept writes the server will not take back are reported as lost.
+    /// says it is done. Kept writes the server will not take back are reported as lost. If
+    /// the server restarts again before the replay is done (its new start refuses the end of
+    /// a replay meant for the old one), the replay starts over, to the new start — a bounded
+    /// number of times.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
-        let reply = self.connect_once().await?;
+        let _one_at_a_time = self.replaying.lock().await;
         let mut report = ReplayReport::default();
+        for _ in 0..REPLAY_ROUNDS_MAX {
+            match self.replay_round(&mut report).await? {
+                Round::Done => return Ok(report),
+                Round::RestartedAgain => {
+                    info!(server = %self.server, "the server restarted again during the replay: replaying to its new start");
+                }
+            }
+        }
+        Err(FabricError::Remote {
+            peer: self.server,
+            code: errno::ENOTCONN,
+            message: format!(
+                "{} restarted again during each of {REPLAY_ROUNDS_MAX} replays in a row",
+                self.server
+            ),
+        })
+    }
+
+    /// One reconnect and, if the server restarted, one replay of every kept write to the
+    /// start it reached, adding what it did to `report`. The start counts as replayed to only
+    /// once all of it is through: a replay cut short (a timeout, a lost message) leaves the
+    /// old boot id, so the next try replays again instead of taking the start for known —
+    /// and the window evicting this client for writes it never saw.
+    async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
+        let reply = self.connect_once().await?;
         let (restarted, kept) = {
-            let mut state = self.lock();
-            let restarted = state.boot_id != reply.boot_id;
-            state.boot_id = reply.boot_id;
-            (restarted, state.replay.in_replay_order())
+            let state = self.lock();
+            (
+                state.boot_id != reply.boot_id,
+                state.replay.in_replay_order(),
+            )
         };
         if !restarted {
-            return Ok(report);
+            return Ok(Round::Done);
         }
         report.restarted = true;
         info!(server = %self.server, kept = kept.len(), recovering = reply.recovering, "server restarted: replaying kept writes");
         for ((target, transno), write) in kept {
-            match self.replay_write(target, transno, &write).await {
+            let options =
+                self.replay_options(Duration::from_millis(reply.recovery_hard_remaining_ms));
+            match self.replay_write(target, transno, &write, options).await {
                 Ok(stamp) => {
                     report.replayed += 1;
                     self.replayed.fetch_add(1, Ordering::Relaxed);
@@ -891,10 +964,29 @@ impl OstClient {
             }
         }
         if reply.recovering {
-            self.replay_done(false).await?;
+            match self.replay_done(false, reply.boot_id).await {
+                Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
+                other => other?,
+            }
         }
+        self.lock().boot_id = reply.boot_id;
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
-        Ok(report)
+        Ok(Round::Done)
     }
+}
+
+/// How one round of [`OstClient::reconnect_and_replay`] ended.
+enum Round {
+    /// Replayed and said so to the start it connected to (or there was nothing to replay).
+    Done,
+    /// That start is gone: another refused the end of the replay. Replay again, to it.
+    RestartedAgain,
+}
+
+/// Whether `error`, the answer to a REPLAY_DONE, is a server start refusing what was meant for
+/// another (`ENOTCONN`): the server restarted since this client connected, and the client
+/// must replay to the new start.
+fn is_another_start(error: &FabricError) -> bool {
+    matches!(error, FabricError::Remote { code, .. } if *code == errno::ENOTCONN)
 }

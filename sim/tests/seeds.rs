@@ -44,27 +44,48 @@ fn run_seeds(range: std::ops::Range<u64>) {
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_0_to_49_keep_every_acknowledged_write() {
     run_seeds(0..SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_50_to_99_keep_every_acknowledged_write() {
     run_seeds(SEEDS_PER_TEST..2 * SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_100_to_149_keep_every_acknowledged_write() {
     run_seeds(2 * SEEDS_PER_TEST..3 * SEEDS_PER_TEST);
 }
 
 #[test]
-#[ignore = "seeds 31, 33, 77, 81, 102, 103, 138 of 0..200 fail: open findings in docs/simulation.md"]
 fn seeds_150_to_199_keep_every_acknowledged_write() {
     run_seeds(3 * SEEDS_PER_TEST..4 * SEEDS_PER_TEST);
+}
+
+/// Seeds past the suite's range that found bugs (docs/simulation.md, "Findings"): each
+/// failed until its fix, and is kept as a regression test of the whole path.
+const FOUND_PAST_THE_SUITE: [u64; 4] = [1234, 1338, 1412, 2019];
+
+/// Seed 2955 still fails, for a reason understood and not yet fixed (docs/simulation.md,
+/// "Open findings"): a client replaying to one target of a server is evicted by the
+/// server's other target's window, which a connect does not tell it is back; the client,
+/// evicted, is later told its stale transno is committed. Run it with `--run-ignored all`.
+const STILL_FAILING: [u64; 1] = [2955];
+
+#[test]
+fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {
+    for seed in FOUND_PAST_THE_SUITE {
+        run_seeds(seed..seed + 1);
+    }
+}
+
+#[test]
+#[ignore = "seed 2955 fails: an evicted client told its stale transno is committed (docs/simulation.md, Open findings)"]
+fn seeds_that_still_fail_keep_every_acknowledged_write() {
+    for seed in STILL_FAILING {
+        run_seeds(seed..seed + 1);
+    }
 }
 
 #[test]

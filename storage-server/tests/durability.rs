@@ -553,3 +553,51 @@ async fn an_external_journal_belongs_to_its_target() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_replay_committed_before_the_next_crash_is_not_pending_after_it() {
+    // Found by the seeded simulation (seed 103): a replay took its range out of the pending
+    // ranges in memory only. When the replay committed and the target crashed again before
+    // its window closed, the next start read the old record, found the replayed bytes still
+    // pending, and marked them lost when that window evicted a client — bytes the client had
+    // replayed and the target had committed.
+    let dir = tempfile::tempdir().unwrap();
+    let object = ObjectId(1);
+    let data = block(7, 4096);
+    let ost = open(config(dir.path(), false)).await;
+    ost.create(object).await.unwrap();
+    let reply = ost.write(object, 0, data.clone()).await.unwrap();
+    let transno = reply.transno.unwrap();
+    assert!(
+        reply.last_committed < transno,
+        "acknowledged, not committed"
+    );
+    ost.crash();
+    drop(ost);
+
+    // The second life cuts the write back and records its range as pending; the client
+    // replays it, and it commits.
+    let ost = open(config(dir.path(), false)).await;
+    assert_eq!(ost.recovery().trimmed.len(), 1, "the write was cut");
+    assert!(ost.lost_ranges().has_pending());
+    ost.replay_write(transno, object, 0, data.clone())
+        .await
+        .unwrap();
+    ost.sync().await.unwrap();
+    assert!(!ost.lost_ranges().has_pending(), "the replay wrote it");
+    ost.crash();
+    drop(ost);
+
+    // The third life: nothing was cut, and the record says nothing is pending.
+    let ost = open(config(dir.path(), false)).await;
+    assert!(ost.recovery().trimmed.is_empty());
+    assert!(
+        ost.lost_ranges().is_empty(),
+        "a committed replay is not pending: {:?}",
+        ost.lost_ranges()
+    );
+    // So a window that evicted someone marks nothing of it lost.
+    let outcome = ost.recovery_closed(true).await.unwrap();
+    assert!(outcome.lost.is_empty(), "{outcome:?}");
+    assert_eq!(ost.read(object, 0, 4096).await.unwrap().value, data);
+}

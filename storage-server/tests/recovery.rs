@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use iopath_fabric::fail::{Action, FailSpec, Site, When};
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::{ChecksumKind, FabricError, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_ost_client::{OstClient, ReplayReport};
@@ -70,8 +71,34 @@ impl Server {
     /// Crashes the server (nothing more is committed; the node leaves the network) and starts
     /// it again on its address and storage: it opens a recovery window for its clients.
     async fn crash_and_restart(&mut self) {
+        self.crash();
+        self.restart().await;
+    }
+
+    /// Starts the crashed server again when it has no client to wait for: no window opens.
+    async fn restart_without_window(&mut self) {
+        self.start_again().await;
+        assert!(!self.service.recovering(0), "no client was on the list");
+    }
+
+    /// Crashes the server: nothing more is committed, and the node leaves the network.
+    fn crash(&self) {
         self.service.crash();
         self.node.shutdown();
+    }
+
+    /// Starts the crashed server again on its address and storage: it opens a recovery
+    /// window for its clients.
+    async fn restart(&mut self) {
+        self.start_again().await;
+        assert!(
+            self.service.recovering(0),
+            "an unclean restart recovers: the client list on disk still names the clients"
+        );
+    }
+
+    /// Starts the server again on its address and storage.
+    async fn start_again(&mut self) {
         // The network frees the address once every handle to the old node is gone: bounded.
         let mut node = None;
         for _ in 0..250 {
@@ -87,7 +114,6 @@ impl Server {
         self.service = OssService::open(&self.node, targets(self.dir.path()), self.config.clone())
             .await
             .unwrap();
-        assert!(self.service.recovering(0), "an unclean restart recovers");
     }
 
     /// Waits (bounded) until `ready` holds.
@@ -264,6 +290,7 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
     let done = pb::ReplayDoneRequest {
         client: 1,
         fresh: false,
+        boot_id: 0,
     };
     let connect = pb::ConnectRequest { client: 1 };
     let disconnect = pb::DisconnectRequest { client: 1 };
@@ -326,4 +353,425 @@ async fn a_window_closes_when_its_last_client_is_done_not_at_the_next_tick() {
         (Duration::from_secs(30)..Duration::from_millis(30_002)).contains(&waited),
         "the absent client is evicted at the 30 s deadline: {waited:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_crashed_in_its_window_touches_nothing_at_that_windows_deadline() {
+    // Found by the seeded simulation (seed 31): a server that crashed during its recovery
+    // window kept its window's timer. At that window's deadline, with the server down, the
+    // dead life evicted the client it had waited for — taking it off the client list on disk
+    // — and recorded the bytes its startup had cut as lost. The next life then refused the
+    // client's replay and its readers, though the client kept and replayed every write.
+    let window = Duration::from_secs(30);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let client = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(8192, 1);
+    let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+
+    // The second life opens a window and crashes in it, before the client comes back; it
+    // stays down past that window's deadline.
+    server.crash_and_restart().await;
+    server.crash();
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    server.restart().await;
+
+    let report = client.reconnect_and_replay().await.unwrap();
+    assert_replayed("client 1", &report);
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    let lost = server.service.oss().targets()[0].lost_ranges();
+    assert!(lost.is_empty(), "nothing is lost: {lost:?}");
+    assert_eq!(client.read(0, 1, 0, 8192).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_end_of_replay_meant_for_an_earlier_start_is_refused() {
+    // Found by the seeded simulation (seed 33): a client's REPLAY_DONE to one server start
+    // lost its reply; the fabric sent it again, to the same address, and the next start took
+    // it as the client's. That window then ran a higher transno of another client, closed,
+    // and answered the client's own replay, which came after, as "already committed": an
+    // acknowledged write gone without a word.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = OstClient::connect(node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.last_committed < stamp.transno, "kept for replay");
+    // The start the client is connected to, as a CONNECT tells it.
+    let connect = pb::ConnectRequest { client: 1 };
+    let reply = node
+        .call(
+            server.nid(),
+            OST_PORTAL,
+            opcode::CONNECT,
+            connect.encode_to_vec().into(),
+        )
+        .await
+        .unwrap();
+    let earlier_start = pb::ConnectReply::decode(reply.as_ref()).unwrap().boot_id;
+
+    server.crash_and_restart().await;
+    // The end of a replay to the earlier start arrives at this one.
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+        boot_id: earlier_start,
+    };
+    let (code, message) = refusal(
+        "a replay-done meant for the earlier start",
+        node.call(
+            server.nid(),
+            OST_PORTAL,
+            opcode::REPLAY_DONE,
+            done.encode_to_vec().into(),
+        )
+        .await,
+    );
+    assert_eq!(code, errno::ENOTCONN, "{message}");
+    assert!(
+        server.service.recovering(0),
+        "the window still waits for client 1's replay"
+    );
+
+    // The client replays to this start and says so; its write is there.
+    assert_replayed("client 1", &client.reconnect_and_replay().await.unwrap());
+    assert!(!server.service.recovering(0), "client 1 was the last");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_after_the_window_closed_is_lost_not_committed_though_below_last_committed() {
+    // The other half of seed 33: once a window has closed, a replay that comes late was
+    // answered by the target's last_committed — which higher transnos, replayed and committed
+    // without it, had moved past it. A write that never ran was answered "committed".
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let late_node = server.client_node(11).await;
+    let late = OstClient::connect(late_node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    let other = OstClient::connect(server.client_node(12).await, server.nid(), 2)
+        .await
+        .unwrap();
+    late.create(0, 1).await.unwrap();
+    other.create(0, 2).await.unwrap();
+    late.sync(0).await.unwrap();
+    // Client 1's write gets the lower transno.
+    let first = late.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    let second = other.write(0, 2, 0, pattern(4096, 2)).await.unwrap();
+    assert!(first.transno < second.transno && second.last_committed < first.transno);
+
+    server.crash_and_restart().await;
+    // Client 1 says it is done to this start without replaying (a client that gets its
+    // bookkeeping wrong; a raw request here), so client 2's higher transno runs, the window
+    // closes, and a commit takes last_committed past client 1's transno.
+    let call = |op, body: Vec<u8>| late_node.call(server.nid(), OST_PORTAL, op, body.into());
+    let connect = pb::ConnectRequest { client: 1 };
+    let reply = call(opcode::CONNECT, connect.encode_to_vec())
+        .await
+        .unwrap();
+    let start = pb::ConnectReply::decode(reply.as_ref()).unwrap().boot_id;
+    let done = pb::ReplayDoneRequest {
+        client: 1,
+        fresh: false,
+        boot_id: start,
+    };
+    call(opcode::REPLAY_DONE, done.encode_to_vec())
+        .await
+        .unwrap();
+    assert_replayed("client 2", &other.reconnect_and_replay().await.unwrap());
+    assert!(!server.service.recovering(0));
+    let synced = other.sync(0).await.unwrap();
+    assert!(synced.last_committed > first.transno);
+
+    // Client 1's replay comes late: it never ran, and is reported lost, not answered as done.
+    let report = late.reconnect_and_replay().await.unwrap();
+    assert_eq!(report.replayed, 0, "{report:?}");
+    assert_eq!(
+        report
+            .lost
+            .iter()
+            .map(|lost| lost.transno)
+            .collect::<Vec<_>>(),
+        [first.transno],
+        "{report:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_evicted_clients_replay_is_lost_even_where_its_transno_was_given_again() {
+    // Found by the seeded simulation (seed 162): a client evicted in one start (it did not
+    // come back in time) replayed to a later start that had no window (the list was empty).
+    // That start answered by its last_committed — but transnos had been given again since
+    // the eviction, to writes that committed, and the evicted write's transno was below it:
+    // answered "already committed", and never told it was lost.
+    let window = Duration::from_secs(5);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let evicted = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    evicted.create(0, 1).await.unwrap();
+    evicted.sync(0).await.unwrap();
+    let kept = evicted.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    assert!(kept.last_committed < kept.transno, "kept for replay");
+
+    // The client stays away past the window: evicted, and taken off the list.
+    server.crash_and_restart().await;
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    assert!(!server.service.recovering(0));
+    // The next start has no one to wait for, and gives the same transno to a new write.
+    server.crash();
+    server.restart_without_window().await;
+    let other = OstClient::connect(server.client_node(12).await, server.nid(), 2)
+        .await
+        .unwrap();
+    other.create(0, 2).await.unwrap();
+    let reused = other.write(0, 2, 0, pattern(4096, 2)).await.unwrap();
+    other.sync(0).await.unwrap();
+    assert!(reused.transno >= kept.transno, "{reused:?} {kept:?}");
+
+    let report = evicted.reconnect_and_replay().await.unwrap();
+    assert_eq!(report.replayed, 0, "{report:?}");
+    assert_eq!(
+        report
+            .lost
+            .iter()
+            .map(|lost| lost.transno)
+            .collect::<Vec<_>>(),
+        [kept.transno],
+        "{report:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_queued_when_the_server_crashes_is_not_told_it_was_evicted() {
+    // Found by the seeded simulation (seed 1234): a replay waiting in the window for a lower
+    // transno was let go when its server crashed, and answered "the client was evicted" — so
+    // the client reported its write lost and forgot it, though the next start would have
+    // taken it.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    // Client 2's replay waits for client 1's lower transno; the server crashes meanwhile.
+    let waiting = {
+        let client = Arc::clone(&clients[1]);
+        tokio::spawn(async move { client.reconnect_and_replay().await })
+    };
+    server
+        .wait_for("client 2's replay queued", |s| s.replays_queued(0) == 1)
+        .await;
+    server.crash();
+    let answer = waiting.await.unwrap();
+    assert_eq!(
+        clients[1].kept_writes(),
+        1,
+        "the write is still kept, not reported lost: {answer:?}"
+    );
+    assert!(
+        answer
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("stopped")),
+        "told the server stopped: {answer:?}"
+    );
+
+    // At the next start both replay, and both writes are there.
+    server.restart().await;
+    let second = Arc::clone(&clients[1]);
+    let replaying = tokio::spawn(async move { second.reconnect_and_replay().await });
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &replaying.await.unwrap().unwrap());
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_cut_short_is_done_again_at_the_next_try() {
+    // Found by the seeded simulation (seed 2019): a client's replay to a restarted server
+    // failed part way (its request lost until the fabric gave up), but the client had already
+    // taken the new start for replayed to. Its next reconnect found the same start, replayed
+    // nothing, and the window evicted it for the write it still kept; the client went on,
+    // and its next write reused that transno, putting the kept write out of its list without
+    // a word.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = OstClient::connect(node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    client.write(0, 1, 0, data.clone()).await.unwrap();
+
+    server.crash_and_restart().await;
+    // The reconnect goes through; the replay's request fails.
+    node.fail_points().arm(&FailSpec {
+        site: Site::ClientSend,
+        action: Action::Errno(errno::EIO),
+        when: When::Every(2),
+        seed: 1,
+    });
+    let cut_short = client.reconnect_and_replay().await;
+    assert!(cut_short.is_err(), "{cut_short:?}");
+    node.fail_points().disarm_all();
+
+    let report = client.reconnect_and_replay().await.unwrap();
+    assert_replayed("client 1", &report);
+    assert!(!server.service.recovering(0), "client 1 was the last");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_sent_again_after_its_call_gave_up_is_the_copy_that_runs() {
+    // Found by the seeded simulation (seed 1412 of 0..3999): a replay that waited in the
+    // window past the fabric's patience (a lower transno's client was away) was sent again by
+    // its client; the window answered the new copy "done" at once, and later ran the first —
+    // whose bytes were in a region its client had let go when that call gave up. The pull
+    // failed, and the write was marked lost, though its client had been told it was replayed.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(600),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    // Client 2's replay waits for client 1's lower transno until its caller gives up on it.
+    let gave_up =
+        tokio::time::timeout(Duration::from_secs(60), clients[1].reconnect_and_replay()).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
+    // It replays again; then client 1 comes back, and both run.
+    let second = Arc::clone(&clients[1]);
+    let again = tokio::spawn(async move { second.reconnect_and_replay().await });
+    server
+        .wait_for("client 2's replay queued", |s| s.replays_queued(0) == 1)
+        .await;
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &again.await.unwrap().unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    let lost = server.service.oss().targets()[0].lost_ranges();
+    assert!(lost.is_empty(), "nothing is lost: {lost:?}");
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_waits_for_its_turn_as_long_as_the_window_can_last() {
+    // Seed 1412's first half: a replay behind an absent client's lower transno waited past
+    // the fabric's resends (60 s by default) while the window still held it, and its call gave
+    // up. A replay now resends for as long as the server says its window can last.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(120),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let mut clients = Vec::new();
+    for id in 1..=2u64 {
+        let node = server.client_node(10 + id as u32).await;
+        let client = Arc::new(OstClient::connect(node, server.nid(), id).await.unwrap());
+        client.create(0, id).await.unwrap();
+        clients.push(client);
+    }
+    clients[0].sync(0).await.unwrap();
+    for (id, client) in (1..=2u8).zip(&clients) {
+        client
+            .write(0, u64::from(id), 0, pattern(4096, id))
+            .await
+            .unwrap();
+    }
+
+    server.crash_and_restart().await;
+    let second = Arc::clone(&clients[1]);
+    let waiting = tokio::spawn(async move { second.reconnect_and_replay().await });
+    // Client 1 comes back after the fabric's own patience, inside the window.
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    assert_replayed(
+        "client 1",
+        &clients[0].reconnect_and_replay().await.unwrap(),
+    );
+    assert_replayed("client 2", &waiting.await.unwrap().unwrap());
+    server
+        .wait_for("the window closed", |s| !s.recovering(0))
+        .await;
+    for (id, client) in (1..=2u8).zip(&clients) {
+        assert_eq!(
+            client.read(0, u64::from(id), 0, 4096).await.unwrap(),
+            pattern(4096, id)
+        );
+    }
 }

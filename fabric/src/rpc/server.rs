@@ -39,7 +39,8 @@ impl PortalHandler for ServicePortal {
 }
 
 /// Admits a request that arrived for `service`: executes it, answers a resend from the saved
-/// reply, ignores a resend of one still executing, or answers BUSY. Never waits.
+/// reply, ignores a resend of one still executing or a late copy of one whose reply the client
+/// has, or answers BUSY. Never waits.
 fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let header = message.header;
     let (client, xid) = (header.source, header.match_bits);
@@ -60,6 +61,10 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
                 .fetch_add(1, Ordering::Relaxed);
             debug!(%client, xid, "resend of an executed request: sending the saved reply");
             node.send_reply(&header, saved.status, saved.body);
+            return;
+        }
+        Admission::Stale => {
+            debug!(%client, xid, "a late copy of a request the client has the reply of: dropped");
             return;
         }
         Admission::Busy => {

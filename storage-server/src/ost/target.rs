@@ -245,9 +245,12 @@ impl Ost {
         self.lock_lost().window_closed(writes_may_be_lost)
     }
 
-    /// Records the lost ranges in the target's `lost` file (atomic replace, durable).
+    /// Records the lost ranges in the target's `lost` file (atomic replace, durable). A
+    /// stopped target records nothing: after a crash the file belongs to the next life, which
+    /// recovers from it.
     pub async fn persist_lost(&self) -> Result<()> {
         let _one_at_a_time = self.lost_file.lock().await;
+        self.stop.check(self.config.index)?;
         // Taken under the file lock: the last rewrite carries the latest state.
         let snapshot = self.lost_ranges();
         let config = self.config.clone();
@@ -260,12 +263,15 @@ impl Ost {
         self.lost.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Notes that `range` of `object` holds new bytes; records the lost ranges again if that
-    /// cleared some.
+    /// Notes that `range` of `object` holds new bytes; records the ranges again if that took
+    /// any pending or lost bytes out: a replay that commits and then meets a crash must not
+    /// be found pending again by the next start.
     async fn note_written(&self, object: ObjectId, range: ByteRange) -> Result<()> {
-        let cleared = self.lock_lost().written(object, range);
-        if cleared {
+        let written = self.lock_lost().written(object, range);
+        if written.lost {
             tracing::info!(target_index = self.config.index, %object, %range, "lost bytes written again");
+        }
+        if written.changed() {
             self.persist_lost().await?;
         }
         Ok(())
@@ -770,7 +776,7 @@ impl Ost {
             self.journal.submit(intent, None, None, None).await?
         };
         state.set_size(size_bytes);
-        if self.lock_lost().punched(object, size_bytes) {
+        if self.lock_lost().punched(object, size_bytes).changed() {
             self.persist_lost().await?;
         }
         self.count(Op::Punch, 0);
@@ -830,7 +836,7 @@ impl Ost {
         // Out of the table only once its file is gone: until then a create of the same id
         // is refused as existing, and never meets the old file.
         self.lock_objects().remove(&object);
-        if self.lock_lost().destroyed(object) {
+        if self.lock_lost().destroyed(object).changed() {
             self.persist_lost().await?;
         }
         self.count(Op::Destroy, 0);

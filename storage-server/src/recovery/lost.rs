@@ -15,7 +15,10 @@
 //!   and the file's end become *pending*: somebody may replay them.
 //! - **Written**: a write (a replay, or any later write) over a range removes it from pending
 //!   and from lost: the bytes there are whatever that write put, and it was acknowledged or
-//!   refused on its own.
+//!   refused on its own. The record is rewritten for a change to either: a replay that
+//!   commits and then meets another crash before its window closes must not be found pending
+//!   again by the next start, which would mark it lost if that window evicted anyone. (If the
+//!   replay had not committed, that start cuts its bytes again and they are pending anew.)
 //! - **Punched** to a size: nothing at or past it is pending or lost any more. **Destroyed**:
 //!   nothing of the object is.
 //! - **Window closed**: if the window *may have dropped acknowledged writes* — it evicted a
@@ -179,6 +182,22 @@ pub struct WindowOutcome {
     pub forgotten_bytes: u64,
 }
 
+/// What a write, a punch or a destroy took out of an object's ranges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Some pending range is gone: a replay (or a later write) wrote it again.
+    pub pending: bool,
+    /// Some lost range is gone: its bytes were written again.
+    pub lost: bool,
+}
+
+impl Written {
+    /// Whether the record must be written again.
+    pub fn changed(&self) -> bool {
+        self.pending || self.lost
+    }
+}
+
 /// A read or a size refused because of lost ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LostData {
@@ -247,29 +266,34 @@ impl LostRanges {
             .insert(range);
     }
 
-    /// A write put new bytes in `range` of `object`. Returns true if lost ranges changed (the
-    /// runtime persists them again).
-    pub fn written(&mut self, object: ObjectId, range: ByteRange) -> bool {
+    /// A write put new bytes in `range` of `object`. Returns what changed: the runtime
+    /// records the ranges again if anything did.
+    pub fn written(&mut self, object: ObjectId, range: ByteRange) -> Written {
         let Some(ranges) = self.objects.get_mut(&object) else {
-            return false;
+            return Written::default();
         };
-        ranges.pending.remove(range);
-        let changed = ranges.lost.remove(range);
+        let written = Written {
+            pending: ranges.pending.remove(range),
+            lost: ranges.lost.remove(range),
+        };
         self.prune(object);
-        changed
+        written
     }
 
     /// `object` was cut or extended to `size_bytes`: nothing at or past it is pending or lost.
-    /// Returns true if lost ranges changed.
-    pub fn punched(&mut self, object: ObjectId, size_bytes: u64) -> bool {
+    /// Returns what changed.
+    pub fn punched(&mut self, object: ObjectId, size_bytes: u64) -> Written {
         self.written(object, ByteRange::new(size_bytes, u64::MAX))
     }
 
-    /// `object` is gone. Returns true if lost ranges changed.
-    pub fn destroyed(&mut self, object: ObjectId) -> bool {
+    /// `object` is gone. Returns what changed.
+    pub fn destroyed(&mut self, object: ObjectId) -> Written {
         self.objects
             .remove(&object)
-            .is_some_and(|ranges| !ranges.lost.is_empty())
+            .map_or(Written::default(), |ranges| Written {
+                pending: !ranges.pending.is_empty(),
+                lost: !ranges.lost.is_empty(),
+            })
     }
 
     /// The recovery window closed. `writes_may_be_lost`: it evicted a client, a client came
@@ -435,7 +459,18 @@ mod tests {
     fn replays_take_their_ranges_out_of_pending() {
         let mut lost = LostRanges::new();
         lost.cut(A, r(0, 3 * MIB));
-        assert!(!lost.written(A, r(MIB, 2 * MIB)), "no lost range changed");
+        assert_eq!(
+            lost.written(A, r(MIB, 2 * MIB)),
+            Written {
+                pending: true,
+                lost: false
+            },
+            "a pending range changed, no lost one"
+        );
+        assert!(
+            !lost.written(B, r(0, MIB)).changed(),
+            "nothing of B was cut"
+        );
         let outcome = lost.window_closed(true);
         assert_eq!(outcome.lost, vec![(A, r(0, MIB)), (A, r(2 * MIB, 3 * MIB))]);
     }
@@ -445,16 +480,16 @@ mod tests {
         let mut lost = LostRanges::new();
         lost.cut(A, r(0, 2 * MIB));
         lost.window_closed(true);
-        assert!(lost.written(A, r(0, MIB)));
+        assert!(lost.written(A, r(0, MIB)).lost);
         assert_eq!(
             lost.lost_of(A).map(|l| l.ranges),
             Some(vec![r(MIB, 2 * MIB)])
         );
         assert!(
-            !lost.written(A, r(4 * MIB, 5 * MIB)),
+            !lost.written(A, r(4 * MIB, 5 * MIB)).changed(),
             "elsewhere: no change"
         );
-        assert!(lost.written(A, r(MIB - 1, 2 * MIB + 1)));
+        assert!(lost.written(A, r(MIB - 1, 2 * MIB + 1)).lost);
         assert!(lost.is_empty(), "an object with nothing left is dropped");
     }
 
@@ -464,14 +499,14 @@ mod tests {
         lost.cut(A, r(MIB, 3 * MIB));
         lost.cut(B, r(0, MIB));
         lost.window_closed(true);
-        assert!(lost.punched(A, 2 * MIB));
+        assert!(lost.punched(A, 2 * MIB).lost);
         assert_eq!(
             lost.lost_of(A).map(|l| l.ranges),
             Some(vec![r(MIB, 2 * MIB)])
         );
-        assert!(!lost.punched(A, 5 * MIB), "growing cuts nothing");
-        assert!(lost.destroyed(B));
-        assert!(!lost.destroyed(B), "gone already");
+        assert!(!lost.punched(A, 5 * MIB).changed(), "growing cuts nothing");
+        assert!(lost.destroyed(B).lost);
+        assert!(!lost.destroyed(B).changed(), "gone already");
         assert_eq!(lost.lost_objects(), 1);
     }
 

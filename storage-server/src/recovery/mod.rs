@@ -10,6 +10,6 @@
 pub mod lost;
 pub mod window;
 
-pub use lost::{ByteRange, LostData, LostRanges};
+pub use lost::{ByteRange, LostData, LostRanges, Written};
 
 pub use window::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};

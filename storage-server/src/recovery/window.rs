@@ -8,8 +8,16 @@
 //!   acknowledged. Each client sends its replays in increasing transno order, so the smallest
 //!   queued transno may run once every client still replaying has queued something at or
 //!   above it (or said it is done).
-//! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed.
-//! - A replay at or below `last_committed` is already on disk: answered, not re-executed.
+//! - Each `(client, xid)` runs once; a resent replay is answered, not re-executed. One sent
+//!   again while its first copy still waits in the queue takes that copy's place: whoever
+//!   sent the first has given up on it (its client replays again), and the new copy carries
+//!   what the replay needs now (its data where its client holds it today).
+//! - A replay at or below `last_committed` — the window's, as the restart found it — is
+//!   already on disk: answered, not re-executed.
+//! - After the window closes, a replay is answered only if one of those two rules answers it.
+//!   Anything else never ran in this start and is lost — even if its transno is below the
+//!   target's `last_committed` by then: higher transnos ran and committed without it, and
+//!   "committed" would be a lie that drops an acknowledged write without a word.
 //! - New (non-replay) requests wait until the window closes.
 //! - When the window's time runs out, clients that have not finished are evicted: their queued
 //!   replays are dropped and their uncommitted writes are gone, and the server says so.
@@ -223,9 +231,6 @@ impl<P> ReplayWindow<P> {
     }
 
     fn admit(&mut self, request: ReplayRequest<P>) -> ReplayDecision {
-        if self.closed {
-            return ReplayDecision::Refused("recovery window is closed".to_string());
-        }
         if self.evicted.contains(&request.client) {
             return ReplayDecision::Refused(format!("{} was evicted", request.client));
         }
@@ -237,10 +242,25 @@ impl<P> ReplayWindow<P> {
         };
         state.reconnected = true;
         if let Some(&transno) = self.seen.get(&(request.client, request.xid)) {
+            if let Some(queued) = self.queue.get_mut(&transno)
+                && (queued.client, queued.xid) == (request.client, request.xid)
+            {
+                // Still waiting for its turn: the new copy takes the old one's place (the
+                // old one's payload goes, and its sender is told so).
+                queued.payload = request.payload;
+                return ReplayDecision::Queued;
+            }
             return ReplayDecision::Duplicate { transno };
         }
         if request.transno <= self.last_committed {
             return ReplayDecision::AlreadyCommitted;
+        }
+        if self.closed {
+            return ReplayDecision::Refused(format!(
+                "the recovery window is closed: transno {} was not committed before the restart \
+                 (last_committed {}) and was not replayed in the window; the write is lost",
+                request.transno, self.last_committed
+            ));
         }
         if request.transno <= self.last_handed_out {
             return ReplayDecision::Refused(format!(
@@ -417,12 +437,9 @@ mod tests {
             ReplayDecision::AlreadyCommitted
         );
         assert_eq!(window.replay(request(A, 2, 11)), ReplayDecision::Queued);
-        assert_eq!(
-            window.replay(request(A, 2, 11)),
-            ReplayDecision::Duplicate {
-                transno: Transno(11)
-            }
-        );
+        // Sent again while it waits: it takes its own place, and still runs once.
+        assert_eq!(window.replay(request(A, 2, 11)), ReplayDecision::Queued);
+        assert_eq!(window.queued(), 1);
         assert_eq!(drain(&mut window), [11]);
         assert_eq!(
             window.replay(request(A, 2, 11)),
@@ -431,6 +448,37 @@ mod tests {
             }
         );
         assert!(drain(&mut window).is_empty());
+    }
+
+    #[test]
+    fn a_replay_sent_again_while_queued_takes_the_queued_copys_place() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        let first = ReplayRequest {
+            payload: "first copy",
+            ..request(A, 1, 12)
+        };
+        let again = ReplayRequest {
+            payload: "sent again",
+            ..request(A, 1, 12)
+        };
+        assert_eq!(window.replay(first), ReplayDecision::Queued);
+        // B might still send 11: 12 waits. Its sender gives up and replays again.
+        assert!(window.next_ready().is_none());
+        assert_eq!(window.replay(again), ReplayDecision::Queued);
+        assert_eq!(window.queued(), 1, "one replay, not two");
+        window.client_done(B);
+        let ready = window.next_ready().expect("12 may run");
+        assert_eq!(
+            ready.payload, "sent again",
+            "the copy whose sender still waits runs"
+        );
+        // Once it has run, a copy sent again is answered, not run.
+        assert_eq!(
+            window.replay(request(A, 1, 12)),
+            ReplayDecision::Duplicate {
+                transno: Transno(12)
+            }
+        );
     }
 
     #[test]
@@ -590,6 +638,41 @@ mod tests {
         assert!(
             window.writes_may_be_lost(),
             "B's bytes could not be pulled again"
+        );
+    }
+
+    #[test]
+    fn after_the_window_closes_only_what_it_knows_ran_is_answered_as_done() {
+        let mut window = ReplayWindow::new(Transno(10), [A, B], 0, 1000);
+        assert_eq!(window.replay(request(A, 1, 12)), ReplayDecision::Queued);
+        window.client_done(A);
+        // B says it is done without its transno 11 (say, its end of replay was meant for an
+        // earlier start): 12 runs, and the window closes.
+        window.client_done(B);
+        assert_eq!(drain(&mut window), [12]);
+        assert!(matches!(
+            window.tick(1).as_slice(),
+            [WindowEvent::Closed { .. }]
+        ));
+        // B's 11 comes late: it never ran, and the restart did not find it committed.
+        assert!(
+            matches!(window.replay(request(B, 1, 11)), ReplayDecision::Refused(r) if r.contains("lost")),
+            "a replay that never ran is lost, not committed"
+        );
+        // What did run, sent again, and what was committed before the restart, are answered.
+        assert_eq!(
+            window.replay(request(A, 1, 12)),
+            ReplayDecision::Duplicate {
+                transno: Transno(12)
+            }
+        );
+        assert_eq!(
+            window.replay(request(B, 2, 9)),
+            ReplayDecision::AlreadyCommitted
+        );
+        assert!(
+            !window.writes_may_be_lost(),
+            "closed: nothing more is counted"
         );
     }
 

@@ -157,8 +157,10 @@ impl OssService {
     }
 
     /// Stops at once without committing anything more: to the disks this looks like a crash
-    /// (tests of recovery and replay; a real crash is SIGKILL).
+    /// (tests of recovery and replay; a real crash is SIGKILL). The recovery windows end too,
+    /// as they would with the process: a dead life evicts no one and marks nothing lost.
     pub fn crash(&self) {
+        self.recovery.stop();
         for target in self.oss.targets() {
             target.crash();
         }
@@ -231,6 +233,7 @@ impl OssService {
             opcode::REPLAY_DONE => {
                 let done = decode::<pb::ReplayDoneRequest>(body)?;
                 self.acts_for(done.client, request.source)?;
+                self.check_boot(&done)?;
                 if done.fresh {
                     self.recovery.client_forgot(done.client);
                 } else {
@@ -342,6 +345,28 @@ impl OssService {
             warn!(%error, "refused a request acting for another client");
             storage_error(error)
         })
+    }
+
+    /// Refuses a REPLAY_DONE meant for another start of this server: sent to an earlier
+    /// start and sent again by the fabric after that start crashed, it would tell this one
+    /// that the client is done before it has replayed anything here — and the window would
+    /// run the transnos above that client's, and close, without its writes.
+    fn check_boot(&self, done: &pb::ReplayDoneRequest) -> Result<(), ServiceError> {
+        if done.boot_id == self.boot_id {
+            return Ok(());
+        }
+        warn!(
+            client = done.client,
+            "refused a replay-done meant for another start of this server"
+        );
+        Err(ServiceError::new(
+            errno::ENOTCONN,
+            format!(
+                "client {} says it has replayed to server start {:#x}, not to this one ({:#x}): \
+                 reconnect and replay",
+                done.client, done.boot_id, self.boot_id
+            ),
+        ))
     }
 
     fn target(&self, index: u32) -> Result<&Arc<crate::ost::Ost>, ServiceError> {

@@ -6,16 +6,24 @@
 //! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
 //! close a window with nothing left to wait for), and a target's driver sleeps until its
 //! window changes. A timer wakes only at the deadline and at the hard deadline.
+//!
+//! A server that crashes in its window ([`Recovery::stop`]) ends its windows with it: its
+//! drivers and timer stop, and nothing of that life evicts, closes or records anything after.
+//! Its deadline would otherwise still come, and the dead life would take the clients it
+//! waited for off the client list and record what its startup cut as lost — on the disk the
+//! next life recovers from, while those clients replay to it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use iopath_fabric::Nid;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
+use tokio::task::AbortHandle;
 use tracing::{info, warn};
 
 use crate::error::StorageError;
@@ -24,7 +32,7 @@ use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
-use iopath_fabric::frame::status::errno::ESTALE;
+use iopath_fabric::frame::status::errno::{EAGAIN, ESHUTDOWN, ESTALE};
 
 /// A queued replay: its request handler waits here for its turn. Nothing of its data is held
 /// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
@@ -55,8 +63,23 @@ pub enum ReplayAdmission {
 #[derive(Debug)]
 struct TargetRecovery {
     ost: Arc<Ost>,
+    /// The target's window: none when this start opened none (a clean start, or no client to
+    /// wait for). A closed window stays, to answer replays that come late by what it knows
+    /// ran — never by the target's `last_committed`, which later transnos moved past them.
     window: Mutex<Option<ReplayWindow<PendingReplay>>>,
     wake: Notify,
+}
+
+impl TargetRecovery {
+    /// The target's window, locked.
+    fn lock_window(&self) -> std::sync::MutexGuard<'_, Option<ReplayWindow<PendingReplay>>> {
+        self.window.lock().expect("window lock poisoned")
+    }
+
+    /// Whether the target's window is open.
+    fn is_open(&self) -> bool {
+        self.lock_window().as_ref().is_some_and(|w| !w.is_closed())
+    }
 }
 
 /// Recovery state of every target.
@@ -64,6 +87,8 @@ struct TargetRecovery {
 pub struct Recovery {
     windows: Arc<Windows>,
     window: Duration,
+    /// The drivers and the deadline timer, ended by [`Recovery::stop`].
+    tasks: Vec<AbortHandle>,
 }
 
 /// Every target's window, shared by the request handlers, the drivers and the deadline timer;
@@ -74,8 +99,14 @@ struct Windows {
     /// When the windows opened: their time 0.
     started: tokio::time::Instant,
     registry: Arc<ClientRegistry>,
+    /// The clients on the list when this server started, before any connected to it. A
+    /// client that is not among them was evicted (or had disconnected, keeping nothing): what
+    /// it kept is lost here, whatever its transnos.
+    listed_at_start: Vec<u64>,
     /// Clients any window evicted, taken off `registry` once every window has closed.
     evicted: Mutex<Vec<u64>>,
+    /// Set when the server crashed: its windows act on nothing any more.
+    stopped: AtomicBool,
 }
 
 impl Recovery {
@@ -118,16 +149,41 @@ impl Recovery {
         let windows = Arc::new(Windows {
             targets,
             started: tokio::time::Instant::now(),
+            listed_at_start: registry.known(),
             registry,
             evicted: Mutex::default(),
+            stopped: AtomicBool::new(false),
         });
+        let mut tasks = Vec::new();
         if !known.is_empty() {
             for (_, target) in &windows.targets {
-                tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+                let driver = tokio::spawn(drive(Arc::clone(&windows), Arc::clone(target)));
+                tasks.push(driver.abort_handle());
             }
-            tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
+            let timer = tokio::spawn(enforce_deadlines(Arc::clone(&windows), window));
+            tasks.push(timer.abort_handle());
         }
-        Recovery { windows, window }
+        Recovery {
+            windows,
+            window,
+            tasks,
+        }
+    }
+
+    /// The server crashed: its windows end with it. The drivers and the deadline timer stop,
+    /// queued replays are let go (their handlers answer to a node that is gone), and nothing
+    /// of this life evicts a client, takes one off the client list or marks bytes lost from
+    /// now on. The next life opens windows of its own, for the clients on the list, over what
+    /// its own startup cut.
+    pub fn stop(&self) {
+        self.windows.stopped.store(true, Ordering::SeqCst);
+        for task in &self.tasks {
+            task.abort();
+        }
+        for (_, target) in &self.windows.targets {
+            let ended = target.window.lock().expect("window lock poisoned").take();
+            drop(ended);
+        }
     }
 
     fn target(&self, index: u32) -> Option<&Arc<TargetRecovery>> {
@@ -140,13 +196,7 @@ impl Recovery {
 
     /// Whether target `index` is still in recovery (new requests must wait).
     pub fn recovering(&self, index: u32) -> bool {
-        self.target(index).is_some_and(|t| {
-            t.window
-                .lock()
-                .expect("window lock poisoned")
-                .as_ref()
-                .is_some_and(|w| !w.is_closed())
-        })
+        self.target(index).is_some_and(|t| t.is_open())
     }
 
     /// Replays queued at target `index`, waiting for their turn (0 out of recovery).
@@ -205,7 +255,8 @@ impl Recovery {
     /// pulled again): an acknowledged write is lost.
     pub fn replay_lost(&self, index: u32, client: u64) {
         if let Some(target) = self.target(index)
-            && let Some(window) = target.window.lock().expect("window lock poisoned").as_mut()
+            && let Some(window) = target.lock_window().as_mut()
+            && !window.is_closed()
         {
             window.replay_lost(ClientId(client));
         }
@@ -215,7 +266,9 @@ impl Recovery {
     /// client's news may have been the last thing a window waited for.
     fn each_window(&self, mut f: impl FnMut(&mut ReplayWindow<PendingReplay>)) {
         for (_, target) in &self.windows.targets {
-            if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
+            if let Some(window) = target.lock_window().as_mut()
+                && !window.is_closed()
+            {
                 f(window);
             }
             target.wake.notify_one();
@@ -244,6 +297,7 @@ impl Recovery {
         let decision = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
+                // Open, or closed: a closed window answers only what it knows ran.
                 Some(window) => window.replay(ReplayRequest {
                     client: ClientId(client),
                     // One replay per transno: a resent replay is recognised by it.
@@ -251,6 +305,16 @@ impl Recovery {
                     transno: Transno(transno),
                     payload: PendingReplay { turn },
                 }),
+                // No window at this start. A client that was not on the list when it began
+                // was evicted before: its transnos may have been given again since, to writes
+                // that committed, so last_committed says nothing about its writes.
+                None if !self.windows.listed_at_start.contains(&client) => {
+                    ReplayDecision::Refused(format!(
+                        "client {client} was not on the client list when this server started (it \
+                         was evicted): its uncommitted write, transno {transno}, is lost"
+                    ))
+                }
+                // A clean start committed everything before it stopped.
                 None if Transno(transno) <= ost.last_committed() => {
                     ReplayDecision::AlreadyCommitted
                 }
@@ -264,9 +328,10 @@ impl Recovery {
         match decision {
             ReplayDecision::Queued => {
                 target.wake.notify_one();
-                turn_comes.await.map(ReplayAdmission::Turn).map_err(|_| {
-                    ServiceError::new(ESTALE, "replay discarded: the client was evicted")
-                })
+                turn_comes
+                    .await
+                    .map(ReplayAdmission::Turn)
+                    .map_err(|_| self.discarded(target, client))
             }
             ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
                 Ok(ReplayAdmission::Answered(OpReply {
@@ -280,17 +345,48 @@ impl Recovery {
     }
 }
 
+impl Recovery {
+    /// Why `client`'s replay, queued at `target`, was let go before its turn: this server
+    /// crashed (`ESHUTDOWN`, which the client takes for a server gone: it replays again to the
+    /// next start — the write is not lost), its client was evicted (`ESTALE`: the write is
+    /// lost), or a copy sent again took its place (`EAGAIN`: nobody waits for this answer).
+    fn discarded(&self, target: &TargetRecovery, client: u64) -> ServiceError {
+        if self.windows.stopped.load(Ordering::SeqCst) {
+            return ServiceError::new(
+                ESHUTDOWN,
+                "the server stopped before this replay's turn: replay to its next start",
+            );
+        }
+        let evicted = target
+            .lock_window()
+            .as_ref()
+            .is_some_and(|window| window.evicted().contains(&ClientId(client)));
+        if evicted {
+            ServiceError::new(ESTALE, "replay discarded: the client was evicted")
+        } else {
+            ServiceError::new(
+                EAGAIN,
+                "replay superseded: the client sent it again, and the new copy waits in its place",
+            )
+        }
+    }
+}
+
 impl Windows {
     /// Applies the windows' rules now: at a deadline, evicts the clients that are late; a
     /// window with nothing left to wait for closes, and the target serves new requests. Called
     /// after every change instead of on a clock. Takes each window's lock in turn: the caller
     /// must hold none.
     fn settle(&self) {
+        if self.stopped.load(Ordering::SeqCst) {
+            // A crashed life decides nothing more: its clients replay to the next one.
+            return;
+        }
         let now_ms = self.started.elapsed().as_millis() as u64;
         let mut open = 0;
         for (index, target) in &self.targets {
             let mut slot = target.window.lock().expect("window lock poisoned");
-            let Some(window) = slot.as_mut() else {
+            let Some(window) = slot.as_mut().filter(|w| !w.is_closed()) else {
                 continue;
             };
             let events = window.tick(now_ms);
@@ -298,9 +394,7 @@ impl Windows {
             for event in events {
                 self.act_on(*index, &target.ost, event);
             }
-            if window.is_closed() {
-                *slot = None;
-            } else {
+            if !window.is_closed() {
                 open += 1;
             }
             drop(slot);
@@ -310,7 +404,7 @@ impl Windows {
                 target.wake.notify_one();
             }
         }
-        if open == 0 {
+        if open == 0 && !self.stopped.load(Ordering::SeqCst) {
             let evicted = std::mem::take(&mut *self.evicted.lock().expect("evicted lock poisoned"));
             if !evicted.is_empty()
                 && let Err(error) = self.registry.remove(&evicted)
@@ -351,13 +445,7 @@ impl Windows {
     }
 
     fn any_open(&self) -> bool {
-        self.targets.iter().any(|(_, target)| {
-            target
-                .window
-                .lock()
-                .expect("window lock poisoned")
-                .is_some()
-        })
+        self.targets.iter().any(|(_, target)| target.is_open())
     }
 }
 
@@ -383,8 +471,9 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
         let next = {
             let mut slot = target.window.lock().expect("window lock poisoned");
             match slot.as_mut() {
-                Some(window) => window.next_ready(),
-                None => return,
+                Some(window) if !window.is_closed() => window.next_ready(),
+                // Closed (or ended by a crash): nothing more to hand out.
+                _ => return,
             }
         };
         match next {
