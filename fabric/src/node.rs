@@ -159,6 +159,10 @@ pub(crate) struct NodeInner {
     /// Requests waiting for their reply (RPCs and pings), by xid (ordered: the oldest is sent
     /// with every RPC request).
     pub(crate) pending: Mutex<BTreeMap<u64, oneshot::Sender<Message>>>,
+    /// The xids of RPC calls in progress, from the allocation of each xid to the call's end
+    /// (replies, BUSY retries and resends included): the oldest is what every request carries
+    /// as the oldest xid its client still waits on, and it never passes a call still going.
+    pub(crate) calls: Mutex<std::collections::BTreeSet<u64>>,
     pub(crate) next_xid: AtomicU64,
     /// What takes the requests on each service portal.
     portals: RwLock<HashMap<u32, Arc<dyn PortalHandler>>>,
@@ -221,6 +225,7 @@ impl Node {
             ),
             next_cookie: AtomicU64::new(1),
             pending: Mutex::default(),
+            calls: Mutex::default(),
             next_xid: AtomicU64::new(initial_xid()),
             portals: RwLock::default(),
             replies: Mutex::new(ReplyCache::new(

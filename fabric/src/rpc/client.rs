@@ -36,6 +36,28 @@ impl Drop for PendingGuard<'_> {
             .lock()
             .expect("pending lock poisoned")
             .remove(&self.xid);
+        self.node
+            .calls
+            .lock()
+            .expect("calls lock poisoned")
+            .remove(&self.xid);
+    }
+}
+
+impl NodeInner {
+    /// A fresh xid, counted among the calls in progress in the same step: a call that took a
+    /// higher xid can never tell a server its client waits on nothing below this one.
+    fn begin_call(&self) -> u64 {
+        let mut calls = self.calls.lock().expect("calls lock poisoned");
+        let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
+        calls.insert(xid);
+        xid
+    }
+
+    /// The oldest xid of a call still in progress.
+    fn oldest_call(&self, this: u64) -> u64 {
+        let calls = self.calls.lock().expect("calls lock poisoned");
+        calls.first().copied().unwrap_or(this)
     }
 }
 
@@ -89,17 +111,18 @@ impl Node {
         }
         let timeout = options.timeout.unwrap_or(limits.rpc_timeout);
         let resends_max = options.resends_max.unwrap_or(limits.rpc_resends_max);
-        let xid = inner.next_xid.fetch_add(1, Ordering::Relaxed);
+        let xid = inner.begin_call();
         let _pending = PendingGuard { node: inner, xid };
         *sends = 0;
         let mut busy = 0u32;
         loop {
             let (reply_tx, reply_rx) = oneshot::channel();
-            let oldest_pending = {
-                let mut pending = inner.pending.lock().expect("pending lock poisoned");
-                pending.insert(xid, reply_tx);
-                *pending.keys().next().expect("this call is pending")
-            };
+            inner
+                .pending
+                .lock()
+                .expect("pending lock poisoned")
+                .insert(xid, reply_tx);
+            let oldest_pending = inner.oldest_call(xid);
             let mut header = inner.header(Kind::Put, target);
             header.portal = portal;
             header.match_bits = xid;
