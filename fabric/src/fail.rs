@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::error::FabricError;
 use crate::fault::SplitMix64;
 use crate::frame::Header;
 use crate::nid::{NetId, Nid};
@@ -422,6 +423,23 @@ pub enum Injected {
 }
 
 impl Injected {
+    /// The errno a step that fails by it answers with: its own, or EIO for a drop or a
+    /// corruption a site could not carry out as such.
+    pub fn errno(self) -> u32 {
+        match self {
+            Injected::Errno(code) => code,
+            Injected::Drop | Injected::Corrupt => errno::EIO,
+        }
+    }
+
+    /// The error of the step it failed at `site`.
+    pub fn error(self, site: Site) -> FabricError {
+        FabricError::Injected {
+            site: site.name(),
+            code: self.errno(),
+        }
+    }
+
     /// The sentence a failed request carries.
     pub fn message(self, site: Site) -> String {
         match self {
@@ -693,6 +711,17 @@ struct NetRule {
     hit: AtomicU64,
 }
 
+impl NetRule {
+    /// A delay rule if it holds messages, a drop rule otherwise.
+    fn kind(&self) -> NetKind {
+        if self.latency.is_some() {
+            NetKind::Delay
+        } else {
+            NetKind::Drop
+        }
+    }
+}
+
 /// LNet's fault rules (`net_drop_add`, `net_delay_add`) on what one node sends: a message from
 /// a matching source to a matching target is dropped, or delayed, once in every `rate`
 /// (deterministically: the `rate`-th, `2·rate`-th, ... match).
@@ -724,11 +753,11 @@ impl NetRules {
         let words: Vec<&str> = text.split_whitespace().collect();
         let mut rules = self.rules.lock().expect("net rules lock poisoned");
         match words.as_slice() {
-            ["clear"] => rules.retain(|r| kind.of(r) != kind),
+            ["clear"] => rules.retain(|r| r.kind() != kind),
             ["del", source, target] => {
                 let (source, target) = (source.parse()?, target.parse()?);
                 let before = rules.len();
-                rules.retain(|r| !(kind.of(r) == kind && r.source == source && r.target == target));
+                rules.retain(|r| !(r.kind() == kind && r.source == source && r.target == target));
                 if rules.len() == before {
                     return Err(format!("no {kind} rule from {source} to {target}"));
                 }
@@ -798,7 +827,7 @@ impl NetRules {
         let rules = self.rules.lock().expect("net rules lock poisoned");
         let lines: Vec<String> = rules
             .iter()
-            .filter(|r| kind.of(r) == kind)
+            .filter(|r| r.kind() == kind)
             .map(|r| {
                 let latency = r
                     .latency
@@ -865,17 +894,6 @@ pub enum NetKind {
     Drop,
     /// `net_delay_add`.
     Delay,
-}
-
-impl NetKind {
-    fn of(self, rule: &NetRule) -> NetKind {
-        let _ = self;
-        if rule.latency.is_some() {
-            NetKind::Delay
-        } else {
-            NetKind::Drop
-        }
-    }
 }
 
 impl fmt::Display for NetKind {

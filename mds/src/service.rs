@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use iopath_fabric::fail::{FailPoints, Injected, Site};
-use iopath_fabric::frame::status::errno;
+use iopath_fabric::fail::{FailPoints, Site};
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
-use iopath_fabric::{FabricError, Nid, Node};
+use iopath_fabric::{Nid, Node};
 use iopath_proto::mds as pb;
 use prost::Message;
 use tracing::{Instrument as _, debug, debug_span};
@@ -325,16 +324,7 @@ impl MdsService {
         self.fail
             .pass(Site::MdsAfterLog)
             .await
-            .map_err(|injected| {
-                let code = match injected {
-                    Injected::Errno(code) => code,
-                    Injected::Drop | Injected::Corrupt => errno::EIO,
-                };
-                MdsError::Fabric(FabricError::Injected {
-                    site: Site::MdsAfterLog.name(),
-                    code,
-                })
-            })?;
+            .map_err(|injected| MdsError::Fabric(injected.error(Site::MdsAfterLog)))?;
         Ok(outcome)
     }
 }

@@ -131,11 +131,8 @@ impl Node {
             let (sent_tx, sent_rx) = oneshot::channel();
             *sends += 1;
             match inner.fail.pass(Site::ClientSend).await {
-                Err(Injected::Errno(code)) => {
-                    return Err(FabricError::Injected {
-                        site: Site::ClientSend.name(),
-                        code,
-                    });
+                Err(injected @ Injected::Errno(_)) => {
+                    return Err(injected.error(Site::ClientSend));
                 }
                 // Lost on the way out: no send, so the wait below ends at the timeout.
                 Err(Injected::Drop) => drop(sent_tx),

@@ -28,8 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use iopath_fabric::FabricError;
-use iopath_fabric::fail::{Injected, Site};
+use iopath_fabric::fail::Site;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::{BufferDescriptor, Nid, Node};
 use iopath_mds::wire::{layout_to_wire, stripe_from_wire};
@@ -710,16 +709,10 @@ impl Service for FyodService {
 /// Passes the fyod's fail point `site`: an errno fails the call with it (a drop loses the
 /// reply, a delay stalls, an abort ends the process: see `iopath_fabric::fail`).
 async fn fail_point(node: &Node, site: Site) -> Result<()> {
-    node.fail_points().pass(site).await.map_err(|injected| {
-        let code = match injected {
-            Injected::Errno(code) => code,
-            Injected::Drop | Injected::Corrupt => iopath_fabric::frame::status::errno::EIO,
-        };
-        ForwarderError::Fabric(FabricError::Injected {
-            site: site.name(),
-            code,
-        })
-    })
+    node.fail_points()
+        .pass(site)
+        .await
+        .map_err(|injected| ForwarderError::Fabric(injected.error(site)))
 }
 
 fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M> {

@@ -433,14 +433,10 @@ impl Ost {
 
     /// The error a fail point's errno makes of the step at `site`.
     fn injected(&self, site: Site, injected: Injected) -> StorageError {
-        let code = match injected {
-            Injected::Errno(code) => code,
-            Injected::Drop | Injected::Corrupt => iopath_fabric::frame::status::errno::EIO,
-        };
         StorageError::Injected {
             target: self.config.index,
             site: site.name(),
-            code,
+            code: injected.errno(),
         }
     }
 

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use iopath_fabric::fail::{Injected, Site};
+use iopath_fabric::fail::Site;
 use iopath_fabric::frame::status::errno;
 use iopath_fabric::rpc::{Reply, Request, Service, ServiceError};
 use iopath_fabric::trace::{self, Step, TraceId};
@@ -585,13 +585,7 @@ impl Service for OssService {
             // The request is done (or failed); its reply may yet stall, fail or be lost.
             match fail.pass(Site::OssBeforeReply).await {
                 Ok(()) => reply,
-                Err(injected) => Err(ServiceError::new(
-                    match injected {
-                        Injected::Errno(code) => code,
-                        Injected::Drop | Injected::Corrupt => errno::EIO,
-                    },
-                    injected.message(Site::OssBeforeReply),
-                )),
+                Err(injected) => Err(injected.error(Site::OssBeforeReply).into()),
             }
         })
     }
