@@ -59,28 +59,22 @@ pub fn iopath() -> Command {
 
 /// `iopath lctl --admin ADMIN ARGS...`'s standard output; panics, with its error, if it fails.
 pub fn lctl(admin: &str, args: &[&str]) -> String {
-    let out = iopath()
-        .args(["lctl", "--admin", admin])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "lctl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    lctl_as(admin, None, args)
 }
 
 /// `iopath lctl --admin ADMIN --secret-file SECRET ARGS...`'s standard output, for changes;
 /// panics, with its error, if it fails.
 pub fn lctl_with_secret(admin: &str, secret: &Path, args: &[&str]) -> String {
-    let out = iopath()
-        .args(["lctl", "--admin", admin, "--secret-file"])
-        .arg(secret)
-        .args(args)
-        .output()
-        .unwrap();
+    lctl_as(admin, Some(secret), args)
+}
+
+fn lctl_as(admin: &str, secret: Option<&Path>, args: &[&str]) -> String {
+    let mut lctl = iopath();
+    lctl.args(["lctl", "--admin", admin]);
+    if let Some(secret) = secret {
+        lctl.arg("--secret-file").arg(secret);
+    }
+    let out = lctl.args(args).output().unwrap();
     assert!(
         out.status.success(),
         "lctl {args:?}: {}",
