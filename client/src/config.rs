@@ -9,13 +9,6 @@ use iopath_ost_client::{ClientId, OscStats};
 /// large request's packets queue behind these, so a client never floods one server.
 pub const RPCS_IN_FLIGHT_PER_TARGET_MAX: usize = 8;
 
-/// How often a client pings each storage server it is connected to (Lustre's pinger, every
-/// `obd_timeout / 4` = 25 s against a 300 s recovery window; here 1 s against the storage
-/// servers' 30 s window). A ping is a reconnect: if the server restarted, the client replays
-/// what it kept at once, so an idle client does not hold every other client's recovery open
-/// until its window runs out.
-pub const PING_INTERVAL_MS: u64 = 1000;
-
 /// The most bytes one `read_at` or `write_at` moves: a read allocates its whole buffer, so
 /// a bad length is refused rather than allocated.
 pub const REQUEST_BYTES_MAX: u64 = 2 << 30;

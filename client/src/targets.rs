@@ -24,7 +24,6 @@
 use iopath_fabric::trace;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iopath_admin::lprocfs::Rw;
@@ -38,7 +37,7 @@ use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use tokio::task::JoinSet;
 use tracing::debug;
 
-use crate::config::{PING_INTERVAL_MS, RPCS_IN_FLIGHT_PER_TARGET_MAX};
+use crate::config::RPCS_IN_FLIGHT_PER_TARGET_MAX;
 use crate::error::ClientError;
 use crate::layout::plan::{self, ObjectIo, Packing};
 use crate::layout::{Layout, ObjectRef};
@@ -93,13 +92,9 @@ impl Targets {
         osc_stats: Option<Arc<OscStats>>,
     ) -> Result<Targets, ClientError> {
         let map = TargetMap::new(targets.iter().copied())?;
-        let connections = OstConnections::new(
-            node.clone(),
-            client,
-            map,
-            Duration::from_millis(PING_INTERVAL_MS),
-        )
-        .counted_in(osc_stats);
+        let connections =
+            OstConnections::new(node.clone(), client, map, iopath_ost_client::ping::INTERVAL)
+                .counted_in(osc_stats);
         let servers = connections.targets().servers().len();
         let targets = Targets {
             connections,

@@ -252,14 +252,21 @@ async fn a_client_that_does_not_return_is_evicted_and_only_its_uncommitted_write
         log.contains("evict"),
         "the server says it evicted the client:\n{log}"
     );
+    // A came back: no window evicts it — not even that of target 1, to which it had nothing
+    // to replay while its replays to target 0 waited at B's deadline.
+    assert!(
+        !log.contains("evicting client 1"),
+        "A, which reconnected, was evicted:\n{log}"
+    );
     assert!(
         log.contains("no client replayed them"),
         "the server says what was lost:\n{log}"
     );
 
     // The mark is durable: after another start, still refused; a rewrite clears it.
+    // (A new client: A is still on the list, bound to its node, and was never evicted.)
     let (server, _) = start_oss(dir.path(), &nid.to_string(), "async", 1500, 600_000);
-    let a = OstClient::connect(client_node().await, nid, 1)
+    let a = OstClient::connect(client_node().await, nid, 3)
         .await
         .unwrap();
     lost(a.getattr(0, 20).await.unwrap_err());

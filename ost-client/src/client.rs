@@ -97,6 +97,10 @@ struct State {
     /// The server start this client has replayed to (or first connected to). Set only once a
     /// replay to a new start is through: a replay cut short is done again at the next try.
     boot_id: u64,
+    /// The session the server has this client under (0: none yet). It changes only when the
+    /// server evicted this client and a later connect put it on its list again: then every
+    /// write kept from the old session is lost.
+    session: u64,
     /// While the server recovers: when its window closes at the latest, as it last said.
     recovery_until: Option<tokio::time::Instant>,
     /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
@@ -201,6 +205,7 @@ impl OstClient {
         {
             let mut state = me.state.lock().expect("client state lock poisoned");
             state.boot_id = reply.boot_id;
+            state.session = reply.session;
             for target in &reply.targets {
                 state.replay.committed(target.index, target.last_committed);
             }
@@ -626,6 +631,11 @@ impl OstClient {
             buffer: Some(buffer.to_proto()),
             client: self.client.get(),
             replay_transno,
+            replay_session: if replay_transno == 0 {
+                0
+            } else {
+                self.lock().session
+            },
         }
         .encode_to_vec()
         .into()
@@ -926,6 +936,7 @@ impl OstClient {
     /// and the window evicting this client for writes it never saw.
     async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
         let reply = self.connect_once().await?;
+        let evicted = self.take_session(reply.session, report);
         let (restarted, kept) = {
             let state = self.lock();
             (
@@ -964,7 +975,9 @@ impl OstClient {
             }
         }
         if reply.recovering {
-            match self.replay_done(false, reply.boot_id).await {
+            // Writes lost to an eviction are, to this start's window, writes a client came
+            // back without: it must count them lost.
+            match self.replay_done(evicted, reply.boot_id).await {
                 Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
                 other => other?,
             }
@@ -973,6 +986,39 @@ impl OstClient {
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(Round::Done)
+    }
+
+    /// Takes the session a connect's reply names. If it is not the one this client had, the
+    /// server evicted the client since (and a later connect put it back on its list): every
+    /// kept write is lost, each is added to `report`, and none is replayed. Returns whether
+    /// anything was lost so.
+    fn take_session(&self, session: u64, report: &mut ReplayReport) -> bool {
+        let lost = {
+            let mut state = self.lock();
+            let changed = state.session != 0 && session != 0 && session != state.session;
+            let was = std::mem::replace(&mut state.session, session);
+            if !changed || state.replay.is_empty() {
+                return false;
+            }
+            warn!(server = %self.server, session = was, now = session, kept = state.replay.len(), "evicted: every kept write is lost");
+            let by_target = state.replay.kept_by_target();
+            let mut lost = Vec::new();
+            for ((target, transno), write) in state.replay.in_replay_order() {
+                state.replay.forget((target, transno));
+                lost.push(LostWrite {
+                    target,
+                    object: write.object,
+                    transno,
+                });
+            }
+            drop(state);
+            for (target, kept) in by_target {
+                self.kept_changed(target, 0, kept as usize);
+            }
+            lost
+        };
+        report.lost.extend(lost);
+        true
     }
 }
 

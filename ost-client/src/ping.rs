@@ -10,6 +10,14 @@ use tracing::{info, warn};
 
 use crate::client::{LostWrite, OstClient};
 
+/// How often a client pings each storage server it is connected to (Lustre's pinger, every
+/// `obd_timeout / 4` = 25 s against a 300 s recovery window; here 1 s against the storage
+/// servers' 30 s window). A ping is a reconnect: if the server restarted, the client replays
+/// what it kept at once, so an idle client does not hold every other client's recovery open
+/// until its window runs out — or, evicted, make that window count every byte its startup
+/// cut as lost.
+pub const INTERVAL: Duration = Duration::from_secs(1);
+
 /// Lustre's pinger for one server connection: every `interval`, a reconnect. If the server
 /// restarted, the kept writes are replayed right away (and the server told this client is
 /// done), whether or not anyone is using the connection — an idle client is not evicted for

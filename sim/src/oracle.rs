@@ -16,6 +16,12 @@
 //! server evicted it in recovery: the protocol's stated limit) counts as not acknowledged,
 //! and so does every other write of that object's server life before it (the client was
 //! told "writes were lost", not which bytes).
+//!
+//! A read the server refuses because it touches bytes it marked lost (its recovery window
+//! evicted a client, and what its startup cut could have been acknowledged) is checked too:
+//! the bytes it names must hold no acknowledged write its client was not told of. A window
+//! that evicts anyone marks every byte its startup cut, which may include a write that failed
+//! (the crash took its reply) — an over-statement the server makes on purpose, and allowed.
 
 use std::collections::BTreeMap;
 
@@ -130,6 +136,33 @@ impl Oracle {
         self.objects
             .get_mut(&key)?
             .get_mut(version.checked_sub(1)? as usize)
+    }
+
+    /// Checks bytes of `key` a server refused to serve, saying they were lost: `ranges`, as
+    /// `[start, end)` byte ranges. None may hold the last acknowledged write of a word — that
+    /// write is gone, and its client was not told.
+    pub fn check_lost(&self, key: ObjectKey, ranges: &[(u64, u64)]) -> Result<(), Violation> {
+        let empty = Vec::new();
+        let writes = self.objects.get(&key).unwrap_or(&empty);
+        for &(start, end) in ranges {
+            for word in start / WORD_BYTES..end.div_ceil(WORD_BYTES) {
+                let acknowledged = writes
+                    .iter()
+                    .rfind(|w| w.covers(word) && w.outcome == Outcome::Acknowledged);
+                if let Some(write) = acknowledged {
+                    return Err(violation(
+                        key,
+                        word,
+                        format!(
+                            "the server says acknowledged write v{}'s bytes were lost, and its \
+                             client was not told",
+                            write.version
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks `bytes` read at byte `offset` of `key`, where `asked` bytes were asked for
@@ -284,6 +317,28 @@ mod tests {
         let flipped = oracle.check_read(KEY, 0, 32, &garbage).unwrap_err();
         assert_eq!(flipped.offset, 8);
         assert!(flipped.what.contains("no write put there"), "{flipped}");
+    }
+
+    #[test]
+    fn bytes_marked_lost_may_not_hold_an_acknowledged_write_nobody_was_told_of() {
+        let mut oracle = Oracle::new();
+        written(&mut oracle, 0, 4, Outcome::Acknowledged);
+        written(&mut oracle, 64, 4, Outcome::Failed);
+        assert_eq!(
+            oracle.check_lost(KEY, &[(64, 96)]),
+            Ok(()),
+            "a failed write's bytes"
+        );
+        assert_eq!(
+            oracle.check_lost(KEY, &[(128, 4096)]),
+            Ok(()),
+            "never written"
+        );
+        let untold = oracle.check_lost(KEY, &[(16, 80)]).unwrap_err();
+        assert_eq!(untold.offset, 16);
+        assert!(untold.what.contains("v1"), "{untold}");
+        oracle.writes_reported_lost(KEY);
+        assert_eq!(oracle.check_lost(KEY, &[(0, 96)]), Ok(()), "told");
     }
 
     #[test]

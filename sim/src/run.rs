@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::fault::SplitMix64;
+use iopath_fabric::frame::status::errno;
 use iopath_fabric::{FabricError, Limits};
 use iopath_ost_client::OstClient;
 
@@ -163,6 +164,7 @@ async fn simulate_in(
     let faults = NetworkFaults::new(rng.next(), config.message_faults, Arc::clone(events));
     let world = World::start(world_config.clone(), faults.clone(), Arc::clone(executions)).await?;
     let clients = connect_clients(&world, &world_config, &mut rng).await?;
+    start_pingers(&clients, shared);
     let world = Arc::new(tokio::sync::Mutex::new(world));
 
     // The workload and the fault schedule run together until every client is done.
@@ -175,6 +177,7 @@ async fn simulate_in(
         Arc::clone(shared),
         Arc::clone(&done),
         config.crashes,
+        world_config.recovery_window,
     ));
     let mut tasks = Vec::new();
     for client in &clients {
@@ -271,6 +274,36 @@ async fn connect_clients(
         });
     }
     Ok(clients)
+}
+
+/// Lustre's pinger on every connection, as the client library runs it: an idle client
+/// notices a server restart within a ping and replays, instead of being evicted for being
+/// idle (which would cost the other clients too: a window that evicts anyone counts every
+/// byte its startup cut as lost). Writes a ping finds lost are the client's to be told of.
+fn start_pingers(clients: &[SimClient], shared: &Arc<Shared>) {
+    for client in clients {
+        for connection in &client.connections {
+            let shared = Arc::clone(shared);
+            let (c, objects) = (client.index, client.objects.clone());
+            tokio::spawn(iopath_ost_client::ping(
+                Arc::downgrade(connection),
+                iopath_ost_client::ping::INTERVAL,
+                move |server, writes| {
+                    shared.events.record(
+                        "loss_reported",
+                        format_args!(
+                            "c{c}: a ping found {} kept writes lost at {server}",
+                            writes.len()
+                        ),
+                    );
+                    let mut oracle = shared.oracle();
+                    for (_, key) in &objects {
+                        oracle.writes_reported_lost(*key);
+                    }
+                },
+            ));
+        }
+    }
 }
 
 /// A client's workload: `ops` writes and reads of its own objects, one at a time, with short
@@ -370,11 +403,92 @@ async fn read(
                 "read_failed",
                 format_args!("c{c} op{op} {key}: {}", error_class(&error)),
             );
-            if last && !shared.oracle().has_reported_loss(key) {
+            if !last || shared.oracle().has_reported_loss(key) {
+                return;
+            }
+            let lost = match &error {
+                FabricError::Remote { code, message, .. } if *code == errno::EIO => {
+                    lost_ranges(message)
+                }
+                _ => None,
+            };
+            let Some(lost) = lost else {
                 shared.fail(format!(
                     "read by client {c} of {key} failed after the final recovery: {error}"
                 ));
+                return;
+            };
+            // The server refused bytes it marked lost: they must hold nothing acknowledged
+            // that nobody was told of, and everything around them must read back.
+            if let Err(violation) = shared.oracle().check_lost(key, &lost) {
+                shared.fail(format!(
+                    "read by client {c} after the final recovery: {violation} ({error})"
+                ));
+                return;
             }
+            read_around(client, connection, key, offset, length, &lost, shared).await;
+        }
+    }
+}
+
+/// The byte ranges an EIO names as lost ("… lost N acknowledged bytes at [a, b), [c, d) when
+/// the server restarted …"); none if the message says no such thing.
+fn lost_ranges(message: &str) -> Option<Vec<(u64, u64)>> {
+    let (_, after) = message.split_once(" acknowledged bytes at ")?;
+    let (ranges, _) = after.split_once(" when the server restarted")?;
+    ranges
+        .split("), ")
+        .map(|range| {
+            let (start, end) = range
+                .trim_start_matches('[')
+                .trim_end_matches(')')
+                .split_once(", ")?;
+            Some((start.parse().ok()?, end.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Reads and checks `[offset, offset + length)` of `key` around the `lost` ranges the server
+/// refuses to serve.
+async fn read_around(
+    client: &SimClient,
+    connection: &OstClient,
+    key: ObjectKey,
+    offset: u64,
+    length: u64,
+    lost: &[(u64, u64)],
+    shared: &Shared,
+) {
+    let c = client.index;
+    let mut gaps = Vec::new();
+    let mut at = offset;
+    for &(start, end) in lost {
+        if start > at {
+            gaps.push((at, start.min(offset + length)));
+        }
+        at = at.max(end);
+    }
+    gaps.push((at, offset + length));
+    for (start, end) in gaps.into_iter().filter(|(s, e)| s < e) {
+        let checked = match connection
+            .read(key.target, key.object, start, end - start)
+            .await
+        {
+            Ok(bytes) => shared
+                .oracle()
+                .check_read(key, start, end - start, &bytes)
+                .map_err(|violation| violation.to_string()),
+            Err(error) => Err(format!("[{start}, {end}) failed: {error}")),
+        };
+        shared.events.record(
+            "read_around_lost",
+            format_args!("c{c} {key} @{start}+{}: {}", end - start, checked.is_ok()),
+        );
+        if let Err(why) = checked {
+            shared.fail(format!(
+                "read by client {c} around the bytes the server marked lost, after the final \
+                 recovery: {why}"
+            ));
         }
     }
 }
@@ -478,8 +592,8 @@ async fn final_check(clients: &[SimClient], shared: &Arc<Shared>) {
 }
 
 /// The fault schedule: until the workload is `done`, one fault at a time — a server crashed
-/// and restarted, a node partitioned and healed, a router crashed and restarted — with
-/// message faults throughout.
+/// and restarted, a client away past that restart's recovery window, a node partitioned and
+/// healed, a router crashed and restarted — with message faults throughout.
 async fn nemesis(
     mut rng: SplitMix64,
     world: Arc<tokio::sync::Mutex<World>>,
@@ -487,6 +601,7 @@ async fn nemesis(
     shared: Arc<Shared>,
     done: Arc<AtomicBool>,
     crashes: bool,
+    recovery_window: Duration,
 ) -> Result<(), SimError> {
     let events = &shared.events;
     let (servers, routers, clients) = {
@@ -497,6 +612,26 @@ async fn nemesis(
         tokio::time::sleep(Duration::from_millis(500 + rng.next() % 3500)).await;
         let down = Duration::from_millis(200 + rng.next() % 3000);
         match rng.next() % 6 {
+            0..=2 if crashes && rng.next().is_multiple_of(8) => {
+                // A client away while a server restarts, and past its recovery window: the
+                // window evicts it, and what it kept for that server is lost — and said so
+                // when it comes back.
+                let c = FIRST_CLIENT + (rng.next() % clients) as u32;
+                let s = (rng.next() % servers as u64) as usize;
+                faults.isolate(c);
+                events.record(
+                    "away",
+                    format_args!("client node {c}, while server {s} restarts"),
+                );
+                let outcome = world.lock().await.crash_server(s, &mut rng)?;
+                events.record("server_crash", format_args!("server {s}: {outcome:?}"));
+                tokio::time::sleep(down).await;
+                world.lock().await.start_server(s).await?;
+                events.record("server_restart", format_args!("server {s}"));
+                tokio::time::sleep(recovery_window + Duration::from_secs(2)).await;
+                faults.heal(c);
+                events.record("back", format_args!("client node {c}"));
+            }
             0..=2 if crashes => {
                 let s = (rng.next() % servers as u64) as usize;
                 let outcome = world.lock().await.crash_server(s, &mut rng)?;
@@ -536,5 +671,21 @@ async fn nemesis(
 pub fn add_counts(total: &mut BTreeMap<&'static str, u64>, counts: &BTreeMap<&'static str, u64>) {
     for (kind, count) in counts {
         *total.entry(kind).or_default() += count;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_ranges;
+
+    #[test]
+    fn the_lost_ranges_an_eio_names_are_read_from_it() {
+        let message = "OST0003: object 0x65 lost 12288 acknowledged bytes at [8192, 16384), \
+                       [20480, 24576) when the server restarted: no client replayed them";
+        assert_eq!(
+            lost_ranges(message),
+            Some(vec![(8192, 16384), (20480, 24576)])
+        );
+        assert_eq!(lost_ranges("OST0003: I/O error"), None);
     }
 }

@@ -271,6 +271,7 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
         buffer: Some(region.describe_all(ChecksumKind::Crc32).to_proto()),
         client: 1,
         replay_transno: stamp.transno,
+        replay_session: 0,
     };
     let call = |op, body: Vec<u8>| peer.call(server.nid(), OST_PORTAL, op, body.into());
     let (code, message) = refusal(
@@ -566,6 +567,71 @@ async fn an_evicted_clients_replay_is_lost_even_where_its_transno_was_given_agai
         [kept.transno],
         "{report:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_evicted_client_put_back_on_the_list_before_it_replayed_still_loses_its_writes() {
+    // Found by the seeded simulation (seed 2955): a client evicted in one start connected
+    // again — which puts it back on the client list, durably — and the server crashed before
+    // the client heard the answer. The next start's window waited for it as for any listed
+    // client, and answered its replay "already committed": the transno had been given again
+    // since the eviction, to a write that committed. The write was lost and nobody was told.
+    let window = Duration::from_secs(5);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let evicted_node = server.client_node(11).await;
+    let evicted = OstClient::connect(evicted_node.clone(), server.nid(), 1)
+        .await
+        .unwrap();
+    evicted.create(0, 1).await.unwrap();
+    evicted.sync(0).await.unwrap();
+    let kept = evicted.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    assert!(kept.last_committed < kept.transno, "kept for replay");
+
+    // The client stays away past the window: evicted, and taken off the list.
+    server.crash_and_restart().await;
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    assert!(!server.service.recovering(0));
+    // Another client's write takes the same transno, and commits.
+    let other = OstClient::connect(server.client_node(12).await, server.nid(), 2)
+        .await
+        .unwrap();
+    other.create(0, 2).await.unwrap();
+    let reused = other.write(0, 2, 0, pattern(4096, 2)).await.unwrap();
+    other.sync(0).await.unwrap();
+    assert!(reused.transno >= kept.transno, "{reused:?} {kept:?}");
+
+    // The evicted client's connect reaches the server, which lists it again; its answer is
+    // lost with the server (a raw request here, whose reply the client never sees).
+    let connect = pb::ConnectRequest { client: 1 };
+    evicted_node
+        .call(
+            server.nid(),
+            OST_PORTAL,
+            opcode::CONNECT,
+            connect.encode_to_vec().into(),
+        )
+        .await
+        .unwrap();
+    server.crash_and_restart().await;
+
+    // The next start waits for the client: its write is reported lost, not answered as
+    // committed.
+    let report = evicted.reconnect_and_replay().await.unwrap();
+    assert_eq!(report.replayed, 0, "{report:?}");
+    assert_eq!(
+        report
+            .lost
+            .iter()
+            .map(|lost| lost.transno)
+            .collect::<Vec<_>>(),
+        [kept.transno],
+        "{report:?}"
+    );
+    assert_eq!(evicted.kept_writes(), 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -21,7 +21,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use iopath_fabric::trace;
@@ -68,10 +67,6 @@ struct Connections {
     link: OstConnections,
 }
 
-/// How often the fyod pings each storage server connection (Lustre's pinger), so an idle
-/// fyod still replays promptly after a server restart instead of being evicted.
-const PING_INTERVAL: Duration = Duration::from_secs(1);
-
 /// The fyod's backends.
 #[derive(Debug)]
 pub(crate) struct Backend {
@@ -115,8 +110,13 @@ impl Backend {
                 let list = self.mds.targets().await?;
                 let targets = TargetMap::new(list.targets.iter().map(|t| (t.index, t.nid)))?;
                 let set = |id| {
-                    OstConnections::new(self.node.clone(), id, targets.clone(), PING_INTERVAL)
-                        .counted_in(self.osc_stats.clone())
+                    OstConnections::new(
+                        self.node.clone(),
+                        id,
+                        targets.clone(),
+                        iopath_ost_client::ping::INTERVAL,
+                    )
+                    .counted_in(self.osc_stats.clone())
                 };
                 Ok::<_, ForwarderError>(Connections {
                     ost: set(self.fyod_id),

@@ -90,6 +90,7 @@ fn run_seeds(args: &SimArgs) -> u64 {
         "bit_flip",
         "partition",
         "partition_drop",
+        "away",
         "server_crash",
         "router_crash",
     ];
@@ -105,6 +106,7 @@ fn run_seeds(args: &SimArgs) -> u64 {
         "read_failed",
         "replayed",
         "loss_reported",
+        "read_around_lost",
     ]
     .iter()
     .map(|kind| format!("{kind} {}", counts.get(kind).copied().unwrap_or(0)))

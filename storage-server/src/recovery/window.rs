@@ -293,6 +293,14 @@ impl<P> ReplayWindow<P> {
         ReplayDecision::Queued
     }
 
+    /// The client connected to the server this window belongs to: it is back, and gets until
+    /// the hard deadline to finish, as one whose replays have begun.
+    pub fn client_reconnected(&mut self, client: ClientId) {
+        if let Some(state) = self.clients.get_mut(&client) {
+            state.reconnected = true;
+        }
+    }
+
     /// The client has sent all its replays (ptlrpc's last-replay flag).
     pub fn client_done(&mut self, client: ClientId) {
         if let Some(state) = self.clients.get_mut(&client) {

@@ -120,7 +120,12 @@ impl OssService {
         let state_dir = targets.root.clone();
         let fail = Arc::clone(node.fail_points());
         let oss = Arc::new(Oss::open_on_engine(targets, engine, fail).await?);
-        let clients = Arc::new(ClientRegistry::open(&state_dir, config.clients_max)?);
+        let boot_id = boot_id();
+        let clients = Arc::new(ClientRegistry::open(
+            &state_dir,
+            config.clients_max,
+            boot_id,
+        )?);
         let clean = recovery::take_clean_marker(&state_dir)?;
         let known = if clean { Vec::new() } else { clients.known() };
         if !known.is_empty() {
@@ -135,7 +140,7 @@ impl OssService {
             clients,
             bulk_pool: Semaphore::new(pages as usize),
             bulk_pool_pages: pages,
-            boot_id: boot_id(),
+            boot_id,
         });
         node.register_service(OST_PORTAL, front(Arc::clone(&service)))
             .map_err(|e| StorageError::InvalidConfig {
@@ -207,9 +212,11 @@ impl OssService {
                 let connect = decode::<pb::ConnectRequest>(body)?;
                 // The client is recorded (and made durable) before it is told it is connected,
                 // so a crash after this reply still waits for it in recovery.
-                self.clients
+                let session = self
+                    .clients
                     .add(connect.client, request.source)
                     .map_err(storage_error)?;
+                self.recovery.client_connected(connect.client);
                 let targets = self
                     .oss
                     .targets()
@@ -226,6 +233,7 @@ impl OssService {
                     boot_id: self.boot_id,
                     recovery_remaining_ms: self.recovery.remaining_ms(),
                     recovery_hard_remaining_ms: self.recovery.hard_remaining_ms(),
+                    session,
                 }
                 .encode_to_vec()
                 .into());
@@ -433,6 +441,22 @@ impl OssService {
         target: &Arc<crate::ost::Ost>,
     ) -> Result<pb::OpReply, ServiceError> {
         let transno = op.replay_transno;
+        let session = self.clients.session(op.client);
+        if op.replay_session != 0 && session.is_some_and(|s| s != 0 && s != op.replay_session) {
+            // Evicted since the write was acknowledged, and put back on the list by a later
+            // connect: what it kept from before is gone, whatever a window here waits for.
+            self.recovery.replay_lost(op.target, op.client);
+            return Err(ServiceError::new(
+                errno::ESTALE,
+                format!(
+                    "client {} was evicted after this write was acknowledged (session {}, now \
+                     {}): its uncommitted write, transno {transno}, is lost",
+                    op.client,
+                    op.replay_session,
+                    session.unwrap_or(0)
+                ),
+            ));
+        }
         let turn = match self
             .recovery
             .wait_for_turn(op.target, target, op.client, transno)

@@ -16,7 +16,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -103,16 +103,15 @@ struct Windows {
     /// client that is not among them was evicted (or had disconnected, keeping nothing): what
     /// it kept is lost here, whatever its transnos.
     listed_at_start: Vec<u64>,
-    /// Clients any window evicted, taken off `registry` once every window has closed.
-    evicted: Mutex<Vec<u64>>,
     /// Set when the server crashed: its windows act on nothing any more.
     stopped: AtomicBool,
 }
 
 impl Recovery {
     /// Opens a window on every target for `known` clients (none: no recovery) and starts the
-    /// drivers and the deadline timer. When every window has closed, the clients they evicted
-    /// are taken off `registry`: they are not waited for again at the next restart.
+    /// drivers and the deadline timer. A client a window evicts is taken off `registry` at
+    /// once: it is not waited for again at the next restart, and a later connect gives it a
+    /// new session.
     pub fn start(
         oss: &Arc<Oss>,
         known: Vec<u64>,
@@ -151,7 +150,6 @@ impl Recovery {
             started: tokio::time::Instant::now(),
             listed_at_start: registry.known(),
             registry,
-            evicted: Mutex::default(),
             stopped: AtomicBool::new(false),
         });
         let mut tasks = Vec::new();
@@ -238,6 +236,13 @@ impl Recovery {
         (2 * self.window)
             .saturating_sub(self.windows.started.elapsed())
             .as_millis() as u64
+    }
+
+    /// `client` connected to this start: it is back, on every target whose window waits for
+    /// it, though it replays to one target after another. A window that saw nothing of it yet
+    /// would evict it at the deadline while its replays to another target wait their turn.
+    pub fn client_connected(&self, client: u64) {
+        self.each_window(|window| window.client_reconnected(ClientId(client)));
     }
 
     /// `client` has replayed everything it kept, on every target.
@@ -383,7 +388,6 @@ impl Windows {
             return;
         }
         let now_ms = self.started.elapsed().as_millis() as u64;
-        let mut open = 0;
         for (index, target) in &self.targets {
             let mut slot = target.window.lock().expect("window lock poisoned");
             let Some(window) = slot.as_mut().filter(|w| !w.is_closed()) else {
@@ -394,22 +398,11 @@ impl Windows {
             for event in events {
                 self.act_on(*index, &target.ost, event);
             }
-            if !window.is_closed() {
-                open += 1;
-            }
             drop(slot);
             if changed {
                 // An eviction may free a replay that waited on the evicted client; a closed
                 // window ends its driver.
                 target.wake.notify_one();
-            }
-        }
-        if open == 0 && !self.stopped.load(Ordering::SeqCst) {
-            let evicted = std::mem::take(&mut *self.evicted.lock().expect("evicted lock poisoned"));
-            if !evicted.is_empty()
-                && let Err(error) = self.registry.remove(&evicted)
-            {
-                warn!(%error, "could not take evicted clients off the client list; the next restart waits for them again");
             }
         }
     }
@@ -422,9 +415,12 @@ impl Windows {
                 client, message, ..
             } => {
                 warn!(target = index, "{message}");
-                let mut evicted = self.evicted.lock().expect("evicted lock poisoned");
-                if !evicted.contains(&client.0) {
-                    evicted.push(client.0);
+                // Durable at once, not when every window has closed: a crash before then
+                // would list the client again at the next start, under the session its
+                // writes were acknowledged in, and that start would take its replays —
+                // to a target where this one gave their transnos again to committed writes.
+                if let Err(error) = self.registry.remove(&[client.0]) {
+                    warn!(%error, "could not take an evicted client off the client list; the next restart waits for it again");
                 }
             }
             WindowEvent::Closed {
@@ -537,15 +533,25 @@ async fn persist(ost: &Ost) {
 }
 
 /// The clients a server has served, kept on disk so that after a crash it knows whom to wait
-/// for, each with the NID it connected from. A client is written (and made durable) before
-/// its first connect is answered. The NID binds the id: a request from another NID that claims
-/// it — a replay, its end of replay, a connect or a disconnect — is refused, before and after a
-/// restart, until the client disconnects or is evicted.
+/// for, each with the NID it connected from and its session. A client is written (and made
+/// durable) before its first connect is answered. The NID binds the id: a request from another
+/// NID that claims it — a replay, its end of replay, a connect or a disconnect — is refused,
+/// before and after a restart, until the client disconnects or is evicted.
+///
+/// The **session** is Lustre's connection epoch: a number given when the client is put on the
+/// list, and kept while it stays there, across restarts. An eviction takes the client off; its
+/// next connect puts it on again under a new session. A write acknowledged under one session
+/// can be replayed only under the same: after an eviction the write is gone, even if the
+/// client was put back on the list before it could replay (its connect's reply lost, then
+/// a crash) and a later start's window waits for it.
 #[derive(Debug)]
 pub struct ClientRegistry {
     path: PathBuf,
     known: Mutex<Vec<KnownClient>>,
     clients_max: usize,
+    /// The session the next client put on the list gets: unique to this server start (it
+    /// begins at the start's boot id) and counted up from there.
+    next_session: AtomicU64,
 }
 
 /// A client on the list.
@@ -556,10 +562,13 @@ struct KnownClient {
     /// The NID it connected from; none on a line written before clients were bound to NIDs
     /// (bound at its next connect).
     nid: Option<Nid>,
+    /// Its session; 0 on a line written before sessions, which checks nothing.
+    session: u64,
 }
 
 impl KnownClient {
-    /// One line of the list: `id nid`, or `id` alone in a list from before the binding.
+    /// One line of the list: `id nid session`; `id nid` or `id` alone in a list from before
+    /// sessions or the binding.
     fn parse(line: &str) -> Option<KnownClient> {
         let mut words = line.split_whitespace();
         let id = words.next()?.parse().ok()?;
@@ -567,12 +576,19 @@ impl KnownClient {
             Some(word) => Some(word.parse().ok()?),
             None => None,
         };
-        words.next().is_none().then_some(KnownClient { id, nid })
+        let session = match words.next() {
+            Some(word) => word.parse().ok()?,
+            None => 0,
+        };
+        words
+            .next()
+            .is_none()
+            .then_some(KnownClient { id, nid, session })
     }
 
     fn line(&self) -> String {
         match self.nid {
-            Some(nid) => format!("{} {nid}\n", self.id),
+            Some(nid) => format!("{} {nid} {}\n", self.id, self.session),
             None => format!("{}\n", self.id),
         }
     }
@@ -581,7 +597,13 @@ impl KnownClient {
 impl ClientRegistry {
     /// Opens (or starts) the list in `dir/clients`, which may hold at most `clients_max`
     /// clients: peers choose client ids, so the list is bounded like everything they control.
-    pub fn open(dir: &Path, clients_max: usize) -> Result<ClientRegistry, StorageError> {
+    /// Clients put on the list by this start get sessions counted up from `first_session`
+    /// (the start's boot id).
+    pub fn open(
+        dir: &Path,
+        clients_max: usize,
+        first_session: u64,
+    ) -> Result<ClientRegistry, StorageError> {
         let path = dir.join("clients");
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -610,12 +632,21 @@ impl ClientRegistry {
             path,
             known: Mutex::new(known),
             clients_max,
+            next_session: AtomicU64::new(first_session),
         })
     }
 
     /// Every client ever connected.
     pub fn known(&self) -> Vec<u64> {
         self.lock().iter().map(|k| k.id).collect()
+    }
+
+    /// `client`'s session, if it is on the list.
+    pub fn session(&self, client: u64) -> Option<u64> {
+        self.lock()
+            .iter()
+            .find(|k| k.id == client)
+            .map(|k| k.session)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KnownClient>> {
@@ -638,17 +669,14 @@ impl ClientRegistry {
     }
 
     /// Records `client`, connected from `source`, durably, if new (or not yet bound to a
-    /// NID); refuses a new client once `clients_max` are known, and a client bound to
-    /// another NID.
-    pub fn add(&self, client: u64, source: Nid) -> Result<(), StorageError> {
+    /// NID), and returns its session: the one it has if it is on the list, a new one if it is
+    /// put on it now. Refuses a new client once `clients_max` are known, and a client bound
+    /// to another NID.
+    pub fn add(&self, client: u64, source: Nid) -> Result<u64, StorageError> {
         let mut known = self.lock();
-        let entry = KnownClient {
-            id: client,
-            nid: Some(source),
-        };
         let existing = known.iter().position(|k| k.id == client);
         match existing.map(|i| known[i]) {
-            Some(k) if k.nid == Some(source) => return Ok(()),
+            Some(k) if k.nid == Some(source) => return Ok(k.session),
             Some(KnownClient {
                 nid: Some(bound), ..
             }) => {
@@ -666,6 +694,11 @@ impl ClientRegistry {
             }
             None => {}
         }
+        let entry = KnownClient {
+            id: client,
+            nid: Some(source),
+            session: self.next_session.fetch_add(1, Ordering::Relaxed),
+        };
         let io = |op: &'static str| {
             let path = self.path.clone();
             move |source| StorageError::Io { op, path, source }
@@ -683,7 +716,7 @@ impl ClientRegistry {
             Some(i) => known[i] = entry,
             None => known.push(entry),
         }
-        Ok(())
+        Ok(entry.session)
     }
 
     /// Takes `clients` off the list, durably (the list is rewritten: temp file, fsync, rename,
