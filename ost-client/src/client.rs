@@ -101,6 +101,10 @@ struct State {
     /// server evicted this client and a later connect put it on its list again: then every
     /// write kept from the old session is lost.
     session: u64,
+    /// The start a replay is under way to, from the moment it chose what to replay until it
+    /// is through: a write acknowledged by an older start in that time is not among what it
+    /// replays.
+    replaying_to: Option<u64>,
     /// While the server recovers: when its window closes at the latest, as it last said.
     recovery_until: Option<tokio::time::Instant>,
     /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
@@ -523,9 +527,30 @@ impl OstClient {
     /// Notes a reply's stamp: keeps the write if it is not committed yet, and forgets kept
     /// writes the target has now committed.
     fn note(&self, target: u32, stamp: Stamp, kept: Option<Kept>) {
+        self.note_answered_by(None, target, stamp, kept);
+    }
+
+    /// [`OstClient::note`] for a write's reply from the server start `answered_by` — unless
+    /// that start has ended (or is ending: a replay to the next start is under way) and had
+    /// not committed the write. Then nothing is noted, false is returned, and the write must
+    /// be sent again. Decided under the state lock, where a replay chooses what it replays: a
+    /// write is either among what the replay to the next start carries, or noted by no one.
+    fn note_answered_by(
+        &self,
+        answered_by: Option<u64>,
+        target: u32,
+        stamp: Stamp,
+        kept: Option<Kept>,
+    ) -> bool {
         let traced = kept.as_ref().and_then(|k| k.trace);
         let (forgotten, committed) = {
             let mut state = self.lock();
+            if let Some(start) = answered_by.filter(|&start| start != 0) {
+                let current = state.replaying_to.unwrap_or(state.boot_id);
+                if start != current && stamp.transno > stamp.last_committed {
+                    return false;
+                }
+            }
             let noted = state
                 .replay
                 .note(target, stamp.transno, stamp.last_committed, kept);
@@ -566,6 +591,7 @@ impl OstClient {
                 log.record(id, Step::new("osc", "release", detail));
             }
         }
+        true
     }
 
     /// The target committed up to `last_committed`, learned another way (a sync through
@@ -656,11 +682,34 @@ impl OstClient {
         let rpc = stats
             .as_deref()
             .map(|stats| stats.rpc(Rw::Write, buffer.length, kept.offset));
-        let reply = self.call(Some(target), opcode::WRITE, body).await?;
+        let mut answers_from_ended_starts = 0;
+        let reply = loop {
+            let reply = self.call(Some(target), opcode::WRITE, body.clone()).await?;
+            let answered_by = Some(reply.boot_id);
+            if self.note_answered_by(answered_by, target, Stamp::of(&reply), Some(kept.clone())) {
+                break reply;
+            }
+            // Acknowledged by a start that has ended (its answer was late in the network, or
+            // came while a replay to the next start was under way), before its commit: that
+            // start's crash took the write, and no replay carried it, for it was not kept
+            // yet. Send it again, to the start running now.
+            answers_from_ended_starts += 1;
+            if answers_from_ended_starts > REPLAY_ROUNDS_MAX {
+                return Err(FabricError::Remote {
+                    peer: self.server,
+                    code: errno::ENOTCONN,
+                    message: format!(
+                        "{} acknowledged a write from a start that had ended, \
+                         {REPLAY_ROUNDS_MAX} times in a row",
+                        self.server
+                    ),
+                });
+            }
+            info!(server = %self.server, target, transno = reply.transno, "a write was acknowledged by a server start that has ended, before its commit: sending it again");
+        };
         if let Some(rpc) = rpc {
             rpc.done(buffer.length);
         }
-        self.note(target, Stamp::of(&reply), Some(kept));
         Ok(reply)
     }
 
@@ -910,6 +959,13 @@ impl OstClient {
     /// number of times.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
         let _one_at_a_time = self.replaying.lock().await;
+        let result = self.replay_rounds().await;
+        self.lock().replaying_to = None;
+        result
+    }
+
+    /// The rounds of [`OstClient::reconnect_and_replay`].
+    async fn replay_rounds(&self) -> Result<ReplayReport, FabricError> {
         let mut report = ReplayReport::default();
         for _ in 0..REPLAY_ROUNDS_MAX {
             match self.replay_round(&mut report).await? {
@@ -938,11 +994,12 @@ impl OstClient {
         let reply = self.connect_once().await?;
         let evicted = self.take_session(reply.session, report);
         let (restarted, kept) = {
-            let state = self.lock();
-            (
-                state.boot_id != reply.boot_id,
-                state.replay.in_replay_order(),
-            )
+            let mut state = self.lock();
+            let restarted = state.boot_id != reply.boot_id;
+            if restarted {
+                state.replaying_to = Some(reply.boot_id);
+            }
+            (restarted, state.replay.in_replay_order())
         };
         if !restarted {
             return Ok(Round::Done);
@@ -982,7 +1039,11 @@ impl OstClient {
                 other => other?,
             }
         }
-        self.lock().boot_id = reply.boot_id;
+        {
+            let mut state = self.lock();
+            state.boot_id = reply.boot_id;
+            state.replaying_to = None;
+        }
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(Round::Done)

@@ -65,7 +65,7 @@ fn seeds_150_to_199_keep_every_acknowledged_write() {
 
 /// Seeds past the suite's range that found bugs (docs/simulation.md, "Findings"): each
 /// failed until its fix, and is kept as a regression test of the whole path.
-const FOUND_PAST_THE_SUITE: [u64; 4] = [1234, 1338, 1412, 2019];
+const FOUND_PAST_THE_SUITE: [u64; 8] = [1234, 1338, 1412, 2019, 2224, 4247, 7587, 7678];
 
 #[test]
 fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {

@@ -181,6 +181,7 @@ async fn an_async_crash_loses_only_uncommitted_writes_and_replay_restores_them()
             .await
             .unwrap();
         assert_eq!(reply.transno, Some(k.transno), "replays keep their transno");
+        window.finished(k.transno, true, k.client);
     }
     events.extend(window.tick(1000));
     assert!(window.is_closed());

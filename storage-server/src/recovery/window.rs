@@ -32,7 +32,7 @@
 //! side needs to re-execute a request.
 
 use crate::ids::Transno;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 /// A client's identity across a server restart (from its connection UUID or NID).
@@ -69,9 +69,16 @@ pub enum ReplayDecision {
     Queued,
     /// At or below `last_committed`: already durable. Answer success without re-executing.
     AlreadyCommitted,
-    /// This `(client, xid)` was seen already: answer it again, do not re-execute.
+    /// This `(client, xid)` was seen already and has executed: answer it again, do not
+    /// re-execute.
     Duplicate {
         /// The transno it was queued under.
+        transno: Transno,
+    },
+    /// This `(client, xid)` was handed out and is executing now (a copy sent again while the
+    /// first pulls its bytes): answer when it is done — ask the sender to try again.
+    InProgress {
+        /// Its transno.
         transno: Transno,
     },
     /// Not accepted; the reason says why.
@@ -127,6 +134,11 @@ pub struct ReplayWindow<P> {
     replayed: u64,
     /// Highest transno handed out for execution.
     last_handed_out: Transno,
+    /// The transno handed out and not finished yet: the window does not close under it.
+    running: Option<Transno>,
+    /// Transnos handed out whose execution failed: a copy sent again is told the write is
+    /// lost, never that it was done.
+    failed: BTreeSet<Transno>,
     /// Known clients that came back without the writes they had kept.
     forgotten: Vec<ClientId>,
     /// Replays of known clients refused, or that could not be executed.
@@ -156,6 +168,8 @@ impl<P> ReplayWindow<P> {
             seen: HashMap::new(),
             replayed: 0,
             last_handed_out: last_committed,
+            running: None,
+            failed: BTreeSet::new(),
             forgotten: Vec::new(),
             replays_lost: 0,
             closed: false,
@@ -250,6 +264,14 @@ impl<P> ReplayWindow<P> {
                 queued.payload = request.payload;
                 return ReplayDecision::Queued;
             }
+            if self.running == Some(transno) {
+                return ReplayDecision::InProgress { transno };
+            }
+            if self.failed.contains(&transno) {
+                return ReplayDecision::Refused(format!(
+                    "transno {transno} was handed out and could not be executed; the write is lost"
+                ));
+            }
             return ReplayDecision::Duplicate { transno };
         }
         if request.transno <= self.last_committed {
@@ -326,7 +348,20 @@ impl<P> ReplayWindow<P> {
         let (_, request) = self.queue.pop_first()?;
         self.replayed += 1;
         self.last_handed_out = request.transno;
+        self.running = Some(request.transno);
         Some(request)
+    }
+
+    /// The replay handed out as `transno` is over: `executed`, or not (its bytes could not be
+    /// pulled, its handler went away, the server is stopping) — then its write is lost.
+    pub fn finished(&mut self, transno: Transno, executed: bool, client: ClientId) {
+        if self.running == Some(transno) {
+            self.running = None;
+        }
+        if !executed {
+            self.failed.insert(transno);
+            self.replay_lost(client);
+        }
     }
 
     /// Time passes. At the deadline, clients that have not finished are evicted; once every
@@ -372,7 +407,7 @@ impl<P> ReplayWindow<P> {
             }
         }
         let all_done = self.clients.values().all(|s| s.done);
-        if all_done && self.queue.is_empty() {
+        if all_done && self.queue.is_empty() && self.running.is_none() {
             self.closed = true;
             events.push(WindowEvent::Closed {
                 replayed: self.replayed,
@@ -401,10 +436,50 @@ mod tests {
         }
     }
 
+    /// Hands out and executes every replay that may run now, in order.
     fn drain(window: &mut ReplayWindow<&'static str>) -> Vec<u64> {
-        std::iter::from_fn(|| window.next_ready())
-            .map(|r| r.transno.0)
-            .collect()
+        let mut executed = Vec::new();
+        while let Some(replay) = window.next_ready() {
+            window.finished(replay.transno, true, replay.client);
+            executed.push(replay.transno.0);
+        }
+        executed
+    }
+
+    #[test]
+    fn a_copy_of_a_replay_that_is_executing_waits_and_one_that_failed_is_lost() {
+        // Found by the seeded simulation (seed 7678): a replay's pull hung while its client
+        // was cut off; the client sent the replay again, was answered "done" (seen before),
+        // said it had replayed everything, and the window closed under the replay — which
+        // never executed. Its transno went to a new write, and its bytes were forgotten.
+        let mut window = ReplayWindow::new(Transno(3), [A], 0, 1000);
+        assert_eq!(window.replay(request(A, 4, 4)), ReplayDecision::Queued);
+        let running = window.next_ready().unwrap();
+        assert_eq!(
+            window.replay(request(A, 4, 4)),
+            ReplayDecision::InProgress {
+                transno: Transno(4)
+            }
+        );
+        window.client_done(A);
+        assert_eq!(
+            window.tick(5),
+            vec![],
+            "not closed while the replay executes"
+        );
+        window.finished(running.transno, false, A);
+        assert!(matches!(
+            window.replay(request(A, 4, 4)),
+            ReplayDecision::Refused(why) if why.contains("lost")
+        ));
+        assert_eq!(
+            window.tick(6),
+            vec![WindowEvent::Closed {
+                replayed: 1,
+                evicted: 0,
+                writes_may_be_lost: true,
+            }]
+        );
     }
 
     #[test]
@@ -480,6 +555,7 @@ mod tests {
             ready.payload, "sent again",
             "the copy whose sender still waits runs"
         );
+        window.finished(ready.transno, true, ready.client);
         // Once it has run, a copy sent again is answered, not run.
         assert_eq!(
             window.replay(request(A, 1, 12)),

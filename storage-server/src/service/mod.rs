@@ -467,21 +467,16 @@ impl OssService {
         };
         // Its turn: every lower transno has run. Now room, then the pull, as for a new write.
         let _room = self.bulk_room(desc.length).await?;
-        let (data, checksum) = match node.bulk_get_checked(&desc).await {
-            Ok(pulled) => pulled,
-            Err(error) => {
-                // An acknowledged write whose bytes are gone (their owner let go): recovery
-                // must know it dropped something.
-                self.recovery.replay_lost(op.target, op.client);
-                return Err(error.into());
-            }
-        };
+        // A pull that fails (the bytes' owner let go of them, or cannot be reached) drops the
+        // turn unexecuted: recovery counts the write lost, and a copy of this request sent
+        // again is told so — never that it was done.
+        let (data, checksum) = node.bulk_get_checked(&desc).await?;
         let reply = target
             .replay_write(Transno(transno), ObjectId(op.object), op.offset, data)
             .await
             .map_err(storage_error)?;
         // The next replay may run.
-        drop(turn);
+        turn.executed();
         if let Some(id) = trace::current() {
             self.trace_journal(node, id, target, op.target, &reply);
         }

@@ -32,7 +32,7 @@ use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 
-use iopath_fabric::frame::status::errno::{EAGAIN, ESHUTDOWN, ESTALE};
+use iopath_fabric::frame::status::errno::{EAGAIN, EBUSY, ESHUTDOWN, ESTALE};
 
 /// A queued replay: its request handler waits here for its turn. Nothing of its data is held
 /// while it waits — the handler takes bulk-pool room and pulls only once its turn comes — so
@@ -47,8 +47,28 @@ pub struct PendingReplay {
 /// so replays run one at a time in transno order.
 #[derive(Debug)]
 pub struct ReplayTurn {
-    /// Dropped with the turn: tells the driver to go on.
-    _finished: oneshot::Sender<()>,
+    /// Tells the driver the replay is over, and whether it executed: sent by
+    /// [`ReplayTurn::executed`], or as "not executed" when the turn is dropped without it.
+    finished: Option<oneshot::Sender<bool>>,
+}
+
+impl ReplayTurn {
+    /// The write executed: the next replay may run.
+    pub fn executed(mut self) {
+        if let Some(finished) = self.finished.take() {
+            let _ = finished.send(true);
+        }
+    }
+}
+
+/// A turn let go without [`ReplayTurn::executed`]: the write did not run (its bytes could not
+/// be pulled, the server is stopping, its handler went away), and is lost.
+impl Drop for ReplayTurn {
+    fn drop(&mut self) {
+        if let Some(finished) = self.finished.take() {
+            let _ = finished.send(false);
+        }
+    }
 }
 
 /// How a replayed write is admitted by its target's window.
@@ -256,8 +276,8 @@ impl Recovery {
         self.each_window(|window| window.client_forgot(ClientId(client)));
     }
 
-    /// A replay of `client` to target `index` could not be executed (its bytes could not be
-    /// pulled again): an acknowledged write is lost.
+    /// A replay of `client` to target `index` will not be executed (it was acknowledged under
+    /// a session an eviction has ended): an acknowledged write is lost.
     pub fn replay_lost(&self, index: u32, client: u64) {
         if let Some(target) = self.target(index)
             && let Some(window) = target.lock_window().as_mut()
@@ -338,6 +358,13 @@ impl Recovery {
                     .map(ReplayAdmission::Turn)
                     .map_err(|_| self.discarded(target, client))
             }
+            ReplayDecision::InProgress { transno } => Err(ServiceError::new(
+                EBUSY,
+                format!(
+                    "the replay of transno {transno} is executing (an earlier copy of this \
+                     request): try again"
+                ),
+            )),
             ReplayDecision::AlreadyCommitted | ReplayDecision::Duplicate { .. } => {
                 Ok(ReplayAdmission::Answered(OpReply {
                     value: (),
@@ -476,23 +503,23 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
             Some(request) => {
                 let (finished, done) = oneshot::channel();
                 let turn = ReplayTurn {
-                    _finished: finished,
+                    finished: Some(finished),
                 };
-                if request.payload.turn.send(turn).is_err() {
-                    // Its handler is gone: the acknowledged write will not be executed.
+                let (transno, client) = (request.transno, request.client);
+                // A handler gone before its turn drops the turn unsent: not executed.
+                let _ = request.payload.turn.send(turn);
+                // Resolves when the turn is over: the write executed, or did not.
+                let executed = done.await.unwrap_or(false);
+                if !executed {
                     warn!(
                         target = target.ost.index(),
-                        transno = %request.transno,
-                        "a replay's handler went away before its turn; the write is lost"
+                        %transno,
+                        "a replay handed out could not be executed; the write is lost"
                     );
-                    if let Some(window) =
-                        target.window.lock().expect("window lock poisoned").as_mut()
-                    {
-                        window.replay_lost(request.client);
-                    }
                 }
-                // Resolves when the turn is dropped: the write executed, or failed.
-                let _ = done.await;
+                if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
+                    window.finished(transno, executed, client);
+                }
                 windows.settle();
             }
             None => target.wake.notified().await,
