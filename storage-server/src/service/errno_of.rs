@@ -21,6 +21,11 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.
         StorageError::DataLost { .. } => errno::EIO,
         StorageError::Injected { code, .. } => *code,
+        // A full file system under the target: the client is told it is full, as write(2)
+        // says, not that the disk failed.
+        StorageError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
+            errno::ENOSPC
+        }
         _ => errno::EIO,
     };
     ServiceError::new(code, error.to_string())
@@ -29,5 +34,21 @@ pub fn storage_error(error: StorageError) -> ServiceError {
 impl From<StorageError> for ServiceError {
     fn from(error: StorageError) -> Self {
         storage_error(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_system_is_enospc_and_another_io_error_eio() {
+        let io = |raw| StorageError::Io {
+            op: "write object",
+            path: "ost0/objects/0x1".into(),
+            source: std::io::Error::from_raw_os_error(raw),
+        };
+        assert_eq!(storage_error(io(28)).code, errno::ENOSPC);
+        assert_eq!(storage_error(io(5)).code, errno::EIO);
     }
 }
