@@ -1,6 +1,7 @@
 //! The metadata service on the fabric: requests decoded once into typed operations, changes
 //! run on the blocking pool (each waits for its fsync), reads answered from memory, errors
-//! sent as errnos with a sentence.
+//! sent as errnos with a sentence. On a disk that runs inline (the seeded simulation's) the
+//! store's work runs in the request's own task instead.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use crate::namespace::NamespaceConfig;
 use crate::namespace::inode::StripeInfo;
 use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
-use crate::store::MdsStore;
+use crate::store::{MdsStore, RealDisk, StoreDisk};
 use crate::wire;
 use iopath_layout::{FsName, StripeRequest};
 
@@ -95,6 +96,9 @@ pub struct MdsConfig {
     /// The file system's name, which clients learn with the targets (its targets are named
     /// after it: `iopath-OST0003`).
     pub fsname: FsName,
+    /// Where the store's appends and fsyncs land: the file system ([`RealDisk`]), or the
+    /// seeded simulation's crash model, whose store calls run inline.
+    pub disk: Arc<dyn StoreDisk>,
 }
 
 impl MdsConfig {
@@ -107,6 +111,7 @@ impl MdsConfig {
             default_stripe: StripeRequest::LUSTRE_DEFAULT,
             limits: MdsLimits::default(),
             fsname: FsName::default(),
+            disk: Arc::new(RealDisk),
         }
     }
 
@@ -144,13 +149,12 @@ impl MdsService {
     /// Opens the namespace without serving it (see [`MdsService::start`]).
     pub async fn open(config: MdsConfig) -> Result<MdsService> {
         let namespace_config = config.namespace_config();
-        let dir = config.dir.clone();
+        let (dir, disk) = (config.dir.clone(), Arc::clone(&config.disk));
         // Reading and replaying the log is blocking file I/O.
-        let store = tokio::task::spawn_blocking(move || MdsStore::open(&dir, namespace_config))
-            .await
-            .map_err(|e| MdsError::Failed {
-                why: format!("opening the store stopped: {e}"),
-            })??;
+        let store = blocking(&*config.disk, "opening the store", move || {
+            MdsStore::open_on(&dir, namespace_config, disk)
+        })
+        .await?;
         Ok(MdsService {
             store: Arc::new(store),
             targets: config.targets,
@@ -315,11 +319,10 @@ impl MdsService {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let outcome = tokio::task::spawn_blocking(move || store.execute(&op, now_ns))
-            .await
-            .map_err(|e| MdsError::Failed {
-                why: format!("the change stopped: {e}"),
-            })??;
+        let outcome = blocking(self.store.disk(), "the change", move || {
+            store.execute(&op, now_ns)
+        })
+        .await?;
         // Durable in the log; its reply may yet stall, fail or be lost.
         self.fail
             .pass(Site::MdsAfterLog)
@@ -354,6 +357,23 @@ impl Service for MdsService {
             .instrument(span),
         )
     }
+}
+
+/// Runs the store's blocking `call` where its disk says such calls run: on tokio's blocking
+/// pool (the real disk), or right here (the simulation's, which runs inline).
+async fn blocking<T: Send + 'static>(
+    disk: &dyn StoreDisk,
+    what: &'static str,
+    call: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if disk.runs_inline() {
+        return call();
+    }
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|e| MdsError::Failed {
+            why: format!("{what} stopped: {e}"),
+        })?
 }
 
 fn decode<M: Message + Default>(body: &[u8], what: &'static str) -> Result<M> {

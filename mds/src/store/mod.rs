@@ -3,6 +3,8 @@
 //!
 //! - [`log`]: the log's format and the crash-recovery scan.
 //! - [`snapshot`]: the snapshot's format.
+//! - [`disk`]: [`StoreDisk`], where the appends and fsyncs land — the file system, or
+//!   [`simulated`]'s crash model for the seeded simulation.
 //! - [`MdsStore`]: the runtime — plan, log, fsync, apply, reply; replay at start; compaction.
 //!
 //! The directory holds two files: `mds.snapshot` (the namespace as of sequence S) and
@@ -10,14 +12,16 @@
 //! is on disk, so after any crash the snapshot plus the log's intact records rebuild every
 //! acknowledged change.
 
+pub mod disk;
 pub mod log;
+pub mod simulated;
 pub mod snapshot;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tracing::{error, info, warn};
 
@@ -25,6 +29,7 @@ use crate::error::{MdsError, Result};
 use crate::limits::LOG_RECORD_MAX_BYTES;
 use crate::namespace::op::{Mutation, Op, Outcome, Planned};
 use crate::namespace::{Namespace, NamespaceConfig, NamespaceState};
+pub use disk::{RealDisk, StoreDisk};
 
 /// The operation log's file name.
 pub const LOG_FILE: &str = "mds.log";
@@ -78,6 +83,8 @@ struct Writer {
 #[derive(Debug)]
 pub struct MdsStore {
     dir: PathBuf,
+    /// Where appends and fsyncs land.
+    disk: Arc<dyn StoreDisk>,
     writer: Mutex<Writer>,
     /// The namespace as of the last durable record. Readers take it shared; a writer takes
     /// it exclusively only to apply a change that is already on disk.
@@ -91,13 +98,23 @@ impl MdsStore {
     /// Opens the namespace in `dir` (creating it if the directory holds none), replaying the
     /// log after the snapshot. Refuses a corrupt log or snapshot with the reason and offset.
     pub fn open(dir: &Path, config: NamespaceConfig) -> Result<MdsStore> {
+        MdsStore::open_on(dir, config, Arc::new(RealDisk))
+    }
+
+    /// [`MdsStore::open`], its appends and fsyncs landing on `disk`.
+    pub fn open_on(
+        dir: &Path,
+        config: NamespaceConfig,
+        disk: Arc<dyn StoreDisk>,
+    ) -> Result<MdsStore> {
         config.check()?;
+        disk.alive().map_err(|e| MdsError::io("open", dir, e))?;
         let snapshot_every_records = config.limits.snapshot_every_records;
         if !dir.exists() {
             std::fs::create_dir_all(dir).map_err(|e| MdsError::io("create", dir, e))?;
             if let Some(parent) = dir.parent() {
                 // The new directory's entry in its parent is durable too.
-                sync_dir(parent)?;
+                sync_dir(&*disk, parent)?;
             }
         }
         // A crash during compaction can leave a half-written temporary file. It was never
@@ -139,7 +156,7 @@ impl MdsStore {
                     reason: "the log is missing but a snapshot exists; changes after the snapshot would be lost".into(),
                 });
             }
-            write_atomically(dir, LOG_FILE, &log::encode_header(1))?;
+            write_atomically(&*disk, dir, LOG_FILE, &log::encode_header(1))?;
             report.fresh = true;
             info!(dir = %dir.display(), "new metadata namespace");
         }
@@ -199,7 +216,7 @@ impl MdsStore {
                 .map_err(|e| MdsError::io("open", &log_path, e))?;
             file.set_len(scan.valid_len)
                 .map_err(|e| MdsError::io("truncate", &log_path, e))?;
-            file.sync_all()
+            disk.sync_all(&file, &log_path)
                 .map_err(|e| MdsError::io("fsync", &log_path, e))?;
             report.torn_tail_bytes = torn.bytes;
         }
@@ -210,6 +227,7 @@ impl MdsStore {
             .map_err(|e| MdsError::io("open", &log_path, e))?;
         let mut store = MdsStore {
             dir: dir.to_path_buf(),
+            disk,
             writer: Mutex::new(Writer {
                 log,
                 next_seq: last_seq + 1,
@@ -252,6 +270,11 @@ impl MdsStore {
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
         }
+        // A crashed server's store changes nothing more (in the simulation, a task of the
+        // ended life may still be running).
+        self.disk
+            .alive()
+            .map_err(|e| MdsError::io("change", &self.dir, e))?;
         let planned = self
             .namespace
             .read()
@@ -281,11 +304,16 @@ impl MdsStore {
         // 3. fdatasync: the record and the log's new length are on disk. From here on the
         //    change survives any crash.
         let log_path = self.dir.join(LOG_FILE);
-        let durable = writer
-            .log
-            .write_all(&record)
+        let writer = &mut *writer;
+        let durable = self
+            .disk
+            .append(&mut writer.log, &log_path, &record)
             .map_err(|e| ("append to", e))
-            .and_then(|()| writer.log.sync_data().map_err(|e| ("fsync", e)));
+            .and_then(|()| {
+                self.disk
+                    .sync_data(&writer.log, &log_path)
+                    .map_err(|e| ("fsync", e))
+            });
         if let Err((action, e)) = durable {
             // What reached the disk is unknown (a failed fsync may have dropped dirty pages),
             // so stop accepting changes; a restart replays whatever is intact.
@@ -323,7 +351,7 @@ impl MdsStore {
         // 5. Compact if due. A compaction that fails before replacing the log leaves the old
         //    log in use and tries again after the next change; the change itself is done.
         if writer.records_since_snapshot >= self.snapshot_every_records
-            && let Err(e) = self.compact_locked(&mut writer)
+            && let Err(e) = self.compact_locked(writer)
         {
             warn!(error = %e, "metadata compaction failed");
         }
@@ -343,6 +371,9 @@ impl MdsStore {
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
         }
+        self.disk
+            .alive()
+            .map_err(|e| MdsError::io("compact", &self.dir, e))?;
         self.compact_locked(&mut writer)
     }
 
@@ -364,6 +395,11 @@ impl MdsStore {
     /// Its directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where its appends and fsyncs land.
+    pub fn disk(&self) -> &dyn StoreDisk {
+        &*self.disk
     }
 
     /// Snapshot, then a fresh log. Holding the writer lock: no change is planned or logged
@@ -391,6 +427,7 @@ impl MdsStore {
         //    it, the new snapshot covers every record to `last_seq` and replay skips those
         //    records in the old log.
         write_atomically(
+            &*self.disk,
             &self.dir,
             SNAPSHOT_FILE,
             &snapshot::encode(last_seq, &payload),
@@ -398,13 +435,18 @@ impl MdsStore {
         // 2. A fresh log starting at `last_seq + 1`, written the same way. Until its rename the
         //    old log stays correct; after it, the records the snapshot covers are gone.
         let log_path = self.dir.join(LOG_FILE);
-        let tmp = write_tmp(&self.dir, LOG_FILE, &log::encode_header(last_seq + 1))?;
+        let tmp = write_tmp(
+            &*self.disk,
+            &self.dir,
+            LOG_FILE,
+            &log::encode_header(last_seq + 1),
+        )?;
         if let Err(e) = std::fs::rename(&tmp, &log_path) {
             return Err(MdsError::io("rename", &tmp, e));
         }
         // From the rename on, the open handle points at the old, unlinked log: any failure
         // before the new one is open stops further changes.
-        let reopened = sync_dir(&self.dir).and_then(|()| {
+        let reopened = sync_dir(&*self.disk, &self.dir).and_then(|()| {
             OpenOptions::new()
                 .append(true)
                 .open(&log_path)
@@ -432,27 +474,26 @@ impl MdsStore {
 
 /// Writes `bytes` to `name` in `dir` so that a crash leaves either the old file or the new,
 /// never a mix: temporary file, fsync, rename, directory fsync.
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let tmp = write_tmp(dir, name, bytes)?;
+fn write_atomically(disk: &dyn StoreDisk, dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = write_tmp(disk, dir, name, bytes)?;
     let path = dir.join(name);
     std::fs::rename(&tmp, &path).map_err(|e| MdsError::io("rename", &tmp, e))?;
-    sync_dir(dir)
+    sync_dir(disk, dir)
 }
 
 /// Writes `bytes` to `name.tmp` in `dir` and fsyncs it; returns its path.
-fn write_tmp(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+fn write_tmp(disk: &dyn StoreDisk, dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
     let mut file = File::create(&tmp).map_err(|e| MdsError::io("create", &tmp, e))?;
     file.write_all(bytes)
         .map_err(|e| MdsError::io("write", &tmp, e))?;
-    file.sync_all()
+    disk.sync_all(&file, &tmp)
         .map_err(|e| MdsError::io("fsync", &tmp, e))?;
     Ok(tmp)
 }
 
 /// Makes renames and creations in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+fn sync_dir(disk: &dyn StoreDisk, dir: &Path) -> Result<()> {
+    disk.sync_dir(dir)
         .map_err(|e| MdsError::io("fsync directory", dir, e))
 }
