@@ -21,7 +21,7 @@ use crate::namespace::NamespaceConfig;
 use crate::namespace::inode::StripeInfo;
 use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
-use crate::store::{MdsStore, RealDisk, StoreDisk};
+use crate::store::{MdsStore, RealDisk, RequestRef, StoreDisk};
 use crate::wire;
 use iopath_layout::{FsName, StripeRequest};
 
@@ -173,7 +173,10 @@ impl MdsService {
         &self.targets
     }
 
-    async fn dispatch(&self, opcode: u32, body: &[u8]) -> Result<Bytes> {
+    async fn dispatch(&self, request: &Request) -> Result<Bytes> {
+        let (opcode, body) = (request.opcode, request.body.as_ref());
+        // Who asked, in the change's log record: its resend is answered from it.
+        let asked = RequestRef::new(request.source.to_string(), request.xid, opcode, body);
         let reply = match opcode {
             opcode::MKDIR => {
                 let request: pb::MkdirRequest = decode(body, "mkdir request")?;
@@ -181,7 +184,7 @@ impl MdsService {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
                 };
-                attributes_reply(self.change(op).await?)
+                attributes_reply(self.change(op, &asked).await?)
             }
             opcode::CREATE => {
                 let request: pb::CreateRequest = decode(body, "create request")?;
@@ -193,7 +196,7 @@ impl MdsService {
                         .as_ref()
                         .map_or(StripeRequest::INHERIT, wire::stripe_from_wire),
                 };
-                attributes_reply(self.change(op).await?)
+                attributes_reply(self.change(op, &asked).await?)
             }
             opcode::OPEN | opcode::STAT => {
                 let path = decode_path(body)?;
@@ -230,7 +233,7 @@ impl MdsService {
                 let op = Op::Unlink {
                     path: decode_path(body)?,
                 };
-                match self.change(op).await? {
+                match self.change(op, &asked).await? {
                     Outcome::Unlinked(layout) => pb::UnlinkReply {
                         layout: Some(wire::layout_to_wire(&layout)),
                     }
@@ -242,7 +245,7 @@ impl MdsService {
                 let op = Op::Rmdir {
                     path: decode_path(body)?,
                 };
-                self.change(op).await?;
+                self.change(op, &asked).await?;
                 pb::EmptyReply {}.encode_to_vec()
             }
             opcode::RENAME => {
@@ -251,7 +254,7 @@ impl MdsService {
                     source: MdsPath::parse(&request.source)?,
                     target: MdsPath::parse_new(&request.target)?,
                 };
-                match self.change(op).await? {
+                match self.change(op, &asked).await? {
                     Outcome::Renamed { replaced } => pb::RenameReply {
                         replaced: replaced.as_ref().map(wire::layout_to_wire),
                     }
@@ -265,7 +268,7 @@ impl MdsService {
                     path: MdsPath::parse(&request.path)?,
                     stripe: request.stripe.as_ref().map(wire::stripe_from_wire),
                 };
-                self.change(op).await?;
+                self.change(op, &asked).await?;
                 pb::EmptyReply {}.encode_to_vec()
             }
             opcode::GETSTRIPE => {
@@ -313,14 +316,16 @@ impl MdsService {
         Ok(reply.into())
     }
 
-    /// Runs a change on the blocking pool: it returns once the change is durable.
-    async fn change(&self, op: Op) -> Result<Outcome> {
+    /// Runs a change `request` asked for on the blocking pool: it returns once the change is
+    /// durable (or, for a resend of a change that ran, with the outcome it had).
+    async fn change(&self, op: Op, request: &RequestRef) -> Result<Outcome> {
         let store = Arc::clone(&self.store);
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
+        let request = request.clone();
         let outcome = blocking(self.store.disk(), "the change", move || {
-            store.execute(&op, now_ns)
+            store.execute_for(&op, now_ns, Some(&request))
         })
         .await?;
         // Durable in the log; its reply may yet stall, fail or be lost.
@@ -346,13 +351,11 @@ impl Service for MdsService {
         );
         Box::pin(
             async move {
-                self.dispatch(request.opcode, &request.body)
-                    .await
-                    .map_err(|error| {
-                        // Handled here: the client gets the errno and the sentence.
-                        debug!(%error, "request refused");
-                        ServiceError::new(error.errno(), error.to_string())
-                    })
+                self.dispatch(&request).await.map_err(|error| {
+                    // Handled here: the client gets the errno and the sentence.
+                    debug!(%error, "request refused");
+                    ServiceError::new(error.errno(), error.to_string())
+                })
             }
             .instrument(span),
         )

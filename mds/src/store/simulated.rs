@@ -180,7 +180,9 @@ mod tests {
         handle.append(&mut log, &path, b"+volatile").unwrap();
         assert_eq!(disk.unsynced_files(), 1);
         // A seed that keeps none of the 9 unsynced bytes: the log is back at its synced length.
-        let seed = (0..).find(|&s| SplitMix64(s).next().is_multiple_of(10)).unwrap();
+        let seed = (0..)
+            .find(|&s| SplitMix64(s).next().is_multiple_of(10))
+            .unwrap();
         let outcome = disk.crash(&mut SplitMix64(seed)).unwrap();
         assert_eq!(
             outcome,
