@@ -34,7 +34,7 @@ pub mod service;
 pub mod store;
 pub mod wire;
 
-pub use client::MdsClient;
+pub use client::{MdsClient, Origin};
 pub use error::{MdsError, Result};
 /// The stripe layout core (`iopath_layout`).
 pub use iopath_layout as layout;

@@ -188,6 +188,24 @@ impl MdsService {
             }
             opcode::CREATE => {
                 let request: pb::CreateRequest = decode(body, "create request")?;
+                // A proxy's create is the compute node's request behind it.
+                let asked = match &request.origin {
+                    Some(origin) if origin.client.len() > NAME_LEN_MAX_BYTES => {
+                        return Err(MdsError::InvalidArgument {
+                            why: format!(
+                                "a create's origin of {} bytes is longer than any name",
+                                origin.client.len()
+                            ),
+                        });
+                    }
+                    Some(origin) => RequestRef::new(
+                        format!("origin {}", origin.client),
+                        origin.request,
+                        opcode,
+                        body,
+                    ),
+                    None => asked.clone(),
+                };
                 let op = Op::Create {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,

@@ -583,6 +583,7 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         path: "/f".into(),
         mode: 0o644,
         stripe: None,
+        origin: None,
     }
     .encode_to_vec();
     let unlink = pb::PathRequest { path: "/g".into() }.encode_to_vec();
@@ -590,6 +591,7 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         path: "/g".into(),
         mode: 0o644,
         stripe: None,
+        origin: None,
     }
     .encode_to_vec();
 
@@ -635,6 +637,7 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         path: "/h".into(),
         mode: 0o644,
         stripe: None,
+        origin: None,
     }
     .encode_to_vec();
     Arc::clone(&restarted)

@@ -508,7 +508,16 @@ impl FyodService {
             stripe.stripe_count = 1;
         }
         let mode = if op.mode == 0 { MODE_DEFAULT } else { op.mode };
-        let (attributes, created) = self.backend.open(&op.path, op.create, stripe, mode).await?;
+        // The compute node's open, which it sends again (to this fyod's next start too) if no
+        // reply comes: the metadata service knows a create it made as that open's.
+        let origin = (op.open_id != 0).then(|| iopath_mds::Origin {
+            client: format!("compute node {}", op.client),
+            request: op.open_id,
+        });
+        let (attributes, created) = self
+            .backend
+            .open(&op.path, op.create, stripe, mode, origin.as_ref())
+            .await?;
         if attributes.file_type != FileType::Regular {
             return Err(ForwarderError::invalid(
                 "path",
