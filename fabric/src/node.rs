@@ -437,11 +437,20 @@ impl Node {
             .lock()
             .expect("pending lock poisoned")
             .clear();
-        self.inner
+        // Each transfer dropped wakes the task waiting on it: in cookie order, so the order
+        // they go on in is the order they began, whatever the table's hashing (a seeded
+        // simulation replays the same run in another process).
+        let mut transfers: Vec<(u64, TransferEntry)> = self
+            .inner
             .transfers
             .lock()
             .expect("transfers lock poisoned")
-            .clear();
+            .drain()
+            .collect();
+        transfers.sort_unstable_by_key(|(cookie, _)| *cookie);
+        for transfer in transfers {
+            drop(transfer);
+        }
     }
 }
 

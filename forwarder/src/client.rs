@@ -70,6 +70,9 @@ struct ClientInner {
     request_max_bytes: u64,
     pins: Mutex<PinTable<SourceRegion>>,
     pinned_bytes_max: AtomicU64,
+    /// The next open's id: from the clock, so a restarted node does not number its opens
+    /// as its earlier life did.
+    next_open_id: AtomicU64,
 }
 
 /// A compute node's connection to its fyod. Cheap to clone.
@@ -114,6 +117,7 @@ impl FyodClient {
                 request_max_bytes: reply.request_max_bytes,
                 pins: Mutex::new(PinTable::new()),
                 pinned_bytes_max: AtomicU64::new(PINNED_BYTES_MAX_DEFAULT),
+                next_open_id: AtomicU64::new(first_open_id()),
             }),
         })
     }
@@ -152,14 +156,17 @@ impl FyodClient {
             io_mode: options.io_mode.to_wire() as i32,
             call: options.call.to_wire() as i32,
             mode: options.permissions,
+            open_id: self.inner.next_open_id.fetch_add(1, Ordering::Relaxed),
         };
         let body: Bytes = request.encode_to_vec().into();
         let reply = match self.call(opcode::OPEN, body.clone()).await {
             Err(ForwarderError::Fabric(FabricError::Remote { code, .. }))
                 if code == errno::ENOTCONN =>
             {
-                // The fyod restarted and forgot this compute node: connect again, then open.
-                // (Handles of the earlier connection are gone; their calls are refused.)
+                // The fyod restarted and forgot this compute node: connect again, then open —
+                // the same open, its id too: if the earlier start created the file for it,
+                // this one says so. (Handles of the earlier connection are gone; their calls
+                // are refused.)
                 self.reconnect().await?;
                 self.call(opcode::OPEN, body).await?
             }
@@ -545,4 +552,12 @@ impl FyodFile {
             .await
             .map(drop)
     }
+}
+
+/// The first open id of a compute node's connection: its microsecond clock, as xids start.
+fn first_open_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros() as u64)
+        .max(1)
 }

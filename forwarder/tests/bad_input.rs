@@ -449,3 +449,154 @@ async fn a_compute_node_that_restarts_without_disconnecting_frees_its_old_handle
         assert_eq!(fyod.stats().open_files, 1, "{mode:?}");
     }
 }
+
+/// Found by the seeded simulation (seed 100 of 0–199): handles were numbered from 1 at every
+/// start of a fyod, so after a fyod restart a compute node's handle from before it could name
+/// the file that node had opened since. The call ran there: a write meant for one file landed
+/// in another, and read back as bytes no write of that file had put there. A handle of an
+/// earlier start is now refused (EBADF), as any unknown handle is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_from_before_a_fyod_restart_never_names_a_file_opened_after_it() {
+    for mode in [FileSystem::Pfs, FileSystem::Ufs] {
+        let stack = Stack::start(Options {
+            mode,
+            fyods: 0,
+            ..Options::default()
+        })
+        .await;
+        // A fyod of the test's own, so it can crash and start again at the same NID.
+        let fyod_nid = Nid::mem(30, 0);
+        let start_fyod = || async {
+            for _ in 0..200 {
+                let Ok(node) = Node::start(iopath_fabric::NodeConfig {
+                    interfaces: vec![iopath_fabric::Interface::Mem {
+                        nid: fyod_nid,
+                        network: std::sync::Arc::clone(&stack.network),
+                    }],
+                    ..iopath_fabric::NodeConfig::default()
+                })
+                .await
+                else {
+                    // The crashed fyod's tasks still hold the address: a moment more.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                };
+                let config = iopath_forwarder::FyodConfig::new(stack.mds, mode);
+                let fyod = iopath_forwarder::FyodService::start(&node, config)
+                    .await
+                    .unwrap();
+                return (node, fyod);
+            }
+            panic!("the crashed fyod's address was never freed");
+        };
+        let (fyod_node, fyod) = start_fyod().await;
+        let client_node = node(&stack.network, 1001, None).await;
+        let client = FyodClient::connect(client_node, fyod_nid, 1).await.unwrap();
+        let a = client.open("/a", create()).await.unwrap();
+        a.write_at(0, pattern(1, 4096)).await.unwrap();
+
+        // The fyod crashes and starts again: it knows no compute node and no handle.
+        fyod_node.shutdown();
+        drop((fyod, fyod_node));
+        let (_fyod_node, _fyod) = start_fyod().await;
+        // The compute node opens another file first (connecting again), and writes it.
+        let b = client.open("/b", create()).await.unwrap();
+        b.write_at(0, pattern(2, 4096)).await.unwrap();
+
+        // A call on the handle from before the restart is refused; /b is untouched.
+        let stale = a.write_at(0, pattern(3, 4096)).await.unwrap_err();
+        assert_eq!(stale.errno(), EBADF, "{mode:?}: {stale}");
+        assert_ne!(a.handle(), b.handle(), "{mode:?}");
+        assert_eq!(
+            b.read_at(0, 4096).await.unwrap(),
+            pattern(2, 4096),
+            "{mode:?}"
+        );
+    }
+}
+
+/// Found by the seeded simulation (seeds 26, 50 and 196 of 0–199): a fyod that crashed after
+/// creating a file for a compute node's open, before its reply, left the node to open again
+/// through its next start — which found the file there and said the open had not created
+/// it. Through the client library, whose create refuses a file that was already there, the
+/// application was told EEXIST for the file its own create had made. The open now carries an
+/// id the node keeps when it sends the open again, and the fyod creates under it: the
+/// metadata service answers the second create with the first one's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_sent_again_through_a_restarted_fyod_says_it_created_the_file_it_did() {
+    let stack = Stack::start(Options {
+        fyods: 0,
+        ..Options::default()
+    })
+    .await;
+    let fyod_nid = Nid::mem(31, 0);
+    let start_fyod = || async {
+        for _ in 0..200 {
+            let Ok(node) = Node::start(iopath_fabric::NodeConfig {
+                interfaces: vec![iopath_fabric::Interface::Mem {
+                    nid: fyod_nid,
+                    network: std::sync::Arc::clone(&stack.network),
+                }],
+                ..iopath_fabric::NodeConfig::default()
+            })
+            .await
+            else {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            };
+            let config = iopath_forwarder::FyodConfig::new(stack.mds, FileSystem::Pfs);
+            let fyod = iopath_forwarder::FyodService::start(&node, config)
+                .await
+                .unwrap();
+            return (node, fyod);
+        }
+        panic!("the crashed fyod's address was never freed");
+    };
+    let (fyod_node, fyod) = start_fyod().await;
+    // A compute node that resends after half a second without a reply.
+    let client_node = Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![iopath_fabric::Interface::Mem {
+            nid: Nid::mem(1002, 0),
+            network: std::sync::Arc::clone(&stack.network),
+        }],
+        limits: iopath_fabric::Limits {
+            rpc_timeout: std::time::Duration::from_millis(500),
+            rpc_resends_max: 20,
+            ..iopath_fabric::Limits::default()
+        },
+        ..iopath_fabric::NodeConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = FyodClient::connect(client_node.clone(), fyod_nid, 2)
+        .await
+        .unwrap();
+
+    // The fyod creates the file, then stalls before its reply, and crashes there.
+    fyod_node
+        .fail_points()
+        .set_fail_loc("fyod.reply:delay=60000ms:once")
+        .unwrap();
+    let opening = tokio::spawn({
+        let client = client.clone();
+        async move { client.open("/made", create()).await }
+    });
+    let mds = MdsClient::new(client_node, stack.mds);
+    while mds.stat("/made").await.is_err() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    fyod_node.shutdown();
+    drop((fyod, fyod_node));
+    let (_fyod_node, _fyod) = start_fyod().await;
+
+    // The node's open reaches the new start (ENOTCONN: it connects again) and is sent again.
+    let file = opening.await.unwrap().unwrap();
+    assert!(
+        file.created(),
+        "the open created the file, at the fyod's earlier start"
+    );
+    // Another open of the same path is not this one: it did not create the file.
+    let again = client.open("/made", create()).await.unwrap();
+    assert!(!again.created());
+    assert_eq!(again.layout(), file.layout());
+}

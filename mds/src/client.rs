@@ -30,6 +30,15 @@ pub struct TargetList {
     pub fsname: FsName,
 }
 
+/// The request a proxy's call is made for (see [`MdsClient::create_for`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// Who asked the proxy: a name unique in the file system and stable across its restarts.
+    pub client: String,
+    /// That request's number: the same every time the asker sends it again.
+    pub request: u64,
+}
+
 /// A client of one metadata service.
 #[derive(Debug, Clone)]
 pub struct MdsClient {
@@ -62,10 +71,28 @@ impl MdsClient {
     /// directory's default. The objects are not created: the caller creates them on their
     /// targets. Fails with EEXIST if `path` exists.
     pub async fn create(&self, path: &str, mode: u32, stripe: StripeRequest) -> Result<Attributes> {
+        self.create_for(path, mode, stripe, None).await
+    }
+
+    /// [`MdsClient::create`], made by a proxy (a fyod) for `origin`, a compute node's
+    /// request: the service answers the same origin's create again with the reply it had —
+    /// when the compute node sends its open again through the proxy's next start, the create
+    /// the first start made is this one's, not a file that already existed.
+    pub async fn create_for(
+        &self,
+        path: &str,
+        mode: u32,
+        stripe: StripeRequest,
+        origin: Option<&Origin>,
+    ) -> Result<Attributes> {
         let request = pb::CreateRequest {
             path: path.to_owned(),
             mode,
             stripe: Some(wire::stripe_to_wire(&stripe)),
+            origin: origin.map(|o| pb::Origin {
+                client: o.client.clone(),
+                request: o.request,
+            }),
         };
         let reply: pb::AttributesReply = self.call(opcode::CREATE, &request).await?;
         let attributes = wire::attributes_from_wire(reply.attributes.as_ref())?;

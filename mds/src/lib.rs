@@ -12,7 +12,9 @@
 //! - [`namespace`]: the pure core — inodes, operations planned into mutations, mutations
 //!   applied, invariants. No files, sockets or clocks.
 //! - [`store`]: durability — an append-only CRC32-checked operation log, fsync'd before every
-//!   reply and replayed at start, with periodic snapshots that bound restart time.
+//!   reply and replayed at start, with periodic snapshots that bound restart time; each record
+//!   names the request behind it, so a change resent after a restart is answered with the
+//!   reply it was given instead of running again.
 //! - [`wire`]: between the typed values and `iopath_proto::mds`.
 //! - [`service`]: [`MdsService`], the RPC service on [`MDS_PORTAL`].
 //! - [`client`]: [`MdsClient`], typed calls to it.
@@ -32,7 +34,7 @@ pub mod service;
 pub mod store;
 pub mod wire;
 
-pub use client::MdsClient;
+pub use client::{MdsClient, Origin};
 pub use error::{MdsError, Result};
 /// The stripe layout core (`iopath_layout`).
 pub use iopath_layout as layout;

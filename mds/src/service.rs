@@ -1,6 +1,7 @@
 //! The metadata service on the fabric: requests decoded once into typed operations, changes
 //! run on the blocking pool (each waits for its fsync), reads answered from memory, errors
-//! sent as errnos with a sentence.
+//! sent as errnos with a sentence. On a disk that runs inline (the seeded simulation's) the
+//! store's work runs in the request's own task instead.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use crate::namespace::NamespaceConfig;
 use crate::namespace::inode::StripeInfo;
 use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
-use crate::store::MdsStore;
+use crate::store::{MdsStore, RealDisk, RequestRef, StoreDisk};
 use crate::wire;
 use iopath_layout::{FsName, StripeRequest};
 
@@ -95,6 +96,9 @@ pub struct MdsConfig {
     /// The file system's name, which clients learn with the targets (its targets are named
     /// after it: `iopath-OST0003`).
     pub fsname: FsName,
+    /// Where the store's appends and fsyncs land: the file system ([`RealDisk`]), or the
+    /// seeded simulation's crash model, whose store calls run inline.
+    pub disk: Arc<dyn StoreDisk>,
 }
 
 impl MdsConfig {
@@ -107,6 +111,7 @@ impl MdsConfig {
             default_stripe: StripeRequest::LUSTRE_DEFAULT,
             limits: MdsLimits::default(),
             fsname: FsName::default(),
+            disk: Arc::new(RealDisk),
         }
     }
 
@@ -144,13 +149,12 @@ impl MdsService {
     /// Opens the namespace without serving it (see [`MdsService::start`]).
     pub async fn open(config: MdsConfig) -> Result<MdsService> {
         let namespace_config = config.namespace_config();
-        let dir = config.dir.clone();
+        let (dir, disk) = (config.dir.clone(), Arc::clone(&config.disk));
         // Reading and replaying the log is blocking file I/O.
-        let store = tokio::task::spawn_blocking(move || MdsStore::open(&dir, namespace_config))
-            .await
-            .map_err(|e| MdsError::Failed {
-                why: format!("opening the store stopped: {e}"),
-            })??;
+        let store = blocking(&*config.disk, "opening the store", move || {
+            MdsStore::open_on(&dir, namespace_config, disk)
+        })
+        .await?;
         Ok(MdsService {
             store: Arc::new(store),
             targets: config.targets,
@@ -169,7 +173,10 @@ impl MdsService {
         &self.targets
     }
 
-    async fn dispatch(&self, opcode: u32, body: &[u8]) -> Result<Bytes> {
+    async fn dispatch(&self, request: &Request) -> Result<Bytes> {
+        let (opcode, body) = (request.opcode, request.body.as_ref());
+        // Who asked, in the change's log record: its resend is answered from it.
+        let asked = RequestRef::new(request.source.to_string(), request.xid, opcode, body);
         let reply = match opcode {
             opcode::MKDIR => {
                 let request: pb::MkdirRequest = decode(body, "mkdir request")?;
@@ -177,10 +184,28 @@ impl MdsService {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
                 };
-                attributes_reply(self.change(op).await?)
+                attributes_reply(self.change(op, &asked).await?)
             }
             opcode::CREATE => {
                 let request: pb::CreateRequest = decode(body, "create request")?;
+                // A proxy's create is the compute node's request behind it.
+                let asked = match &request.origin {
+                    Some(origin) if origin.client.len() > NAME_LEN_MAX_BYTES => {
+                        return Err(MdsError::InvalidArgument {
+                            why: format!(
+                                "a create's origin of {} bytes is longer than any name",
+                                origin.client.len()
+                            ),
+                        });
+                    }
+                    Some(origin) => RequestRef::new(
+                        format!("origin {}", origin.client),
+                        origin.request,
+                        opcode,
+                        body,
+                    ),
+                    None => asked.clone(),
+                };
                 let op = Op::Create {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
@@ -189,7 +214,7 @@ impl MdsService {
                         .as_ref()
                         .map_or(StripeRequest::INHERIT, wire::stripe_from_wire),
                 };
-                attributes_reply(self.change(op).await?)
+                attributes_reply(self.change(op, &asked).await?)
             }
             opcode::OPEN | opcode::STAT => {
                 let path = decode_path(body)?;
@@ -226,7 +251,7 @@ impl MdsService {
                 let op = Op::Unlink {
                     path: decode_path(body)?,
                 };
-                match self.change(op).await? {
+                match self.change(op, &asked).await? {
                     Outcome::Unlinked(layout) => pb::UnlinkReply {
                         layout: Some(wire::layout_to_wire(&layout)),
                     }
@@ -238,7 +263,7 @@ impl MdsService {
                 let op = Op::Rmdir {
                     path: decode_path(body)?,
                 };
-                self.change(op).await?;
+                self.change(op, &asked).await?;
                 pb::EmptyReply {}.encode_to_vec()
             }
             opcode::RENAME => {
@@ -247,7 +272,7 @@ impl MdsService {
                     source: MdsPath::parse(&request.source)?,
                     target: MdsPath::parse_new(&request.target)?,
                 };
-                match self.change(op).await? {
+                match self.change(op, &asked).await? {
                     Outcome::Renamed { replaced } => pb::RenameReply {
                         replaced: replaced.as_ref().map(wire::layout_to_wire),
                     }
@@ -261,7 +286,7 @@ impl MdsService {
                     path: MdsPath::parse(&request.path)?,
                     stripe: request.stripe.as_ref().map(wire::stripe_from_wire),
                 };
-                self.change(op).await?;
+                self.change(op, &asked).await?;
                 pb::EmptyReply {}.encode_to_vec()
             }
             opcode::GETSTRIPE => {
@@ -309,17 +334,18 @@ impl MdsService {
         Ok(reply.into())
     }
 
-    /// Runs a change on the blocking pool: it returns once the change is durable.
-    async fn change(&self, op: Op) -> Result<Outcome> {
+    /// Runs a change `request` asked for on the blocking pool: it returns once the change is
+    /// durable (or, for a resend of a change that ran, with the outcome it had).
+    async fn change(&self, op: Op, request: &RequestRef) -> Result<Outcome> {
         let store = Arc::clone(&self.store);
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let outcome = tokio::task::spawn_blocking(move || store.execute(&op, now_ns))
-            .await
-            .map_err(|e| MdsError::Failed {
-                why: format!("the change stopped: {e}"),
-            })??;
+        let request = request.clone();
+        let outcome = blocking(self.store.disk(), "the change", move || {
+            store.execute_for(&op, now_ns, Some(&request))
+        })
+        .await?;
         // Durable in the log; its reply may yet stall, fail or be lost.
         self.fail
             .pass(Site::MdsAfterLog)
@@ -343,17 +369,32 @@ impl Service for MdsService {
         );
         Box::pin(
             async move {
-                self.dispatch(request.opcode, &request.body)
-                    .await
-                    .map_err(|error| {
-                        // Handled here: the client gets the errno and the sentence.
-                        debug!(%error, "request refused");
-                        ServiceError::new(error.errno(), error.to_string())
-                    })
+                self.dispatch(&request).await.map_err(|error| {
+                    // Handled here: the client gets the errno and the sentence.
+                    debug!(%error, "request refused");
+                    ServiceError::new(error.errno(), error.to_string())
+                })
             }
             .instrument(span),
         )
     }
+}
+
+/// Runs the store's blocking `call` where its disk says such calls run: on tokio's blocking
+/// pool (the real disk), or right here (the simulation's, which runs inline).
+async fn blocking<T: Send + 'static>(
+    disk: &dyn StoreDisk,
+    what: &'static str,
+    call: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if disk.runs_inline() {
+        return call();
+    }
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|e| MdsError::Failed {
+            why: format!("{what} stopped: {e}"),
+        })?
 }
 
 fn decode<M: Message + Default>(body: &[u8], what: &'static str) -> Result<M> {

@@ -1,27 +1,37 @@
-//! A seeded whole-stack simulation of the OST path: clients, LNet routers and storage
-//! servers, every node in one process on one thread with tokio's paused clock, under message
-//! drops, delays, partitions, bulk bit flips, and server and router crashes — checked by an
-//! oracle that every acknowledged write reads back, that no read returns bytes no write put
-//! there, and that no request executes twice. The same seed gives the same run: a failing
+//! A seeded whole-stack simulation: clients, LNet routers, storage servers, the metadata
+//! server and fyods, every node in one process on one thread with tokio's paused clock,
+//! under message drops, delays, partitions, bulk bit flips, and server, router, metadata
+//! server and fyod crashes — checked by an oracle that every acknowledged write reads back,
+//! that no read returns bytes no write put there, that every acknowledged create and unlink
+//! holds, and that no request executes twice. The same seed gives the same run: a failing
 //! seed replays exactly (`IOPATH_SEED=N`, or `iopath sim --first N --seeds 1`).
 //!
 //! # Layout
 //!
 //! - [`pattern`]: the bytes clients write — every word names its object, write and place.
 //! - [`oracle`]: the history of writes and the check of every read (a pure core).
+//! - [`namespace`]: what the metadata server was asked and answered, and the check of what
+//!   it holds after the final recovery (a pure core).
 //! - [`executions`]: the wrapper that logs what servers execute, and the execute-once check.
 //! - [`events`]: the run's record, its digest, and counts by kind.
 //! - [`faults`]: the network's fault hook: drops, delays, bit flips, partitions.
-//! - [`world`]: networks, routers, servers on simulated disks, client nodes; crash, restart.
+//! - [`world`]: networks, routers, storage servers and the metadata server on simulated
+//!   disks, fyods, client nodes; crash, restart.
+//! - `clients`: the direct clients' workload — objects, and files made at the metadata
+//!   server — and their final check.
+//! - `fyod_clients`: the clients behind fyods, what a fyod promises them, their final check.
 //! - [`run`]: one seed — the world it draws, the workload, the fault schedule, the final
 //!   recovery and the verdict.
 //!
-//! What is simulated and what is left out (the MDS, fyods, client crashes) is in
+//! What is simulated and what is left out (client crashes, among others) is in
 //! `docs/simulation.md`.
 
+mod clients;
 pub mod events;
 pub mod executions;
 pub mod faults;
+mod fyod_clients;
+pub mod namespace;
 pub mod oracle;
 pub mod pattern;
 pub mod run;
@@ -32,7 +42,7 @@ use std::time::Duration;
 
 pub use faults::MessageFaults;
 pub use run::run_seed;
-pub use world::EngineWrap;
+pub use world::{EngineWrap, MdsDiskWrap};
 
 /// The environment variable that picks one seed to run (and replay).
 pub const SEED_VAR: &str = "IOPATH_SEED";
@@ -52,6 +62,12 @@ pub struct SimConfig {
     pub keep_events: bool,
     /// A planted bug around each server's engine (the simulation's own tests).
     pub engine_wrap: Option<EngineWrap>,
+    /// A planted bug around the metadata server's disk (the simulation's own tests).
+    pub mds_disk_wrap: Option<MdsDiskWrap>,
+    /// Draw, per seed, whether the metadata server and fyods are in play. Off, every seed
+    /// runs the storage path alone, exactly as it did before they were simulated (seeds
+    /// found then replay as they were).
+    pub other_roles: bool,
 }
 
 impl Default for SimConfig {
@@ -64,6 +80,8 @@ impl Default for SimConfig {
             virtual_time_max: Duration::from_secs(3600),
             keep_events: false,
             engine_wrap: None,
+            mds_disk_wrap: None,
+            other_roles: true,
         }
     }
 }
@@ -87,12 +105,15 @@ pub struct SeedReport {
     pub simulated: Duration,
     /// Every event line, when [`SimConfig::keep_events`].
     pub lines: Vec<String>,
+    /// Whether the seed drew the other roles ([`SimConfig::other_roles`]).
+    pub other_roles: bool,
 }
 
 impl SeedReport {
     /// A seed that could not even start.
-    fn failed(seed: u64, why: String) -> SeedReport {
+    fn failed(seed: u64, why: String, other_roles: bool) -> SeedReport {
         SeedReport {
+            other_roles,
             seed,
             digest: 0,
             failures: vec![why],
@@ -111,8 +132,13 @@ impl SeedReport {
 
     /// How to run this seed again.
     pub fn replay_hint(&self) -> String {
+        let storage_only = if self.other_roles {
+            ""
+        } else {
+            " --storage-only"
+        };
         format!(
-            "replay it with {SEED_VAR}={} (in the simulation's tests) or `iopath sim --first {} --seeds 1 --events`",
+            "replay it with {SEED_VAR}={} (in the simulation's tests) or `iopath sim --first {} --seeds 1 --events{storage_only}`",
             self.seed, self.seed
         )
     }

@@ -22,6 +22,11 @@
 //! the bytes it names must hold no acknowledged write its client was not told of. A window
 //! that evicts anyone marks every byte its startup cut, which may include a write that failed
 //! (the crash took its reply) — an over-statement the server makes on purpose, and allowed.
+//!
+//! A write through a fyod that its client was told may not have been kept — acknowledged,
+//! not yet fsync'd, and then the handle it went through was gone (EBADF: the fyod crashed, or
+//! the handle broke) — counts as a write that failed: it may or may not read back, and
+//! a read of its object may fail.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +43,9 @@ pub enum Outcome {
     Failed,
     /// Acknowledged, then reported lost by the server's recovery (eviction): excused.
     ReportedLost,
+    /// Acknowledged through a fyod, then its handle was gone before an fsync: it may or may
+    /// not have been kept, as if it had failed.
+    Unsure,
 }
 
 /// One write in an object's history.
@@ -116,11 +124,25 @@ impl Oracle {
         }
     }
 
-    /// Whether some acknowledged write of `key` was reported lost.
+    /// The client was told that writes `versions` of `key`, acknowledged, may not have been
+    /// kept: each that is still acknowledged counts as one that failed.
+    pub fn writes_maybe_lost(&mut self, key: ObjectKey, versions: &[u32]) {
+        for version in versions {
+            if let Some(write) = self.write_mut(key, *version)
+                && write.outcome == Outcome::Acknowledged
+            {
+                write.outcome = Outcome::Unsure;
+            }
+        }
+    }
+
+    /// Whether some acknowledged write of `key` was reported lost, or may not have been kept:
+    /// a read of it may fail.
     pub fn has_reported_loss(&self, key: ObjectKey) -> bool {
-        self.objects
-            .get(&key)
-            .is_some_and(|w| w.iter().any(|w| w.outcome == Outcome::ReportedLost))
+        self.objects.get(&key).is_some_and(|w| {
+            w.iter()
+                .any(|w| matches!(w.outcome, Outcome::ReportedLost | Outcome::Unsure))
+        })
     }
 
     /// Writes acknowledged so far, over every object.
@@ -339,6 +361,19 @@ mod tests {
         assert!(untold.what.contains("v1"), "{untold}");
         oracle.writes_reported_lost(KEY);
         assert_eq!(oracle.check_lost(KEY, &[(0, 96)]), Ok(()), "told");
+    }
+
+    #[test]
+    fn a_write_that_may_not_have_been_kept_may_read_back_or_not_but_an_fsynced_one_must() {
+        let mut oracle = Oracle::new();
+        let synced = written(&mut oracle, 0, 4, Outcome::Acknowledged);
+        let unsure = written(&mut oracle, 0, 4, Outcome::Acknowledged);
+        oracle.writes_maybe_lost(KEY, &[2]);
+        assert!(oracle.has_reported_loss(KEY));
+        assert_eq!(oracle.check_read(KEY, 0, 32, &synced), Ok(()));
+        assert_eq!(oracle.check_read(KEY, 0, 32, &unsure), Ok(()));
+        // The write before it was fsync'd: a hole there is still a loss.
+        assert!(oracle.check_read(KEY, 0, 32, &[0u8; 32]).is_err());
     }
 
     #[test]

@@ -1,11 +1,18 @@
-//! The simulated machine: its networks, routers, storage servers on simulated disks, and
-//! client nodes, each of which can crash and start again.
+//! The simulated machine: its networks, routers, storage servers on simulated disks, the
+//! metadata server on its own simulated disk, fyods, and client nodes; every server and
+//! router can crash and start again.
 //!
 //! ```text
-//! direct:  client 100@mem0 ... ──────────────────── OSS 10@mem0, 11@mem0
-//! routed:  client 100@mem0 ... ── router 1, 2 ──── OSS 10@mem1, 11@mem1
+//! direct:  client 100@mem0 ... ──────────────────── OSS 10@mem0, 11@mem0, MDS 5@mem0
+//!          fyod client 120@mem0 ── fyod 20@mem0 ──┘
+//! routed:  client 100@mem0 ... ── router 1, 2 ──── OSS 10@mem1, 11@mem1, MDS 5@mem1
+//!          fyod client 120@mem0 ── fyod 20@mem0 ──┘
 //!                                 (@mem0 and @mem1)
 //! ```
+//!
+//! A fyod sits on the compute network beside its clients, as a service node does, and
+//! reaches the servers as they do; in PFS mode the storage servers pull from and push into
+//! the fyod's clients themselves.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,20 +22,30 @@ use iopath_fabric::fault::{FaultHook, SplitMix64};
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::routing::RouteSpec;
 use iopath_fabric::{FabricError, Interface, Limits, MemNetwork, Nid, Node, NodeConfig, Service};
+use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
+use iopath_mds::store::StoreDisk;
+use iopath_mds::store::simulated::SimulatedDisk as SimulatedMdsDisk;
+use iopath_mds::{MDS_PORTAL, MdsConfig, MdsLimits, MdsService, MdsTarget, StripeRequest};
 use iopath_storage_server::engine::DiskEngine;
 use iopath_storage_server::engine::simulated::{CrashOutcome, SimulatedDisk};
 use iopath_storage_server::ost::{OssConfig, OstConfig};
 use iopath_storage_server::service::{OssService, ServiceConfig};
 
 use crate::SimError;
-use crate::executions::{Counted, ExecutionLog};
+use crate::executions::{Counted, CountedService, ExecutionLog, Role};
 
 /// The first router's node number.
 pub const FIRST_ROUTER: u32 = 1;
+/// The metadata server's node number.
+pub const MDS_NODE: u32 = 5;
 /// The first storage server's node number.
 pub const FIRST_SERVER: u32 = 10;
+/// The first fyod's node number.
+pub const FIRST_FYOD: u32 = 20;
 /// The first client's node number (and client id).
 pub const FIRST_CLIENT: u32 = 100;
+/// The first fyod client's node number (and client id at its fyod).
+pub const FIRST_FYOD_CLIENT: u32 = 120;
 
 /// How long a restart keeps trying for its address, which the in-memory network frees once
 /// every task of the crashed node has let go of it.
@@ -36,6 +53,9 @@ const RESTART_WAIT: Duration = Duration::from_secs(30);
 
 /// Wraps each simulated server's engine (a planted bug, in the simulation's own tests).
 pub type EngineWrap = fn(Arc<dyn DiskEngine>) -> Arc<dyn DiskEngine>;
+
+/// Wraps the metadata server's disk (a planted bug, in the simulation's own tests).
+pub type MdsDiskWrap = fn(Arc<dyn StoreDisk>) -> Arc<dyn StoreDisk>;
 
 /// How the world is put together.
 #[derive(Debug, Clone)]
@@ -58,6 +78,34 @@ pub struct WorldConfig {
     pub limits: Limits,
     /// A planted bug around each server's engine.
     pub engine_wrap: Option<EngineWrap>,
+    /// A planted bug around the metadata server's disk.
+    pub mds_disk_wrap: Option<MdsDiskWrap>,
+    /// Whether a metadata server runs.
+    pub mds: bool,
+    /// The metadata server's log records between snapshots (small, so runs cross compaction).
+    pub mds_snapshot_every_records: u64,
+    /// Fyods (they need the metadata server).
+    pub fyods: u32,
+    /// How the fyods store files.
+    pub fyod_mode: FileSystem,
+}
+
+/// The metadata server: its disk outlives its crashes.
+#[derive(Debug)]
+struct Mds {
+    nid: Nid,
+    dir: PathBuf,
+    disk: Arc<SimulatedMdsDisk>,
+    life: u32,
+    running: Option<(Node, Arc<MdsService>)>,
+}
+
+/// A fyod: it keeps nothing across a crash.
+#[derive(Debug)]
+struct Fyod {
+    nid: Nid,
+    life: u32,
+    running: Option<(Node, Arc<FyodService>)>,
 }
 
 /// One storage server: its disk outlives its crashes.
@@ -82,6 +130,8 @@ pub struct World {
     executions: Arc<ExecutionLog>,
     servers: Vec<Server>,
     routers: Vec<Option<Node>>,
+    mds: Option<Mds>,
+    fyods: Vec<Fyod>,
     /// Holds the servers' files; removed with the world.
     _dir: tempfile::TempDir,
 }
@@ -121,8 +171,24 @@ impl World {
                 running: None,
             })
             .collect();
+        let mds = config.mds.then(|| Mds {
+            nid: Nid::mem(MDS_NODE, storage_net(&config)),
+            dir: dir.path().join("mds"),
+            disk: SimulatedMdsDisk::new(),
+            life: 0,
+            running: None,
+        });
+        let fyods = (0..config.fyods)
+            .map(|f| Fyod {
+                nid: Nid::mem(FIRST_FYOD + f, 0),
+                life: 0,
+                running: None,
+            })
+            .collect();
         let mut world = World {
             routers: (0..config.routers).map(|_| None).collect(),
+            mds,
+            fyods,
             config,
             compute,
             storage,
@@ -136,6 +202,12 @@ impl World {
         }
         for s in 0..world.servers.len() {
             world.start_server(s).await?;
+        }
+        if world.mds.is_some() {
+            world.start_mds().await?;
+        }
+        for f in 0..world.fyods.len() {
+            world.start_fyod(f).await?;
         }
         Ok(world)
     }
@@ -165,13 +237,51 @@ impl World {
         self.routers.len()
     }
 
+    /// The metadata server's NID, if there is one.
+    pub fn mds_nid(&self) -> Option<Nid> {
+        self.mds.as_ref().map(|m| m.nid)
+    }
+
+    /// The fyods' NIDs.
+    pub fn fyod_nids(&self) -> Vec<Nid> {
+        self.fyods.iter().map(|f| f.nid).collect()
+    }
+
     /// A client node numbered `FIRST_CLIENT + c`, routed to the servers.
     pub async fn client_node(&self, c: u32) -> Result<Node, SimError> {
-        let nid = Nid::mem(FIRST_CLIENT + c, 0);
+        self.compute_node(FIRST_CLIENT + c).await
+    }
+
+    /// A node numbered `number` on the compute network, routed to the servers.
+    async fn compute_node(&self, number: u32) -> Result<Node, SimError> {
+        let nid = Nid::mem(number, 0);
         let routes = self.routes_to(storage_net(&self.config));
         self.node(vec![self.mem(nid, &self.compute)], routes, None)
             .await
             .map_err(|e| SimError::Setup(format!("start client node {nid}: {e}")))
+    }
+
+    /// Fyod client `c`'s node, numbered `FIRST_FYOD_CLIENT + c`. Its calls resend for twice
+    /// the storage servers' recovery window: a fyod holds a call while a server it needs
+    /// waits out its window, as a real compute node's longer timeouts allow for.
+    pub async fn fyod_client_node(&self, c: u32) -> Result<Node, SimError> {
+        let nid = Nid::mem(FIRST_FYOD_CLIENT + c, 0);
+        let routes = self.routes_to(storage_net(&self.config));
+        let limits = &self.config.limits;
+        let patience = 2 * self.config.recovery_window.as_millis();
+        let limits = Limits {
+            rpc_resends_max: (patience / limits.rpc_timeout.as_millis().max(1)) as u32,
+            ..limits.clone()
+        };
+        Node::start(NodeConfig {
+            interfaces: vec![self.mem(nid, &self.compute)],
+            limits,
+            fault: Some(Arc::clone(&self.faults)),
+            routes,
+            ..NodeConfig::default()
+        })
+        .await
+        .map_err(|e| SimError::Setup(format!("start fyod client node {nid}: {e}")))
     }
 
     fn mem(&self, nid: Nid, network: &Arc<MemNetwork>) -> Interface {
@@ -348,6 +458,146 @@ impl World {
             .map_err(|e| SimError::Setup(format!("crash server {}'s disk: {e}", server.nid)))
     }
 
+    /// Starts the metadata server (again) on its disk: its store replays its log, and answers
+    /// resent changes from the replies it logged with them.
+    pub async fn start_mds(&mut self) -> Result<(), SimError> {
+        let Some(mds) = &self.mds else {
+            return Ok(());
+        };
+        let routes = self.routes_to(0);
+        let interfaces = vec![self.mem(mds.nid, &self.storage)];
+        let targets = self
+            .servers
+            .iter()
+            .flat_map(|s| {
+                s.targets.iter().map(|t| MdsTarget {
+                    index: *t,
+                    nid: s.nid,
+                })
+            })
+            .collect();
+        let mut config = MdsConfig::new(&mds.dir, targets);
+        config.default_stripe = StripeRequest {
+            stripe_size_bytes: iopath_mds::layout::STRIPE_SIZE_UNIT_BYTES,
+            stripe_count: 1,
+            stripe_offset: iopath_mds::layout::STRIPE_OFFSET_ANY,
+        };
+        config.limits = MdsLimits {
+            snapshot_every_records: self.config.mds_snapshot_every_records,
+            ..MdsLimits::default()
+        };
+        config.disk = mds.disk.handle();
+        if let Some(wrap) = self.config.mds_disk_wrap {
+            config.disk = wrap(config.disk);
+        }
+        let life = mds.life;
+        let what = format!("start the metadata server {} (life {life})", mds.nid);
+        let log = Arc::clone(&self.executions);
+        let (world, interfaces, routes, config, log) =
+            (&*self, &interfaces, &routes, &config, &log);
+        let running = World::retrying(what, || async move {
+            let node = world
+                .node(interfaces.clone(), routes.clone(), None)
+                .await
+                .map_err(|e| SimError::Setup(e.to_string()))?;
+            let started = async {
+                let service = Arc::new(MdsService::open(config.clone()).await?);
+                let front = Arc::new(CountedService {
+                    inner: Arc::clone(&service) as Arc<dyn Service>,
+                    log: Arc::clone(log),
+                    role: Role::Mds,
+                    server: 0,
+                    life,
+                });
+                node.register_service(MDS_PORTAL, front)?;
+                Ok::<_, iopath_mds::MdsError>(service)
+            };
+            match started.await {
+                Ok(service) => Ok((node, service)),
+                Err(error) => {
+                    node.shutdown();
+                    Err(SimError::Setup(error.to_string()))
+                }
+            }
+        })
+        .await?;
+        if let Some(mds) = &mut self.mds {
+            mds.running = Some(running);
+        }
+        Ok(())
+    }
+
+    /// Crashes the metadata server: its node leaves the network, and its disk keeps (or
+    /// tears, or drops) what was not synced, as `rng` decides.
+    pub fn crash_mds(
+        &mut self,
+        rng: &mut SplitMix64,
+    ) -> Result<iopath_mds::store::simulated::CrashOutcome, SimError> {
+        let Some(mds) = &mut self.mds else {
+            return Ok(Default::default());
+        };
+        let Some((node, _service)) = mds.running.take() else {
+            return Ok(Default::default());
+        };
+        node.shutdown();
+        mds.life += 1;
+        mds.disk
+            .crash(rng)
+            .map_err(|e| SimError::Setup(format!("crash the metadata server's disk: {e}")))
+    }
+
+    /// Starts fyod `f` (again): it knows no compute node and no handle; its storage
+    /// connections, made again at first use, replay nothing.
+    pub async fn start_fyod(&mut self, f: usize) -> Result<(), SimError> {
+        let Some(mds) = self.mds_nid() else {
+            return Err(SimError::Setup("a fyod needs the metadata server".into()));
+        };
+        let routes = self.routes_to(storage_net(&self.config));
+        let fyod = &self.fyods[f];
+        let interfaces = vec![self.mem(fyod.nid, &self.compute)];
+        let config = FyodConfig::new(mds, self.config.fyod_mode);
+        let life = fyod.life;
+        let what = format!("start fyod {} (life {life})", fyod.nid);
+        let log = Arc::clone(&self.executions);
+        let (world, interfaces, routes, config, log) =
+            (&*self, &interfaces, &routes, &config, &log);
+        let running = World::retrying(what, || async move {
+            let node = world
+                .node(interfaces.clone(), routes.clone(), None)
+                .await
+                .map_err(|e| SimError::Setup(e.to_string()))?;
+            let front = |inner: Arc<FyodService>| {
+                Arc::new(CountedService {
+                    inner,
+                    log: Arc::clone(log),
+                    role: Role::Fyod,
+                    server: f,
+                    life,
+                }) as Arc<dyn Service>
+            };
+            match FyodService::start_behind(&node, config.clone(), front).await {
+                Ok(service) => Ok((node, service)),
+                Err(error) => {
+                    node.shutdown();
+                    Err(SimError::Setup(error.to_string()))
+                }
+            }
+        })
+        .await?;
+        self.fyods[f].running = Some(running);
+        Ok(())
+    }
+
+    /// Crashes fyod `f`: its node leaves the network, and with it every handle, every
+    /// write-behind block and every write it kept for replay.
+    pub fn crash_fyod(&mut self, f: usize) {
+        let fyod = &mut self.fyods[f];
+        if let Some((node, _service)) = fyod.running.take() {
+            node.shutdown();
+            fyod.life += 1;
+        }
+    }
+
     /// Stops every node.
     pub fn shutdown(&mut self) {
         for server in &mut self.servers {
@@ -358,6 +608,14 @@ impl World {
         }
         for router in self.routers.iter_mut().filter_map(Option::take) {
             router.shutdown();
+        }
+        if let Some((node, _)) = self.mds.as_mut().and_then(|m| m.running.take()) {
+            node.shutdown();
+        }
+        for fyod in &mut self.fyods {
+            if let Some((node, _)) = fyod.running.take() {
+                node.shutdown();
+            }
         }
     }
 }

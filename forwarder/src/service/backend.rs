@@ -27,7 +27,7 @@ use iopath_fabric::trace;
 use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_mds::error::errno::EEXIST;
-use iopath_mds::{Attributes, MdsClient, ObjectRef, StripeRequest};
+use iopath_mds::{Attributes, MdsClient, ObjectRef, Origin, StripeRequest};
 use iopath_ost_client::{ClientId, DescriptorReply, OscStats, OstClient, OstConnections};
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
@@ -178,18 +178,21 @@ impl Backend {
         self.connections.get().map_or(0, |c| c.ost.kept_bytes())
     }
 
-    /// Opens `path`, creating it first if asked and absent. Returns its attributes and
-    /// whether this call created it. Makes sure every object of its layout exists: a file
-    /// another fyod has just created may not have its objects yet.
+    /// Opens `path`, creating it first if asked and absent — for `origin`, the compute
+    /// node's open, if it names one. Returns its attributes and whether this call (or the
+    /// same open, sent to an earlier start of this fyod) created it. Makes sure every object
+    /// of its layout exists: a file another fyod has just created may not have its objects
+    /// yet.
     pub(crate) async fn open(
         &self,
         path: &str,
         create: bool,
         stripe: StripeRequest,
         mode: u32,
+        origin: Option<&Origin>,
     ) -> Result<(Attributes, bool)> {
         let (attributes, created) = if create {
-            match self.mds.create(path, mode, stripe).await {
+            match self.mds.create_for(path, mode, stripe, origin).await {
                 Ok(attributes) => (attributes, true),
                 Err(e) if e.errno() == EEXIST => (self.mds.open(path).await?, false),
                 Err(e) => return Err(e.into()),

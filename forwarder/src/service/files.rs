@@ -3,6 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use iopath_fabric::Nid;
 use iopath_layout::{Layout, ObjectRef};
@@ -44,6 +45,7 @@ pub(crate) struct OpenFiles {
     /// Handles closed because their compute node connected again, with its id, oldest first
     /// and at most `open_files_max` of them: a call still naming one is told why it is gone.
     retired: Mutex<VecDeque<(u64, u64)>>,
+    /// Handles count up from [`first_handle`]: none names a file of another start.
     next_handle: AtomicU64,
     open_files_max: usize,
 }
@@ -53,7 +55,7 @@ impl OpenFiles {
         OpenFiles {
             files: Mutex::default(),
             retired: Mutex::default(),
-            next_handle: AtomicU64::new(1),
+            next_handle: AtomicU64::new(first_handle()),
             open_files_max: open_files_max as usize,
         }
     }
@@ -98,14 +100,16 @@ impl OpenFiles {
         }
     }
 
-    /// Forgets every file compute node `client` opened; returns them.
+    /// Forgets every file compute node `client` opened; returns them, in the order they were
+    /// opened.
     pub(crate) fn remove_of_client(&self, client: u64) -> Vec<Arc<OpenFile>> {
         let mut files = self.files.lock().expect("open files lock poisoned");
-        let owned: Vec<u64> = files
+        let mut owned: Vec<u64> = files
             .values()
             .filter(|f| f.client == client)
             .map(|f| f.handle)
             .collect();
+        owned.sort_unstable();
         owned.iter().filter_map(|h| files.remove(h)).collect()
     }
 
@@ -131,4 +135,17 @@ impl OpenFiles {
     pub(crate) fn count(&self) -> usize {
         self.files.lock().expect("open files lock poisoned").len()
     }
+}
+
+/// The first handle of this start of the fyod: the microsecond clock's low 32 bits in the
+/// high half, the count in the low half. A fyod keeps nothing across a restart, and its
+/// compute nodes may still hold handles of the start before; numbered from 1 every time, such
+/// a handle would name whatever file its node had opened since — and the call would run
+/// there. Now it names nothing, and is refused with EBADF (two starts collide only if they
+/// begin in the same microsecond of a 71-minute cycle, and then only on handles both gave).
+fn first_handle() -> u64 {
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    ((micros & 0xFFFF_FFFF) << 32) | 1
 }

@@ -206,6 +206,17 @@ impl FyodService {
     /// Starts a fyod on `node`. The metadata service and storage servers are reached on first
     /// use, so they may start after it.
     pub async fn start(node: &Node, config: FyodConfig) -> Result<Arc<FyodService>> {
+        FyodService::start_behind(node, config, |fyod| fyod as Arc<dyn Service>).await
+    }
+
+    /// [`FyodService::start`], with what `front` makes of the fyod serving [`FYOD_PORTAL`] in
+    /// its place: a wrapper that passes every request on (the seeded simulation logs each one
+    /// it executes).
+    pub async fn start_behind(
+        node: &Node,
+        config: FyodConfig,
+        front: impl FnOnce(Arc<FyodService>) -> Arc<dyn Service>,
+    ) -> Result<Arc<FyodService>> {
         config.validate()?;
         let fyod_id = config
             .fyod_id
@@ -225,7 +236,7 @@ impl FyodService {
             node: node.clone(),
             config,
         });
-        node.register_service(FYOD_PORTAL, Arc::clone(&service) as Arc<dyn Service>)?;
+        node.register_service(FYOD_PORTAL, front(Arc::clone(&service)))?;
         Ok(service)
     }
 
@@ -497,7 +508,16 @@ impl FyodService {
             stripe.stripe_count = 1;
         }
         let mode = if op.mode == 0 { MODE_DEFAULT } else { op.mode };
-        let (attributes, created) = self.backend.open(&op.path, op.create, stripe, mode).await?;
+        // The compute node's open, which it sends again (to this fyod's next start too) if no
+        // reply comes: the metadata service knows a create it made as that open's.
+        let origin = (op.open_id != 0).then(|| iopath_mds::Origin {
+            client: format!("compute node {}", op.client),
+            request: op.open_id,
+        });
+        let (attributes, created) = self
+            .backend
+            .open(&op.path, op.create, stripe, mode, origin.as_ref())
+            .await?;
         if attributes.file_type != FileType::Regular {
             return Err(ForwarderError::invalid(
                 "path",

@@ -23,6 +23,10 @@ pub struct SimArgs {
     /// Print every event of each seed (to read one failing seed's story).
     #[arg(long)]
     events: bool,
+    /// Keep every seed on the storage path alone (no metadata server, no fyods), as seeds
+    /// ran before those were simulated: a seed found then replays as it did.
+    #[arg(long)]
+    storage_only: bool,
 }
 
 /// Runs the seeds on a thread of their own (each seed runs its own one-thread runtime).
@@ -36,6 +40,7 @@ fn run_seeds(args: &SimArgs) -> u64 {
     let config = SimConfig {
         ops_per_client: args.ops,
         keep_events: args.events,
+        other_roles: !args.storage_only,
         ..SimConfig::default()
     };
     let started = Instant::now();
@@ -93,6 +98,8 @@ fn run_seeds(args: &SimArgs) -> u64 {
         "away",
         "server_crash",
         "router_crash",
+        "mds_crash",
+        "fyod_crash",
     ];
     let injected: Vec<String> = faults
         .iter()
@@ -107,6 +114,15 @@ fn run_seeds(args: &SimArgs) -> u64 {
         "replayed",
         "loss_reported",
         "read_around_lost",
+        "mds_create_ok",
+        "mds_create_failed",
+        "mds_unlink_ok",
+        "mds_unlink_failed",
+        "fyod_write_ok",
+        "fyod_write_failed",
+        "fyod_read_ok",
+        "fyod_read_failed",
+        "fyod_handle_gone",
     ]
     .iter()
     .map(|kind| format!("{kind} {}", counts.get(kind).copied().unwrap_or(0)))

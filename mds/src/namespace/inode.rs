@@ -93,7 +93,7 @@ pub enum FileType {
 }
 
 /// What stat returns. No size: clients glimpse it from the objects.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attributes {
     /// Inode number.
     pub ino: Ino,

@@ -152,8 +152,8 @@ pub enum Planned {
     Unchanged(Outcome),
 }
 
-/// What a change returns to the caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a change returns to the caller (kept, for a resend, in the reply table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Outcome {
     /// A directory or file was made; its attributes (a file's carry its layout).
     Created(Attributes),

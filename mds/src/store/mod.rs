@@ -3,28 +3,81 @@
 //!
 //! - [`log`]: the log's format and the crash-recovery scan.
 //! - [`snapshot`]: the snapshot's format.
+//! - [`replies`]: [`ReplyTable`], each client's last changes' outcomes, so a change resent
+//!   after a restart is answered as it was, not run again (Lustre's `last_rcvd`).
+//! - [`disk`]: [`StoreDisk`], where the appends and fsyncs land — the file system, or
+//!   [`simulated`]'s crash model for the seeded simulation.
 //! - [`MdsStore`]: the runtime — plan, log, fsync, apply, reply; replay at start; compaction.
 //!
-//! The directory holds two files: `mds.snapshot` (the namespace as of sequence S) and
-//! `mds.log` (records from some base ≤ S+1 on). A change is acknowledged only once its record
-//! is on disk, so after any crash the snapshot plus the log's intact records rebuild every
-//! acknowledged change.
+//! The directory holds two files: `mds.snapshot` (the namespace and the reply table as of
+//! sequence S) and `mds.log` (records from some base ≤ S+1 on). A change is acknowledged only
+//! once its record is on disk, so after any crash the snapshot plus the log's intact records
+//! rebuild every acknowledged change — and, from the request each record names, the reply
+//! each change was given.
 
+pub mod disk;
 pub mod log;
+pub mod replies;
+pub mod simulated;
 pub mod snapshot;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
-use tracing::{error, info, warn};
+use serde::{Deserialize, Serialize};
+use tracing::{debug, error, info, warn};
 
 use crate::error::{MdsError, Result};
 use crate::limits::LOG_RECORD_MAX_BYTES;
 use crate::namespace::op::{Mutation, Op, Outcome, Planned};
 use crate::namespace::{Namespace, NamespaceConfig, NamespaceState};
+pub use disk::{RealDisk, StoreDisk};
+pub use replies::{ReplyTable, RequestRef};
+
+/// A log record of a change some client's request asked for: the change, and the request
+/// (`{"change": .., "request": ..}`). A change with no request behind it (a local tool's) is
+/// logged as the bare mutation, as every record was before requests were logged.
+#[derive(Debug, Serialize)]
+struct Requested<'a> {
+    change: &'a Mutation,
+    request: &'a RequestRef,
+}
+
+/// [`Requested`], read back.
+#[derive(Debug, Deserialize)]
+struct RequestedRecord {
+    change: Mutation,
+    request: RequestRef,
+}
+
+/// The reply table's part of a snapshot: a `replies` field beside the namespace's own (a
+/// snapshot written before replies were kept has none: an empty table).
+#[derive(Debug, Default, Deserialize)]
+struct SnapshotReplies {
+    #[serde(default)]
+    replies: ReplyTable,
+}
+
+/// A snapshot's payload: the namespace's fields and `replies`.
+#[derive(Serialize)]
+struct SnapshotPayload<'a> {
+    #[serde(flatten)]
+    namespace: &'a NamespaceState,
+    replies: &'a ReplyTable,
+}
+
+/// A record's change, and the request behind it if it names one.
+fn decode_record(payload: &[u8]) -> std::result::Result<(Mutation, Option<RequestRef>), String> {
+    if let Ok(requested) = serde_json::from_slice::<RequestedRecord>(payload) {
+        return Ok((requested.change, Some(requested.request)));
+    }
+    serde_json::from_slice::<Mutation>(payload)
+        .map(|mutation| (mutation, None))
+        .map_err(|e| e.to_string())
+}
 
 /// The operation log's file name.
 pub const LOG_FILE: &str = "mds.log";
@@ -59,6 +112,8 @@ pub struct StoreCounters {
     pub snapshots_written: AtomicU64,
     /// Compactions that failed before replacing anything (the old log stays in use).
     pub compactions_failed: AtomicU64,
+    /// Resent changes answered from the reply table instead of run again.
+    pub replies_reconstructed: AtomicU64,
 }
 
 /// The appending side: held while a change is planned, logged and applied, so changes are
@@ -72,12 +127,16 @@ struct Writer {
     records_since_snapshot: u64,
     /// Set when an append or fsync failed: what is on disk is unknown, so no more changes.
     failed: Option<String>,
+    /// The outcomes of each client's last changes, as of the last durable record.
+    replies: ReplyTable,
 }
 
 /// The durable namespace in one directory.
 #[derive(Debug)]
 pub struct MdsStore {
     dir: PathBuf,
+    /// Where appends and fsyncs land.
+    disk: Arc<dyn StoreDisk>,
     writer: Mutex<Writer>,
     /// The namespace as of the last durable record. Readers take it shared; a writer takes
     /// it exclusively only to apply a change that is already on disk.
@@ -91,13 +150,23 @@ impl MdsStore {
     /// Opens the namespace in `dir` (creating it if the directory holds none), replaying the
     /// log after the snapshot. Refuses a corrupt log or snapshot with the reason and offset.
     pub fn open(dir: &Path, config: NamespaceConfig) -> Result<MdsStore> {
+        MdsStore::open_on(dir, config, Arc::new(RealDisk))
+    }
+
+    /// [`MdsStore::open`], its appends and fsyncs landing on `disk`.
+    pub fn open_on(
+        dir: &Path,
+        config: NamespaceConfig,
+        disk: Arc<dyn StoreDisk>,
+    ) -> Result<MdsStore> {
         config.check()?;
+        disk.alive().map_err(|e| MdsError::io("open", dir, e))?;
         let snapshot_every_records = config.limits.snapshot_every_records;
         if !dir.exists() {
             std::fs::create_dir_all(dir).map_err(|e| MdsError::io("create", dir, e))?;
             if let Some(parent) = dir.parent() {
                 // The new directory's entry in its parent is durable too.
-                sync_dir(parent)?;
+                sync_dir(&*disk, parent)?;
             }
         }
         // A crash during compaction can leave a half-written temporary file. It was never
@@ -112,7 +181,9 @@ impl MdsStore {
         let snapshot_path = dir.join(SNAPSHOT_FILE);
         let mut report = RecoveryReport::default();
 
-        // 1. The snapshot, if there is one: the namespace as of `snapshot_seq`.
+        // 1. The snapshot, if there is one: the namespace and the reply table as of
+        //    `snapshot_seq`.
+        let mut replies = ReplyTable::new();
         let mut namespace = if snapshot_path.exists() {
             let bytes = std::fs::read(&snapshot_path)
                 .map_err(|e| MdsError::io("read", &snapshot_path, e))?;
@@ -123,6 +194,9 @@ impl MdsStore {
             let (seq, payload) = snapshot::decode(&bytes).map_err(corrupt)?;
             let state: NamespaceState = serde_json::from_slice(payload)
                 .map_err(|e| corrupt(format!("payload does not decode: {e}")))?;
+            let kept: SnapshotReplies = serde_json::from_slice(payload)
+                .map_err(|e| corrupt(format!("payload's replies do not decode: {e}")))?;
+            replies = kept.replies;
             report.snapshot_seq = seq;
             Namespace::from_state(state, config).map_err(|e| corrupt(e.to_string()))?
         } else {
@@ -139,7 +213,7 @@ impl MdsStore {
                     reason: "the log is missing but a snapshot exists; changes after the snapshot would be lost".into(),
                 });
             }
-            write_atomically(dir, LOG_FILE, &log::encode_header(1))?;
+            write_atomically(&*disk, dir, LOG_FILE, &log::encode_header(1))?;
             report.fresh = true;
             info!(dir = %dir.display(), "new metadata namespace");
         }
@@ -167,19 +241,23 @@ impl MdsStore {
             if record.seq <= report.snapshot_seq {
                 continue; // covered by the snapshot (a crash came between its two renames)
             }
-            let mutation: Mutation = serde_json::from_slice(&bytes[record.payload.clone()])
-                .map_err(|e| {
+            let (mutation, request) =
+                decode_record(&bytes[record.payload.clone()]).map_err(|e| {
                     corrupt(
                         record.offset,
                         format!("record {} does not decode: {e}", record.seq),
                     )
                 })?;
-            namespace.apply(&mutation).map_err(|why| {
+            let outcome = namespace.apply(&mutation).map_err(|why| {
                 corrupt(
                     record.offset,
                     format!("record {} does not apply: {why}", record.seq),
                 )
             })?;
+            // Applying gives the outcome the change's reply carried: kept for its resend.
+            if let Some(request) = &request {
+                replies.keep(request, record.seq, outcome);
+            }
             last_seq = record.seq;
             report.records_replayed += 1;
         }
@@ -199,7 +277,7 @@ impl MdsStore {
                 .map_err(|e| MdsError::io("open", &log_path, e))?;
             file.set_len(scan.valid_len)
                 .map_err(|e| MdsError::io("truncate", &log_path, e))?;
-            file.sync_all()
+            disk.sync_all(&file, &log_path)
                 .map_err(|e| MdsError::io("fsync", &log_path, e))?;
             report.torn_tail_bytes = torn.bytes;
         }
@@ -210,11 +288,13 @@ impl MdsStore {
             .map_err(|e| MdsError::io("open", &log_path, e))?;
         let mut store = MdsStore {
             dir: dir.to_path_buf(),
+            disk,
             writer: Mutex::new(Writer {
                 log,
                 next_seq: last_seq + 1,
                 records_since_snapshot: report.records_replayed,
                 failed: None,
+                replies,
             }),
             namespace: RwLock::new(namespace),
             snapshot_every_records,
@@ -246,11 +326,39 @@ impl MdsStore {
     /// Executes one change: plans it, makes its record durable, applies it, and returns what
     /// the caller is to be told. Blocks on the fsync: call it off the async runtime.
     pub fn execute(&self, op: &Op, time_ns: u64) -> Result<Outcome> {
+        self.execute_for(op, time_ns, None)
+    }
+
+    /// [`MdsStore::execute`] for `request`, a client's: its record names the request, so a
+    /// resend of it — after a restart too — is answered with the outcome it was given, and
+    /// does not run again.
+    pub fn execute_for(
+        &self,
+        op: &Op,
+        time_ns: u64,
+        request: Option<&RequestRef>,
+    ) -> Result<Outcome> {
         // Held until the change is applied: changes are planned against the namespace as it
         // will be when their record lands, and land in the order they were planned.
         let mut writer = self.writer.lock().expect("writer lock poisoned");
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
+        }
+        // A crashed server's store changes nothing more (in the simulation, a task of the
+        // ended life may still be running).
+        self.disk
+            .alive()
+            .map_err(|e| MdsError::io("change", &self.dir, e))?;
+        // 0. A change that ran already (its reply was lost, and the client sent it again,
+        //    perhaps to this restarted service) is answered as it was the first time.
+        if let Some(request) = request
+            && let Some(outcome) = writer.replies.find(request)
+        {
+            self.counters
+                .replies_reconstructed
+                .fetch_add(1, Ordering::Relaxed);
+            debug!(client = %request.client, xid = request.xid, "a resent change: answered from the reply table");
+            return Ok(outcome.clone());
         }
         let planned = self
             .namespace
@@ -262,9 +370,16 @@ impl MdsStore {
             Planned::Change(mutation) => mutation,
         };
 
-        // 1. Encode the record: the decided mutation as JSON, framed with its sequence number
-        //    and a CRC32 over all of it.
-        let payload = serde_json::to_vec(&mutation).map_err(|e| MdsError::InvalidArgument {
+        // 1. Encode the record: the decided mutation as JSON (with the request that asked for
+        //    it, if any), framed with its sequence number and a CRC32 over all of it.
+        let encoded = match request {
+            Some(request) => serde_json::to_vec(&Requested {
+                change: &mutation,
+                request,
+            }),
+            None => serde_json::to_vec(&mutation),
+        };
+        let payload = encoded.map_err(|e| MdsError::InvalidArgument {
             why: format!("the change does not encode: {e}"),
         })?;
         if payload.len() > LOG_RECORD_MAX_BYTES as usize {
@@ -281,11 +396,16 @@ impl MdsStore {
         // 3. fdatasync: the record and the log's new length are on disk. From here on the
         //    change survives any crash.
         let log_path = self.dir.join(LOG_FILE);
-        let durable = writer
-            .log
-            .write_all(&record)
+        let writer = &mut *writer;
+        let durable = self
+            .disk
+            .append(&mut writer.log, &log_path, &record)
             .map_err(|e| ("append to", e))
-            .and_then(|()| writer.log.sync_data().map_err(|e| ("fsync", e)));
+            .and_then(|()| {
+                self.disk
+                    .sync_data(&writer.log, &log_path)
+                    .map_err(|e| ("fsync", e))
+            });
         if let Err((action, e)) = durable {
             // What reached the disk is unknown (a failed fsync may have dropped dirty pages),
             // so stop accepting changes; a restart replays whatever is intact.
@@ -320,10 +440,15 @@ impl MdsStore {
             }
         };
 
+        // The outcome is kept for the request's resend, as a restart rebuilds it from the log.
+        if let Some(request) = request {
+            writer.replies.keep(request, seq, outcome.clone());
+        }
+
         // 5. Compact if due. A compaction that fails before replacing the log leaves the old
         //    log in use and tries again after the next change; the change itself is done.
         if writer.records_since_snapshot >= self.snapshot_every_records
-            && let Err(e) = self.compact_locked(&mut writer)
+            && let Err(e) = self.compact_locked(writer)
         {
             warn!(error = %e, "metadata compaction failed");
         }
@@ -343,6 +468,9 @@ impl MdsStore {
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
         }
+        self.disk
+            .alive()
+            .map_err(|e| MdsError::io("compact", &self.dir, e))?;
         self.compact_locked(&mut writer)
     }
 
@@ -366,6 +494,11 @@ impl MdsStore {
         &self.dir
     }
 
+    /// Where its appends and fsyncs land.
+    pub fn disk(&self) -> &dyn StoreDisk {
+        &*self.disk
+    }
+
     /// Snapshot, then a fresh log. Holding the writer lock: no change is planned or logged
     /// meanwhile; readers carry on.
     fn compact_locked(&self, writer: &mut Writer) -> Result<()> {
@@ -382,7 +515,11 @@ impl MdsStore {
         let last_seq = writer.next_seq - 1;
         let payload = {
             let namespace = self.namespace.read().expect("namespace lock poisoned");
-            serde_json::to_vec(namespace.state()).map_err(|e| MdsError::InvalidArgument {
+            let payload = SnapshotPayload {
+                namespace: namespace.state(),
+                replies: &writer.replies,
+            };
+            serde_json::to_vec(&payload).map_err(|e| MdsError::InvalidArgument {
                 why: format!("the namespace does not encode: {e}"),
             })?
         };
@@ -391,6 +528,7 @@ impl MdsStore {
         //    it, the new snapshot covers every record to `last_seq` and replay skips those
         //    records in the old log.
         write_atomically(
+            &*self.disk,
             &self.dir,
             SNAPSHOT_FILE,
             &snapshot::encode(last_seq, &payload),
@@ -398,13 +536,18 @@ impl MdsStore {
         // 2. A fresh log starting at `last_seq + 1`, written the same way. Until its rename the
         //    old log stays correct; after it, the records the snapshot covers are gone.
         let log_path = self.dir.join(LOG_FILE);
-        let tmp = write_tmp(&self.dir, LOG_FILE, &log::encode_header(last_seq + 1))?;
+        let tmp = write_tmp(
+            &*self.disk,
+            &self.dir,
+            LOG_FILE,
+            &log::encode_header(last_seq + 1),
+        )?;
         if let Err(e) = std::fs::rename(&tmp, &log_path) {
             return Err(MdsError::io("rename", &tmp, e));
         }
         // From the rename on, the open handle points at the old, unlinked log: any failure
         // before the new one is open stops further changes.
-        let reopened = sync_dir(&self.dir).and_then(|()| {
+        let reopened = sync_dir(&*self.disk, &self.dir).and_then(|()| {
             OpenOptions::new()
                 .append(true)
                 .open(&log_path)
@@ -432,27 +575,26 @@ impl MdsStore {
 
 /// Writes `bytes` to `name` in `dir` so that a crash leaves either the old file or the new,
 /// never a mix: temporary file, fsync, rename, directory fsync.
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let tmp = write_tmp(dir, name, bytes)?;
+fn write_atomically(disk: &dyn StoreDisk, dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = write_tmp(disk, dir, name, bytes)?;
     let path = dir.join(name);
     std::fs::rename(&tmp, &path).map_err(|e| MdsError::io("rename", &tmp, e))?;
-    sync_dir(dir)
+    sync_dir(disk, dir)
 }
 
 /// Writes `bytes` to `name.tmp` in `dir` and fsyncs it; returns its path.
-fn write_tmp(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+fn write_tmp(disk: &dyn StoreDisk, dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
     let mut file = File::create(&tmp).map_err(|e| MdsError::io("create", &tmp, e))?;
     file.write_all(bytes)
         .map_err(|e| MdsError::io("write", &tmp, e))?;
-    file.sync_all()
+    disk.sync_all(&file, &tmp)
         .map_err(|e| MdsError::io("fsync", &tmp, e))?;
     Ok(tmp)
 }
 
 /// Makes renames and creations in `dir` durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+fn sync_dir(disk: &dyn StoreDisk, dir: &Path) -> Result<()> {
+    disk.sync_dir(dir)
         .map_err(|e| MdsError::io("fsync directory", dir, e))
 }
