@@ -262,9 +262,11 @@ async fn simulate_in(
         Arc::clone(&faults),
         Arc::clone(shared),
         Arc::clone(&done),
-        config.crashes,
-        roles.fyod_clients,
-        world_config.recovery_window,
+        Schedule {
+            crashes: config.crashes,
+            fyod_clients: roles.fyod_clients,
+            recovery_window: world_config.recovery_window,
+        },
     ));
     let mut tasks = Vec::new();
     for client in clients {
@@ -367,6 +369,16 @@ pub(crate) fn error_class(error: &FabricError) -> String {
     }
 }
 
+/// What the fault schedule may do in a world.
+struct Schedule {
+    /// Whether nodes crash (or only messages and partitions fail).
+    crashes: bool,
+    /// Compute nodes behind fyods, which partitions may cut off too.
+    fyod_clients: u32,
+    /// The storage servers' recovery window: a client kept away past it is evicted.
+    recovery_window: Duration,
+}
+
 /// The fault schedule: until the workload is `done`, one fault at a time — a server crashed
 /// and restarted, a client away past that restart's recovery window, a node partitioned and
 /// healed, a router crashed and restarted, and where
@@ -378,10 +390,13 @@ async fn nemesis(
     faults: Arc<NetworkFaults>,
     shared: Arc<Shared>,
     done: Arc<AtomicBool>,
-    crashes: bool,
-    fyod_clients: u32,
-    recovery_window: Duration,
+    schedule: Schedule,
 ) -> Result<(), SimError> {
+    let Schedule {
+        crashes,
+        fyod_clients,
+        recovery_window,
+    } = schedule;
     let events = &shared.events;
     let (servers, routers, mds, fyods) = {
         let world = world.lock().await;
