@@ -106,6 +106,24 @@ pub enum ForwarderError {
         /// The earlier failure.
         why: String,
     },
+    /// Acknowledged writes to one of the file's objects are gone: a storage server that
+    /// restarted would not take them back (it evicted this fyod in its recovery, or a piece's
+    /// memory was let go before its replay), as the fyod's pinger found.
+    #[error(
+        "{count} acknowledged writes to object {object:#x} on OST{target:04x} were lost when \
+         {server} restarted (it evicted this fyod, or a piece's memory was let go before its \
+         replay); rewrite the file"
+    )]
+    WritesLost {
+        /// The storage server.
+        server: Nid,
+        /// The target.
+        target: u32,
+        /// The object.
+        object: u64,
+        /// How many of its writes.
+        count: usize,
+    },
 }
 
 impl From<iopath_ost_client::OstClientError> for ForwarderError {
@@ -138,6 +156,8 @@ impl ForwarderError {
             ForwarderError::NotConnected { .. } => ENOTCONN,
             ForwarderError::LimitReached { .. } => EAGAIN,
             ForwarderError::ChecksumMismatch { .. } => EBADMSG,
+            // As Lustre's fsync after an eviction: the data did not make it.
+            ForwarderError::WritesLost { .. } => EIO,
         }
     }
 

@@ -140,3 +140,30 @@ async fn a_piece_whose_compute_node_let_go_is_reported_lost() {
     assert!(back == pattern(6, 4 * MIB), "the rewrite reads back");
     drop(writer_node);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_the_fyods_pinger_finds_fails_the_files_next_fsync() {
+    // The fyod's pinger replays what it kept as soon as a restarted server answers, with no
+    // call of anyone's waiting: a write it finds lost there was reported to nobody, and an
+    // application's fsync of the file then said all was well.
+    let mut stack = Stack::start(options(FileSystem::Pfs)).await;
+    let (writer, writer_node) = stack.client_with_node(0, 1).await;
+    let file = writer.open("/gone", create(FileSystem::Pfs)).await.unwrap();
+    file.write_at(0, pattern(5, 4 * MIB)).await.unwrap();
+    // The writer lets go of the pinned pieces; its node stays up, so the replay finds none.
+    drop(file);
+    drop(writer);
+
+    stack.crash_and_restart_oss(0).await;
+    // Nobody calls: the fyod's pinger (every second) meets the restart first.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let other = stack.client(0, 2).await;
+    let file = other.open("/gone", OpenOptions::default()).await.unwrap();
+    let error = file.fsync().await.unwrap_err().to_string();
+    println!("{error}");
+    assert!(
+        error.contains("acknowledged writes to object") && error.contains("were lost"),
+        "the fsync says the file lost acknowledged writes: {error}"
+    );
+    drop(writer_node);
+}

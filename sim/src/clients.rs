@@ -518,7 +518,13 @@ fn note_reported_loss(client: &SimClient, error: &FabricError, shared: &Shared) 
 /// evicted in a server's recovery).
 pub(crate) fn reported_loss(error: &FabricError) -> Option<&str> {
     match error {
-        FabricError::Remote { message, .. } if message.contains("were lost in replay") => {
+        // A client's own replay found them; or, through a fyod, the fyod's pinger did and the
+        // file's fsync says so.
+        FabricError::Remote { message, .. }
+            if message.contains("were lost in replay")
+                || (message.contains("acknowledged writes to object")
+                    && message.contains("were lost when")) =>
+        {
             Some(message)
         }
         _ => None,

@@ -381,6 +381,35 @@ impl Backend {
             .collect()
     }
 
+    /// Fails if acknowledged writes to one of `objects` were found lost: a connection's
+    /// pinger replayed what the fyod kept to a restarted server, which would not take it
+    /// back. Nobody's call was waiting then, so the file's next fsync says so.
+    pub(crate) fn check_lost(&self, objects: &[ObjectRef]) -> Result<()> {
+        let Some(connections) = self.connections.get() else {
+            return Ok(());
+        };
+        let lost = connections.ost.lost_writes();
+        let lost_links = connections.link.lost_writes();
+        for found in lost.iter().chain(&lost_links) {
+            for object in objects {
+                let count = found
+                    .writes
+                    .iter()
+                    .filter(|w| w.target == object.target && w.object == object.object_id)
+                    .count();
+                if count > 0 {
+                    return Err(ForwarderError::WritesLost {
+                        server: found.server,
+                        target: object.target,
+                        object: object.object_id,
+                        count,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Commits the journals of `targets` (each once, however often named; an unknown one
     /// fails before anything is sent), all at once; afterwards everything written to them is
     /// durable.

@@ -227,10 +227,12 @@ pub(crate) async fn truncate(backend: &Backend, file: &OpenFile, size_bytes: u64
     backend.punch_objects(objects).await
 }
 
-/// Commits every target the file has an object on, all at once.
+/// Commits every target the file has an object on, all at once; fails if writes to one of
+/// its objects were found lost meanwhile.
 pub(crate) async fn fsync(backend: &Backend, file: &OpenFile) -> Result<()> {
     let targets = file.layout.objects().iter().map(|o| o.target);
-    backend.sync_targets(targets).await
+    backend.sync_targets(targets).await?;
+    backend.check_lost(file.layout.objects())
 }
 
 /// `crc` extended by `count` zero bytes (the holes a read returns).

@@ -355,7 +355,8 @@ impl Ufs {
     pub(crate) async fn fsync(&self, backend: &Backend, file: &OpenFile) -> Result<()> {
         let _file = self.lock(file.ino).await;
         self.flush_file(backend, file).await?;
-        backend.sync_targets([file.first_object().target]).await
+        backend.sync_targets([file.first_object().target]).await?;
+        backend.check_lost(&[file.first_object()])
     }
 
     /// close: held-back bytes to storage (not committed: close is not fsync).
