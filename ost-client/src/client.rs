@@ -144,6 +144,11 @@ pub struct OstClient {
     checksum: ChecksumKind,
     state: Mutex<State>,
     replayed: AtomicU64,
+    /// Every kept write found lost over this client's life, whoever's reconnect found it (a
+    /// ping, or a call that met the restart): a file's fsync asks here whether its writes
+    /// are among them. One entry per acknowledged write lost: bounded by what this client
+    /// wrote, not by what a server says.
+    lost: Mutex<Vec<LostWrite>>,
     /// Held through a reconnect and its replay, so that callers who notice a restart at once
     /// replay one after the other: the later ones find the new start replayed to.
     replaying: tokio::sync::Mutex<()>,
@@ -190,6 +195,7 @@ impl OstClient {
             checksum: ChecksumKind::Crc32,
             state: Mutex::default(),
             replayed: AtomicU64::new(0),
+            lost: Mutex::default(),
             replaying: tokio::sync::Mutex::new(()),
             stats,
         };
@@ -964,6 +970,27 @@ impl OstClient {
         result
     }
 
+    /// Writes found lost, in `report` and in this client's record — at once, so that a
+    /// reconnect that fails after finding them (its report is dropped with the error) cannot
+    /// make them silent: they are no longer kept, and nothing else would say so.
+    fn found_lost(&self, report: &mut ReplayReport, lost: impl IntoIterator<Item = LostWrite>) {
+        let start = report.lost.len();
+        report.lost.extend(lost);
+        self.lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(&report.lost[start..]);
+    }
+
+    /// Every kept write found lost so far, by any reconnect of this client's: the ones its
+    /// caller was told of, and the ones a ping found with nobody's call waiting.
+    pub fn lost_writes(&self) -> Vec<LostWrite> {
+        self.lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// The rounds of [`OstClient::reconnect_and_replay`].
     async fn replay_rounds(&self) -> Result<ReplayReport, FabricError> {
         let mut report = ReplayReport::default();
@@ -1019,11 +1046,14 @@ impl OstClient {
                 // Say so.
                 Err(FabricError::Remote { code, message, .. }) if write.data.lost_by(code) => {
                     warn!(server = %self.server, target, transno, "kept write lost: {message}");
-                    report.lost.push(LostWrite {
-                        target,
-                        object: write.object,
-                        transno,
-                    });
+                    self.found_lost(
+                        report,
+                        [LostWrite {
+                            target,
+                            object: write.object,
+                            transno,
+                        }],
+                    );
                     if self.lock().replay.forget((target, transno)).is_some() {
                         self.kept_changed(target, 0, 1);
                     }
@@ -1078,7 +1108,7 @@ impl OstClient {
             }
             lost
         };
-        report.lost.extend(lost);
+        self.found_lost(report, lost);
         true
     }
 }

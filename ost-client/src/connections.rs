@@ -1,6 +1,6 @@
 //! [`OstConnections`]: a file system's storage servers as one client reaches them — one
 //! [`OstClient`] per server (shared by that server's targets), made at first need or all at
-//! once, each pinged; and the acknowledged writes the pinger found lost. The client library
+//! once, each pinged; and the acknowledged writes its connections found lost. The client library
 //! holds one set; a fyod holds two, under its two identities (its own writes by bytes, the PFS
 //! writes it forwards by descriptor).
 
@@ -38,8 +38,6 @@ pub struct OstConnections {
     ping_interval: Duration,
     /// By server; a cell is filled by the first caller that needs the server.
     servers: Mutex<BTreeMap<Nid, Arc<OnceCell<Arc<OstClient>>>>>,
-    /// What the pingers found lost, so far.
-    lost: Arc<Mutex<Vec<LostWrites>>>,
     /// The node's osc counters, which every connection counts into, if it keeps them.
     stats: Option<Arc<OscStats>>,
 }
@@ -59,7 +57,6 @@ impl OstConnections {
             targets,
             ping_interval,
             servers: Mutex::default(),
-            lost: Arc::default(),
             stats: None,
         }
     }
@@ -119,15 +116,11 @@ impl OstConnections {
                 .await
                 .map_err(|source| OstClientError::Connect { server, source })?;
                 let connection = Arc::new(connection);
-                let lost = Arc::clone(&self.lost);
+                // What a ping finds lost the connection records itself ([`OstClient::lost_writes`]).
                 tokio::spawn(ping(
                     Arc::downgrade(&connection),
                     self.ping_interval,
-                    move |server, writes| {
-                        lost.lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push(LostWrites { server, writes });
-                    },
+                    |_, _| {},
                 ));
                 Ok::<_, OstClientError>(connection)
             })
@@ -160,13 +153,18 @@ impl OstConnections {
         self.connected().iter().map(|c| c.replayed()).sum()
     }
 
-    /// Acknowledged writes the pingers found lost, so far (a call that finds them fails by
-    /// itself).
+    /// Acknowledged writes found lost so far, by server: by a ping with nobody's call
+    /// waiting, or by a call that met the restart (and failed, saying so — though the writes
+    /// it found may be another file's, whose fsync then asks here).
     pub fn lost_writes(&self) -> Vec<LostWrites> {
-        self.lost
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.connected()
+            .iter()
+            .map(|c| LostWrites {
+                server: c.server(),
+                writes: c.lost_writes(),
+            })
+            .filter(|l| !l.writes.is_empty())
+            .collect()
     }
 
     /// Ends the session with every server connected so far, all at once: each commits its

@@ -632,6 +632,9 @@ async fn an_evicted_client_put_back_on_the_list_before_it_replayed_still_loses_i
         "{report:?}"
     );
     assert_eq!(evicted.kept_writes(), 0);
+    // And remembered: a file's fsync asks the connection what it found lost, whoever's
+    // reconnect found it.
+    assert_eq!(evicted.lost_writes(), report.lost);
 }
 
 #[tokio::test(start_paused = true)]
