@@ -385,24 +385,16 @@ async fn read(
         .read(key.target, key.object, offset, length)
         .await
     {
-        Ok(bytes) => {
-            let checked = shared.oracle().check_read(key, offset, length, &bytes);
-            shared.events.record(
-                "read_ok",
-                format_args!(
-                    "c{c} op{op} {key} @{offset}+{length}: {} bytes",
-                    bytes.len()
-                ),
-            );
-            if let Err(violation) = checked {
-                let when = if last {
-                    "after the final recovery"
-                } else {
-                    "during the run"
-                };
-                shared.fail(format!("read {when} by client {c}: {violation}"));
-            }
-        }
+        Ok(bytes) => shared.read_back(
+            "read_ok",
+            &format!("client {c}"),
+            &format!("c{c} op{op}"),
+            key,
+            offset,
+            length,
+            &bytes,
+            last,
+        ),
         Err(error) => {
             note_reported_loss(client, &error, shared);
             shared.events.record(

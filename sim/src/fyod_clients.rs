@@ -282,24 +282,16 @@ async fn read(
     };
     let key = *key;
     match handle.read_at(offset, length).await {
-        Ok(bytes) => {
-            let checked = shared.oracle().check_read(key, offset, length, &bytes);
-            shared.events.record(
-                "fyod_read_ok",
-                format_args!(
-                    "y{c} op{op} {key} @{offset}+{length}: {} bytes",
-                    bytes.len()
-                ),
-            );
-            if let Err(violation) = checked {
-                let when = if last {
-                    "after the final recovery"
-                } else {
-                    "during the run"
-                };
-                shared.fail(format!("read {when} by fyod client {c}: {violation}"));
-            }
-        }
+        Ok(bytes) => shared.read_back(
+            "fyod_read_ok",
+            &format!("fyod client {c}"),
+            &format!("y{c} op{op}"),
+            key,
+            offset,
+            length,
+            &bytes,
+            last,
+        ),
         Err(error) => {
             shared.events.record(
                 "fyod_read_failed",

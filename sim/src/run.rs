@@ -142,6 +142,35 @@ impl Shared {
         self.names.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Checks the bytes a read of `key` returned, records the read as event `kind` (`label`
+    /// names the op), and fails the seed, naming `reader`, if the oracle finds them wrong.
+    #[allow(clippy::too_many_arguments)] // one read's what and where, and who did it
+    pub(crate) fn read_back(
+        &self,
+        kind: &'static str,
+        reader: &str,
+        label: &str,
+        key: crate::pattern::ObjectKey,
+        offset: u64,
+        length: u64,
+        bytes: &[u8],
+        last: bool,
+    ) {
+        let checked = self.oracle().check_read(key, offset, length, bytes);
+        self.events.record(
+            kind,
+            format_args!("{label} {key} @{offset}+{length}: {} bytes", bytes.len()),
+        );
+        if let Err(violation) = checked {
+            let when = if last {
+                "after the final recovery"
+            } else {
+                "during the run"
+            };
+            self.fail(format!("read {when} by {reader}: {violation}"));
+        }
+    }
+
     pub(crate) fn fail(&self, failure: String) {
         self.events.record("violation", &failure);
         self.failures
