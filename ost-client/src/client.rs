@@ -57,6 +57,9 @@ pub const UNREACHABLE_FOR_MAX: Duration = Duration::from_secs(20);
 const RECOVERY_WAIT_MAX: Duration = Duration::from_secs(600);
 /// Added to the time the server says its recovery can last, for the messages in between.
 const RECOVERY_WAIT_SLACK: Duration = Duration::from_secs(2);
+/// A reconnect's CONNECT waits for its reply this fraction of the RPC timeout (ptlrpc's
+/// `obd_timeout / 20`): 0.5 s against the default 10 s.
+const CONNECT_TIMEOUT_DIVISOR: u32 = 20;
 /// How many times one reconnect starts its replay over because the server restarted again
 /// before the replay was done: a bound of our own on a peer that keeps crashing.
 const REPLAY_ROUNDS_MAX: u32 = 8;
@@ -204,7 +207,7 @@ impl OstClient {
         // an error at once.
         let mut attempts = 0;
         let reply = loop {
-            match me.connect_once().await {
+            match me.connect_once(CallOptions::default()).await {
                 Err(error) if error.is_no_service() && attempts < RECONNECT_ATTEMPTS => {
                     attempts += 1;
                     tokio::time::sleep(RECONNECT_PAUSE).await;
@@ -266,14 +269,16 @@ impl OstClient {
         self.replayed.load(Ordering::Relaxed)
     }
 
-    async fn connect_once(&self) -> Result<pb::ConnectReply, FabricError> {
+    async fn connect_once(&self, options: CallOptions) -> Result<pb::ConnectReply, FabricError> {
         self.check_connected()?;
         let body = pb::ConnectRequest {
             client: self.client.get(),
         }
         .encode_to_vec()
         .into();
-        let reply = self.send(None, opcode::CONNECT, body).await?;
+        let reply = self
+            .send_with(None, opcode::CONNECT, body, options, &mut false)
+            .await?;
         let reply =
             pb::ConnectReply::decode(reply.as_ref()).map_err(|_| FabricError::MalformedFrame {
                 why: "undecodable CONNECT reply",
@@ -472,8 +477,10 @@ impl OstClient {
                     .lock()
                     .expect("client state lock poisoned")
                     .recovery_until;
+                // `until` is what the last connect was told: on the first EINPROGRESS it may
+                // be an earlier start's, so only a reconnect's (below) can end the wait.
                 let gave_up = now.duration_since(since) >= RECOVERY_WAIT_MAX
-                    || until.is_some_and(|until| now >= until);
+                    || (now > since && until.is_some_and(|until| now >= until));
                 if gave_up {
                     return Err(FabricError::Remote {
                         peer: self.server,
@@ -486,8 +493,17 @@ impl OstClient {
                     });
                 }
                 if now == since {
-                    let left = until.map_or(0, |u| u.saturating_duration_since(now).as_secs());
-                    warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
+                    // How long the window can last is known once this client has connected
+                    // to the new start (the reconnect below).
+                    match until.filter(|&until| until > now) {
+                        Some(until) => {
+                            let left = until.saturating_duration_since(now).as_secs();
+                            warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
+                        }
+                        None => {
+                            warn!(server = %self.server, "the server restarted and is recovering its clients' writes: reconnecting to replay ours");
+                        }
+                    }
                 }
             } else if is_connection_error(&error)
                 && unreachable_since
@@ -769,6 +785,20 @@ impl OstClient {
         })
     }
 
+    /// The fabric's options for a reconnect's CONNECT (the pinger's, or a call's that found
+    /// the server gone or restarted): one send, answered within a twentieth of the RPC
+    /// timeout, as ptlrpc's connects are (`INITIAL_CONNECT_TIMEOUT`, `obd_timeout / 20`, sent
+    /// with `rq_no_resend`). A reconnect holds this connection's replay mutex; one whose
+    /// CONNECT was lost (a router cannot reach a server that is down, and drops it) must not
+    /// keep every call that found the restart waiting a full RPC timeout behind it — the
+    /// next ping or call tries again.
+    fn reconnect_options(&self) -> CallOptions {
+        CallOptions {
+            timeout: Some(self.node.limits().rpc_timeout / CONNECT_TIMEOUT_DIVISOR),
+            resends_max: Some(0),
+        }
+    }
+
     /// The fabric's options for a replay to a server whose window can last `hard_remaining`:
     /// resends for as long as that (bounded by [`RECOVERY_WAIT_MAX`]). A replay waits in the
     /// window for its turn — behind an absent client's lower transno, up to the window's
@@ -1018,7 +1048,7 @@ impl OstClient {
     /// old boot id, so the next try replays again instead of taking the start for known —
     /// and the window evicting this client for writes it never saw.
     async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
-        let reply = self.connect_once().await?;
+        let reply = self.connect_once(self.reconnect_options()).await?;
         let evicted = self.take_session(reply.session, report);
         let (restarted, kept) = {
             let mut state = self.lock();

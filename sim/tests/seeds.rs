@@ -86,9 +86,10 @@ fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {
     }
 }
 
-/// Seeds run twice: 3 on the storage path alone, 0 and 33 with the metadata server and fyods
-/// creating, writing and crashing.
-const RUN_TWICE: [u64; 3] = [3, 0, 33];
+/// Seeds run twice: 3 on the storage path alone, 0 and 78 with the metadata server and fyods
+/// creating, writing and crashing (78 crashes both). Which seed crashes what shifts when the
+/// code under test changes its timing; the test below says which kind went missing.
+const RUN_TWICE: [u64; 3] = [3, 0, 78];
 
 #[test]
 fn one_seed_run_twice_does_the_same_things_at_the_same_times() {

@@ -744,6 +744,61 @@ async fn a_replay_cut_short_is_done_again_at_the_next_try() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_timeout_only() {
+    // Found by the routed soak: a router drops what it cannot forward to a server that is
+    // down, so a ping sent in that half second lost its CONNECT. That reconnect held the
+    // connection's replay mutex while it waited for its reply, and every call that found the
+    // restart waited behind it a whole RPC timeout (10 s) before replaying, keeping the
+    // server's window - and every other client's I/O - shut as long.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = Arc::new(
+        OstClient::connect(node.clone(), server.nid(), 1)
+            .await
+            .unwrap(),
+    );
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let data = pattern(4096, 1);
+    client.write(0, 1, 0, data.clone()).await.unwrap();
+
+    server.crash_and_restart().await;
+    let started = tokio::time::Instant::now();
+    // The pinger's reconnect: its CONNECT is lost on the way.
+    node.fail_points().arm(&FailSpec {
+        site: Site::ClientSend,
+        action: Action::Drop,
+        when: When::Once,
+        seed: 1,
+    });
+    let pinger = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { client.reconnect_and_replay().await }
+    });
+    tokio::task::yield_now().await;
+    // A call finds the restart and reconnects too; it waits for the pinger's reconnect.
+    let report = client.reconnect_and_replay().await.unwrap();
+    let waited = started.elapsed();
+    let rpc_timeout = node.limits().rpc_timeout;
+    assert!(
+        waited < rpc_timeout / 4,
+        "replayed {waited:?} after the restart: a lost CONNECT held it back longer than a \
+         connect's timeout (the RPC timeout is {rpc_timeout:?})"
+    );
+    assert_replayed("the call's reconnect", &report);
+    assert!(
+        matches!(pinger.await.unwrap(), Err(FabricError::Timeout { .. })),
+        "the lost CONNECT times out"
+    );
+    assert!(!server.service.recovering(0), "client 1 was the last");
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_replay_sent_again_after_its_call_gave_up_is_the_copy_that_runs() {
     // Found by the seeded simulation (seed 1412 of 0..3999): a replay that waited in the
     // window past the fabric's patience (a lower transno's client was away) was sent again by
