@@ -162,7 +162,8 @@ pub(crate) struct NodeInner {
     /// The xids of RPC calls in progress, from the allocation of each xid to the call's end
     /// (replies, BUSY retries and resends included): the oldest is what every request carries
     /// as the oldest xid its client still waits on, and it never passes a call still going.
-    pub(crate) calls: Mutex<std::collections::BTreeSet<u64>>,
+    /// Each call's peer, and how to tell it to send again now ([`Node::resend_calls_to`]).
+    pub(crate) calls: Mutex<BTreeMap<u64, CallInProgress>>,
     pub(crate) next_xid: AtomicU64,
     /// What takes the requests on each service portal.
     portals: RwLock<HashMap<u32, Arc<dyn PortalHandler>>>,
@@ -1137,6 +1138,14 @@ pub(crate) fn describe_frame(header: &Header) -> String {
         ),
         (Kind::Hello, _) => kind.to_owned(),
     }
+}
+
+/// An RPC call in progress: its peer, and what wakes its wait for a reply to send again at
+/// once.
+#[derive(Debug)]
+pub(crate) struct CallInProgress {
+    pub(crate) target: Nid,
+    pub(crate) resend: Arc<tokio::sync::Notify>,
 }
 
 /// A traced send, described before it waits for its credits.

@@ -222,3 +222,61 @@ async fn unknown_portals_and_opcodes_get_errors() {
         .unwrap_err();
     assert!(matches!(err, FabricError::TooLarge { .. }), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_peer_found_restarted_is_sent_the_calls_waiting_on_it_at_once() {
+    // A reconnect that finds its server restarted tells the node: requests waiting for a reply
+    // went to the start that is gone, and go again now, not at their timeout (ptlrpc's resend
+    // once an import is back). Here the lost request is a lost reply: the resend is answered
+    // from the reply cache, so it still executes once.
+    let limits = Limits {
+        rpc_timeout: Duration::from_secs(10),
+        ..Limits::default()
+    };
+    let network = iopath_fabric::MemNetwork::new();
+    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| {
+        iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+            interfaces: vec![iopath_fabric::Interface::Mem {
+                nid: iopath_fabric::Nid::mem(n, 0),
+                network: network.clone(),
+            }],
+            limits: limits.clone(),
+            fault,
+            ..Default::default()
+        })
+    };
+    let client = start(1, None).await.unwrap();
+    let hook = Arc::new(DropFirstReplies {
+        left: AtomicU64::new(1),
+    });
+    let server = start(2, Some(hook.clone())).await.unwrap();
+    let service = TestService::install(&server);
+    let began = tokio::time::Instant::now();
+    let call = tokio::spawn({
+        let (client, server) = (client.clone(), server.nid());
+        async move { client.call(server, PORTAL, OP_COUNT, Bytes::new()).await }
+    });
+    // Bounded: the reply is dropped within a few turns of the runtime.
+    for _ in 0..1000 {
+        if hook.left.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(hook.left.load(Ordering::SeqCst), 0, "the reply was dropped");
+    assert_eq!(
+        client.resend_calls_to(iopath_fabric::Nid::mem(3, 0)),
+        0,
+        "calls to other peers are not told"
+    );
+    assert_eq!(client.resend_calls_to(server.nid()), 1);
+    let reply = call.await.unwrap().unwrap();
+    assert!(
+        began.elapsed() < limits.rpc_timeout / 2,
+        "answered {:?} after the call began: the resend waited for the timeout",
+        began.elapsed()
+    );
+    assert_eq!(u64::from_be_bytes(reply[..8].try_into().unwrap()), 1);
+    assert_eq!(service.executed.load(Ordering::SeqCst), 1, "executed once");
+    assert_eq!(client.rpcs_pending(), 0);
+}

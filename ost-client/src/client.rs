@@ -1104,6 +1104,12 @@ impl OstClient {
             state.boot_id = reply.boot_id;
             state.replaying_to = None;
         }
+        // Requests still waiting for a reply went to the start that is gone: they go again
+        // now, not at their timeout (ptlrpc resends an import's requests once it is back).
+        let resent = self.node.resend_calls_to(self.server);
+        if resent > 0 {
+            info!(server = %self.server, resent, "replayed: requests in flight to the old start sent again");
+        }
         // The replayed writes are committed in order by the server as it recovers; their
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(Round::Done)

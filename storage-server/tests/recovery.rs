@@ -799,6 +799,53 @@ async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_write_in_flight_at_a_crash_goes_again_once_the_replay_is_done_not_at_its_timeout() {
+    // Found by the fyods soak: every storage-server kill took 10.2 s to serve again, as a
+    // fyod's writes that were on their way at the kill waited out the RPC timeout, and the
+    // compute nodes' calls with them. A reconnect that has replayed to the new start now sends
+    // those requests again at once, as ptlrpc resends an import's requests once it is back.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = Arc::new(
+        OstClient::connect(node.clone(), server.nid(), 1)
+            .await
+            .unwrap(),
+    );
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    // The write's request is lost on its way, as if the crash took it.
+    node.fail_points().arm(&FailSpec {
+        site: Site::ClientSend,
+        action: Action::Drop,
+        when: When::Once,
+        seed: 1,
+    });
+    let data = pattern(4096, 1);
+    let started = tokio::time::Instant::now();
+    let write = tokio::spawn({
+        let (client, data) = (Arc::clone(&client), data.clone());
+        async move { client.write(0, 1, 0, data).await }
+    });
+    tokio::task::yield_now().await;
+    server.crash_and_restart().await;
+    // The pinger's reconnect.
+    let report = client.reconnect_and_replay().await.unwrap();
+    assert!(report.restarted, "{report:?}");
+    write.await.unwrap().unwrap();
+    let rpc_timeout = node.limits().rpc_timeout;
+    assert!(
+        started.elapsed() < rpc_timeout / 2,
+        "the write was answered {:?} after it was sent: it waited for its timeout ({rpc_timeout:?})",
+        started.elapsed()
+    );
+    assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_replay_sent_again_after_its_call_gave_up_is_the_copy_that_runs() {
     // Found by the seeded simulation (seed 1412 of 0..3999): a replay that waited in the
     // window past the fabric's patience (a lower transno's client was away) was sent again by

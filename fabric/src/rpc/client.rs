@@ -1,18 +1,19 @@
 //! The client side of an RPC: a fresh xid, the request, the wait for its reply, and resends
 //! with the same xid after a timeout or a failed send.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tracing::debug;
 
 use crate::error::{FabricError, decode_error_body};
 use crate::fail::{Injected, Site};
 use crate::frame::{Kind, Message, status};
 use crate::nid::Nid;
-use crate::node::{Node, NodeInner};
+use crate::node::{CallInProgress, Node, NodeInner};
 
 /// Per-call overrides of the node's limits.
 #[derive(Debug, Clone, Copy, Default)]
@@ -45,23 +46,50 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl NodeInner {
-    /// A fresh xid, counted among the calls in progress in the same step: a call that took a
-    /// higher xid can never tell a server its client waits on nothing below this one.
-    fn begin_call(&self) -> u64 {
+    /// A fresh xid for a call to `target`, counted among the calls in progress in the same
+    /// step: a call that took a higher xid can never tell a server its client waits on nothing
+    /// below this one. With it, what wakes the call to send again at once.
+    fn begin_call(&self, target: Nid) -> (u64, Arc<Notify>) {
         let mut calls = self.calls.lock().expect("calls lock poisoned");
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
-        calls.insert(xid);
-        xid
+        let resend = Arc::new(Notify::new());
+        calls.insert(
+            xid,
+            CallInProgress {
+                target,
+                resend: Arc::clone(&resend),
+            },
+        );
+        (xid, resend)
     }
 
     /// The oldest xid of a call still in progress.
     fn oldest_call(&self, this: u64) -> u64 {
         let calls = self.calls.lock().expect("calls lock poisoned");
-        calls.first().copied().unwrap_or(this)
+        calls.keys().next().copied().unwrap_or(this)
     }
 }
 
+/// How many times one call sends again because its peer restarted ([`Node::resend_calls_to`]),
+/// beyond its resends after timeouts: a bound of our own on a peer that keeps restarting.
+const RESENDS_ON_RESTART_MAX: u32 = 8;
+
 impl Node {
+    /// `target` restarted, as a reconnect found: it forgot every request it had not answered.
+    /// Each call to it now waiting for a reply sends its request again at once (same xid),
+    /// instead of at its timeout — ptlrpc resends an import's in-flight requests once it has
+    /// reconnected to the new server instance. A copy the new start already has is answered
+    /// by its reply cache, as any resend is. Returns how many calls were told.
+    pub fn resend_calls_to(&self, target: Nid) -> usize {
+        let calls = self.inner.calls.lock().expect("calls lock poisoned");
+        let mut told = 0;
+        for call in calls.values().filter(|call| call.target == target) {
+            call.resend.notify_waiters();
+            told += 1;
+        }
+        told
+    }
+
     /// Sends request `opcode` with `body` to the service on `portal` at `target` and waits for
     /// the reply body. Resends carry the same xid, so the server executes the request once.
     pub async fn call(
@@ -111,11 +139,17 @@ impl Node {
         }
         let timeout = options.timeout.unwrap_or(limits.rpc_timeout);
         let resends_max = options.resends_max.unwrap_or(limits.rpc_resends_max);
-        let xid = inner.begin_call();
+        let (xid, resend) = inner.begin_call(target);
         let _pending = PendingGuard { node: inner, xid };
         *sends = 0;
         let mut busy = 0u32;
+        let mut resent_on_restart = 0u32;
         loop {
+            // Listening before the send: a restart found while the request is on its way
+            // counts too.
+            let restarted = resend.notified();
+            tokio::pin!(restarted);
+            restarted.as_mut().enable();
             let (reply_tx, reply_rx) = oneshot::channel();
             inner
                 .pending
@@ -144,13 +178,33 @@ impl Node {
                 }
             }
             let outcome = tokio::time::timeout(timeout, async {
-                // A send that fails (peer down) ends the wait at once, not at the timeout.
-                if let Ok(Err(error)) = sent_rx.await {
-                    return Err(error);
+                let reply = async {
+                    // A send that fails (peer down) ends the wait at once, not at the timeout.
+                    if let Ok(Err(error)) = sent_rx.await {
+                        return Err(error);
+                    }
+                    reply_rx.await.map_err(|_| FabricError::ShuttingDown)
+                };
+                tokio::select! {
+                    biased;
+                    reply = reply => Some(reply),
+                    () = &mut restarted, if resent_on_restart < RESENDS_ON_RESTART_MAX => None,
                 }
-                reply_rx.await.map_err(|_| FabricError::ShuttingDown)
             })
             .await;
+            let outcome = match outcome {
+                Ok(Some(reply)) => Ok(reply),
+                Ok(None) => {
+                    // The peer restarted: this request went to the start that is gone.
+                    // It counts among `sends` (it went out again: the start that is gone may
+                    // have executed it), not among the resends timeouts may use up.
+                    resent_on_restart += 1;
+                    inner.counters.rpc_resends.fetch_add(1, Ordering::Relaxed);
+                    debug!(%target, xid, "resending RPC: its peer restarted");
+                    continue;
+                }
+                Err(elapsed) => Err(elapsed),
+            };
             let failure = match outcome {
                 Ok(Ok(reply))
                     if reply.header.status == status::BUSY
@@ -181,7 +235,7 @@ impl Node {
                     attempts: *sends,
                 },
             };
-            if *sends > resends_max {
+            if *sends - resent_on_restart > resends_max {
                 return Err(match failure {
                     FabricError::Timeout { .. } => failure,
                     other => FabricError::Timeout {
