@@ -27,7 +27,13 @@ pub struct Holder {
     pub fyod: Nid,
     /// The open file's handle on that fyod.
     pub handle: u64,
+    /// When that fyod started (microseconds since the epoch; 0: not said).
+    pub start: u64,
 }
+
+/// At most this many fyods' latest starts are remembered (one entry per fyod NID; past it,
+/// one is forgotten, and that fyod's next restart is found by its lease, as before).
+const STARTS_REMEMBERED_MAX: usize = 1024;
 
 /// A granted token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +55,17 @@ pub enum Acquired {
         /// Names the wait.
         ticket: u64,
     },
+}
+
+/// What [`TokenTable::note_start`] did about a fyod's earlier starts.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Restarted {
+    /// Tokens taken from them: how many.
+    pub passed_on: usize,
+    /// The waiters those tokens went to, by file.
+    pub wakes: Vec<(u64, Wake)>,
+    /// Their waits, ended: by file, the ticket.
+    pub cancelled: Vec<(u64, u64)>,
 }
 
 /// A waiter the table has just granted the token to.
@@ -85,6 +102,8 @@ impl FileToken {
 #[derive(Debug)]
 pub struct TokenTable {
     files: HashMap<u64, FileToken>,
+    /// Each fyod's latest start seen.
+    starts: HashMap<Nid, u64>,
     next_id: u64,
     files_max: usize,
     waiters_max: usize,
@@ -99,6 +118,7 @@ impl TokenTable {
         assert!(files_max > 0 && lease_ms > 0, "a usable table");
         TokenTable {
             files: HashMap::new(),
+            starts: HashMap::new(),
             next_id: 1,
             files_max: files_max as usize,
             waiters_max: waiters_max as usize,
@@ -169,6 +189,67 @@ impl TokenTable {
         Ok(Acquired::Queued { ticket })
     }
 
+    /// Notes the start `holder` asks from, before its acquire. A start newer than any seen
+    /// from its fyod means that fyod restarted, and its earlier starts are gone with whatever
+    /// they held or waited for: the tokens they held pass on now (the wakes returned), and
+    /// their waits end (the tickets returned) — instead of every waiter behind a dead holder
+    /// waiting out its lease, and a dead waiter's grant a lease more. A start older than one
+    /// seen since is itself gone (a late message): refused. A holder that does not say its
+    /// start (0) changes nothing.
+    pub fn note_start(&mut self, holder: Holder, now_ms: u64) -> Result<Restarted> {
+        let mut restarted = Restarted::default();
+        if holder.start == 0 {
+            return Ok(restarted);
+        }
+        match self.starts.get(&holder.fyod).copied() {
+            Some(latest) if holder.start < latest => {
+                return Err(ForwarderError::invalid(
+                    "token acquire",
+                    format!(
+                        "fyod {} asked from a start ({}) older than one it has made since ({latest}): that start is gone",
+                        holder.fyod, holder.start
+                    ),
+                ));
+            }
+            Some(latest) if holder.start == latest => return Ok(restarted),
+            Some(_) => {}
+            None => {
+                if self.starts.len() >= STARTS_REMEMBERED_MAX
+                    && let Some(forget) = self.starts.keys().next().copied()
+                {
+                    self.starts.remove(&forget);
+                }
+            }
+        }
+        self.starts.insert(holder.fyod, holder.start);
+        let earlier = |h: &Holder| h.fyod == holder.fyod && h.start != 0 && h.start < holder.start;
+        let mut freed = Vec::new();
+        for (&ino, file) in &mut self.files {
+            file.waiters.retain(|(ticket, waiter)| {
+                let gone = earlier(waiter);
+                if gone {
+                    restarted.cancelled.push((ino, *ticket));
+                }
+                !gone
+            });
+            if file.held.is_some_and(|held| earlier(&held.holder)) {
+                file.held = None;
+                freed.push(ino);
+            }
+        }
+        freed.sort_unstable();
+        for ino in freed {
+            restarted.passed_on += 1;
+            if let Some(wake) = self.pass_on(ino, now_ms) {
+                restarted.wakes.push((ino, wake));
+            }
+        }
+        if restarted.passed_on > 0 || !restarted.cancelled.is_empty() {
+            tracing::info!(fyod = %holder.fyod, passed_on = restarted.passed_on, waits_ended = restarted.cancelled.len(), "a fyod restarted: the MUNIX tokens its earlier start held are passed on");
+        }
+        Ok(restarted)
+    }
+
     /// Hands the token to the next waiter, if any.
     fn pass_on(&mut self, ino: u64, now_ms: u64) -> Option<Wake> {
         let file = self.files.get_mut(&ino)?;
@@ -232,7 +313,55 @@ mod tests {
         Holder {
             fyod: Nid::mem(fyod, 0),
             handle,
+            start: 0,
         }
+    }
+
+    fn started(fyod: u32, handle: u64, start: u64) -> Holder {
+        Holder {
+            start,
+            ..h(fyod, handle)
+        }
+    }
+
+    #[test]
+    fn a_restarted_fyod_frees_what_its_earlier_start_held_and_waited_for() {
+        // Found by the fyods soak: a fyod killed while it held a file's token (the home being
+        // another fyod) kept every later caller of that file waiting its lease (30 s), and a
+        // wait of its own that was granted next, one lease more (60 s).
+        let mut t = TokenTable::new(8, 8, 30_000);
+        let old = |handle| started(1, handle, 100);
+        granted(t.acquire(5, old(1), 0).unwrap());
+        assert!(matches!(
+            t.acquire(5, old(2), 1).unwrap(),
+            Acquired::Queued { .. }
+        ));
+        granted(t.acquire(6, old(3), 2).unwrap());
+        let other = started(2, 9, 50);
+        let Acquired::Queued { ticket } = t.acquire(6, other, 3).unwrap() else {
+            panic!("file 6 is held");
+        };
+        // Fyod 1 comes back: its first acquire says a new start.
+        let new = started(1, 4, 200);
+        let restarted = t.note_start(new, 10).unwrap();
+        assert_eq!(restarted.passed_on, 2, "both tokens of the old start");
+        assert_eq!(restarted.cancelled.len(), 1, "and its wait on file 5");
+        assert_eq!(restarted.wakes.len(), 1, "file 6 goes to fyod 2 at once");
+        assert_eq!(restarted.wakes[0].0, 6);
+        assert_eq!(restarted.wakes[0].1.ticket, ticket);
+        assert_eq!(t.holder(6), Some(other));
+        // File 5 is free: the new start gets it without waiting out a lease.
+        granted(t.acquire(5, new, 11).unwrap());
+        // The same start again changes nothing; a late message from the old start is refused.
+        assert_eq!(t.note_start(new, 12).unwrap(), Restarted::default());
+        assert!(t.note_start(old(7), 13).is_err());
+        assert_eq!(t.holder(5), Some(new));
+        // Another fyod's first start is not a restart of anyone's.
+        assert_eq!(
+            t.note_start(started(3, 1, 10), 14).unwrap(),
+            Restarted::default()
+        );
+        assert_eq!(t.holder(6), Some(other));
     }
 
     fn granted(a: Acquired) -> Grant {

@@ -395,6 +395,7 @@ impl FyodService {
                 let holder = crate::policy::token::Holder {
                     fyod: source,
                     handle: op.handle,
+                    start: op.start,
                 };
                 let grant = self.tokens.manager.acquire(op.ino, holder).await?;
                 pb::TokenGrant {

@@ -108,6 +108,15 @@ impl TokenManager {
         let (ticket, mut rx) = {
             let mut shared = self.shared.lock().expect("token lock poisoned");
             let now = self.now_ms();
+            // A fyod that restarted: what its earlier start held goes on now, and its waits end.
+            let restarted = shared.table.note_start(holder, now)?;
+            for (file, ticket) in restarted.cancelled {
+                shared.waiting.remove(&ticket);
+                shared.table.cancel(file, ticket);
+            }
+            for (file, wake) in restarted.wakes {
+                self.deliver(&mut shared, file, Some(wake));
+            }
             match shared.table.acquire(ino, holder, now)? {
                 Acquired::Granted(grant) => return Ok(grant),
                 Acquired::Queued { ticket } => {
@@ -142,7 +151,17 @@ impl TokenManager {
                     guard.granted = true;
                     return Ok(grant);
                 }
-                Ok(Err(_)) => break,
+                // Our wait was ended: the fyod that asked has restarted since.
+                Ok(Err(_)) => {
+                    guard.granted = true; // the table has forgotten the ticket already
+                    return Err(ForwarderError::invalid(
+                        "token acquire",
+                        format!(
+                            "fyod {} has restarted since it asked for the token of inode {ino}",
+                            holder.fyod
+                        ),
+                    ));
+                }
                 Err(_) => {
                     let mut shared = self.shared.lock().expect("token lock poisoned");
                     let now = self.now_ms();
@@ -176,6 +195,9 @@ pub(crate) struct Tokens {
     /// This fyod's manager (serves its own calls when it is the home, and other fyods').
     pub(crate) manager: TokenManager,
     lease: Duration,
+    /// When this fyod started, microseconds since the epoch: a token home that sees a newer
+    /// start of a fyod frees what the earlier one held.
+    start: u64,
 }
 
 /// A token held for one call.
@@ -193,6 +215,9 @@ impl Tokens {
             node,
             manager: TokenManager::new(limits),
             lease: limits.token_lease,
+            start: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_micros().max(1) as u64),
         }
     }
 
@@ -202,13 +227,18 @@ impl Tokens {
             let holder = Holder {
                 fyod: self.node.nid(),
                 handle,
+                start: self.start,
             };
             let grant = self.manager.acquire(ino, holder).await?;
             return Ok(HeldToken { ino, grant });
         };
-        let body: Bytes = pb::TokenAcquireRequest { ino, handle }
-            .encode_to_vec()
-            .into();
+        let body: Bytes = pb::TokenAcquireRequest {
+            ino,
+            handle,
+            start: self.start,
+        }
+        .encode_to_vec()
+        .into();
         // The reply waits for the grant: allow a lease per attempt.
         let options = CallOptions {
             timeout: Some(self.lease),
