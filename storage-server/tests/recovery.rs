@@ -743,14 +743,10 @@ async fn a_replay_cut_short_is_done_again_at_the_next_try() {
     assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_timeout_only() {
-    // Found by the routed soak: a router drops what it cannot forward to a server that is
-    // down, so a ping sent in that half second lost its CONNECT. That reconnect held the
-    // connection's replay mutex while it waited for its reply, and every call that found the
-    // restart waited behind it a whole RPC timeout (10 s) before replaying, keeping the
-    // server's window - and every other client's I/O - shut as long.
-    let mut server = Server::start(ServiceConfig {
+/// A server with a 30 s window, and client 1 on node 11, shared between tasks, with object 1
+/// of target 0 created and committed.
+async fn one_client_with_a_committed_object() -> (Server, Node, Arc<OstClient>) {
+    let server = Server::start(ServiceConfig {
         recovery_window: Duration::from_secs(30),
         ..ServiceConfig::default()
     })
@@ -763,6 +759,17 @@ async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_
     );
     client.create(0, 1).await.unwrap();
     client.sync(0).await.unwrap();
+    (server, node, client)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_timeout_only() {
+    // Found by the routed soak: a router drops what it cannot forward to a server that is
+    // down, so a ping sent in that half second lost its CONNECT. That reconnect held the
+    // connection's replay mutex while it waited for its reply, and every call that found the
+    // restart waited behind it a whole RPC timeout (10 s) before replaying, keeping the
+    // server's window - and every other client's I/O - shut as long.
+    let (mut server, node, client) = one_client_with_a_committed_object().await;
     let data = pattern(4096, 1);
     client.write(0, 1, 0, data.clone()).await.unwrap();
 
@@ -804,19 +811,7 @@ async fn a_write_in_flight_at_a_crash_goes_again_once_the_replay_is_done_not_at_
     // fyod's writes that were on their way at the kill waited out the RPC timeout, and the
     // compute nodes' calls with them. A reconnect that has replayed to the new start now sends
     // those requests again at once, as ptlrpc resends an import's requests once it is back.
-    let mut server = Server::start(ServiceConfig {
-        recovery_window: Duration::from_secs(30),
-        ..ServiceConfig::default()
-    })
-    .await;
-    let node = server.client_node(11).await;
-    let client = Arc::new(
-        OstClient::connect(node.clone(), server.nid(), 1)
-            .await
-            .unwrap(),
-    );
-    client.create(0, 1).await.unwrap();
-    client.sync(0).await.unwrap();
+    let (mut server, node, client) = one_client_with_a_committed_object().await;
     // The write's request is lost on its way, as if the crash took it.
     node.fail_points().arm(&FailSpec {
         site: Site::ClientSend,
