@@ -110,9 +110,9 @@ impl TokenManager {
             let now = self.now_ms();
             // A fyod that restarted: what its earlier start held goes on now, and its waits end.
             let restarted = shared.table.note_start(holder, now)?;
-            for (file, ticket) in restarted.cancelled {
+            // The table has taken their tickets out already; their callers are told below.
+            for (_, ticket) in restarted.cancelled {
                 shared.waiting.remove(&ticket);
-                shared.table.cancel(file, ticket);
             }
             for (file, wake) in restarted.wakes {
                 self.deliver(&mut shared, file, Some(wake));
