@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use iopath_fabric::torus::switch::Switch;
 use iopath_fabric::torus::{PACKET_BYTES_DEFAULT, TorusModel, TorusNetwork, TorusNode};
 use iopath_fabric::{ChecksumKind, Interface, MemNetwork, Nid, Node, NodeConfig};
 use iopath_topology::{Coord, Torus};
@@ -23,40 +24,73 @@ fn host_rate() -> f64 {
 /// A node at each of `xs` on a 16-node ring (the X axis of a 16x1x1 torus), their NIC as
 /// fast as a link; returns them in the order given, with the torus.
 async fn ring(xs: &[u32]) -> (Vec<Node>, TorusNetwork) {
-    let network = MemNetwork::new();
-    let nodes: Vec<TorusNode> = xs
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| TorusNode {
-            nid: Nid::mem(i as u32 + 1, 0),
-            coord: Coord::new(x, 0, 0),
-            nic_bandwidth_bytes_s: LINK_BYTES_S,
-        })
-        .collect();
-    let torus = TorusNetwork::start(TorusModel {
+    let (nodes, torus, _) = ring_spread(xs, false).await;
+    (nodes, torus)
+}
+
+/// The model of [`ring`]'s torus.
+fn ring_model(xs: &[u32]) -> TorusModel {
+    TorusModel {
         torus: Torus::new(16, 1, 1).unwrap(),
         link_bandwidth_bytes_s: LINK_BYTES_S,
         hop_latency: Duration::from_micros(1),
         time_scale: TIME_SCALE,
         packet_bytes: PACKET_BYTES_DEFAULT,
-        nodes: nodes.clone(),
-    });
+        nodes: xs
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| TorusNode {
+                nid: Nid::mem(i as u32 + 1, 0),
+                coord: Coord::new(x, 0, 0),
+                nic_bandwidth_bytes_s: LINK_BYTES_S,
+            })
+            .collect(),
+    }
+}
+
+/// [`ring`], with each node's torus handle connected to the model's switch as a node in a
+/// process of its own would be (`switched`), or the model's own handle; and the switch.
+async fn ring_spread(xs: &[u32], switched: bool) -> (Vec<Node>, TorusNetwork, Option<Switch>) {
+    ring_limited(xs, switched, iopath_fabric::Limits::default()).await
+}
+
+async fn ring_limited(
+    xs: &[u32],
+    switched: bool,
+    limits: iopath_fabric::Limits,
+) -> (Vec<Node>, TorusNetwork, Option<Switch>) {
+    let network = MemNetwork::new();
+    let model = ring_model(xs);
+    let torus = TorusNetwork::start(model.clone());
+    let switch = if switched {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Some(torus.serve(listener).unwrap())
+    } else {
+        None
+    };
     let mut started = Vec::new();
-    for node in &nodes {
+    for node in &model.nodes {
+        let handle = match &switch {
+            Some(switch) => TorusNetwork::connect(model.clone(), switch.addr())
+                .await
+                .unwrap(),
+            None => torus.clone(),
+        };
         started.push(
             Node::start(NodeConfig {
                 interfaces: vec![Interface::Mem {
                     nid: node.nid,
                     network: std::sync::Arc::clone(&network),
                 }],
-                tori: vec![(node.nid.net, torus.clone())],
+                tori: vec![(node.nid.net, handle)],
+                limits: limits.clone(),
                 ..NodeConfig::default()
             })
             .await
             .unwrap(),
         );
     }
-    (started, torus)
+    (started, torus, switch)
 }
 
 /// `receiver` pulls `bytes` from `sender`: the data crosses the torus from the sender to the
@@ -119,12 +153,23 @@ async fn two_flows_sharing_a_link_get_half_each() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chain_of_senders_into_one_link_gets_geometric_shares() {
+    chain_of_senders(false).await;
+}
+
+/// The same chain with every node's handle on the model's switch, as nodes in processes of
+/// their own have it: the shares are the model's, wherever its senders run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_senders_each_through_the_switch_gets_the_same_geometric_shares() {
+    chain_of_senders(true).await;
+}
+
+async fn chain_of_senders(switched: bool) {
     // Four senders in a line (x=0..3) into a sink at x=4: at each router the link on
     // serves its two inputs in turn, so the sender next to the sink gets half the last link,
     // the next a quarter, the last two an eighth each (000 §4: the first node B/2, the next
     // B/4, ...). Each pulls bytes in proportion to the share it should get, so with
     // geometric shares all four finish together, in the time the last link needs for them.
-    let (nodes, _torus) = ring(&[0, 1, 2, 3, 4]).await;
+    let (nodes, torus, _switch) = ring_spread(&[0, 1, 2, 3, 4], switched).await;
     let sink = &nodes[4];
     let shares = [0.125, 0.125, 0.25, 0.5];
     let unit = 32 * MIB;
@@ -156,4 +201,57 @@ async fn a_chain_of_senders_into_one_link_gets_geometric_shares() {
         rates[3],
         rates[0]
     );
+    // The model that paced them counted the bytes, whichever handles sent them: the last
+    // link (3,0,0)->(4,0,0) carried every sender's data.
+    let last = torus
+        .link_loads()
+        .into_iter()
+        .find(|l| l.link.from.x == 3 && l.link.direction.is_plus())
+        .unwrap();
+    assert!(last.bytes >= unit, "{last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_built_from_another_model_is_refused_by_the_switch() {
+    let model = ring_model(&[0, 1]);
+    let torus = TorusNetwork::start(model.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let switch = torus.serve(listener).unwrap();
+    let other = ring_model(&[0, 2]);
+    let refused = TorusNetwork::connect(other, switch.addr())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("models another torus"),
+        "{refused}"
+    );
+    // And a handle of the right model connects.
+    TorusNetwork::connect(model, switch.addr()).await.unwrap();
+    // Only the process that runs the model serves it.
+    let handle = TorusNetwork::connect(ring_model(&[0, 1]), switch.addr())
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    assert!(handle.serve(listener).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_through_a_switch_that_is_gone_is_lost_not_held() {
+    // A send the switch cannot pace is lost, as on a wire that is cut: the puller's resends
+    // run out within their timeouts instead of waiting on the switch for ever.
+    let limits = iopath_fabric::Limits {
+        bulk_timeout: Duration::from_millis(200),
+        ..iopath_fabric::Limits::default()
+    };
+    let (nodes, _torus, switch) = ring_limited(&[0, 3], true, limits).await;
+    // Through the switch first: it works.
+    pull(&nodes[0], &nodes[1], MIB).await;
+    drop(switch);
+    let data = Bytes::from(vec![7u8; MIB as usize]);
+    let region = nodes[0].regions().register_source(data).unwrap();
+    let desc = region.describe(0, MIB, ChecksumKind::Crc32).unwrap();
+    let pulled = tokio::time::timeout(Duration::from_secs(30), nodes[1].bulk_get(&desc))
+        .await
+        .expect("a pull through a closed switch ended within 30 s");
+    assert!(pulled.is_err(), "pulled through a switch that is gone");
 }

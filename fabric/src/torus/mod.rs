@@ -21,9 +21,10 @@
 //! The sender's credits stay held until the message's last packet is ejected, as on a
 //! modeled link ([`crate::link`]); the message then reaches the LND whole. Modeled time runs
 //! `time_scale` times slower than the host's. All the ports of one network are served by one
-//! task, so the torus exists in one process: every node on it must run there (embedded
-//! stacks). The host's timers tick in milliseconds: the model runs up to [`AHEAD`] ahead of
-//! the host's clock and delivers that early.
+//! task, in one process. Nodes in other processes reach it through its [`switch`]: they tell
+//! it what they send, it models the packets, and tells them when the last is ejected; the
+//! bytes themselves go by their own LND. The host's timers tick in milliseconds: the model
+//! runs up to [`AHEAD`] ahead of the host's clock and delivers that early.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -36,9 +37,12 @@ use iopath_topology::{Coord, Direction, Torus};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::error::FabricError;
 use crate::frame::{HEADER_BYTES, Message};
 use crate::lnd::{Lnd, SendTicket};
 use crate::nid::Nid;
+
+pub mod switch;
 
 /// How far the model may run ahead of the host's clock (the host's timers tick in
 /// milliseconds; a packet takes less).
@@ -105,17 +109,43 @@ pub struct LinkLoad {
 }
 
 /// A modeled torus, shared by the interfaces of every node on it. Cloning gives another
-/// handle; the model's task ends when the last is dropped.
+/// handle; the model's task ends when the last handle of this process, and the last
+/// connection to its switch, are gone.
 #[derive(Clone)]
 pub struct TorusNetwork {
-    injections: mpsc::UnboundedSender<Injection>,
+    via: Via,
     shared: Arc<Shared>,
+}
+
+/// Where a handle's messages are modeled.
+#[derive(Clone)]
+enum Via {
+    /// The model's task in this process.
+    Engine(mpsc::UnboundedSender<Injection>),
+    /// The model runs in another process: its switch, over a connection.
+    Switch(Arc<switch::Connection>),
 }
 
 struct Shared {
     model: TorusModel,
     counters: Vec<PortCounters>,
     nodes: HashMap<Nid, usize>,
+}
+
+impl Shared {
+    fn of(model: TorusModel) -> Shared {
+        let ports = model.torus.link_count() + 2 * model.nodes.len();
+        Shared {
+            counters: (0..ports).map(|_| PortCounters::default()).collect(),
+            nodes: model
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.nid, i))
+                .collect(),
+            model,
+        }
+    }
 }
 
 impl fmt::Debug for TorusNetwork {
@@ -127,32 +157,86 @@ impl fmt::Debug for TorusNetwork {
     }
 }
 
-/// A message handed to the torus.
+/// A message handed to the torus: its size, and what becomes of it once its last packet is
+/// ejected.
 struct Injection {
     from: usize,
     to: Nid,
-    message: Message,
-    ticket: SendTicket,
-    lnd: Arc<dyn Lnd>,
+    bytes: u64,
+    onward: Onward,
+}
+
+/// What becomes of a message once its last packet is out of the torus.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per message in the model, moved once: boxing would cost an allocation each"
+)]
+enum Onward {
+    /// Its sender is in this process: the message goes to the sender's LND.
+    Here {
+        message: Message,
+        ticket: SendTicket,
+        lnd: Arc<dyn Lnd>,
+    },
+    /// Its sender is in another process: the switch tells it, by the number it gave.
+    There {
+        id: u64,
+        done: mpsc::UnboundedSender<switch::Done>,
+    },
+}
+
+impl Onward {
+    /// The last packet is out: on to `to`.
+    fn deliver(self, to: Nid) {
+        match self {
+            Onward::Here {
+                message,
+                ticket,
+                lnd,
+            } => lnd.send(to, message, ticket),
+            Onward::There { id, done } => {
+                // A sender gone since has nothing left to tell.
+                let _ = done.send(switch::Done {
+                    id,
+                    status: switch::EJECTED,
+                });
+            }
+        }
+    }
+
+    /// The message will not get through.
+    fn fail(self, error: FabricError) {
+        match self {
+            Onward::Here { ticket, .. } => ticket.fail(error),
+            Onward::There { id, done } => {
+                // Only a model that is stopping drops a message it took.
+                let _ = done.send(switch::Done {
+                    id,
+                    status: switch::STOPPING,
+                });
+            }
+        }
+    }
 }
 
 impl TorusNetwork {
     /// Starts the model's task (inside a Tokio runtime).
     pub fn start(model: TorusModel) -> TorusNetwork {
-        let ports = model.torus.link_count() + 2 * model.nodes.len();
-        let shared = Arc::new(Shared {
-            counters: (0..ports).map(|_| PortCounters::default()).collect(),
-            nodes: model
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.nid, i))
-                .collect(),
-            model,
-        });
+        let shared = Arc::new(Shared::of(model));
         let (injections, waiting) = mpsc::unbounded_channel();
         tokio::spawn(Engine::new(Arc::clone(&shared)).run(waiting));
-        TorusNetwork { injections, shared }
+        TorusNetwork {
+            via: Via::Engine(injections),
+            shared,
+        }
+    }
+
+    /// A handle on `model` as it runs in another process, whose switch `connection` reaches.
+    fn switched(model: TorusModel, connection: Arc<switch::Connection>) -> TorusNetwork {
+        TorusNetwork {
+            via: Via::Switch(connection),
+            shared: Arc::new(Shared::of(model)),
+        }
     }
 
     /// The model it runs.
@@ -176,8 +260,11 @@ impl TorusNetwork {
         ticket: SendTicket,
         lnd: Arc<dyn Lnd>,
     ) {
-        let (Some(&from), true) = (self.shared.nodes.get(&from), self.has(next_hop)) else {
-            ticket.fail(crate::error::FabricError::Unreachable {
+        let (Some(&from_index), Some(&to_index)) = (
+            self.shared.nodes.get(&from),
+            self.shared.nodes.get(&next_hop),
+        ) else {
+            ticket.fail(FabricError::Unreachable {
                 peer: next_hop,
                 why: format!(
                     "{from} or {next_hop} has no coordinate on the modeled torus of {}",
@@ -186,20 +273,38 @@ impl TorusNetwork {
             });
             return;
         };
-        if let Err(mpsc::error::SendError(injection)) = self.injections.send(Injection {
-            from,
-            to: next_hop,
-            message,
-            ticket,
-            lnd,
-        }) {
-            injection
-                .ticket
-                .fail(crate::error::FabricError::ShuttingDown);
+        let bytes = (HEADER_BYTES + message.payload.len()) as u64;
+        match &self.via {
+            Via::Engine(injections) => {
+                let injection = Injection {
+                    from: from_index,
+                    to: next_hop,
+                    bytes,
+                    onward: Onward::Here {
+                        message,
+                        ticket,
+                        lnd,
+                    },
+                };
+                if let Err(mpsc::error::SendError(injection)) = injections.send(injection) {
+                    injection.onward.fail(FabricError::ShuttingDown);
+                }
+            }
+            Via::Switch(connection) => connection.send(
+                (from_index, to_index),
+                bytes,
+                switch::Held {
+                    to: next_hop,
+                    message,
+                    ticket,
+                    lnd,
+                },
+            ),
         }
     }
 
-    /// What every directed link has carried so far, in link-number order.
+    /// What every directed link has carried so far, in link-number order (all zeros on a
+    /// handle whose model runs in another process: it counts there).
     pub fn link_loads(&self) -> Vec<LinkLoad> {
         let torus = &self.shared.model.torus;
         (0..torus.link_count())
@@ -335,12 +440,10 @@ impl Ord for Timed {
     }
 }
 
-/// A message on its way: handed to the LND when its last packet is ejected.
+/// A message on its way: sent on when its last packet is ejected.
 struct Delivery {
     to: Nid,
-    message: Message,
-    ticket: SendTicket,
-    lnd: Arc<dyn Lnd>,
+    onward: Onward,
     packets_left: u32,
 }
 
@@ -432,9 +535,7 @@ impl Engine {
             }
         }
         for (_, delivery) in self.deliveries.drain() {
-            delivery
-                .ticket
-                .fail(crate::error::FabricError::ShuttingDown);
+            delivery.onward.fail(FabricError::ShuttingDown);
         }
     }
 
@@ -504,12 +605,10 @@ impl Engine {
 
     fn inject(&mut self, injection: Injection) {
         let Some(&to) = self.shared.nodes.get(&injection.to) else {
-            injection
-                .ticket
-                .fail(crate::error::FabricError::Unreachable {
-                    peer: injection.to,
-                    why: "not on the modeled torus".into(),
-                });
+            injection.onward.fail(FabricError::Unreachable {
+                peer: injection.to,
+                why: "not on the modeled torus".into(),
+            });
             return;
         };
         // What was due before it arrived happens first; then model time is the host's (or
@@ -519,7 +618,7 @@ impl Engine {
         self.now = self.now.max(host);
         let now = self.now;
         let route = self.route(injection.from, to);
-        let bytes = (HEADER_BYTES + injection.message.payload.len()) as u64;
+        let bytes = injection.bytes;
         let packet = u64::from(self.shared.model.packet_bytes);
         let packets = bytes.div_ceil(packet).max(1);
         let id = self.next_message;
@@ -528,9 +627,7 @@ impl Engine {
             id,
             Delivery {
                 to: injection.to,
-                message: injection.message,
-                ticket: injection.ticket,
-                lnd: injection.lnd,
+                onward: injection.onward,
                 packets_left: packets as u32,
             },
         );
@@ -594,7 +691,7 @@ impl Engine {
         if delivery.packets_left == 0
             && let Some(d) = self.deliveries.remove(&message)
         {
-            d.lnd.send(d.to, d.message, d.ticket);
+            d.onward.deliver(d.to);
         }
     }
 
