@@ -419,10 +419,11 @@ pub mod processes {
     }
 
     /// `--stack FILE --name NODE --dir DIR [--secret-file FILE] [--metrics ADDR]
-    /// [--watch-stdin]`: the flags `iopath node` takes.
+    /// [--watch-stdin] [--torus-switch NETWORK=ADDR ...]`: the flags `iopath node` takes.
     fn node_config(mut args: impl Iterator<Item = String>) -> Result<NodeProcessConfig, String> {
         let mut flags = std::collections::HashMap::new();
         let mut watch_stdin = false;
+        let mut torus_switches = Vec::new();
         // Bounded by the arguments: each pass takes a flag and its value.
         while let Some(flag) = args.next() {
             if flag == "--watch-stdin" {
@@ -430,6 +431,16 @@ pub mod processes {
                 continue;
             }
             let value = args.next().ok_or(format!("{flag} needs a value"))?;
+            if flag == "--torus-switch" {
+                let (network, addr) = value
+                    .split_once('=')
+                    .ok_or(format!("--torus-switch {value}: NETWORK=ADDR"))?;
+                let addr = addr
+                    .parse()
+                    .map_err(|e| format!("--torus-switch {value}: {e}"))?;
+                torus_switches.push((network.to_owned(), addr));
+                continue;
+            }
             flags.insert(flag, value);
         }
         let mut take = |flag: &str| flags.remove(flag).ok_or(format!("no {flag}"));
@@ -444,6 +455,7 @@ pub mod processes {
                 .transpose()?,
             secret_file: flags.remove("--secret-file").map(Into::into),
             watch_stdin,
+            torus_switches,
         };
         match flags.keys().next() {
             Some(flag) => Err(format!("unknown flag {flag}")),

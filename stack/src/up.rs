@@ -58,6 +58,9 @@ pub struct NodeProcessConfig {
     /// Stop when standard input closes: a parent that started the node holds it open for as
     /// long as it wants the node. Without, the node runs until a signal or an admin's shutdown.
     pub watch_stdin: bool,
+    /// Where each torus crossed hop by hop that the node is on has its model served: the
+    /// network's name and its switch's address (`iopath up --processes` gives them).
+    pub torus_switches: Vec<(String, SocketAddr)>,
 }
 
 /// The most of a stack file read from standard input (a resolved file of 1,024 nodes is
@@ -410,13 +413,8 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         Some(secret) => secret,
         None => node_secret(args)?,
     };
-    let running = RunningNode::start(
-        &stack,
-        index,
-        &crate::runtime::SharedNetworks::none(),
-        &args.dir,
-    )
-    .await?;
+    let networks = crate::runtime::SharedNetworks::switched(&stack, &args.torus_switches).await?;
+    let running = RunningNode::start(&stack, index, &networks, &args.dir).await?;
     let metrics = args
         .metrics
         .map(|addr| (addr, std::sync::Arc::new(running.metrics_registry())));

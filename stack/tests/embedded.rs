@@ -215,17 +215,7 @@ async fn a_write_on_a_torus_crossed_hop_by_hop_takes_its_dimension_order_route()
                 [[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = { torus0 = 100 }\ntorus = [0, 0, 0]\n\
                 [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { torus0 = 10 }\ntorus = [2, 0, 0]\n";
     let stack = iopath_stack::schema::Stack::parse(text, "line.toml").unwrap();
-    // Its nodes in processes of their own would each see a torus of their own: refused.
-    let storage = StorageDir::temporary("test-torus", None).unwrap();
-    let Err(error) = RunningStack::start(stack.clone(), Mode::Processes, storage, None).await
-    else {
-        panic!("a torus crossed hop by hop needs one process");
-    };
-    let error = error.to_string();
-    assert!(
-        error.contains("torus0 is crossed hop by hop") && error.contains("without --processes"),
-        "{error}"
-    );
+    // (With --processes, the same: `tests/processes.rs`.)
     let storage = StorageDir::temporary("test-torus", None).unwrap();
     let running = RunningStack::start(stack, Mode::Embedded, storage, None)
         .await

@@ -35,6 +35,10 @@ fn main() -> ExitCode {
         Trial::test("a_node_refuses_in_memory_addresses", || {
             block_on(a_node_refuses_in_memory_addresses())
         }),
+        Trial::test(
+            "a_torus_crossed_hop_by_hop_is_modeled_once_for_every_node_process",
+            || block_on(a_torus_crossed_hop_by_hop_is_modeled_once_for_every_node_process()),
+        ),
         Trial::test("suite::round_trips", || block_on(suite::round_trips())),
         Trial::test("suite::sixty_four_nodes_through_four_fyods", || {
             block_on(suite::sixty_four_nodes_through_four_fyods())
@@ -213,6 +217,7 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
         metrics: None,
         secret_file: None,
         watch_stdin: true,
+        torus_switches: Vec::new(),
     };
     let error = iopath_stack::up::run_node(&args)
         .await
@@ -221,4 +226,82 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
         .to_string();
     check!(error.contains("host:port"), "{error}");
     Ok(())
+}
+
+/// A line of five torus routers: the MDS at x=3, a client at x=0, the OSS at x=2, links of
+/// 640 MB/s at time scale 8 (80 MB/s here).
+const LINE: &str = "name = \"line\"\n[model]\ntime_scale = 8\n[[networks]]\nname = \"torus0\"\n\
+     torus = [5, 1, 1]\nbandwidth = \"640m\"\nlatency_us = 1\nhop_by_hop = true\n\
+     [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = { torus0 = 1 }\ntorus = [3, 0, 0]\n\
+     [[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = { torus0 = 100 }\ntorus = [0, 0, 0]\n\
+     [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { torus0 = 10 }\ntorus = [2, 0, 0]\n";
+
+/// The OSS and the MDS are processes of their own, the client is here, and the torus is
+/// modeled here once: what the OSS process sends (a read's bytes, X- from 2 to 0) crosses
+/// the same modeled links as what the client sends (a write's, X+ from 0 to 2), at the
+/// model's pace.
+async fn a_torus_crossed_hop_by_hop_is_modeled_once_for_every_node_process() -> Result<(), String> {
+    let running = processes::start(LINE, "line.toml").await?;
+    let RunningStack::Processes { servers, clients } = &running else {
+        return Err("not a process stack".into());
+    };
+    check!(
+        servers.children().len() == 2,
+        "the MDS and the OSS run as processes"
+    );
+    let client = running
+        .connect(&clients[0])
+        .await
+        .map_err(|e| e.to_string())?;
+    let file = client
+        .create("/f", StripeRequest::INHERIT)
+        .await
+        .map_err(|e| e.to_string())?;
+    let bytes = 8u64 << 20;
+    let data = Bytes::from(vec![3u8; bytes as usize]);
+    file.write_at(0, data.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    let read = file.read_at(0, bytes).await.map_err(|e| e.to_string())?;
+    let took = started.elapsed().as_secs_f64();
+    check!(read == data, "read back what was written");
+    // The read's bytes left the OSS process through the switch, paced by the model: at
+    // least their time on a link of 80 MB/s here.
+    let wire = bytes as f64 / (640e6 / 8.0);
+    let paced = took >= 0.95 * wire;
+    check!(
+        paced,
+        "{bytes} bytes read through the modeled torus in {took:.3} s; its links alone take {wire:.3} s"
+    );
+    file.close().await.map_err(|e| e.to_string())?;
+    client.close().await.map_err(|e| e.to_string())?;
+    let loads = running
+        .torus(0)
+        .ok_or("the launcher runs the torus's model")?
+        .link_loads();
+    let carried = |plus: bool, x: u32| {
+        loads
+            .iter()
+            .find(|l| {
+                l.link.direction.axis() == iopath_topology::Axis::X
+                    && l.link.direction.is_plus() == plus
+                    && l.link.from.x == x
+            })
+            .map_or(0, |l| l.bytes)
+    };
+    for x in [0, 1] {
+        check!(carried(true, x) >= bytes, "the write crossed X+ from {x}");
+    }
+    for x in [2, 1] {
+        check!(
+            carried(false, x) >= bytes,
+            "the read crossed X- from {x} (sent by the OSS process, modeled here)"
+        );
+    }
+    check!(
+        carried(true, 2) < bytes,
+        "nothing written went past the OSS"
+    );
+    running.stop().await.map_err(|e| e.to_string())
 }

@@ -635,6 +635,15 @@ fn a_torus_crossed_hop_by_hop_is_checked_and_kept() {
     )
     .unwrap();
     assert!(plain.torus_model(0).is_none());
+    // Spread over hosts, its one model could not serve every node: `iopath launch` refuses
+    // it, naming the ways that run it; the stack without a torus model passes.
+    let error = stack.check_spread("iopath launch").unwrap_err().to_string();
+    assert!(
+        error.contains("torus0 is crossed hop by hop")
+            && error.contains("embedded or with --processes"),
+        "{error}"
+    );
+    plain.check_spread("iopath launch").unwrap();
 }
 
 #[test]

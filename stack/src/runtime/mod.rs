@@ -266,6 +266,16 @@ impl RunningStack {
             .collect()
     }
 
+    /// The modeled torus of stack network `index`, where it runs in this process (embedded,
+    /// and with `--processes`, whose launcher runs it for every node): its link counters.
+    pub fn torus(&self, index: usize) -> Option<&iopath_fabric::torus::TorusNetwork> {
+        match self {
+            RunningStack::Embedded(e) => e.torus(index),
+            RunningStack::Processes { servers, .. } => servers.torus(index),
+            RunningStack::Attached { .. } => None,
+        }
+    }
+
     /// Where the nodes keep their state.
     pub fn storage(&self) -> &StorageDir {
         match self {

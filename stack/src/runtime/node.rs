@@ -22,8 +22,9 @@ use crate::error::StackError;
 use crate::schema::{Address, Role, RoleName, Stack};
 
 /// What the nodes of one process share: an in-memory network per stack network, and the
-/// modeled torus of each network crossed hop by hop. Node processes share nothing
-/// ([`SharedNetworks::none`]).
+/// modeled torus of each network crossed hop by hop (its model here, or a handle on its
+/// switch in the process that runs it). Node processes of a stack with no torus share
+/// nothing ([`SharedNetworks::none`]).
 #[derive(Debug, Default)]
 pub struct SharedNetworks {
     mem: Vec<Arc<MemNetwork>>,
@@ -36,15 +37,94 @@ impl SharedNetworks {
     pub fn embedded(stack: &Stack) -> SharedNetworks {
         SharedNetworks {
             mem: stack.networks.iter().map(|_| MemNetwork::new()).collect(),
+            ..SharedNetworks::modeled(stack)
+        }
+    }
+
+    /// The models of `stack`'s tori crossed hop by hop, run in this process (a stack spread
+    /// over processes: its launcher runs them and serves them to the others).
+    pub fn modeled(stack: &Stack) -> SharedNetworks {
+        SharedNetworks {
+            mem: Vec::new(),
             tori: (0..stack.networks.len())
                 .map(|k| stack.torus_model(k).map(TorusNetwork::start))
                 .collect(),
         }
     }
 
+    /// Handles on `stack`'s tori crossed hop by hop, each connected to the switch `switches`
+    /// names for its network (`NETWORK=ADDR`, as `iopath node --torus-switch` takes them).
+    pub async fn switched(
+        stack: &Stack,
+        switches: &[(String, std::net::SocketAddr)],
+    ) -> Result<SharedNetworks, StackError> {
+        let mut tori = Vec::new();
+        for (k, network) in stack.networks.iter().enumerate() {
+            let Some(model) = stack.torus_model(k) else {
+                tori.push(None);
+                continue;
+            };
+            let Some(&(_, addr)) = switches.iter().find(|(name, _)| *name == network.name) else {
+                tori.push(None);
+                continue;
+            };
+            let torus =
+                TorusNetwork::connect(model, addr)
+                    .await
+                    .map_err(|e| StackError::BadOption {
+                        option: "--torus-switch".into(),
+                        why: format!("{}={addr}: {e}", network.name),
+                    })?;
+            tori.push(Some(torus));
+        }
+        if let Some((name, _)) = switches.iter().find(|(name, _)| {
+            !stack
+                .networks
+                .iter()
+                .any(|n| n.hop_by_hop && n.name == *name)
+        }) {
+            return Err(StackError::BadOption {
+                option: "--torus-switch".into(),
+                why: format!(
+                    "{} has no network {name:?} crossed hop by hop",
+                    stack.origin
+                ),
+            });
+        }
+        Ok(SharedNetworks {
+            mem: Vec::new(),
+            tori,
+        })
+    }
+
     /// Nothing shared: a node with a process of its own.
     pub fn none() -> SharedNetworks {
         SharedNetworks::default()
+    }
+
+    /// Serves each torus modeled here to nodes in other processes, on a loopback port of its
+    /// own: the network's name and its switch, for `iopath node --torus-switch`.
+    pub fn serve_tori(
+        &self,
+        stack: &Stack,
+    ) -> Result<Vec<(String, iopath_fabric::torus::switch::Switch)>, StackError> {
+        let mut switches = Vec::new();
+        for (k, torus) in self.tori.iter().enumerate() {
+            let Some(torus) = torus else { continue };
+            let name = &stack.networks[k].name;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .and_then(tokio::net::TcpListener::from_std)
+                .map_err(|e| StackError::system(format!("open {name}'s torus switch"), e))?;
+            let switch = torus.serve(listener).map_err(|e| {
+                StackError::system(
+                    format!("serve {name}'s torus"),
+                    std::io::Error::other(e.to_string()),
+                )
+            })?;
+            switches.push((name.clone(), switch));
+        }
+        Ok(switches)
     }
 
     /// The in-memory network of stack network `index`.
@@ -152,9 +232,9 @@ impl RunningNode {
             }
             let torus = networks.torus(interface.network).ok_or_else(|| {
                 failed(format!(
-                    "{} is crossed hop by hop, and its modeled torus exists only when every \
-                     node on it runs in one process (an embedded stack, not --processes or \
-                     iopath launch)",
+                    "{} is crossed hop by hop, and its modeled torus runs in the process that \
+                     started the stack: run the stack embedded or with --processes (whose \
+                     nodes are given its switch, --torus-switch), not with iopath launch",
                     network.name
                 ))
             })?;

@@ -8,6 +8,11 @@
 //!
 //! Client nodes get no process: they are where the application (the demo, IOR's tasks)
 //! runs, so the application starts them in its own process ([`ProcessStack::start_clients`]).
+//!
+//! A torus crossed hop by hop is modeled in this process, once, for every node on it: the
+//! clients here use the model directly, and each node process is given the address of its
+//! switch (`--torus-switch NETWORK=ADDR`, [`iopath_fabric::torus::switch`]), so that every
+//! message on the torus, from any process, queues for the same modeled links.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -19,7 +24,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::embedded::START_ORDER;
-use super::node::RunningNode;
+use iopath_fabric::torus::switch::Switch;
+
+use super::node::{RunningNode, SharedNetworks};
 use super::storage::StorageDir;
 use crate::error::StackError;
 use crate::schema::{RoleName, Stack};
@@ -104,6 +111,11 @@ pub struct ProcessStack {
     storage: StorageDir,
     /// The ports of nodes not started yet.
     held: std::sync::Mutex<HeldPorts>,
+    /// The models of the stack's tori crossed hop by hop, run here for every node on them:
+    /// the client nodes here use them directly.
+    networks: SharedNetworks,
+    /// Each torus's switch, serving its model to the node processes (`--torus-switch`).
+    switches: Vec<(String, Switch)>,
 }
 
 /// The lowest port `free_port` picks from.
@@ -190,12 +202,15 @@ impl ProcessStack {
         storage: StorageDir,
         launcher: &Launcher,
     ) -> Result<ProcessStack, StackError> {
-        stack.check_spread("--processes")?;
         let (resolved, held) = if stack.is_tcp() {
             (stack.clone(), HeldPorts::default())
         } else {
             resolve_ports(stack)?
         };
+        // A torus crossed hop by hop is modeled here, once, and served to the node processes
+        // on it: their messages queue with the clients' for the same links.
+        let networks = SharedNetworks::modeled(&resolved);
+        let switches = networks.serve_tori(&resolved)?;
         let stack_file = storage.path().join(RESOLVED_STACK_FILE);
         std::fs::write(&stack_file, resolved.to_toml()).map_err(|source| StackError::File {
             what: "write the resolved stack file",
@@ -213,6 +228,8 @@ impl ProcessStack {
             children: Vec::new(),
             storage,
             held: std::sync::Mutex::new(held),
+            networks,
+            switches,
         };
         for kind in START_ORDER {
             if kind == RoleName::Client {
@@ -269,6 +286,12 @@ impl ProcessStack {
             .arg(&spec.name)
             .arg("--dir")
             .arg(&dir)
+            .args(self.switches.iter().flat_map(|(network, switch)| {
+                [
+                    "--torus-switch".to_owned(),
+                    format!("{network}={}", switch.addr()),
+                ]
+            }))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -319,6 +342,12 @@ impl ProcessStack {
     /// Where the nodes keep their state.
     pub fn storage(&self) -> &StorageDir {
         &self.storage
+    }
+
+    /// The modeled torus of stack network `index`, if it is crossed hop by hop: its model runs
+    /// in this process, so its link counters are here.
+    pub fn torus(&self, index: usize) -> Option<&iopath_fabric::torus::TorusNetwork> {
+        self.networks.torus(index)
     }
 
     /// Kills node process `name` at once (SIGKILL): to its peers and to its disk, a crash.
@@ -392,8 +421,7 @@ impl ProcessStack {
                 iopath_fabric::lnd::tcp::adopt(socket)
                     .map_err(|e| StackError::system(format!("keep {name}'s port"), e))?;
             }
-            match RunningNode::start(&self.stack, index, &super::SharedNetworks::none(), &dir).await
-            {
+            match RunningNode::start(&self.stack, index, &self.networks, &dir).await {
                 Ok(node) => clients.push(node),
                 Err(e) => {
                     for c in clients {

@@ -585,16 +585,18 @@ impl Stack {
         })
     }
 
-    /// Refuses to spread the stack over processes (`how`: `--processes`, `iopath launch`)
-    /// when a network of it is crossed hop by hop: its torus is modeled in one process.
+    /// Refuses to spread the stack over hosts (`how`: `iopath launch`) when a network of it
+    /// is crossed hop by hop: its torus is modeled in the process that starts the stack, and
+    /// served from there to node processes on the same host (`--processes`) only.
     pub fn check_spread(&self, how: &str) -> Result<(), StackError> {
         match self.networks.iter().find(|n| n.hop_by_hop) {
             None => Ok(()),
             Some(network) => Err(StackError::BadOption {
                 option: how.into(),
                 why: format!(
-                    "{} is crossed hop by hop, and its modeled torus exists only when every \
-                     node on it runs in one process: run {} embedded (without {how})",
+                    "{} is crossed hop by hop, and its modeled torus runs in the process that \
+                     starts the stack, serving node processes on this host: run {} embedded or \
+                     with --processes (not with {how})",
                     network.name, self.origin
                 ),
             }),
