@@ -67,6 +67,9 @@ pub struct PlacementConfig {
     pub depth: u32,
     /// Where the stacks keep their storage (a temporary directory inside, removed).
     pub dir: Option<PathBuf>,
+    /// Every node in this process, or a process per server node (the torus modeled once,
+    /// here, for all of them).
+    pub mode: Mode,
 }
 
 impl Default for PlacementConfig {
@@ -82,6 +85,7 @@ impl Default for PlacementConfig {
             transfer: 1 << 20,
             depth: 4,
             dir: None,
+            mode: Mode::Embedded,
         }
     }
 }
@@ -277,6 +281,8 @@ pub struct PlacementReport {
     pub rows: Vec<PlacementRow>,
     /// What was modeled and what real.
     pub modeled: String,
+    /// How the stacks ran: `embedded` or `processes`.
+    pub mode: String,
 }
 
 /// Runs the sweep, saying on `progress` what it does.
@@ -352,6 +358,7 @@ pub async fn run(
         mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
         rows,
         modeled,
+        mode: config.mode.name().into(),
     })
 }
 
@@ -431,7 +438,7 @@ async fn run_one(
             BenchError::refused(format!("the flow model of the run: {why}"))
         })?;
     let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
-    let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
+    let running = RunningStack::start(stack, config.mode, storage, None).await?;
     let result = write_all(&config.writes(), &running, &targets).await;
     let stopped = running.stop().await;
     let times = result?;
@@ -614,6 +621,7 @@ pub fn render(report: &PlacementReport) -> String {
         PAPER_SPREAD_S.1
     ));
     out.push_str(&format!("modeled: {}\n", report.modeled));
+    out.push_str(&format!("ran: {}\n", mode_words(&report.mode)));
     out.push_str(
         "real: every byte through the fabric (the torus's pace is modeled), the storage servers' \
          journals and files on this host's disk (their pace modeled); times are modeled seconds\n",
@@ -653,4 +661,15 @@ pub fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
             report.mib_per_writer, report.time_scale
         ),
     })
+}
+
+/// How a benchmark's stacks ran, in words, for its report.
+pub(crate) fn mode_words(mode: &str) -> &'static str {
+    if mode == "processes" {
+        "a process per server node on loopback TCP, the writers' client nodes in this process; \
+         the torus modeled once, in this process, for every node on it (the node processes \
+         through its switch)"
+    } else {
+        "every node in this process (embedded)"
+    }
 }

@@ -148,6 +148,9 @@ pub struct RoutingConfig {
     pub depth: u32,
     /// Where the stacks keep their storage (a temporary directory inside, removed).
     pub dir: Option<PathBuf>,
+    /// Every node in this process, or a process per server node and router (the torus
+    /// modeled once, here, for all of them).
+    pub mode: Mode,
 }
 
 impl Default for RoutingConfig {
@@ -167,6 +170,7 @@ impl Default for RoutingConfig {
             transfer: 1 << 20,
             depth: 4,
             dir: None,
+            mode: Mode::Embedded,
         }
     }
 }
@@ -399,6 +403,8 @@ pub struct RoutingReport {
     pub rows: Vec<RoutingRow>,
     /// What was modeled and what real.
     pub modeled: String,
+    /// How the stacks ran: `embedded` or `processes`.
+    pub mode: String,
 }
 
 /// Runs every configuration with both placements, saying on `progress` what it does.
@@ -488,6 +494,7 @@ pub async fn run(
         mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
         rows,
         modeled,
+        mode: config.mode.name().into(),
     })
 }
 
@@ -762,20 +769,16 @@ async fn run_one(
         }
     }
     let storage = StorageDir::temporary("bench-routing", config.dir.as_deref())?;
-    let running = RunningStack::start(stack, Mode::Embedded, storage, None).await?;
+    let running = RunningStack::start(stack, config.mode, storage, None).await?;
     let result = write_all(&config.writes(), &running, &targets).await;
-    let router_bytes: Vec<(String, u64)> = running
-        .local_nodes()
-        .into_iter()
-        .filter(|n| n.role == RoleName::Router)
-        .map(|n| {
-            let bytes = n.node.counters().forwarded_bytes.load(Ordering::Relaxed);
-            (n.name.clone(), bytes)
-        })
-        .collect();
+    let counted = match &result {
+        Ok(_) => router_bytes(&running).await,
+        Err(_) => Ok(Vec::new()),
+    };
     let stopped = running.stop().await;
     let times = result?;
     stopped?;
+    let router_bytes = counted?;
     let router_over_even = router_bytes
         .iter()
         .filter_map(|(name, bytes)| {
@@ -814,6 +817,36 @@ async fn run_one(
         modeled,
         routes.routers().len(),
     ))
+}
+
+/// What each router forwarded, by name: its counter where it runs here, its `stats` over its
+/// admin service where it is a process of its own.
+async fn router_bytes(running: &RunningStack) -> Result<Vec<(String, u64)>, BenchError> {
+    let stack = running.stack();
+    let local = running.local_nodes();
+    let mut all = Vec::new();
+    for index in stack.nodes_of(RoleName::Router) {
+        let name = stack.nodes[index].name.clone();
+        if let Some(node) = local.iter().find(|n| n.index == index) {
+            let bytes = node.node.counters().forwarded_bytes.load(Ordering::Relaxed);
+            all.push((name, bytes));
+            continue;
+        }
+        let addr = running
+            .admin_addr(index)
+            .ok_or_else(|| BenchError::refused(format!("{name} serves no admin service")))?;
+        let admin = iopath_admin::Client::connect(addr).await?;
+        let stats = admin.get_param("stats").await?;
+        let bytes = stats
+            .iter()
+            .flat_map(|v| v.value.lines())
+            .find_map(|line| line.strip_prefix("forwarded_bytes ")?.trim().parse().ok())
+            .ok_or_else(|| BenchError::Tool {
+                what: format!("{name}'s stats name no forwarded_bytes"),
+            })?;
+        all.push((name, bytes));
+    }
+    Ok(all)
 }
 
 /// The report for people: a row per configuration, the model's and the paper's beside.
@@ -875,6 +908,10 @@ pub fn render(report: &RoutingReport) -> String {
          (001) gave +30% over routing without it\n",
     );
     out.push_str(&format!("modeled: {}\n", report.modeled));
+    out.push_str(&format!(
+        "ran: {}\n",
+        crate::placement::mode_words(&report.mode)
+    ));
     out.push_str(
         "real: every byte through the fabric and the LNET routers (the torus's, the routers' \
          cards' and the disks' pace is modeled; the InfiniBand fabric beyond a router's card is \

@@ -38,6 +38,9 @@ pub struct PlacementArgs {
     /// Directory for the stacks' storage (a temporary directory inside it, removed).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// A process per server node on loopback TCP (the writers in this process); the torus is modeled once, here, for all of them. Default: every node in this process.
+    #[arg(long)]
+    processes: bool,
 }
 
 pub(crate) fn parse_dims(text: &str) -> Result<[u32; 3], String> {
@@ -73,6 +76,7 @@ pub async fn run(args: PlacementArgs) -> anyhow::Result<()> {
         config.bytes_per_writer = size;
     }
     config.dir = args.dir;
+    config.mode = iopath_stack::runtime::Mode::of(false, args.processes);
     let report = placement::run(&config, &mut std::io::stderr()).await?;
     let svg = args.svg.as_deref().map(|path| {
         (

@@ -56,6 +56,9 @@ pub struct RoutingArgs {
     /// Directory for the stacks' storage (a temporary directory inside it, removed).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// A process per server node and router on loopback TCP (the writers in this process); the torus is modeled once, here, for all of them. Default: every node in this process.
+    #[arg(long)]
+    processes: bool,
 }
 
 /// Runs `iopath bench routing`.
@@ -96,6 +99,7 @@ pub async fn run(args: RoutingArgs) -> anyhow::Result<()> {
         config.depth = depth;
     }
     config.dir = args.dir;
+    config.mode = iopath_stack::runtime::Mode::of(false, args.processes);
     let report = routing::run(&config, &mut std::io::stderr()).await?;
     let svg = args.svg.as_deref().map(|path| {
         (
