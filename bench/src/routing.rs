@@ -166,7 +166,9 @@ impl Default for RoutingConfig {
             pairs_per_link: 3,
             card_over_server: PAPER_CARD_OVER_SERVER,
             time_scale: 64,
-            bytes_per_writer: 16 << 20,
+            // 32 transfers each: at 16, every writer's first transfer and the spread between
+            // the writers' ends weighed 5-10% of a run, more than the flow model's start-up.
+            bytes_per_writer: 32 << 20,
             transfer: 1 << 20,
             depth: 4,
             dir: None,
