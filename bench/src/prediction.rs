@@ -308,6 +308,43 @@ impl MachineFlows {
         rates
     }
 
+    /// Ports the steady rates load exactly to their capacity though none of the flows through
+    /// them is held back there: every one of those flows runs at the rate of a port of its
+    /// own (its disk).
+    /// A fluid model gives each of them its whole rate; an emulated port, served a packet at
+    /// a time to inputs whose bulk comes in bursts, cannot quite, so a measured figure falls
+    /// below the model's where there is one (the routing lab's fine-grained row). Counted so a
+    /// report can say so.
+    pub fn ports_at_capacity(&self) -> usize {
+        let rates = self.coupled_rates(&vec![true; self.flows.len()]);
+        let mut load = vec![0.0f64; self.ports.port_count()];
+        for (flow, rate) in self.flows.iter().zip(&rates) {
+            for &p in &flow.ports {
+                load[p] += rate;
+            }
+        }
+        let full = |p: usize| load[p] >= self.ports.capacity(p) * (1.0 - 1e-6);
+        let through =
+            |p: usize| (0..self.flows.len()).filter(move |&f| self.flows[f].ports.contains(&p));
+        // A flow at the rate of a port only its writer's group uses (its disk).
+        let at_its_own = |f: usize| {
+            self.flows[f]
+                .ports
+                .iter()
+                .any(|&q| full(q) && through(q).all(|g| self.flow_group[g] == self.flow_group[f]))
+        };
+        // A port more than one writer's group shares.
+        let shared = |p: usize| {
+            let mut groups = through(p).map(|f| self.flow_group[f]);
+            groups
+                .next()
+                .is_some_and(|first| groups.any(|g| g != first))
+        };
+        (0..self.ports.port_count())
+            .filter(|&p| full(p) && shared(p) && through(p).all(at_its_own))
+            .count()
+    }
+
     /// Each writer's steady rate, and their sum, in host time.
     pub fn rates(&self) -> FlowPrediction {
         let rates = self.coupled_rates(&vec![true; self.flows.len()]);
@@ -426,6 +463,50 @@ mod tests {
         let last = times.iter().copied().fold(0.0, f64::max);
         assert!((last / (all + start_up) - 1.0).abs() < 1e-6, "{times:?}");
         assert!(times[3] < times[2] && times[2] < times[0], "{times:?}");
+    }
+
+    /// Three writers in a line into one link, each to a disk of its own: with the disks at a
+    /// third of the link each, the last link (and the server's ejection, as fast) is loaded
+    /// exactly to its rate with every flow through it filling its disk: ports at capacity.
+    /// Slower disks leave the link room, faster ones make the link hold the writers back:
+    /// none.
+    #[test]
+    fn a_link_loaded_exactly_to_its_rate_by_writers_at_their_disks_rate_is_counted() {
+        let stack_with = |disk: &str| {
+            let text = format!(
+                "name = \"line\"\n[model]\ntime_scale = 16\n[layout]\nstripe_count = 1\n\
+                 [[networks]]\nname = \"torus0\"\ntorus = [8, 1, 1]\nbandwidth = \"600m\"\n\
+                 latency_us = 1\nhop_by_hop = true\n\
+                 [[nodes]]\nname = \"c\"\nrole = \"client\"\ncount = 3\nnids = {{ torus0 = 100 }}\n\
+                 torus = [0, 0, 0]\n\
+                 [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = {{ torus0 = 10 }}\ntorus = [3, 0, 0]\n\
+                 targets = 3\njournal = \"async\"\ndisk_bandwidth = \"{disk}\"\n\
+                 [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ torus0 = 1 }}\ntorus = [6, 0, 0]\n"
+            );
+            let stack = Stack::parse(&text, "line.toml").unwrap();
+            let writers: Vec<WriterFlow> = stack
+                .nodes_of(RoleName::Client)
+                .into_iter()
+                .enumerate()
+                .map(|(i, client)| WriterFlow {
+                    client,
+                    targets: vec![i as u32],
+                })
+                .collect();
+            MachineFlows::of(&stack, &writers).unwrap()
+        };
+        // The last link and the server's ejection, each carrying all three.
+        assert_eq!(stack_with("200m").ports_at_capacity(), 2);
+        assert_eq!(
+            stack_with("150m").ports_at_capacity(),
+            0,
+            "the link has room"
+        );
+        assert_eq!(
+            stack_with("300m").ports_at_capacity(),
+            0,
+            "the link holds them back"
+        );
     }
 
     /// A writer on the torus reaching its server through two routers, round-robin: one flow

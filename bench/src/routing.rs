@@ -350,6 +350,10 @@ pub struct RoutingRun {
     pub model_aggregate_mb_s: f64,
     /// Measured over modeled.
     pub ratio_to_model: f64,
+    /// Ports the flow model loads exactly to their capacity with every flow through them
+    /// filling its disk as well: there a fluid model is optimistic (see
+    /// [`MachineFlows::ports_at_capacity`]).
+    pub model_ports_at_capacity: usize,
     /// The aggregate over the targets' raw rate.
     pub share_of_raw: f64,
     /// Slowest minus fastest writer, modeled seconds.
@@ -737,11 +741,15 @@ async fn run_one(
             targets: vec![target],
         })
         .collect();
-    let model = MachineFlows::of(&stack, &writers)
-        .and_then(|flows| flows.completion_s(config.bytes_per_writer, config.transfer))
+    let flows = MachineFlows::of(&stack, &writers).map_err(|NotPredicted(why)| {
+        BenchError::refused(format!("the flow model of the run: {why}"))
+    })?;
+    let model = flows
+        .completion_s(config.bytes_per_writer, config.transfer)
         .map_err(|NotPredicted(why)| {
             BenchError::refused(format!("the flow model of the run: {why}"))
         })?;
+    let model_ports_at_capacity = flows.ports_at_capacity();
     // What the routes put on the torus: each writer's share to each router it uses (the
     // routes of the lowest hop count, which LNet chooses among).
     let mut loads = LinkLoads::new(&machine.torus);
@@ -809,6 +817,7 @@ async fn run_one(
             aggregate_mb_s,
             model_aggregate_mb_s,
             ratio_to_model: aggregate_mb_s / model_aggregate_mb_s,
+            model_ports_at_capacity,
             share_of_raw: aggregate_mb_s / raw,
             spread_s: TimeSummary::of(&completion_s).spread_s(),
             router_bytes,
@@ -878,10 +887,15 @@ pub fn render(report: &RoutingReport) -> String {
     for row in &report.rows {
         let run = |r: &RoutingRun| {
             format!(
-                "{:>5.0} ({:>5.0}, {:.2}) {:>5.1} {:>10.1} {:>6.2}x {:>4.0}%",
+                "{:>5.0} ({:>5.0}, {:.2}){}{:>5.1} {:>10.1} {:>6.2}x {:>4.0}%",
                 r.aggregate_mb_s,
                 r.model_aggregate_mb_s,
                 r.ratio_to_model,
+                if r.model_ports_at_capacity > 0 {
+                    '*'
+                } else {
+                    ' '
+                },
                 r.mean_hops,
                 r.max_pairs_per_link,
                 r.router_over_even,
@@ -897,6 +911,18 @@ pub fn render(report: &RoutingReport) -> String {
             paper(row.paper_gb_s.0),
             paper(row.paper_gb_s.1),
         ));
+    }
+    if report
+        .rows
+        .iter()
+        .any(|r| r.default.model_ports_at_capacity + r.placed.model_ports_at_capacity > 0)
+    {
+        out.push_str(
+            "\n*: the flow model loads a port exactly to its capacity, every flow through it \
+             also filling its disk; a fluid model gives each its whole rate there, while the \
+             emulated port, served a packet at a time to inputs whose bulk comes in bursts, \
+             holds the farther inputs back: expect the measured figure below the model's\n",
+        );
     }
     out.push_str(
         "\nrtr/w: routers a writer's traffic is spread over; hops: torus hops to them, mean; \

@@ -540,6 +540,27 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         pd[4] > 3.0 && pp[4] <= 3.0,
         "launcher order piles up a link: {out}"
     );
+    // The one run whose model loads a link exactly to its rate with every writer on it at its
+    // disk's rate is marked, and explained under the table.
+    let marked: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains('|') && l.contains(")*"))
+        .map(|l| l.split('|').next().unwrap_or("").trim().to_owned())
+        .collect();
+    assert_eq!(marked, ["fine-grained"], "{out}");
+    let fine = out
+        .lines()
+        .find(|l| l.starts_with("fine-grained "))
+        .unwrap();
+    let cells: Vec<&str> = fine.split('|').collect();
+    assert!(
+        cells[2].contains(")*") && !cells[3].contains(")*"),
+        "{fine}"
+    );
+    assert!(
+        out.contains("\n*: the flow model loads a port exactly to its capacity"),
+        "{out}"
+    );
     assert!(
         pp[0] > 1.15 * pd[0] && pp[1] > 1.15 * pd[1],
         "placement lifts projection: {out}"
@@ -557,7 +578,7 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
 /// The numbers in one cell of a benchmark's table (`2261 ( 2783, 0.81)   3.5   1.56x   79%`,
 /// `+51% (+49%)`), in order; `out` is the whole output, for the message if one is not a number.
 fn table_numbers(cell: &str, out: &str) -> Vec<f64> {
-    cell.split(|c: char| c.is_whitespace() || "(),%+x".contains(c))
+    cell.split(|c: char| c.is_whitespace() || "(),%+x*".contains(c))
         .filter(|w| !w.is_empty())
         .map(|w| {
             w.parse()
