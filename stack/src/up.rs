@@ -413,7 +413,8 @@ pub async fn run_node(args: &NodeProcessConfig) -> Result<(), StackError> {
         Some(secret) => secret,
         None => node_secret(args)?,
     };
-    let networks = crate::runtime::SharedNetworks::switched(&stack, &args.torus_switches).await?;
+    let networks =
+        crate::runtime::SharedNetworks::switched(&stack, index, &args.torus_switches).await?;
     let running = RunningNode::start(&stack, index, &networks, &args.dir).await?;
     let metrics = args
         .metrics

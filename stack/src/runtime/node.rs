@@ -52,15 +52,21 @@ impl SharedNetworks {
         }
     }
 
-    /// Handles on `stack`'s tori crossed hop by hop, each connected to the switch `switches`
-    /// names for its network (`NETWORK=ADDR`, as `iopath node --torus-switch` takes them).
+    /// Handles on the tori crossed hop by hop that node `index` of `stack` is on, each
+    /// connected to the switch `switches` names for its network (`NETWORK=ADDR`, as `iopath
+    /// node --torus-switch` takes them).
     pub async fn switched(
         stack: &Stack,
+        index: usize,
         switches: &[(String, std::net::SocketAddr)],
     ) -> Result<SharedNetworks, StackError> {
         let mut tori = Vec::new();
         for (k, network) in stack.networks.iter().enumerate() {
-            let Some(model) = stack.torus_model(k) else {
+            let on_it = stack
+                .nodes
+                .get(index)
+                .is_some_and(|n| n.interfaces.iter().any(|i| i.network == k));
+            let Some(model) = stack.torus_model(k).filter(|_| on_it) else {
                 tori.push(None);
                 continue;
             };
