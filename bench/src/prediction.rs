@@ -308,10 +308,10 @@ impl MachineFlows {
         rates
     }
 
-    /// Ports the steady rates load exactly to their capacity though none of the flows through
-    /// them is held back there: every one of those flows runs at the rate of a port of its
-    /// own (its disk).
-    /// A fluid model gives each of them its whole rate; an emulated port, served a packet at
+    /// Ports shared by more than one writer that the steady rates load exactly to their
+    /// capacity though none of the flows through them is held back there: every one of those
+    /// flows runs at the full rate of a port only its own writer uses (its disk, here; its
+    /// injection or a link of its own would count too). A fluid model gives each of them its whole rate; an emulated port, served a packet at
     /// a time to inputs whose bulk comes in bursts, cannot quite, so a measured figure falls
     /// below the model's where there is one (the routing lab's fine-grained row). Counted so a
     /// report can say so.

@@ -239,8 +239,11 @@ async fn a_handle_built_from_another_model_is_refused_by_the_switch() {
 async fn a_send_through_a_switch_that_is_gone_is_lost_not_held() {
     // A send the switch cannot pace is lost, as on a wire that is cut: the puller's resends
     // run out within their timeouts instead of waiting on the switch for ever.
+    // One credit per peer: a send whose ticket the handle kept (credits held) would block
+    // every resend after it, and the pull would hang past the test's bound.
     let limits = iopath_fabric::Limits {
         bulk_timeout: Duration::from_millis(200),
+        peer_credits: 1,
         ..iopath_fabric::Limits::default()
     };
     let (nodes, _torus, switch) = ring_limited(&[0, 3], true, limits).await;

@@ -190,6 +190,14 @@ pub async fn up_until(
                 running.stack_file().display()
             ));
             say(secret_line(running.admin_secret_file()));
+            for (network, addr) in running.torus_switches() {
+                say(format!(
+                    "torus switch: {network}'s model runs in this process and serves the node \
+                     processes on {addr} (iopath node --torus-switch {network}={addr}); \
+                     `iopath lfs --stack` cannot start a client on {network}: the stack's own \
+                     clients run here"
+                ));
+            }
             let admins: Vec<(usize, String)> = running
                 .children()
                 .iter()

@@ -209,7 +209,8 @@ impl Onward {
         match self {
             Onward::Here { ticket, .. } => ticket.fail(error),
             Onward::There { id, done } => {
-                // Only a model that is stopping drops a message it took.
+                // The model drops a message it took only when it stops (or when its receiver
+                // is not on the torus, which the switch's index check rules out).
                 let _ = done.send(switch::Done {
                     id,
                     status: switch::STOPPING,

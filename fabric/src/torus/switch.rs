@@ -20,14 +20,15 @@
 //!
 //! - hello, handle to switch: [`MAGIC`], then the model's fingerprint (u64, big-endian): both
 //!   sides must have built the same model from the same stack;
-//! - the answer: [`MAGIC`] and one status byte (0: the same model);
+//! - the answer: [`MAGIC`] and one status byte ([`SAME_MODEL`], [`OTHER_MODEL`], [`FULL`]);
 //! - a message, handle to switch: its number (u64), its bytes (u64), the sender's and the
 //!   receiver's index among the model's nodes (u32 each);
-//! - its end, switch to handle: the number and a status byte ([`EJECTED`], [`STOPPING`],
-//!   [`REFUSED`]).
+//! - its end, switch to handle: the number and a status byte ([`EJECTED`], [`STOPPING`]).
 //!
 //! What a peer may make the switch hold is bounded: [`CONNECTIONS_MAX`] past the model's
-//! nodes, and [`IN_FLIGHT_MAX`] messages per connection (more are answered [`REFUSED`]).
+//! nodes (one more is answered [`FULL`] at hello and closed), [`IN_FLIGHT_MAX`] messages per
+//! connection of at most [`MESSAGE_BYTES_MAX`] each (a connection that goes past either is
+//! closed: its node's credits would never let it).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,7 +43,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::{Injection, Onward, TorusModel, TorusNetwork, Via};
 use crate::error::FabricError;
-use crate::frame::Message;
+use crate::frame::{HEADER_BYTES, Message};
 use crate::lnd::{Lnd, SendTicket};
 use crate::nid::Nid;
 
@@ -52,11 +53,18 @@ pub const MAGIC: [u8; 8] = *b"IOPTORS1";
 pub const EJECTED: u8 = 0;
 /// The model is stopping: the message will not get through.
 pub const STOPPING: u8 = 1;
-/// The connection has [`IN_FLIGHT_MAX`] messages in the model already.
-pub const REFUSED: u8 = 2;
+/// Hello's answer: the handle's model is the switch's.
+pub const SAME_MODEL: u8 = 0;
+/// Hello's answer: the handle was built from another model (another stack file).
+pub const OTHER_MODEL: u8 = 1;
+/// Hello's answer: the switch serves all the connections it takes.
+pub const FULL: u8 = 2;
 /// Messages one connection may have in the model at once (its senders' credits keep it far
 /// below: a node has at most its interface's credits in flight).
-pub const IN_FLIGHT_MAX: usize = 1 << 16;
+pub const IN_FLIGHT_MAX: usize = 16_384;
+/// The largest message a handle may announce: a header and 16 MiB, sixteen times the
+/// fabric's largest frame payload by default (the model builds a message's packets at once).
+pub const MESSAGE_BYTES_MAX: u64 = HEADER_BYTES as u64 + (16 << 20);
 /// Connections a switch takes beyond one per node of its model (restarted processes).
 pub const CONNECTIONS_MAX: usize = 64;
 /// How long a connection may take to say hello, and a handle to connect.
@@ -164,9 +172,15 @@ impl TorusNetwork {
                                 }
                             });
                         }
-                        Ok((_, peer)) => tracing::warn!(
-                            "torus switch: {peer} refused: {limit} connections already"
-                        ),
+                        Ok((mut stream, peer)) => {
+                            tracing::warn!(
+                                "torus switch: {peer} refused: {limit} connections already"
+                            );
+                            let mut answer = [0; ANSWER_BYTES];
+                            answer[..8].copy_from_slice(&MAGIC);
+                            answer[8] = FULL;
+                            let _ = stream.write_all(&answer).await;
+                        }
                         Err(e) => {
                             tracing::warn!("torus switch: accept: {e}");
                             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -201,14 +215,22 @@ impl TorusNetwork {
         if answer[..8] != MAGIC {
             return Err(unreachable(format!("{addr} is not a torus switch")));
         }
-        if answer[8] != 0 {
-            return Err(unreachable(format!(
-                "the torus switch at {addr} models another torus (not built from this stack)"
-            )));
+        match answer[8] {
+            SAME_MODEL => {}
+            FULL => {
+                return Err(unreachable(format!(
+                    "the torus switch at {addr} serves all the connections it takes"
+                )));
+            }
+            _ => {
+                return Err(unreachable(format!(
+                    "the torus switch at {addr} models another torus (not built from this stack)"
+                )));
+            }
         }
         let table = Arc::new(Mutex::new(Table::default()));
         let (frames, outgoing) = mpsc::unbounded_channel();
-        tokio::spawn(write_frames(writer, outgoing));
+        tokio::spawn(write_frames(writer, outgoing, Arc::clone(&table), addr));
         tokio::spawn(read_done(reader, Arc::clone(&table), addr));
         let connection = Connection {
             addr,
@@ -239,7 +261,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
     let same = hello[8..] == fingerprint(&torus.shared.model).to_be_bytes();
     let mut answer = [0; ANSWER_BYTES];
     answer[..8].copy_from_slice(&MAGIC);
-    answer[8] = u8::from(!same);
+    answer[8] = if same { SAME_MODEL } else { OTHER_MODEL };
     writer.write_all(&answer).await?;
     writer.flush().await?;
     if !same {
@@ -250,7 +272,8 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
     let (done, mut ends) = mpsc::unbounded_channel::<Done>();
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&in_flight);
-    let mut write = tokio::spawn(async move {
+    // Aborted with this task (a switch dropped closes its connections).
+    let mut write = AbortOnDrop(tokio::spawn(async move {
         while let Some(end) = ends.recv().await {
             writer.write_all(&end.frame()).await?;
             counted.fetch_sub(1, Ordering::Relaxed);
@@ -261,7 +284,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
             writer.flush().await?;
         }
         Ok::<_, std::io::Error>(())
-    });
+    }));
     let nodes = &torus.shared.model.nodes;
     let result = loop {
         let mut frame = [0; SEND_BYTES];
@@ -271,7 +294,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break Ok(()),
                 Err(e) => break Err(e),
             },
-            written = &mut write => {
+            written = &mut write.0 => {
                 // The handle stopped reading: nothing it sends can be answered.
                 return written.unwrap_or(Ok(()));
             }
@@ -285,12 +308,15 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
                 nodes.len()
             )));
         }
+        if bytes > MESSAGE_BYTES_MAX {
+            break Err(std::io::Error::other(format!(
+                "a message of {bytes} bytes (at most {MESSAGE_BYTES_MAX})"
+            )));
+        }
         if in_flight.fetch_add(1, Ordering::Relaxed) >= IN_FLIGHT_MAX {
-            let _ = done.send(Done {
-                id,
-                status: REFUSED,
-            });
-            continue;
+            break Err(std::io::Error::other(format!(
+                "more than {IN_FLIGHT_MAX} messages in the model at once"
+            )));
         }
         let onward = Onward::There {
             id,
@@ -307,8 +333,17 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
     };
     // The model answers what is in it; the writer ends once the last answer is out.
     drop(done);
-    let _ = write.await;
+    let _ = (&mut write.0).await;
     result
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A handle's connection to its switch.
@@ -365,23 +400,45 @@ impl Connection {
 async fn write_frames(
     writer: tokio::net::tcp::OwnedWriteHalf,
     mut frames: mpsc::UnboundedReceiver<[u8; SEND_BYTES]>,
+    table: Arc<Mutex<Table>>,
+    addr: SocketAddr,
 ) {
     let mut writer = BufWriter::new(writer);
-    while let Some(frame) = frames.recv().await {
-        if writer.write_all(&frame).await.is_err() {
-            return;
-        }
-        while let Ok(frame) = frames.try_recv() {
-            if writer.write_all(&frame).await.is_err() {
-                return;
+    let written: std::io::Result<()> = async {
+        while let Some(frame) = frames.recv().await {
+            writer.write_all(&frame).await?;
+            while let Ok(frame) = frames.try_recv() {
+                writer.write_all(&frame).await?;
             }
+            writer.flush().await?;
         }
-        if writer.flush().await.is_err() {
-            return;
-        }
+        Ok(())
     }
-    // Every handle is gone: the switch sees the end and closes its side.
-    let _ = writer.shutdown().await;
+    .await;
+    match written {
+        // Every handle is gone: the switch sees the end and closes its side.
+        Ok(()) => {
+            let _ = writer.shutdown().await;
+        }
+        // What the switch did not get will never be answered.
+        Err(e) => close(&table, format!("the torus switch at {addr}: {e}")),
+    }
+}
+
+/// The connection is gone, for `why`: every message it holds fails, and so does every later
+/// send.
+fn close(table: &Mutex<Table>, why: String) {
+    let held: Vec<Held> = {
+        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
+        table.closed.get_or_insert(why.clone());
+        table.held.drain().map(|(_, held)| held).collect()
+    };
+    for held in held {
+        held.ticket.fail(FabricError::Unreachable {
+            peer: held.to,
+            why: why.clone(),
+        });
+    }
 }
 
 async fn read_done(
@@ -410,25 +467,11 @@ async fn read_done(
         };
         match frame[8] {
             EJECTED => held.lnd.send(held.to, held.message, held.ticket),
-            status => held.ticket.fail(FabricError::Unreachable {
+            _ => held.ticket.fail(FabricError::Unreachable {
                 peer: held.to,
-                why: if status == REFUSED {
-                    format!("the torus switch at {addr} holds {IN_FLIGHT_MAX} of this process's messages already")
-                } else {
-                    format!("the torus model at {addr} is stopping")
-                },
+                why: format!("the torus model at {addr} is stopping"),
             }),
         }
     };
-    let held: Vec<Held> = {
-        let mut table = table.lock().unwrap_or_else(|e| e.into_inner());
-        table.closed = Some(why.clone());
-        table.held.drain().map(|(_, held)| held).collect()
-    };
-    for held in held {
-        held.ticket.fail(FabricError::Unreachable {
-            peer: held.to,
-            why: why.clone(),
-        });
-    }
+    close(&table, why);
 }

@@ -60,6 +60,27 @@ impl SharedNetworks {
         index: usize,
         switches: &[(String, std::net::SocketAddr)],
     ) -> Result<SharedNetworks, StackError> {
+        for (n, (name, _)) in switches.iter().enumerate() {
+            if !stack
+                .networks
+                .iter()
+                .any(|net| net.hop_by_hop && net.name == *name)
+            {
+                return Err(StackError::BadOption {
+                    option: "--torus-switch".into(),
+                    why: format!(
+                        "{} has no network {name:?} crossed hop by hop",
+                        stack.origin
+                    ),
+                });
+            }
+            if switches[..n].iter().any(|(other, _)| other == name) {
+                return Err(StackError::BadOption {
+                    option: "--torus-switch".into(),
+                    why: format!("{name} is given twice"),
+                });
+            }
+        }
         let mut tori = Vec::new();
         for (k, network) in stack.networks.iter().enumerate() {
             let on_it = stack
@@ -82,20 +103,6 @@ impl SharedNetworks {
                         why: format!("{}={addr}: {e}", network.name),
                     })?;
             tori.push(Some(torus));
-        }
-        if let Some((name, _)) = switches.iter().find(|(name, _)| {
-            !stack
-                .networks
-                .iter()
-                .any(|n| n.hop_by_hop && n.name == *name)
-        }) {
-            return Err(StackError::BadOption {
-                option: "--torus-switch".into(),
-                why: format!(
-                    "{} has no network {name:?} crossed hop by hop",
-                    stack.origin
-                ),
-            });
         }
         Ok(SharedNetworks {
             mem: Vec::new(),

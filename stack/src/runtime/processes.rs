@@ -344,6 +344,15 @@ impl ProcessStack {
         &self.storage
     }
 
+    /// Each torus crossed hop by hop, by network name, and the address of the switch that
+    /// serves its model (in this process) to the node processes.
+    pub fn torus_switches(&self) -> Vec<(String, SocketAddr)> {
+        self.switches
+            .iter()
+            .map(|(network, switch)| (network.clone(), switch.addr()))
+            .collect()
+    }
+
     /// The modeled torus of stack network `index`, if it is crossed hop by hop: its model runs
     /// in this process, so its link counters are here.
     pub fn torus(&self, index: usize) -> Option<&iopath_fabric::torus::TorusNetwork> {
