@@ -157,11 +157,11 @@ impl fmt::Debug for TorusNetwork {
     }
 }
 
-/// A message handed to the torus: its size, and what becomes of it once its last packet is
-/// ejected.
+/// A message handed to the torus: its sender and receiver (indices among the model's
+/// nodes), its size, and what becomes of it once its last packet is ejected.
 struct Injection {
     from: usize,
-    to: Nid,
+    to: usize,
     bytes: u64,
     onward: Onward,
 }
@@ -209,8 +209,7 @@ impl Onward {
         match self {
             Onward::Here { ticket, .. } => ticket.fail(error),
             Onward::There { id, done } => {
-                // The model drops a message it took only when it stops (or when its receiver
-                // is not on the torus, which the switch's index check rules out).
+                // The model drops a message it took only when it stops.
                 let _ = done.send(switch::Done {
                     id,
                     status: switch::STOPPING,
@@ -279,7 +278,7 @@ impl TorusNetwork {
             Via::Engine(injections) => {
                 let injection = Injection {
                     from: from_index,
-                    to: next_hop,
+                    to: to_index,
                     bytes,
                     onward: Onward::Here {
                         message,
@@ -605,13 +604,7 @@ impl Engine {
     }
 
     fn inject(&mut self, injection: Injection) {
-        let Some(&to) = self.shared.nodes.get(&injection.to) else {
-            injection.onward.fail(FabricError::Unreachable {
-                peer: injection.to,
-                why: "not on the modeled torus".into(),
-            });
-            return;
-        };
+        let to = injection.to;
         // What was due before it arrived happens first; then model time is the host's (or
         // ahead of it, by less than AHEAD).
         let host = Instant::now();
@@ -627,7 +620,7 @@ impl Engine {
         self.deliveries.insert(
             id,
             Delivery {
-                to: injection.to,
+                to: self.shared.model.nodes[to].nid,
                 onward: injection.onward,
                 packets_left: packets as u32,
             },

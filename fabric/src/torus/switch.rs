@@ -324,7 +324,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
         };
         if let Err(mpsc::error::SendError(injection)) = injections.send(Injection {
             from,
-            to: nodes[to].nid,
+            to,
             bytes,
             onward,
         }) {
@@ -383,16 +383,11 @@ impl Connection {
         frame[16..20].copy_from_slice(&(from as u32).to_be_bytes());
         frame[20..].copy_from_slice(&(to as u32).to_be_bytes());
         if self.frames.send(frame).is_err() {
-            let held = {
-                let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-                table.held.remove(&id)
-            };
-            if let Some(held) = held {
-                held.ticket.fail(FabricError::Unreachable {
-                    peer: held.to,
-                    why: format!("the torus switch at {} is gone", self.addr),
-                });
-            }
+            // The writer is gone, and with it the connection: this message fails with the rest.
+            close(
+                &self.table,
+                format!("the torus switch at {} is gone", self.addr),
+            );
         }
     }
 }
