@@ -28,7 +28,7 @@ use iopath_topology::{Coord, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
 
 use crate::error::BenchError;
-use crate::prediction::{MachineFlows, NotPredicted, WriterFlow};
+use crate::prediction::{MachineFlows, WriterFlow};
 
 /// The paper's average gain with more than 40 OSSes (Figure 6).
 pub const PAPER_GAIN_AVERAGE: f64 = 0.18;
@@ -283,6 +283,8 @@ pub struct PlacementReport {
     pub modeled: String,
     /// How the stacks ran: `embedded` or `processes`.
     pub mode: String,
+    /// The same, in words.
+    pub ran: String,
 }
 
 /// Runs the sweep, saying on `progress` what it does.
@@ -359,6 +361,7 @@ pub async fn run(
         rows,
         modeled,
         mode: config.mode.name().into(),
+        ran: ran_words(config.mode),
     })
 }
 
@@ -432,11 +435,8 @@ async fn run_one(
             targets: vec![target],
         })
         .collect();
-    let model = MachineFlows::of(&stack, &writers)
-        .and_then(|flows| flows.completion_s(config.bytes_per_writer, config.transfer))
-        .map_err(|NotPredicted(why)| {
-            BenchError::refused(format!("the flow model of the run: {why}"))
-        })?;
+    let model = MachineFlows::of(&stack, &writers)?
+        .completion_s(config.bytes_per_writer, config.transfer)?;
     let storage = StorageDir::temporary("bench-placement", config.dir.as_deref())?;
     let running = RunningStack::start(stack, config.mode, storage, None).await?;
     let result = write_all(&config.writes(), &running, &targets).await;
@@ -621,7 +621,7 @@ pub fn render(report: &PlacementReport) -> String {
         PAPER_SPREAD_S.1
     ));
     out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(&format!("ran: {}\n", mode_words(&report.mode)));
+    out.push_str(&format!("ran: {}\n", report.ran));
     out.push_str(
         "real: every byte through the fabric (the torus's pace is modeled), the storage servers' \
          journals and files on this host's disk (their pace modeled); times are modeled seconds\n",
@@ -663,13 +663,15 @@ pub fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
     })
 }
 
-/// How a benchmark's stacks ran, in words, for its report.
-pub(crate) fn mode_words(mode: &str) -> &'static str {
-    if mode == "processes" {
-        "a process per server node on loopback TCP, the writers' client nodes in this process; \
-         the torus modeled once, in this process, for every node on it (the node processes \
-         through its switch)"
-    } else {
-        "every node in this process (embedded)"
+/// How a benchmark's stacks ran, in words, for its report: the mode as `Mode` says it, and,
+/// over processes, where the torus was modeled.
+pub(crate) fn ran_words(mode: Mode) -> String {
+    match mode {
+        Mode::Processes => format!(
+            "{}; the torus modeled once, in this process, for every node on it (the node \
+             processes through its switch)",
+            mode.describe()
+        ),
+        _ => mode.describe().to_owned(),
     }
 }

@@ -317,31 +317,36 @@ impl MachineFlows {
     /// report can say so.
     pub fn ports_at_capacity(&self) -> usize {
         let rates = self.coupled_rates(&vec![true; self.flows.len()]);
+        // Each port's load, and the writers' groups that use it (one pass over the flows).
         let mut load = vec![0.0f64; self.ports.port_count()];
-        for (flow, rate) in self.flows.iter().zip(&rates) {
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.ports.port_count()];
+        for (f, (flow, rate)) in self.flows.iter().zip(&rates).enumerate() {
             for &p in &flow.ports {
                 load[p] += rate;
+                groups[p].push(self.flow_group[f]);
             }
         }
+        for users in &mut groups {
+            users.sort_unstable();
+            users.dedup();
+        }
         let full = |p: usize| load[p] >= self.ports.capacity(p) * (1.0 - 1e-6);
-        let through =
-            |p: usize| (0..self.flows.len()).filter(move |&f| self.flows[f].ports.contains(&p));
-        // A flow at the rate of a port only its writer's group uses (its disk).
+        // A flow at the full rate of a port only its own writer's group uses (its disk).
         let at_its_own = |f: usize| {
             self.flows[f]
                 .ports
                 .iter()
-                .any(|&q| full(q) && through(q).all(|g| self.flow_group[g] == self.flow_group[f]))
-        };
-        // A port more than one writer's group shares.
-        let shared = |p: usize| {
-            let mut groups = through(p).map(|f| self.flow_group[f]);
-            groups
-                .next()
-                .is_some_and(|first| groups.any(|g| g != first))
+                .any(|&q| full(q) && groups[q].len() == 1)
         };
         (0..self.ports.port_count())
-            .filter(|&p| full(p) && shared(p) && through(p).all(at_its_own))
+            .filter(|&p| full(p) && groups[p].len() > 1)
+            .filter(|&p| {
+                self.flows
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, flow)| flow.ports.contains(&p))
+                    .all(|(f, _)| at_its_own(f))
+            })
             .count()
     }
 

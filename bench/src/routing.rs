@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::error::BenchError;
 use crate::placement::{Writes, all_distinct, placement_words, write_all};
-use crate::prediction::{MachineFlows, NotPredicted, WriterFlow};
+use crate::prediction::{MachineFlows, WriterFlow};
 
 /// An OST's sustained rate on Spider, MB/s (000 §4).
 pub const PAPER_OST_MB_S: f64 = 180.0;
@@ -411,6 +411,8 @@ pub struct RoutingReport {
     pub modeled: String,
     /// How the stacks ran: `embedded` or `processes`.
     pub mode: String,
+    /// The same, in words.
+    pub ran: String,
 }
 
 /// Runs every configuration with both placements, saying on `progress` what it does.
@@ -501,6 +503,7 @@ pub async fn run(
         rows,
         modeled,
         mode: config.mode.name().into(),
+        ran: crate::placement::ran_words(config.mode),
     })
 }
 
@@ -741,14 +744,8 @@ async fn run_one(
             targets: vec![target],
         })
         .collect();
-    let flows = MachineFlows::of(&stack, &writers).map_err(|NotPredicted(why)| {
-        BenchError::refused(format!("the flow model of the run: {why}"))
-    })?;
-    let model = flows
-        .completion_s(config.bytes_per_writer, config.transfer)
-        .map_err(|NotPredicted(why)| {
-            BenchError::refused(format!("the flow model of the run: {why}"))
-        })?;
+    let flows = MachineFlows::of(&stack, &writers)?;
+    let model = flows.completion_s(config.bytes_per_writer, config.transfer)?;
     let model_ports_at_capacity = flows.ports_at_capacity();
     // What the routes put on the torus: each writer's share to each router it uses (the
     // routes of the lowest hop count, which LNet chooses among).
@@ -936,10 +933,7 @@ pub fn render(report: &RoutingReport) -> String {
          (001) gave +30% over routing without it\n",
     );
     out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(&format!(
-        "ran: {}\n",
-        crate::placement::mode_words(&report.mode)
-    ));
+    out.push_str(&format!("ran: {}\n", report.ran));
     out.push_str(
         "real: every byte through the fabric and the LNET routers (the torus's, the routers' \
          cards' and the disks' pace is modeled; the InfiniBand fabric beyond a router's card is \

@@ -432,13 +432,7 @@ pub mod processes {
             }
             let value = args.next().ok_or(format!("{flag} needs a value"))?;
             if flag == "--torus-switch" {
-                let (network, addr) = value
-                    .split_once('=')
-                    .ok_or(format!("--torus-switch {value}: NETWORK=ADDR"))?;
-                let addr = addr
-                    .parse()
-                    .map_err(|e| format!("--torus-switch {value}: {e}"))?;
-                torus_switches.push((network.to_owned(), addr));
+                torus_switches.push(crate::up::parse_torus_switch(&value)?);
                 continue;
             }
             flags.insert(flag, value);

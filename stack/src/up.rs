@@ -63,6 +63,18 @@ pub struct NodeProcessConfig {
     pub torus_switches: Vec<(String, SocketAddr)>,
 }
 
+/// `NETWORK=ADDR`, as `iopath node --torus-switch` takes it: where the model of the torus
+/// crossed hop by hop on that network is served.
+pub fn parse_torus_switch(text: &str) -> Result<(String, SocketAddr), String> {
+    let (network, addr) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?}: give NETWORK=ADDR, as in torus0=127.0.0.1:7000"))?;
+    let addr = addr
+        .parse()
+        .map_err(|e| format!("{text:?}: {addr:?} is not an address ({e})"))?;
+    Ok((network.to_owned(), addr))
+}
+
 /// The most of a stack file read from standard input (a resolved file of 1,024 nodes is
 /// about half a megabyte).
 const STACK_TEXT_MAX_BYTES: u64 = 16 << 20;

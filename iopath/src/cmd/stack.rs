@@ -109,19 +109,8 @@ pub struct NodeArgs {
     secret_file: Option<PathBuf>,
     /// Where the model of a torus crossed hop by hop runs, NETWORK=ADDR (repeatable): the
     /// process that started the stack serves it (`iopath up --processes` gives this).
-    #[arg(long, value_name = "NETWORK=ADDR", value_parser = parse_torus_switch)]
+    #[arg(long, value_name = "NETWORK=ADDR", value_parser = iopath_stack::up::parse_torus_switch)]
     torus_switch: Vec<(String, SocketAddr)>,
-}
-
-/// `NETWORK=ADDR`, as `--torus-switch` takes it.
-fn parse_torus_switch(text: &str) -> Result<(String, SocketAddr), String> {
-    let (network, addr) = text
-        .split_once('=')
-        .ok_or_else(|| format!("{text:?}: give NETWORK=ADDR, as in torus0=127.0.0.1:7000"))?;
-    let addr = addr
-        .parse()
-        .map_err(|e| format!("{text:?}: {addr:?} is not an address ({e})"))?;
-    Ok((network.to_owned(), addr))
 }
 
 /// `iopath demo`: one write and read through a preset stack, explained.

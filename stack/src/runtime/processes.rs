@@ -20,12 +20,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use iopath_admin::Secret;
+use iopath_fabric::torus::switch::Switch;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::embedded::START_ORDER;
-use iopath_fabric::torus::switch::Switch;
-
 use super::node::{RunningNode, SharedNetworks};
 use super::storage::StorageDir;
 use crate::error::StackError;
