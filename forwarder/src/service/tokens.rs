@@ -45,12 +45,13 @@ struct Ticket<'a> {
     manager: &'a TokenManager,
     ino: u64,
     ticket: u64,
-    granted: bool,
+    /// The table holds the ticket no more: granted, or its wait ended by a restart.
+    settled: bool,
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        if !self.granted {
+        if !self.settled {
             let mut shared = self.manager.shared.lock().expect("token lock poisoned");
             shared.table.cancel(self.ino, self.ticket);
             shared.waiting.remove(&self.ticket);
@@ -130,7 +131,7 @@ impl TokenManager {
             manager: self,
             ino,
             ticket,
-            granted: false,
+            settled: false,
         };
         // Each turn either receives the grant or expires one holder's lease, which moves the
         // token one waiter closer: at most one turn per waiter ahead of us.
@@ -148,12 +149,12 @@ impl TokenManager {
             };
             match tokio::time::timeout_at(deadline, &mut rx).await {
                 Ok(Ok(grant)) => {
-                    guard.granted = true;
+                    guard.settled = true;
                     return Ok(grant);
                 }
                 // Our wait was ended: the fyod that asked has restarted since.
                 Ok(Err(_)) => {
-                    guard.granted = true; // the table has forgotten the ticket already
+                    guard.settled = true;
                     return Err(ForwarderError::invalid(
                         "token acquire",
                         format!(
