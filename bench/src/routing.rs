@@ -354,6 +354,9 @@ pub struct RoutingRun {
     /// filling its disk as well: there a fluid model is optimistic (see
     /// [`MachineFlows::ports_at_capacity`]).
     pub model_ports_at_capacity: usize,
+    /// The flow model's aggregate at its fluid rates alone (no input held to its turn),
+    /// MB/s; the same as `model_aggregate_mb_s` where no port is at capacity.
+    pub model_fluid_mb_s: f64,
     /// The aggregate over the targets' raw rate.
     pub share_of_raw: f64,
     /// Slowest minus fastest writer, modeled seconds.
@@ -747,6 +750,7 @@ async fn run_one(
     let flows = MachineFlows::of(&stack, &writers)?;
     let model = flows.completion_s(config.bytes_per_writer, config.transfer)?;
     let model_ports_at_capacity = flows.ports_at_capacity();
+    let fluid = flows.fluid_completion_s(config.bytes_per_writer, config.transfer)?;
     // What the routes put on the torus: each writer's share to each router it uses (the
     // routes of the lowest hop count, which LNet chooses among).
     let mut loads = LinkLoads::new(&machine.torus);
@@ -804,6 +808,7 @@ async fn run_one(
     let aggregate_mb_s = total_mb / makespan;
     let model_makespan = model.iter().copied().fold(0.0, f64::max);
     let model_aggregate_mb_s = total_mb / model_makespan;
+    let model_fluid_mb_s = total_mb / fluid.iter().copied().fold(0.0, f64::max);
     let raw = placement.pairs.len() as f64 * config.ost_bytes_s as f64 / 1e6;
     Ok((
         RoutingRun {
@@ -815,6 +820,7 @@ async fn run_one(
             model_aggregate_mb_s,
             ratio_to_model: aggregate_mb_s / model_aggregate_mb_s,
             model_ports_at_capacity,
+            model_fluid_mb_s,
             share_of_raw: aggregate_mb_s / raw,
             spread_s: TimeSummary::of(&completion_s).spread_s(),
             router_bytes,
@@ -909,17 +915,36 @@ pub fn render(report: &RoutingReport) -> String {
             paper(row.paper_gb_s.1),
         ));
     }
-    if report
+    let marked: Vec<String> = report
         .rows
         .iter()
-        .any(|r| r.default.model_ports_at_capacity + r.placed.model_ports_at_capacity > 0)
-    {
-        out.push_str(
-            "\n*: the flow model loads a port exactly to its capacity, every flow through it \
-             also filling its disk; a fluid model gives each its whole rate there, while the \
-             emulated port, served a packet at a time to inputs whose bulk comes in bursts, \
-             holds the farther inputs back: expect the measured figure below the model's\n",
-        );
+        .flat_map(|row| [(row, &row.default), (row, &row.placed)])
+        .filter(|(_, run)| run.model_ports_at_capacity > 0)
+        .map(|(row, run)| {
+            format!(
+                "{} {} {:.0} ({} port{})",
+                row.scheme.name(),
+                run.placement,
+                run.model_fluid_mb_s,
+                run.model_ports_at_capacity,
+                if run.model_ports_at_capacity == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        })
+        .collect();
+    if !marked.is_empty() {
+        out.push_str(&format!(
+            "\n*: the routes load a port exactly to its capacity, every flow through it at its \
+             disk's rate: no room. The port serves its inputs in turn, so while one input's \
+             burst lasts another gets only its turn, and with no room it cannot make that up \
+             after; the model holds each input of such a port to its turn (the bound). With \
+             every input making up after each burst (the fluid rates), MB/s: {}. The emulation \
+             lies between the two: near the bound where a router lengthens the path to the disk\n",
+            marked.join("; ")
+        ));
     }
     out.push_str(
         "\nrtr/w: routers a writer's traffic is spread over; hops: torus hops to them, mean; \

@@ -558,7 +558,7 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         "{fine}"
     );
     assert!(
-        out.contains("\n*: the flow model loads a port exactly to its capacity"),
+        out.contains("\n*: the routes load a port exactly to its capacity"),
         "{out}"
     );
     assert!(
