@@ -350,8 +350,8 @@ pub struct RoutingRun {
     pub model_aggregate_mb_s: f64,
     /// Measured over modeled.
     pub ratio_to_model: f64,
-    /// Ports the flow model loads exactly to their capacity with every flow through them
-    /// filling its disk as well: there a fluid model is optimistic (see
+    /// Ports the fluid rates load exactly to their capacity with every flow through them
+    /// filling its disk as well, where the model holds each input to its turn (see
     /// [`MachineFlows::ports_at_capacity`]).
     pub model_ports_at_capacity: usize,
     /// The flow model's aggregate at its fluid rates alone (no input held to its turn),

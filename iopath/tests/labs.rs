@@ -561,6 +561,11 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         out.contains("\n*: the routes load a port exactly to its capacity"),
         "{out}"
     );
+    // The fluid figure beside it, the other bound: every writer at its disk's rate.
+    assert!(
+        out.contains("(the fluid rates), MB/s: fine-grained default 2831 (2 ports)"),
+        "{out}"
+    );
     assert!(
         pp[0] > 1.15 * pd[0] && pp[1] > 1.15 * pd[1],
         "placement lifts projection: {out}"
