@@ -488,7 +488,7 @@ fn target_index(config: &PlacementConfig, servers: u32, pair: &Pair) -> u32 {
 
 /// What each writer of an experiment writes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Writes {
+pub struct Writes {
     /// Bytes each writer writes.
     pub bytes_per_writer: u64,
     /// Bytes per write call.
@@ -510,7 +510,7 @@ impl PlacementConfig {
 /// Every writer at once: writer `w` on the stack's `w`-th client node, its file striped once
 /// on target `targets[w]`, `depth` writes in flight; each writer's time from the common start
 /// to its last write's reply.
-pub(crate) async fn write_all(
+pub async fn write_all(
     config: &Writes,
     running: &RunningStack,
     targets: &[u32],

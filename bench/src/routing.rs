@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::error::BenchError;
 use crate::placement::{Writes, all_distinct, placement_words, write_all};
-use crate::prediction::{MachineFlows, WriterFlow};
+use crate::prediction::{Arbitration, MachineFlows, WriterFlow};
 
 /// An OST's sustained rate on Spider, MB/s (000 §4).
 pub const PAPER_OST_MB_S: f64 = 180.0;
@@ -350,12 +350,11 @@ pub struct RoutingRun {
     pub model_aggregate_mb_s: f64,
     /// Measured over modeled.
     pub ratio_to_model: f64,
-    /// Ports the fluid rates load exactly to their capacity with every flow through them
-    /// filling its disk as well, where the model holds each input to its turn (see
-    /// [`MachineFlows::ports_at_capacity`]).
-    pub model_ports_at_capacity: usize,
+    /// Ports with no room where the model held an input to its turn (see
+    /// [`MachineFlows::completion`]).
+    pub model_ports_held: usize,
     /// The flow model's aggregate at its fluid rates alone (no input held to its turn),
-    /// MB/s; the same as `model_aggregate_mb_s` where no port is at capacity.
+    /// MB/s; the same as `model_aggregate_mb_s` where no port held one.
     pub model_fluid_mb_s: f64,
     /// The aggregate over the targets' raw rate.
     pub share_of_raw: f64,
@@ -748,9 +747,9 @@ async fn run_one(
         })
         .collect();
     let flows = MachineFlows::of(&stack, &writers)?;
-    let model = flows.completion_s(config.bytes_per_writer, config.transfer)?;
-    let model_ports_at_capacity = flows.ports_at_capacity();
-    let fluid = flows.fluid_completion_s(config.bytes_per_writer, config.transfer)?;
+    let turns = flows.completion(config.bytes_per_writer, config.transfer, Arbitration::Turns)?;
+    let fluid = flows.completion(config.bytes_per_writer, config.transfer, Arbitration::Fluid)?;
+    let model = turns.times_s;
     // What the routes put on the torus: each writer's share to each router it uses (the
     // routes of the lowest hop count, which LNet chooses among).
     let mut loads = LinkLoads::new(&machine.torus);
@@ -808,7 +807,7 @@ async fn run_one(
     let aggregate_mb_s = total_mb / makespan;
     let model_makespan = model.iter().copied().fold(0.0, f64::max);
     let model_aggregate_mb_s = total_mb / model_makespan;
-    let model_fluid_mb_s = total_mb / fluid.iter().copied().fold(0.0, f64::max);
+    let model_fluid_mb_s = total_mb / fluid.times_s.iter().copied().fold(0.0, f64::max);
     let raw = placement.pairs.len() as f64 * config.ost_bytes_s as f64 / 1e6;
     Ok((
         RoutingRun {
@@ -819,7 +818,7 @@ async fn run_one(
             aggregate_mb_s,
             model_aggregate_mb_s,
             ratio_to_model: aggregate_mb_s / model_aggregate_mb_s,
-            model_ports_at_capacity,
+            model_ports_held: turns.ports_held,
             model_fluid_mb_s,
             share_of_raw: aggregate_mb_s / raw,
             spread_s: TimeSummary::of(&completion_s).spread_s(),
@@ -894,11 +893,7 @@ pub fn render(report: &RoutingReport) -> String {
                 r.aggregate_mb_s,
                 r.model_aggregate_mb_s,
                 r.ratio_to_model,
-                if r.model_ports_at_capacity > 0 {
-                    '*'
-                } else {
-                    ' '
-                },
+                if r.model_ports_held > 0 { '*' } else { ' ' },
                 r.mean_hops,
                 r.max_pairs_per_link,
                 r.router_over_even,
@@ -919,19 +914,15 @@ pub fn render(report: &RoutingReport) -> String {
         .rows
         .iter()
         .flat_map(|row| [(row, &row.default), (row, &row.placed)])
-        .filter(|(_, run)| run.model_ports_at_capacity > 0)
+        .filter(|(_, run)| run.model_ports_held > 0)
         .map(|(row, run)| {
             format!(
                 "{} {} {:.0} ({} port{})",
                 row.scheme.name(),
                 run.placement,
                 run.model_fluid_mb_s,
-                run.model_ports_at_capacity,
-                if run.model_ports_at_capacity == 1 {
-                    ""
-                } else {
-                    "s"
-                }
+                run.model_ports_held,
+                if run.model_ports_held == 1 { "" } else { "s" }
             )
         })
         .collect();
@@ -942,7 +933,8 @@ pub fn render(report: &RoutingReport) -> String {
              burst lasts another gets only its turn, and with no room it cannot make that up \
              after; the model holds each input of such a port to its turn (the bound). With \
              every input making up after each burst (the fluid rates), MB/s: {}. The emulation \
-             lies between the two: near the bound where a router lengthens the path to the disk\n",
+             comes near the bound where a router lengthens the path to the disk, and makes up \
+             part of it where the path is short\n",
             marked.join("; ")
         ));
     }

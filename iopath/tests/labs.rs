@@ -563,7 +563,7 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
     );
     // The fluid figure beside it, the other bound: every writer at its disk's rate.
     assert!(
-        out.contains("(the fluid rates), MB/s: fine-grained default 2831 (2 ports)"),
+        out.contains("(the fluid rates), MB/s: fine-grained default 2831 (1 port)"),
         "{out}"
     );
     assert!(
