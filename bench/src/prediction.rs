@@ -643,12 +643,12 @@ mod tests {
         for (got, want) in shares.iter().zip([0.25, 0.25, 1.0 / 3.0]) {
             assert!((got - want).abs() < 1e-9, "{shares:?}");
         }
-        let turns = line
-            .completion(24 << 20, 1 << 20, Arbitration::Turns)
-            .unwrap();
-        let fluid = line
-            .completion(24 << 20, 1 << 20, Arbitration::Fluid)
-            .unwrap();
+        // 24 MiB each in 1 MiB transfers, both ways.
+        let both = |line: &MachineFlows| {
+            let run = |a| line.completion(24 << 20, 1 << 20, a).unwrap();
+            (run(Arbitration::Turns), run(Arbitration::Fluid))
+        };
+        let (turns, fluid) = both(&line);
         assert_eq!((turns.ports_held, fluid.ports_held), (1, 0));
         // The nearest finishes at its disk's rate either way; under turns the farther two
         // finish later, though faster once it has gone.
@@ -665,13 +665,7 @@ mod tests {
             "{fluid:?}"
         );
         for disk in ["150m", "300m"] {
-            let line = line_with(disk);
-            let turns = line
-                .completion(24 << 20, 1 << 20, Arbitration::Turns)
-                .unwrap();
-            let fluid = line
-                .completion(24 << 20, 1 << 20, Arbitration::Fluid)
-                .unwrap();
+            let (turns, fluid) = both(&line_with(disk));
             assert_eq!(turns, fluid, "disks at {disk}: no port without room");
             assert_eq!(turns.ports_held, 0);
         }
