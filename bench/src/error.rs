@@ -159,7 +159,6 @@ impl BenchError {
     }
 }
 
-/// A NID or route that does not parse is a fabric error, said as the fabric says it.
 /// A benchmark that prints the flow model beside its runs cannot run without it.
 impl From<crate::prediction::NotPredicted> for BenchError {
     fn from(crate::prediction::NotPredicted(why): crate::prediction::NotPredicted) -> Self {
@@ -167,6 +166,7 @@ impl From<crate::prediction::NotPredicted> for BenchError {
     }
 }
 
+/// A NID or route that does not parse is a fabric error, said as the fabric says it.
 impl From<iopath_fabric::nid::NidError> for BenchError {
     fn from(e: iopath_fabric::nid::NidError) -> Self {
         BenchError::Fabric(e.into())
