@@ -39,7 +39,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::{Injection, Onward, TorusModel, TorusNetwork, Via};
 use crate::error::FabricError;
@@ -131,19 +132,13 @@ pub fn fingerprint(model: &TorusModel) -> u64 {
 #[derive(Debug)]
 pub struct Switch {
     addr: SocketAddr,
-    task: JoinHandle<()>,
+    _task: AbortOnDropHandle<()>,
 }
 
 impl Switch {
     /// The address handles connect to.
     pub fn addr(&self) -> SocketAddr {
         self.addr
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -176,10 +171,7 @@ impl TorusNetwork {
                             tracing::warn!(
                                 "torus switch: {peer} refused: {limit} connections already"
                             );
-                            let mut answer = [0; ANSWER_BYTES];
-                            answer[..8].copy_from_slice(&MAGIC);
-                            answer[8] = FULL;
-                            let _ = stream.write_all(&answer).await;
+                            let _ = stream.write_all(&answer(FULL)).await;
                         }
                         Err(e) => {
                             tracing::warn!("torus switch: accept: {e}");
@@ -190,7 +182,10 @@ impl TorusNetwork {
                 }
             }
         });
-        Ok(Switch { addr, task })
+        Ok(Switch {
+            addr,
+            _task: AbortOnDropHandle::new(task),
+        })
     }
 
     /// A handle on `model`, which the switch at `addr` runs: this process's nodes on it send
@@ -259,10 +254,9 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
         return Err(std::io::Error::other("not a torus handle (no magic)"));
     }
     let same = hello[8..] == fingerprint(&torus.shared.model).to_be_bytes();
-    let mut answer = [0; ANSWER_BYTES];
-    answer[..8].copy_from_slice(&MAGIC);
-    answer[8] = if same { SAME_MODEL } else { OTHER_MODEL };
-    writer.write_all(&answer).await?;
+    writer
+        .write_all(&answer(if same { SAME_MODEL } else { OTHER_MODEL }))
+        .await?;
     writer.flush().await?;
     if !same {
         return Err(std::io::Error::other(
@@ -273,7 +267,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
     let in_flight = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&in_flight);
     // Aborted with this task (a switch dropped closes its connections).
-    let mut write = AbortOnDrop(tokio::spawn(async move {
+    let mut write = AbortOnDropHandle::new(tokio::spawn(async move {
         while let Some(end) = ends.recv().await {
             writer.write_all(&end.frame()).await?;
             counted.fetch_sub(1, Ordering::Relaxed);
@@ -294,7 +288,7 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break Ok(()),
                 Err(e) => break Err(e),
             },
-            written = &mut write.0 => {
+            written = &mut write => {
                 // The handle stopped reading: nothing it sends can be answered.
                 return written.unwrap_or(Ok(()));
             }
@@ -333,17 +327,16 @@ async fn serve_one(torus: TorusNetwork, stream: TcpStream) -> std::io::Result<()
     };
     // The model answers what is in it; the writer ends once the last answer is out.
     drop(done);
-    let _ = (&mut write.0).await;
+    let _ = write.await;
     result
 }
 
-/// A task aborted when this is dropped.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// Hello's answer: [`MAGIC`] and `status`.
+fn answer(status: u8) -> [u8; ANSWER_BYTES] {
+    let mut answer = [0; ANSWER_BYTES];
+    answer[..8].copy_from_slice(&MAGIC);
+    answer[8] = status;
+    answer
 }
 
 /// A handle's connection to its switch.
