@@ -235,6 +235,80 @@ async fn a_handle_built_from_another_model_is_refused_by_the_switch() {
     assert!(handle.serve(listener).is_err());
 }
 
+/// What a peer may make the switch hold is bounded: one connection past its limit is answered
+/// FULL at hello, and a connection that announces a message larger than any node could send is
+/// closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_answers_full_past_its_connections_and_closes_one_past_its_message_bound() {
+    use iopath_fabric::torus::switch::{
+        CONNECTIONS_MAX, EJECTED, MAGIC, MESSAGE_BYTES_MAX, SAME_MODEL, fingerprint,
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let model = ring_model(&[0, 1]);
+    let torus = TorusNetwork::start(model.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let switch = torus.serve(listener).unwrap();
+    // Every slot taken by a peer that has not said hello yet.
+    let mut silent = Vec::new();
+    for _ in 0..model.nodes.len() + CONNECTIONS_MAX {
+        silent.push(tokio::net::TcpStream::connect(switch.addr()).await.unwrap());
+    }
+    let refused = TorusNetwork::connect(model.clone(), switch.addr())
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("serves all the connections it takes"),
+        "{refused}"
+    );
+    // Their slots come back once they go.
+    drop(silent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TorusNetwork::connect(model.clone(), switch.addr())
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the slots never came back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // A peer speaking the protocol by hand: one message it may send, then one it may not.
+    let mut raw = tokio::net::TcpStream::connect(switch.addr()).await.unwrap();
+    let mut hello = MAGIC.to_vec();
+    hello.extend_from_slice(&fingerprint(&model).to_be_bytes());
+    raw.write_all(&hello).await.unwrap();
+    let mut answer = [0u8; 9];
+    raw.read_exact(&mut answer).await.unwrap();
+    assert_eq!((&answer[..8], answer[8]), (&MAGIC[..], SAME_MODEL));
+    let frame = |id: u64, bytes: u64| {
+        let mut frame = id.to_be_bytes().to_vec();
+        frame.extend_from_slice(&bytes.to_be_bytes());
+        frame.extend_from_slice(&0u32.to_be_bytes());
+        frame.extend_from_slice(&1u32.to_be_bytes());
+        frame
+    };
+    raw.write_all(&frame(1, 4096)).await.unwrap();
+    let mut done = [0u8; 9];
+    raw.read_exact(&mut done).await.unwrap();
+    assert_eq!(
+        (u64::from_be_bytes(done[..8].try_into().unwrap()), done[8]),
+        (1, EJECTED)
+    );
+    raw.write_all(&frame(2, MESSAGE_BYTES_MAX + 1))
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), raw.read_to_end(&mut rest))
+        .await
+        .expect("the switch closed the connection within 10 s");
+    assert!(
+        read.is_err() || rest.is_empty(),
+        "an oversized message was answered: {rest:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_through_a_switch_that_is_gone_is_lost_not_held() {
     // A send the switch cannot pace is lost, as on a wire that is cut: the puller's resends
