@@ -392,19 +392,25 @@ impl MachineFlows {
         };
         let mut found: Option<Hold> = None;
         for p in (0..count).filter(|&p| full(p) && groups[p].len() > 1) {
-            // Each flow through the port, where it is on its path, and its input.
-            let through: Vec<(usize, usize, Option<usize>)> = (0..self.flows.len())
+            // Each flow through the port, where it is on its path, and its input: the port
+            // before it, or, where the flow starts here, its own (as `FlowModel` groups them,
+            // and the emulated injection port queues each destination apart).
+            let through: Vec<(usize, usize, Input)> = (0..self.flows.len())
                 .filter(|&f| active[f])
                 .filter_map(|f| {
                     let path = &self.flows[f].ports;
                     let at = path.iter().position(|&q| q == p)?;
-                    Some((f, at, at.checked_sub(1).map(|i| path[i])))
+                    let input = match at.checked_sub(1) {
+                        Some(i) => Input::Port(path[i]),
+                        None => Input::Source(f),
+                    };
+                    Some((f, at, input))
                 })
                 .collect();
             if !through.iter().all(|&(f, _, _)| at_its_own(f)) {
                 continue;
             }
-            let mut inputs: Vec<(Option<usize>, f64)> = Vec::new();
+            let mut inputs: Vec<(Input, f64)> = Vec::new();
             for &(f, _, input) in &through {
                 match inputs.iter_mut().find(|(i, _)| *i == input) {
                     Some((_, sum)) => *sum += rates[f],
@@ -529,6 +535,15 @@ impl MachineFlows {
             ports_held: held.len(),
         })
     }
+}
+
+/// Where a flow comes into a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    /// From the port before it on its path.
+    Port(usize),
+    /// It starts here (the flow's number).
+    Source(usize),
 }
 
 /// A port with no room and what holding its inputs to their turn does.

@@ -748,7 +748,14 @@ async fn run_one(
         .collect();
     let flows = MachineFlows::of(&stack, &writers)?;
     let turns = flows.completion(config.bytes_per_writer, config.transfer, Arbitration::Turns)?;
-    let fluid = flows.completion(config.bytes_per_writer, config.transfer, Arbitration::Fluid)?;
+    // The fluid rates differ only where a port held an input to its turn.
+    let fluid = if turns.ports_held > 0 {
+        flows
+            .completion(config.bytes_per_writer, config.transfer, Arbitration::Fluid)?
+            .times_s
+    } else {
+        turns.times_s.clone()
+    };
     let model = turns.times_s;
     // What the routes put on the torus: each writer's share to each router it uses (the
     // routes of the lowest hop count, which LNet chooses among).
@@ -807,7 +814,7 @@ async fn run_one(
     let aggregate_mb_s = total_mb / makespan;
     let model_makespan = model.iter().copied().fold(0.0, f64::max);
     let model_aggregate_mb_s = total_mb / model_makespan;
-    let model_fluid_mb_s = total_mb / fluid.times_s.iter().copied().fold(0.0, f64::max);
+    let model_fluid_mb_s = total_mb / fluid.iter().copied().fold(0.0, f64::max);
     let raw = placement.pairs.len() as f64 * config.ost_bytes_s as f64 / 1e6;
     Ok((
         RoutingRun {

@@ -540,8 +540,9 @@ fn the_routing_lab_piles_projection_in_launcher_order_and_spreads_round_robin_un
         pd[4] > 3.0 && pp[4] <= 3.0,
         "launcher order piles up a link: {out}"
     );
-    // The one run whose model loads a link exactly to its rate with every writer on it at its
-    // disk's rate is marked, and explained under the table.
+    // The one run whose model holds an input to its turn at a link with no room (loaded
+    // exactly to its rate, every writer on it at its disk's rate) is marked, and explained
+    // under the table.
     let marked: Vec<String> = out
         .lines()
         .filter(|l| l.contains('|') && l.contains(")*"))
