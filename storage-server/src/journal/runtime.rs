@@ -328,11 +328,8 @@ impl JournalTask {
                     self.commit = None;
                     self.commit_finished(outcome)
                 }
-                request = rx.recv() => match request {
-                    Some(request) => self.handle(request),
-                    // Every handle is gone: stop where we stand, committing nothing more.
-                    None => return,
-                },
+                // A mode set before a request was sent applies to it: the mode comes before
+                // the requests.
                 changed = mode.changed() => {
                     if changed.is_err() {
                         return;
@@ -340,6 +337,11 @@ impl JournalTask {
                     let mode = *mode.borrow_and_update();
                     tracing::info!(target_index = self.setup.target, ?mode, "journal commit mode changed");
                     self.policy.set_mode(self.now_ms(), mode)
+                },
+                request = rx.recv() => match request {
+                    Some(request) => self.handle(request),
+                    // Every handle is gone: stop where we stand, committing nothing more.
+                    None => return,
                 },
                 // The oldest pending record's commit interval has run out.
                 () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
