@@ -552,6 +552,83 @@ async fn a_target_holding_two_files_open_serves_every_object() {
     check(std::sync::Arc::new(open(small).await)).await;
 }
 
+/// Descriptors this process holds on files under `dir`.
+fn descriptors_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .count()
+}
+
+/// Reads of more objects at once than a target may hold open wait for a place, rather than
+/// each opening its file (18,688 tasks reading from 672 targets ran out of descriptors so).
+/// Writes before their commit hold their files in the journal, not a place, so 32 writes
+/// under a limit of two files and a commit an hour away still all finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_of_many_objects_at_once_hold_no_more_files_open_than_the_limit() {
+    use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};
+    use iopath_storage_server::ost::{Ost, OstEngines};
+    use std::sync::Arc;
+    const OBJECTS: u64 = 32;
+    const LIMIT: usize = 2;
+    const SIZE: usize = 64 << 10;
+    // A slow disk, so that the reads are under way together: 32 × 64 KiB at 8 MiB/s, 250 ms.
+    let model = DiskModel {
+        bandwidth_mib_s: 8.0,
+        seek_ms: 0.0,
+        commit_ms: 0.0,
+    };
+    let engine = Arc::new(ModeledEngine::new(common::psync(), model).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let mut small = config(dir.path(), false);
+    small.open_objects_max = LIMIT;
+    small.objects_max = OBJECTS as usize;
+    let ost = Arc::new(Ost::open(small, OstEngines::shared(engine)).await.unwrap());
+    let objects_dir = dir.path().join("ost0/O");
+    let mut writes = tokio::task::JoinSet::new();
+    for object in 0..OBJECTS {
+        let ost = Arc::clone(&ost);
+        writes.spawn(async move {
+            ost.create(ObjectId(object)).await?;
+            ost.write(ObjectId(object), 0, block(object as u8, SIZE))
+                .await
+        });
+    }
+    while let Some(joined) = writes.join_next().await {
+        joined.unwrap().unwrap();
+    }
+    ost.sync().await.unwrap();
+
+    let mut reads = tokio::task::JoinSet::new();
+    for object in 0..OBJECTS {
+        let ost = Arc::clone(&ost);
+        reads.spawn(async move {
+            let read = ost.read(ObjectId(object), 0, SIZE as u64).await?;
+            Ok::<_, StorageError>((object, read.value))
+        });
+    }
+    // Watch the descriptors until every read is done (bounded: the reads take 250 ms).
+    let (mut most, mut samples) = (0, 0);
+    while !reads.is_empty() && samples < 2_000 {
+        most = most.max(descriptors_under(&objects_dir));
+        samples += 1;
+        while let Some(joined) = reads.try_join_next() {
+            let (object, value) = joined.unwrap().unwrap();
+            assert_eq!(value, block(object as u8, SIZE), "object {object}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert!(reads.is_empty(), "the reads did not end");
+    assert!(most > 0, "no read was seen under way ({samples} samples)");
+    // Two descriptors a file (buffered and O_DIRECT).
+    assert!(
+        most <= 2 * LIMIT,
+        "{most} descriptors open on object files, over {} for {LIMIT} files",
+        2 * LIMIT
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_create_of_an_object_still_being_created_waits_for_that_create() {
     use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};

@@ -13,7 +13,7 @@
 
 use super::config::OstConfig;
 use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
-use super::open_files::OpenFiles;
+use super::open_files::{InUse, OpenFiles};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind, blocking};
@@ -106,8 +106,11 @@ pub struct Ost {
     engines: OstEngines,
     journal: Journal,
     objects: Mutex<HashMap<ObjectId, Arc<ObjectState>>>,
-    /// The object files held open, at most `open_objects_max`.
+    /// The object files held open: with those being opened, at most `open_objects_max`.
     open_files: Mutex<OpenFiles>,
+    /// `open_objects_max` places for files in use; an operation holds one while it uses its
+    /// object's file ([`InUse`]).
+    files_in_use: Arc<Semaphore>,
     /// Serialises punches, and the checks of creates (rare, and simpler to reason about one
     /// at a time). Creates do their I/O outside it, so that many creates share directory
     /// fsyncs and journal commits; destroys never take it (each holds its object's lock
@@ -190,7 +193,8 @@ impl Ost {
         });
         Ok(Ost {
             uncommitted: Arc::new(Semaphore::new(config.uncommitted_records_max)),
-            open_files: Mutex::new(OpenFiles::new(config.open_objects_max)),
+            open_files: Mutex::default(),
+            files_in_use: Arc::new(Semaphore::new(config.open_objects_max)),
             config,
             engines,
             journal,
@@ -379,14 +383,37 @@ impl Ost {
         self.objects.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `object`'s file, opened again if the cache had closed it. Call with the object's lock
-    /// held (shared or exclusive), so that a destroy cannot unlink the file meanwhile.
-    async fn file(&self, object: ObjectId) -> Result<Arc<EngineFile>> {
-        if let Some(file) = self.lock_open_files().get(object) {
-            return Ok(file);
-        }
-        let file = self.open_object(object, OpenMode::Existing).await?;
-        Ok(self.lock_open_files().insert(object, file))
+    /// `object`'s file, opened again if the cache had closed it, once one of the places for
+    /// files in use is free. Call with the object's lock held (shared or exclusive), so that a
+    /// destroy cannot unlink the file meanwhile.
+    async fn file(&self, object: ObjectId) -> Result<InUse> {
+        let place = self.place_for_a_file().await?;
+        let cached = {
+            let mut open = self.lock_open_files();
+            let cached = open.get(object);
+            if cached.is_none() {
+                // Room for the file about to be opened: no more files idle than places are
+                // free, so that the files open stay within the places.
+                open.close_idle_beyond(self.files_in_use.available_permits());
+            }
+            cached
+        };
+        let held = match cached {
+            Some(held) => held,
+            None => {
+                let file = self.open_object(object, OpenMode::Existing).await?;
+                self.lock_open_files().insert(object, file)
+            }
+        };
+        Ok(InUse::new(held, place))
+    }
+
+    /// One of the `open_objects_max` places for files in use, waited for.
+    async fn place_for_a_file(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.files_in_use)
+            .acquire_owned()
+            .await
+            .map_err(|_| self.fail_stop("pool of files in use closed".to_string()))
     }
 
     /// Opens `object`'s file (creating it, with [`OpenMode::CreateNew`]), with the target's
@@ -528,8 +555,13 @@ impl Ost {
             // left things — the object there, or free to create if that create failed.
             ended.await;
         };
-        // The file first, with its directory entry made durable; the record second.
-        let file = self.open_object(object, OpenMode::CreateNew).await?;
+        // The file first, with its directory entry made durable; the record second. The file
+        // is closed again before the commit is waited for (the first write opens it), so a
+        // create holds a place for a file in use only while it makes the file.
+        {
+            let _place = self.place_for_a_file().await?;
+            self.open_object(object, OpenMode::CreateNew).await?;
+        }
         let dir = self.config.objects_dir();
         self.dir_sync
             .sync(&*self.engines.data, &dir)
@@ -546,7 +578,6 @@ impl Ost {
             commit_before_reply: true,
         };
         let stamp = self.journal.submit(intent, None, None, None).await?;
-        self.lock_open_files().insert(object, file);
         let state = ObjectState {
             size_bytes: Mutex::new(0),
             lock: RwLock::new(()),
@@ -656,7 +687,10 @@ impl Ost {
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
         // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
         // its object for the commit to fdatasync; a buffered one was synced just above.
-        let sync_file = done.direct.then_some(file);
+        // The place for a file in use is given back before the journal is waited for (in sync
+        // mode, a commit); the file the commit will sync stays open, held by the journal.
+        let sync_file = done.direct.then(|| file.file());
+        drop(file);
         let stamp = self
             .journal
             .submit(intent, replay, sync_file, Some(permit))
