@@ -388,24 +388,24 @@ impl Ost {
     /// destroy cannot unlink the file meanwhile.
     async fn file(&self, object: ObjectId) -> Result<InUse> {
         let place = self.place_for_a_file().await?;
-        let cached = {
-            let mut open = self.lock_open_files();
-            let cached = open.get(object);
-            if cached.is_none() {
-                // Room for the file about to be opened: no more files idle than places are
-                // free, so that the files open stay within the places.
-                open.close_idle_beyond(self.files_in_use.available_permits());
-            }
-            cached
-        };
+        let cached = self.lock_open_files().get(object);
         let held = match cached {
             Some(held) => held,
             None => {
+                self.make_room_for_an_open();
                 let file = self.open_object(object, OpenMode::Existing).await?;
                 self.lock_open_files().insert(object, file)
             }
         };
         Ok(InUse::new(held, place))
+    }
+
+    /// Closes idle files until no more are idle than places are free, so that the files open
+    /// (idle, in use, and the one the caller, holding a place, is about to open) stay within
+    /// the places.
+    fn make_room_for_an_open(&self) {
+        self.lock_open_files()
+            .close_idle_beyond(self.files_in_use.available_permits());
     }
 
     /// One of the `open_objects_max` places for files in use, waited for.
@@ -560,6 +560,7 @@ impl Ost {
         // create holds a place for a file in use only while it makes the file.
         {
             let _place = self.place_for_a_file().await?;
+            self.make_room_for_an_open();
             self.open_object(object, OpenMode::CreateNew).await?;
         }
         let dir = self.config.objects_dir();
