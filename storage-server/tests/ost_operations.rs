@@ -563,8 +563,9 @@ fn descriptors_under(dir: &std::path::Path) -> usize {
 
 /// Reads of more objects at once than a target may hold open wait for a place, rather than
 /// each opening its file (18,688 tasks reading from 672 targets ran out of descriptors so).
-/// Writes before their commit hold their files in the journal, not a place, so 32 writes
-/// under a limit of two files and a commit an hour away still all finish.
+/// Nothing holds a written file until its commit either: 32 O_DIRECT writes under a limit of
+/// two files, with their commit an hour away, leave two files open, and the commit opens each
+/// again to fdatasync it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_of_many_objects_at_once_hold_no_more_files_open_than_the_limit() {
     use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};
@@ -598,6 +599,12 @@ async fn reads_of_many_objects_at_once_hold_no_more_files_open_than_the_limit() 
     while let Some(joined) = writes.join_next().await {
         joined.unwrap().unwrap();
     }
+    let waiting_for_their_commit = descriptors_under(&objects_dir);
+    assert!(
+        waiting_for_their_commit <= 2 * LIMIT,
+        "{waiting_for_their_commit} descriptors open on object files before the commit, over {}",
+        2 * LIMIT
+    );
     ost.sync().await.unwrap();
 
     let mut reads = tokio::task::JoinSet::new();

@@ -11,9 +11,9 @@ use super::policy::{
 };
 use super::record::{HEADER_LEN, JournalEntry, OpRecord, RECORD_LEN};
 use super::table::ObjectTable;
-use crate::engine::{DiskEngine, EngineFile, SyncKind};
+use crate::engine::{DiskEngine, EngineFile, EngineFuture, SyncKind};
 use crate::error::{Result, StorageError};
-use crate::ids::Transno;
+use crate::ids::{ObjectId, Transno};
 use crate::stop::StopFlag;
 use bytes::Bytes;
 use iopath_admin::metrics::HistogramSample;
@@ -64,14 +64,21 @@ struct Counters {
     commit_latency: LatencyHistogram,
 }
 
+/// Makes an object's data durable: a commit's first step for each object an O_DIRECT write
+/// left (the target's object files, which reopen a file they had closed).
+pub(crate) trait SyncObjects: Send + Sync + std::fmt::Debug {
+    /// fdatasyncs `object`'s file.
+    fn sync_object(self: Arc<Self>, object: ObjectId) -> EngineFuture<()>;
+}
+
 /// Everything the journal task starts from.
 #[derive(Debug)]
 pub(crate) struct JournalSetup {
     pub(crate) target: u32,
     /// Engine of the journal file (another disk for an external journal).
     pub(crate) journal_engine: Arc<dyn DiskEngine>,
-    /// Engine of the object files.
-    pub(crate) data_engine: Arc<dyn DiskEngine>,
+    /// The object files, for the fdatasyncs a commit starts with.
+    pub(crate) objects: Arc<dyn SyncObjects>,
     pub(crate) file: Arc<EngineFile>,
     /// Where the next record goes (the end of the valid prefix).
     pub(crate) append_offset: u64,
@@ -92,7 +99,6 @@ enum Request {
     Submit {
         intent: Intent,
         replay: Option<Transno>,
-        sync_file: Option<Arc<EngineFile>>,
         permit: Option<OwnedSemaphorePermit>,
         reply: oneshot::Sender<Result<Stamp>>,
     },
@@ -188,13 +194,11 @@ impl Journal {
         &self,
         intent: Intent,
         replay: Option<Transno>,
-        sync_file: Option<Arc<EngineFile>>,
         permit: Option<OwnedSemaphorePermit>,
     ) -> Result<Stamp> {
         self.request(|reply| Request::Submit {
             intent,
             replay,
-            sync_file,
             permit,
             reply,
         })
@@ -263,7 +267,6 @@ struct Waiter {
     reply: Option<oneshot::Sender<Result<Stamp>>>,
     /// One of the target's `uncommitted_records_max` permits, returned when the record commits.
     permit: Option<OwnedSemaphorePermit>,
-    sync_file: Option<Arc<EngineFile>>,
 }
 
 /// What a finished commit reports.
@@ -362,7 +365,6 @@ impl JournalTask {
             Request::Submit {
                 intent,
                 replay,
-                sync_file,
                 permit,
                 reply,
             } => {
@@ -381,7 +383,6 @@ impl JournalTask {
                             Waiter {
                                 reply: Some(reply),
                                 permit,
-                                sync_file,
                             },
                         );
                         decisions
@@ -492,7 +493,6 @@ impl JournalTask {
                     // out, as the Reply decisions that follow this one).
                     for (_, waiter) in self.waiters.range_mut(..=last_committed) {
                         waiter.permit = None;
-                        waiter.sync_file = None;
                     }
                     let (done, waiting): (Vec<_>, Vec<_>) = self
                         .flushes
@@ -537,27 +537,6 @@ impl JournalTask {
         }
         JournalEntry::Commit(group.commit).encode(&mut bytes);
 
-        // Files to fdatasync first: those of records whose data reached the disk without one,
-        // one per object (the target may have closed and reopened an object's file between
-        // two of its writes: an fdatasync through either descriptor syncs the same inode).
-        let mut sync_files: Vec<Arc<EngineFile>> = Vec::new();
-        let mut synced_objects = std::collections::HashSet::new();
-        for record in &group.records {
-            if let Some(file) = self
-                .waiters
-                .get(&record.transno)
-                .and_then(|w| w.sync_file.as_ref())
-                && synced_objects.insert(record.object)
-            {
-                sync_files.push(Arc::clone(file));
-            }
-        }
-        debug_assert_eq!(
-            sync_files.len(),
-            group.objects_to_sync.len(),
-            "the files to sync are the policy's objects to sync"
-        );
-
         // Past the size limit, this commit also writes a checkpoint and empties the journal.
         let end = self.setup.append_offset + bytes.len() as u64;
         let checkpoint = (end > self.setup.checkpoint_bytes).then(|| {
@@ -577,11 +556,11 @@ impl JournalTask {
         self.commit_started = Instant::now();
         self.commit = Some(Box::pin(run_commit(CommitJob {
             journal_engine: Arc::clone(&self.setup.journal_engine),
-            data_engine: Arc::clone(&self.setup.data_engine),
+            objects: Arc::clone(&self.setup.objects),
             journal: Arc::clone(&self.setup.file),
             offset: self.setup.append_offset,
             bytes,
-            sync_files,
+            sync_objects: group.objects_to_sync,
             checkpoint: checkpoint.map(|bytes| (bytes, self.setup.checkpoint_path.clone())),
             fail: Arc::clone(&self.setup.fail),
         })));
@@ -620,11 +599,12 @@ impl JournalTask {
 /// The I/O of one commit.
 struct CommitJob {
     journal_engine: Arc<dyn DiskEngine>,
-    data_engine: Arc<dyn DiskEngine>,
+    objects: Arc<dyn SyncObjects>,
     journal: Arc<EngineFile>,
     offset: u64,
     bytes: Vec<u8>,
-    sync_files: Vec<Arc<EngineFile>>,
+    /// Objects whose O_DIRECT writes the records name: fdatasync'd first.
+    sync_objects: Vec<ObjectId>,
     /// Checkpoint bytes and path, when this commit also checkpoints.
     checkpoint: Option<(Vec<u8>, PathBuf)>,
     /// Where `oss.before_commit` and `oss.after_commit` are asked.
@@ -650,16 +630,15 @@ async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String
     // the size and block map of O_DIRECT appends — is made durable before any record that
     // names it can be. The fdatasyncs run concurrently.
     let mut syncs = JoinSet::new();
-    for file in &job.sync_files {
-        let path = file.path().display().to_string();
-        let pending = job.data_engine.fsync(file, SyncKind::Data);
+    for &object in &job.sync_objects {
+        let pending = Arc::clone(&job.objects).sync_object(object);
         syncs.spawn(async move {
             pending
                 .await
-                .map_err(|e| format!("fdatasync object {path}: {e}"))
+                .map_err(|e| format!("fdatasync object {object}: {e}"))
         });
     }
-    let data_syncs = job.sync_files.len() as u64;
+    let data_syncs = job.sync_objects.len() as u64;
     // Bounded: one result per spawned sync.
     while let Some(joined) = syncs.join_next().await {
         joined.map_err(|e| format!("object sync task: {e}"))??;

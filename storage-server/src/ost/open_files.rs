@@ -13,19 +13,131 @@
 //! threads). The cache never closes a file an operation holds, and before an operation opens
 //! a file it closes idle ones, least recently used first, until no more are idle than places
 //! are free: idle files, files in use and files being opened together stay within the
-//! places. Past that, only the journal holds files open: an O_DIRECT write's, until the
-//! commit that fdatasyncs it (at most `uncommitted_records_max`), closed by the commit when
-//! the cache let it go. Without the places, 18,688 tasks reading a file each at once from
-//! 672 targets opened every file together and ran out of descriptors.
+//! places. A journal commit that fdatasyncs an object O_DIRECT wrote takes a place and the
+//! file the same way ([`SyncObjects`]), so nothing holds a file between a write and its
+//! commit. Without the places, 18,688 tasks reading a file each at once from 672 targets
+//! opened every file together and ran out of descriptors.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Deref;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::engine::EngineFile;
+use crate::engine::{DiskEngine, EngineFile, EngineFuture, FileRole, OpenMode, SyncKind, blocking};
 use crate::ids::ObjectId;
+use crate::journal::runtime::SyncObjects;
+
+/// A target's object files: the cache of open ones and the places for files in use.
+#[derive(Debug)]
+pub(crate) struct ObjectFiles {
+    open: Mutex<OpenFiles>,
+    /// `open_objects_max` places; an operation holds one while it uses its object's file.
+    places: Arc<Semaphore>,
+    /// The engine of the object files.
+    engine: Arc<dyn DiskEngine>,
+    /// Where they are (`O/`).
+    dir: PathBuf,
+    /// Open them with an O_DIRECT descriptor too.
+    direct_io: bool,
+}
+
+impl ObjectFiles {
+    /// The files of the objects in `dir`, at most `open_objects_max` (at least one) open.
+    pub(crate) fn new(
+        engine: Arc<dyn DiskEngine>,
+        dir: PathBuf,
+        direct_io: bool,
+        open_objects_max: usize,
+    ) -> ObjectFiles {
+        ObjectFiles {
+            open: Mutex::default(),
+            places: Arc::new(Semaphore::new(open_objects_max.max(1))),
+            engine,
+            dir,
+            direct_io,
+        }
+    }
+
+    /// `object`'s file, opened again if the cache had closed it, once one of the places for
+    /// files in use is free. Call with the object's lock held (shared or exclusive), or for
+    /// an object whose destroy cannot unlink it meanwhile.
+    pub(crate) async fn file(&self, object: ObjectId) -> std::io::Result<InUse> {
+        let place = self.place().await?;
+        let cached = self.lock().get(object);
+        let held = match cached {
+            Some(held) => held,
+            None => {
+                self.make_room_for_an_open();
+                let file = self.open_file(object, OpenMode::Existing).await?;
+                self.lock().insert(object, file)
+            }
+        };
+        Ok(InUse::new(held, place))
+    }
+
+    /// Creates `object`'s file (it must not exist), and closes it again: the first use
+    /// opens it.
+    pub(crate) async fn create(&self, object: ObjectId) -> std::io::Result<()> {
+        let _place = self.place().await?;
+        self.make_room_for_an_open();
+        self.open_file(object, OpenMode::CreateNew).await.map(drop)
+    }
+
+    /// Closes `object`'s file (it was destroyed).
+    pub(crate) fn forget(&self, object: ObjectId) {
+        self.lock().remove(object);
+    }
+
+    /// The path of `object`'s file.
+    pub(crate) fn path(&self, object: ObjectId) -> PathBuf {
+        self.dir.join(object.file_name())
+    }
+
+    /// One of the places for files in use, waited for.
+    async fn place(&self) -> std::io::Result<OwnedSemaphorePermit> {
+        Arc::clone(&self.places)
+            .acquire_owned()
+            .await
+            .map_err(|_| std::io::Error::other("the places for object files in use are closed"))
+    }
+
+    /// Closes idle files until no more are idle than places are free, so that the files open
+    /// (idle, in use, and the one the caller, holding a place, is about to open) stay within
+    /// the places.
+    fn make_room_for_an_open(&self) {
+        self.lock()
+            .close_idle_beyond(self.places.available_permits());
+    }
+
+    async fn open_file(
+        &self,
+        object: ObjectId,
+        mode: OpenMode,
+    ) -> std::io::Result<Arc<EngineFile>> {
+        let (path, direct_io) = (self.path(object), self.direct_io);
+        blocking(&*self.engine, move || {
+            EngineFile::open(&path, FileRole::Data, mode, direct_io)
+        })
+        .await
+        .and_then(|opened| opened)
+        .map(Arc::new)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, OpenFiles> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl SyncObjects for ObjectFiles {
+    fn sync_object(self: Arc<Self>, object: ObjectId) -> EngineFuture<()> {
+        Box::pin(async move {
+            let file = self.file(object).await?;
+            self.engine.fsync(&file, SyncKind::Data).await
+        })
+    }
+}
 
 /// An object's file, held open for one operation with one of its target's places for files
 /// in use: the place comes back, and the cache may close the file, when the operation drops
@@ -42,13 +154,6 @@ impl InUse {
             held,
             _place: place,
         }
-    }
-
-    /// The file alone, to be kept past the operation (the journal keeps an O_DIRECT write's
-    /// file until its commit): the cache may close its copy meanwhile, and the descriptors
-    /// close when the last copy goes.
-    pub(crate) fn file(&self) -> Arc<EngineFile> {
-        Arc::clone(&self.held.file)
     }
 }
 

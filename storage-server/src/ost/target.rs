@@ -13,7 +13,7 @@
 
 use super::config::OstConfig;
 use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
-use super::open_files::{InUse, OpenFiles};
+use super::open_files::{InUse, ObjectFiles};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
 use crate::engine::{DiskEngine, EngineFile, FileRole, OpenMode, SyncKind, blocking};
@@ -28,7 +28,7 @@ use bytes::Bytes;
 use iopath_fabric::fail::{FailPoints, Injected, Site};
 use iopath_ost_client::Capacity;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
@@ -106,11 +106,9 @@ pub struct Ost {
     engines: OstEngines,
     journal: Journal,
     objects: Mutex<HashMap<ObjectId, Arc<ObjectState>>>,
-    /// The object files held open: with those being opened, at most `open_objects_max`.
-    open_files: Mutex<OpenFiles>,
-    /// `open_objects_max` places for files in use; an operation holds one while it uses its
-    /// object's file ([`InUse`]).
-    files_in_use: Arc<Semaphore>,
+    /// The object files: at most `open_objects_max` open, each used under one of as many
+    /// places.
+    files: Arc<ObjectFiles>,
     /// Serialises punches, and the checks of creates (rare, and simpler to reason about one
     /// at a time). Creates do their I/O outside it, so that many creates share directory
     /// fsyncs and journal commits; destroys never take it (each holds its object's lock
@@ -173,10 +171,16 @@ impl Ost {
         } else {
             CommitMode::Async
         };
+        let files = Arc::new(ObjectFiles::new(
+            Arc::clone(&engines.data),
+            config.objects_dir(),
+            config.direct_io,
+            config.open_objects_max,
+        ));
         let journal = Journal::start(JournalSetup {
             target: config.index,
             journal_engine: Arc::clone(&engines.journal),
-            data_engine: Arc::clone(&engines.data),
+            objects: Arc::clone(&files) as _,
             fail: Arc::clone(&engines.fail),
             file: Arc::new(journal_file),
             append_offset: recovered.journal_len,
@@ -193,8 +197,7 @@ impl Ost {
         });
         Ok(Ost {
             uncommitted: Arc::new(Semaphore::new(config.uncommitted_records_max)),
-            open_files: Mutex::default(),
-            files_in_use: Arc::new(Semaphore::new(config.open_objects_max)),
+            files,
             config,
             engines,
             journal,
@@ -383,69 +386,17 @@ impl Ost {
         self.objects.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `object`'s file, opened again if the cache had closed it, once one of the places for
-    /// files in use is free. Call with the object's lock held (shared or exclusive), so that a
-    /// destroy cannot unlink the file meanwhile.
+    /// `object`'s file ([`ObjectFiles::file`]). Call with the object's lock held (shared or
+    /// exclusive), so that a destroy cannot unlink the file meanwhile.
     async fn file(&self, object: ObjectId) -> Result<InUse> {
-        let place = self.place_for_a_file().await?;
-        let cached = self.lock_open_files().get(object);
-        let held = match cached {
-            Some(held) => held,
-            None => {
-                self.make_room_for_an_open();
-                let file = self.open_object(object, OpenMode::Existing).await?;
-                self.lock_open_files().insert(object, file)
-            }
-        };
-        Ok(InUse::new(held, place))
-    }
-
-    /// Closes idle files until no more are idle than places are free, so that the files open
-    /// (idle, in use, and the one the caller, holding a place, is about to open) stay within
-    /// the places.
-    fn make_room_for_an_open(&self) {
-        self.lock_open_files()
-            .close_idle_beyond(self.files_in_use.available_permits());
-    }
-
-    /// One of the `open_objects_max` places for files in use, waited for.
-    async fn place_for_a_file(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        Arc::clone(&self.files_in_use)
-            .acquire_owned()
+        self.files
+            .file(object)
             .await
-            .map_err(|_| self.fail_stop("pool of files in use closed".to_string()))
-    }
-
-    /// Opens `object`'s file (creating it, with [`OpenMode::CreateNew`]), with the target's
-    /// O_DIRECT setting.
-    async fn open_object(&self, object: ObjectId, mode: OpenMode) -> Result<Arc<EngineFile>> {
-        let path = self.object_path(object);
-        let action = match mode {
-            OpenMode::CreateNew => "create object",
-            _ => "open object",
-        };
-        let (opened, direct_io) = (path.clone(), self.config.direct_io);
-        blocking(&*self.engines.data, move || {
-            EngineFile::open(&opened, FileRole::Data, mode, direct_io)
-        })
-        .await
-        .and_then(|opened| opened)
-        .map(Arc::new)
-        .map_err(|e| StorageError::io(action, &path, e))
-    }
-
-    fn lock_open_files(&self) -> std::sync::MutexGuard<'_, OpenFiles> {
-        self.open_files
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .map_err(|e| StorageError::io("open object", self.files.path(object), e))
     }
 
     fn lock_creating(&self) -> std::sync::MutexGuard<'_, HashSet<ObjectId>> {
         self.creating.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn object_path(&self, object: ObjectId) -> PathBuf {
-        self.config.objects_dir().join(object.file_name())
     }
 
     fn lookup(&self, object: ObjectId) -> Result<Arc<ObjectState>> {
@@ -558,11 +509,10 @@ impl Ost {
         // The file first, with its directory entry made durable; the record second. The file
         // is closed again before the commit is waited for (the first write opens it), so a
         // create holds a place for a file in use only while it makes the file.
-        {
-            let _place = self.place_for_a_file().await?;
-            self.make_room_for_an_open();
-            self.open_object(object, OpenMode::CreateNew).await?;
-        }
+        self.files
+            .create(object)
+            .await
+            .map_err(|e| StorageError::io("create object", self.files.path(object), e))?;
         let dir = self.config.objects_dir();
         self.dir_sync
             .sync(&*self.engines.data, &dir)
@@ -578,7 +528,7 @@ impl Ost {
             needs_data_sync: false,
             commit_before_reply: true,
         };
-        let stamp = self.journal.submit(intent, None, None, None).await?;
+        let stamp = self.journal.submit(intent, None, None).await?;
         let state = ObjectState {
             size_bytes: Mutex::new(0),
             lock: RwLock::new(()),
@@ -688,14 +638,10 @@ impl Ost {
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
         // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
         // its object for the commit to fdatasync; a buffered one was synced just above.
-        // The place for a file in use is given back before the journal is waited for (in sync
-        // mode, a commit); the file the commit will sync stays open, held by the journal.
-        let sync_file = done.direct.then(|| file.file());
+        // The file and its place are given back before the journal is waited for (in sync
+        // mode, a commit): the commit that fdatasyncs an O_DIRECT write takes them again.
         drop(file);
-        let stamp = self
-            .journal
-            .submit(intent, replay, sync_file, Some(permit))
-            .await?;
+        let stamp = self.journal.submit(intent, replay, Some(permit)).await?;
         {
             let mut counters = self.lock_counters();
             counters.bulk(Rw::Write, length);
@@ -798,13 +744,13 @@ impl Ost {
         let shrink = size_bytes < state.size();
         let stamp = if shrink {
             // Record first: once committed, recovery cuts the file even if we crash before.
-            let stamp = self.journal.submit(intent, None, None, None).await?;
+            let stamp = self.journal.submit(intent, None, None).await?;
             self.resize(object, size_bytes).await?;
             stamp
         } else {
             // File first: until the record commits, recovery cuts the growth back.
             self.resize(object, size_bytes).await?;
-            self.journal.submit(intent, None, None, None).await?
+            self.journal.submit(intent, None, None).await?
         };
         state.set_size(size_bytes);
         if self.lock_lost().punched(object, size_bytes).changed() {
@@ -851,10 +797,10 @@ impl Ost {
             commit_before_reply: true,
         };
         // Record first; the unlink after it is redone by recovery if we crash in between.
-        let stamp = self.journal.submit(intent, None, None, None).await?;
+        let stamp = self.journal.submit(intent, None, None).await?;
         state.destroyed.store(true, Ordering::Release);
-        self.lock_open_files().remove(object);
-        let path = self.object_path(object);
+        self.files.forget(object);
+        let path = self.files.path(object);
         let dir = self.config.objects_dir();
         let engine = &*self.engines.data;
         let unlinked = match blocking(engine, move || std::fs::remove_file(&path)).await {
