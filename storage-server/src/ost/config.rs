@@ -40,7 +40,8 @@ pub struct OstConfig {
     /// Most objects on the target.
     pub objects_max: usize,
     /// Most object files held open at once (each with two descriptors, buffered and
-    /// O_DIRECT); the least recently used is closed first and reopened when next used.
+    /// O_DIRECT); the least recently used idle one is closed first and reopened when next
+    /// used. Also the operations (and commit syncs) that use a file at once: more wait.
     #[serde(default = "open_objects_max_default")]
     pub open_objects_max: usize,
     /// Journal size that triggers a checkpoint (and an emptied journal).

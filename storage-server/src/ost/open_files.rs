@@ -133,8 +133,14 @@ impl ObjectFiles {
 impl SyncObjects for ObjectFiles {
     fn sync_object(self: Arc<Self>, object: ObjectId) -> EngineFuture<()> {
         Box::pin(async move {
-            let file = self.file(object).await?;
-            self.engine.fsync(&file, SyncKind::Data).await
+            let synced = async {
+                let file = self.file(object).await?;
+                self.engine.fsync(&file, SyncKind::Data).await
+            };
+            // The target stops on this error: name the file, as every other I/O error does.
+            synced.await.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", self.path(object).display()))
+            })
         })
     }
 }

@@ -615,6 +615,10 @@ impl Ost {
                 .await
                 .map_err(|e| self.fail_stop(format!("fdatasync object {object}: {e}")))?;
         }
+        // The file and its place are given back as soon as its I/O is done, before the
+        // bookkeeping, a fail point's stall and the journal's wait (in sync mode, a commit):
+        // the commit that fdatasyncs an O_DIRECT write takes them again.
+        drop(file);
         // The range now holds this write's bytes: if recovery had cut or lost it, it is
         // neither any more (recorded before the reply, so a restart still knows).
         self.note_written(object, ByteRange::new(offset, end))
@@ -638,9 +642,6 @@ impl Ost {
         // Durability steps 3–5 (record written, made durable, reply) happen in the journal:
         // this returns at the reply point of the current mode. Only an O_DIRECT write leaves
         // its object for the commit to fdatasync; a buffered one was synced just above.
-        // The file and its place are given back before the journal is waited for (in sync
-        // mode, a commit): the commit that fdatasyncs an O_DIRECT write takes them again.
-        drop(file);
         let stamp = self.journal.submit(intent, replay, Some(permit)).await?;
         {
             let mut counters = self.lock_counters();
