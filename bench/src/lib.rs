@@ -39,12 +39,15 @@
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.
 //! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
+//! - [`bare`]: bare loopback TCP between threads, direct or through a relay thread: the
+//!   round trip and the byte stream under every hop, with the CPU they cost.
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`units`]: sizes with IOR-style suffixes (the fabric's, which every crate shares).
 //! - [`error`]: [`BenchError`], the crate's one error type.
 
+pub mod bare;
 pub mod baseline;
 pub mod cluster;
 pub mod cpu;

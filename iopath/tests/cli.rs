@@ -251,11 +251,27 @@ fn routed_selftest_compares_with_direct_and_reports_router_memory() {
     }
     assert_eq!(report["ratio"], report["routed_ratio"]);
     for key in [
-        "raw_tcp_rtt_us",
         "routed_cpu_ceiling_mib_s",
         "routed_ceiling_ratio",
+        "routed_relay_ceiling_mib_s",
+        "routed_relay_ceiling_ratio",
+        "routed_bare_ratio",
+        "direct_bare_ratio",
     ] {
         assert!(report[key].as_f64().unwrap() > 0.0, "{key}: {report}");
+    }
+    // The bare floor, measured in the same run: round trips and streams, direct and relayed.
+    let bare = &report["bare"];
+    for key in ["round_trip_us", "relayed_round_trip_us"] {
+        assert!(bare[key].as_f64().unwrap() > 0.0, "{key}: {bare}");
+    }
+    for (layout, relays) in [("direct", 0), ("relayed", 1)] {
+        assert_eq!(bare[layout]["relays"], relays, "{bare}");
+        assert!(bare[layout]["bytes"].as_u64().unwrap() > 0, "{bare}");
+        assert!(
+            bare[layout]["cpu"]["busy_cores"].as_f64().unwrap() > 0.0,
+            "{bare}"
+        );
     }
     // Every bulk test says which processes spent the CPU: the router only when routed.
     for test in report["tests"].as_array().unwrap() {

@@ -41,12 +41,13 @@ pub use sweep::{SweepReport, render_sweep};
 
 use iopath_fabric::Limits;
 
+use crate::bare;
 use crate::baseline::{self, Baseline};
 use crate::cpu::CpuSample;
 use crate::error::BenchError;
 use cluster::Cluster;
 use layout::Layout;
-use report::report_of;
+use report::{BareTcp, report_of};
 use workload::{TestKind, Workload};
 
 /// Runs a selftest, printing progress lines through `progress`.
@@ -121,12 +122,11 @@ async fn measure(
     };
     let mut tests = Vec::new();
     let mut rtt_us = [None, None];
-    // The floor under a router hop, measured before any node starts: one message across a
-    // loopback TCP connection and back, with nothing of iopath's in the way.
-    let raw_tcp_rtt_us = if config.routers > 0 && config.transport == config::Transport::Tcp {
-        let seconds = config.seconds.min(1.0);
+    // The floor under a router hop, measured before any node starts, so that nothing of
+    // ours competes for the cores: bare sockets, direct and through a relay.
+    let bare = if config.routers > 0 && config.transport == config::Transport::Tcp {
         Some(tokio::task::block_in_place(|| {
-            baseline::tcp_round_trip_us(seconds)
+            measure_bare(config, &mut *progress)
         })?)
     } else {
         None
@@ -189,15 +189,32 @@ async fn measure(
     let routed_ratio = routed_mib_s
         .zip(direct_mib_s)
         .map(|(routed, direct)| routed / direct);
-    // Every core busy at the routed test's own cost per GiB.
-    let routed_cpu_ceiling_mib_s = tests
+    let routed_cost = tests
         .iter()
         .find(|t| t.test.starts_with("brw") && t.layout == "routed")
-        .and_then(|t| Some((t.cpu?.cpus, t.core_s_per_gib?)))
-        .map(|(cpus, cost)| f64::from(cpus) / cost * 1024.0);
+        .and_then(|t| Some((t.cpu?.cpus, t.core_s_per_gib?)));
+    // Every core busy at the routed test's own cost per GiB.
+    let routed_cpu_ceiling_mib_s = routed_cost.map(|(cpus, cost)| f64::from(cpus) / cost * 1024.0);
     let routed_ceiling_ratio = routed_mib_s
         .zip(routed_cpu_ceiling_mib_s)
         .map(|(measured, ceiling)| measured / ceiling);
+    // As many cores busy as a bare relay keeps busy on this machine, at the same cost.
+    let relay_busy_cores = bare
+        .as_ref()
+        .and_then(|b| b.relayed.cpu)
+        .map(|c| c.busy_cores);
+    let routed_relay_ceiling_mib_s = routed_cost
+        .zip(relay_busy_cores)
+        .map(|((_, cost), busy)| busy / cost * 1024.0);
+    let routed_relay_ceiling_ratio = routed_mib_s
+        .zip(routed_relay_ceiling_mib_s)
+        .map(|(measured, ceiling)| measured / ceiling);
+    let routed_bare_ratio = routed_mib_s
+        .zip(bare.as_ref())
+        .map(|(routed, bare)| routed / bare.relayed.mib_s);
+    let direct_bare_ratio = direct_mib_s
+        .zip(bare.as_ref())
+        .map(|(direct, bare)| direct / bare.direct.mib_s);
     let [direct_ping_rtt_us, routed_ping_rtt_us] = rtt_us;
     let extra_latency_per_hop_us = routed_ping_rtt_us
         .zip(direct_ping_rtt_us)
@@ -224,9 +241,13 @@ async fn measure(
         routed_ping_rtt_us,
         extra_latency_per_hop_us,
         router_peak_rss_mib,
-        raw_tcp_rtt_us,
         routed_cpu_ceiling_mib_s,
         routed_ceiling_ratio,
+        routed_relay_ceiling_mib_s,
+        routed_relay_ceiling_ratio,
+        routed_bare_ratio,
+        direct_bare_ratio,
+        bare,
         baseline,
         baseline_error,
         modeled: match config.transport {
@@ -239,6 +260,35 @@ async fn measure(
         },
     })
 }
+
+/// Bare loopback TCP for `config`'s routed run: a small message's round trip direct and
+/// through a relay, then a stream per client of `brw`-sized writes, direct and through a
+/// relay each. Blocking.
+fn measure_bare(
+    config: &SelftestConfig,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<BareTcp, BenchError> {
+    let streams = config.clients.min(bare::STREAMS_MAX);
+    let seconds = config.seconds.min(BARE_STREAM_SECONDS_MAX);
+    progress(&format!(
+        "bare loopback TCP: round trips, then {streams} stream(s) of {} bytes, direct and through a relay thread: {seconds} s each",
+        config.size_bytes
+    ));
+    let rtt_seconds = config.seconds.min(1.0);
+    let round_trip_us = bare::round_trip_us(0, rtt_seconds)?;
+    let relayed_round_trip_us = bare::round_trip_us(1, rtt_seconds)?;
+    let chunk = usize::try_from(config.size_bytes).unwrap_or(usize::MAX);
+    Ok(BareTcp {
+        round_trip_us,
+        relayed_round_trip_us,
+        hop_us: (relayed_round_trip_us - round_trip_us) / 2.0,
+        direct: bare::streams(streams, 0, chunk, seconds)?,
+        relayed: bare::streams(streams, 1, chunk, seconds)?,
+    })
+}
+
+/// The longest the bare streams run, each: long enough to steady, short beside the tests.
+const BARE_STREAM_SECONDS_MAX: f64 = 3.0;
 
 /// Where one test's CPU went, by kind of node process: the servers' and routers' time between
 /// the two samples, the clients' as they measured it themselves, and the rest of the

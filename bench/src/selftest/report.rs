@@ -1,6 +1,7 @@
 //! What a selftest measured: per test and for the whole run, as JSON for machines and as the
 //! table a person reads.
 
+use crate::bare::BareStreams;
 use crate::baseline::Baseline;
 use crate::cpu::CpuUse;
 use crate::report::{Table, rate};
@@ -144,21 +145,45 @@ pub struct SelftestReport {
     pub extra_latency_per_hop_us: Option<f64>,
     /// Peak resident memory of each router process (process mode).
     pub router_peak_rss_mib: Vec<f64>,
-    /// Mean round trip of 64 bytes over a bare loopback TCP connection between two threads,
-    /// one at a time, measured in the same run (routed TCP runs): half of it is the least a
-    /// hop over one more connection can add.
-    pub raw_tcp_rtt_us: Option<f64>,
     /// The routed `brw` rate the machine's cores allow: every core busy at the routed test's
     /// measured core-seconds per GiB.
     pub routed_cpu_ceiling_mib_s: Option<f64>,
     /// `routed_mib_s / routed_cpu_ceiling_mib_s`.
     pub routed_ceiling_ratio: Option<f64>,
+    /// The routed `brw` rate the machine allows with as many cores busy as the bare relay
+    /// kept busy (`bare.relayed.cpu`), at the routed test's measured core-seconds per GiB.
+    pub routed_relay_ceiling_mib_s: Option<f64>,
+    /// `routed_mib_s / routed_relay_ceiling_mib_s`.
+    pub routed_relay_ceiling_ratio: Option<f64>,
+    /// `routed_mib_s` over the bare relayed streams' rate: the router's hop against a thread
+    /// that only copies.
+    pub routed_bare_ratio: Option<f64>,
+    /// `direct_mib_s` over the bare direct streams' rate.
+    pub direct_bare_ratio: Option<f64>,
+    /// Bare loopback TCP measured in the same run, before the nodes started (routed TCP runs).
+    pub bare: Option<BareTcp>,
     /// How the baseline was measured.
     pub baseline: Option<Baseline>,
     /// Why there is no baseline, if it was asked for and failed.
     pub baseline_error: Option<String>,
     /// What in this run was modeled rather than real.
     pub modeled: String,
+}
+
+/// Bare loopback TCP between threads, the floor under a routed run, measured in the same run
+/// ([`crate::bare`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct BareTcp {
+    /// Mean round trip of [`crate::bare::ROUND_TRIP_BYTES`] between two threads, one at a time.
+    pub round_trip_us: f64,
+    /// The same through a relay thread.
+    pub relayed_round_trip_us: f64,
+    /// What a bare hop adds one way: half the difference of the two round trips.
+    pub hop_us: f64,
+    /// A stream per client of `brw`-sized writes, direct.
+    pub direct: BareStreams,
+    /// The same, each through a relay thread of its own.
+    pub relayed: BareStreams,
 }
 
 /// One test's row, from what its clients measured together and the machine's CPUs meanwhile.
@@ -272,12 +297,39 @@ pub fn render(report: &SelftestReport) -> String {
         report.extra_latency_per_hop_us,
     ) {
         out.push_str(&format!("ping round trip, one at a time: direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
-        if let Some(raw) = report.raw_tcp_rtt_us {
+        if let Some(bare) = &report.bare {
             out.push_str(&format!(
-                "bare loopback TCP round trip ({} bytes, two threads, blocking sockets): {raw:.1} us, so one more connection costs at least {:.1} us; the router's own share of a hop: {:.1} us\n",
-                crate::baseline::ROUND_TRIP_BYTES,
-                raw / 2.0,
-                extra - raw / 2.0
+                "bare loopback TCP round trip ({} bytes, threads, blocking sockets): {:.1} us direct, {:.1} us through a relay thread: a bare hop adds {:.1} us; the router's hop adds {:.1} us more\n",
+                crate::bare::ROUND_TRIP_BYTES,
+                bare.round_trip_us,
+                bare.relayed_round_trip_us,
+                bare.hop_us,
+                extra - bare.hop_us
+            ));
+        }
+    }
+    if let Some(bare) = &report.bare {
+        let streams = |s: &BareStreams| {
+            format!(
+                "{} MiB/s ({}{} core-s/GiB)",
+                rate(s.mib_s),
+                s.cpu.map_or(String::new(), |c| format!(
+                    "{:.2} of {} cores busy, ",
+                    c.busy_cores, c.cpus
+                )),
+                s.core_s_per_gib.map_or("-".into(), |c| format!("{c:.2}"))
+            )
+        };
+        out.push_str(&format!(
+            "bare loopback TCP, {} stream(s) of {}-byte writes: direct {}; through a relay thread {}\n",
+            bare.direct.streams,
+            bare.direct.chunk_bytes,
+            streams(&bare.direct),
+            streams(&bare.relayed)
+        ));
+        if let (Some(direct), Some(routed)) = (report.direct_bare_ratio, report.routed_bare_ratio) {
+            out.push_str(&format!(
+                "brw / bare stream: direct {direct:.2}, routed {routed:.2} (the router's hop against a relay that only copies)\n"
             ));
         }
     }
@@ -319,6 +371,18 @@ pub fn render(report: &SelftestReport) -> String {
             rate(routed),
             rate(ceiling)
         ));
+        if let (Some(ceiling), Some(ratio), Some(busy)) = (
+            report.routed_relay_ceiling_mib_s,
+            report.routed_relay_ceiling_ratio,
+            report.bare.and_then(|b| b.relayed.cpu),
+        ) {
+            out.push_str(&format!(
+                "            of {} MiB/s with as many cores busy as the bare relay kept ({:.2} of {}) = {ratio:.2}\n",
+                rate(ceiling),
+                busy.busy_cores,
+                busy.cpus
+            ));
+        }
     }
     for (i, rss) in report.router_peak_rss_mib.iter().enumerate() {
         out.push_str(&format!("router {i}: peak resident memory {rss:.1} MiB\n"));

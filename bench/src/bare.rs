@@ -1,0 +1,312 @@
+//! Bare loopback TCP, measured in the same run as what it anchors: threads with blocking
+//! sockets and nothing of iopath's in the way, sending straight to each other or through a
+//! **relay** — a thread that reads what arrives and writes it on, as a router must at least
+//! do (two kernel copies, no framing, no checksum, no credits).
+//!
+//! - [`round_trip_us`]: one small message there and back, one at a time: what the kernel and
+//!   the scheduler alone cost a message, and so what a hop over one more connection costs at
+//!   the least.
+//! - [`streams`]: bytes streamed as fast as the sockets take them: the rate and the CPU a
+//!   byte stream costs, direct or relayed. How busy the relay keeps the cores is what this
+//!   machine allows a store-and-forward hop — in a VM, a thread that blocks on a socket leaves
+//!   its core idle until the hypervisor wakes it again.
+//!
+//! Blocking: call these off the async runtime.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Barrier};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::cpu::{CpuSample, CpuUse};
+use crate::error::BenchError;
+
+/// The bytes each way of [`round_trip_us`]: about a small frame's header.
+pub const ROUND_TRIP_BYTES: usize = 64;
+
+/// Most relays a bare path crosses: each is a hop, and the selftest's routed layout has one.
+pub const RELAYS_MAX: u32 = 4;
+
+/// Most parallel streams [`streams`] runs, three threads each at most.
+pub const STREAMS_MAX: u32 = 64;
+
+/// What [`streams`] measured.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct BareStreams {
+    /// Parallel streams, each from its own sender to its own receiver.
+    pub streams: u32,
+    /// Relays each stream crosses: 0 is direct.
+    pub relays: u32,
+    /// Bytes per write, and the most a relay reads at once.
+    pub chunk_bytes: u64,
+    /// Bytes the receivers got, together: every byte the senders sent, or it is an error.
+    pub bytes: u64,
+    /// Bytes every receiver got, over the time from the start until the last one had all.
+    pub mib_s: f64,
+    /// The whole machine's CPUs meanwhile.
+    pub cpu: Option<CpuUse>,
+    /// Busy core-seconds of the machine per GiB received.
+    pub core_s_per_gib: Option<f64>,
+}
+
+/// The mean round trip of [`ROUND_TRIP_BYTES`] through `relays` relays and back, Nagle off,
+/// one message at a time for `seconds`. With no relay it is the floor under any message; each
+/// relay adds what a bare hop costs.
+pub fn round_trip_us(relays: u32, seconds: f64) -> Result<f64, BenchError> {
+    check_relays(relays)?;
+    let (echo_addr, echo) = serve_one(|mut peer: TcpStream| {
+        let mut buf = [0u8; ROUND_TRIP_BYTES];
+        // Until the other side closes: read_exact then fails with UnexpectedEof.
+        while peer.read_exact(&mut buf).is_ok() {
+            peer.write_all(&buf)?;
+        }
+        Ok(())
+    })
+    .map_err(failed("bare TCP round trip: listen"))?;
+    let (first, relays) = relay_chain(echo_addr, relays, ROUND_TRIP_BYTES)
+        .map_err(failed("bare TCP round trip: start a relay"))?;
+    let mut stream = connect(first).map_err(failed("bare TCP round trip: connect"))?;
+    let mut buf = [7u8; ROUND_TRIP_BYTES];
+    let started = Instant::now();
+    let mut trips = 0u64;
+    // Bounded by time, checked every 64 trips.
+    while !trips.is_multiple_of(64) || started.elapsed().as_secs_f64() < seconds {
+        stream
+            .write_all(&buf)
+            .map_err(failed("bare TCP round trip: send"))?;
+        stream
+            .read_exact(&mut buf)
+            .map_err(failed("bare TCP round trip: receive"))?;
+        trips += 1;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    drop(stream);
+    join_all(relays, "bare TCP round trip: relay")?;
+    join(echo, "bare TCP round trip: echo")?;
+    Ok(elapsed * 1e6 / trips as f64)
+}
+
+/// Streams `chunk_bytes` writes from `streams` senders, each to its own receiver through
+/// `relays` relays of its own, for `seconds`, and measures the rate and the machine's CPU.
+pub fn streams(
+    streams: u32,
+    relays: u32,
+    chunk_bytes: usize,
+    seconds: f64,
+) -> Result<BareStreams, BenchError> {
+    check_relays(relays)?;
+    if streams == 0 || streams > STREAMS_MAX {
+        return Err(BenchError::refused(format!(
+            "bare streams: 1 to {STREAMS_MAX} streams, not {streams}"
+        )));
+    }
+    if chunk_bytes == 0 {
+        return Err(BenchError::refused(
+            "bare streams: chunks of at least a byte",
+        ));
+    }
+    let start = Arc::new(Barrier::new(streams as usize + 1));
+    let mut receivers = Vec::new();
+    let mut senders = Vec::new();
+    let mut all_relays = Vec::new();
+    for _ in 0..streams {
+        let (to, receiver) = serve_one(move |mut peer: TcpStream| {
+            let mut buf = vec![0u8; chunk_bytes];
+            let mut bytes = 0u64;
+            loop {
+                match peer.read(&mut buf)? {
+                    0 => return Ok((bytes, Instant::now())),
+                    n => bytes += n as u64,
+                }
+            }
+        })
+        .map_err(failed("bare TCP stream: listen"))?;
+        receivers.push(receiver);
+        let (first, relays) = relay_chain(to, relays, chunk_bytes)
+            .map_err(failed("bare TCP stream: start a relay"))?;
+        all_relays.extend(relays);
+        let mut stream = connect(first).map_err(failed("bare TCP stream: connect"))?;
+        let start = Arc::clone(&start);
+        senders.push(thread::spawn(move || -> io::Result<u64> {
+            let chunk = vec![0x5au8; chunk_bytes];
+            let deadline = Duration::from_secs_f64(seconds);
+            let mut sent = 0u64;
+            start.wait();
+            let started = Instant::now();
+            while started.elapsed() < deadline {
+                stream.write_all(&chunk)?;
+                sent += chunk_bytes as u64;
+            }
+            stream.shutdown(Shutdown::Write)?;
+            // Held until the far end has everything and closed: then the relays are done too.
+            let _ = stream.read(&mut [0u8; 1]);
+            Ok(sent)
+        }));
+    }
+    start.wait();
+    let before = CpuSample::now();
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    let mut last = started;
+    for receiver in receivers {
+        let (got, done) = join(receiver, "bare TCP stream: receiver")?;
+        bytes += got;
+        last = last.max(done);
+    }
+    let cpu = before.zip(CpuSample::now()).map(|(b, a)| b.until(&a));
+    let mut sent = 0u64;
+    for sender in senders {
+        sent += join(sender, "bare TCP stream: sender")?;
+    }
+    join_all(all_relays, "bare TCP stream: relay")?;
+    if sent != bytes {
+        return Err(BenchError::tool(format!(
+            "bare TCP stream: {sent} bytes sent but {bytes} received"
+        )));
+    }
+    let elapsed = last
+        .duration_since(started)
+        .as_secs_f64()
+        .max(f64::MIN_POSITIVE);
+    Ok(BareStreams {
+        streams,
+        relays,
+        chunk_bytes: chunk_bytes as u64,
+        bytes,
+        mib_s: bytes as f64 / (1 << 20) as f64 / elapsed,
+        cpu,
+        core_s_per_gib: cpu.and_then(|c| c.core_s_per_gib(bytes)),
+    })
+}
+
+fn check_relays(relays: u32) -> Result<(), BenchError> {
+    if relays > RELAYS_MAX {
+        return Err(BenchError::refused(format!(
+            "bare TCP: at most {RELAYS_MAX} relays, not {relays}"
+        )));
+    }
+    Ok(())
+}
+
+/// An I/O error while doing `what`, as a [`BenchError`].
+fn failed(what: &'static str) -> impl FnOnce(io::Error) -> BenchError {
+    move |e| BenchError::system(what, e)
+}
+
+fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let stream = TcpStream::connect(addr)?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Listens on a fresh loopback port and hands the first connection to `serve`, on a thread.
+fn serve_one<T: Send + 'static>(
+    serve: impl FnOnce(TcpStream) -> io::Result<T> + Send + 'static,
+) -> io::Result<(SocketAddr, JoinHandle<io::Result<T>>)> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    let addr = listener.local_addr()?;
+    let thread = thread::spawn(move || {
+        let (peer, _) = listener.accept()?;
+        peer.set_nodelay(true)?;
+        serve(peer)
+    });
+    Ok((addr, thread))
+}
+
+/// `relays` relays in a row in front of `to`: the address to connect to, and their threads.
+fn relay_chain(
+    mut to: SocketAddr,
+    relays: u32,
+    buffer_bytes: usize,
+) -> io::Result<(SocketAddr, Vec<JoinHandle<io::Result<()>>>)> {
+    let mut threads = Vec::new();
+    for _ in 0..relays {
+        let next = to;
+        let (addr, thread) = serve_one(move |upstream| relay(upstream, next, buffer_bytes))?;
+        threads.push(thread);
+        to = addr;
+    }
+    Ok((to, threads))
+}
+
+/// Connects `upstream` to `to` and copies both ways, a thread each, until both sides close.
+fn relay(upstream: TcpStream, to: SocketAddr, buffer_bytes: usize) -> io::Result<()> {
+    let downstream = connect(to)?;
+    let back = {
+        let (from, into) = (downstream.try_clone()?, upstream.try_clone()?);
+        thread::spawn(move || copy(from, into, buffer_bytes))
+    };
+    copy(upstream, downstream, buffer_bytes)?;
+    back.join()
+        .map_err(|_| io::Error::other("the relay's return thread panicked"))?
+}
+
+/// What a relay does one way: read what has arrived, up to `buffer_bytes`, and write it on;
+/// at the end, pass the close on.
+fn copy(mut from: TcpStream, mut into: TcpStream, buffer_bytes: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; buffer_bytes];
+    loop {
+        let n = from.read(&mut buf)?;
+        if n == 0 {
+            // The far side may have closed already; nothing is lost either way.
+            let _ = into.shutdown(Shutdown::Write);
+            return Ok(());
+        }
+        into.write_all(&buf[..n])?;
+    }
+}
+
+fn join<T>(thread: JoinHandle<io::Result<T>>, who: &str) -> Result<T, BenchError> {
+    thread
+        .join()
+        .map_err(|_| BenchError::tool(format!("{who} thread panicked")))?
+        .map_err(|e| BenchError::system(who.to_owned(), e))
+}
+
+fn join_all<T>(threads: Vec<JoinHandle<io::Result<T>>>, who: &str) -> Result<(), BenchError> {
+    for thread in threads {
+        join(thread, who)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_are_measured_direct_and_through_relays() {
+        for relays in [0, 1, 2] {
+            let us = round_trip_us(relays, 0.05).unwrap();
+            assert!(us > 0.0 && us.is_finite(), "{relays} relays: {us}");
+        }
+    }
+
+    #[test]
+    fn every_byte_sent_reaches_its_receiver_through_the_relays() {
+        for relays in [0, 1] {
+            let measured = streams(2, relays, 64 * 1024, 0.1).unwrap();
+            assert_eq!((measured.streams, measured.relays), (2, relays));
+            // Whole chunks, at least one from each sender.
+            assert!(measured.bytes >= 2 * 64 * 1024, "{measured:?}");
+            assert_eq!(measured.bytes % (64 * 1024), 0, "{measured:?}");
+            assert!(
+                measured.mib_s > 0.0 && measured.mib_s.is_finite(),
+                "{measured:?}"
+            );
+            // The machine was busy meanwhile: the CPU was read and some was spent.
+            let cpu = measured.cpu.unwrap();
+            assert!(cpu.busy_cores > 0.0, "{measured:?}");
+            assert!(measured.core_s_per_gib.unwrap() > 0.0, "{measured:?}");
+        }
+    }
+
+    #[test]
+    fn what_cannot_run_is_refused() {
+        assert!(round_trip_us(RELAYS_MAX + 1, 0.01).is_err());
+        assert!(streams(0, 0, 1024, 0.01).is_err());
+        assert!(streams(STREAMS_MAX + 1, 0, 1024, 0.01).is_err());
+        assert!(streams(1, 0, 0, 0.01).is_err());
+    }
+}
