@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::cpu::{CpuSample, CpuUse};
 use crate::error::BenchError;
+use crate::selftest::workload::{RPC_TIMES_MAX, median_us};
 
 /// The bytes each way of [`round_trip_us`]: about a small frame's header.
 pub const ROUND_TRIP_BYTES: usize = 64;
@@ -50,9 +51,10 @@ pub struct BareStreams {
     pub core_s_per_gib: Option<f64>,
 }
 
-/// The mean round trip of [`ROUND_TRIP_BYTES`] through `relays` relays and back, Nagle off,
-/// one message at a time for `seconds`. With no relay it is the floor under any message; each
-/// relay adds what a bare hop costs.
+/// The median round trip of [`ROUND_TRIP_BYTES`] through `relays` relays and back, Nagle off,
+/// one message at a time for `seconds` (the median, because in a VM a few trips wait
+/// milliseconds for a core and would sway a mean). With no relay it is the floor under any
+/// message; each relay adds what a bare hop costs.
 pub fn round_trip_us(relays: u32, seconds: f64) -> Result<f64, BenchError> {
     check_relays(relays)?;
     let (echo_addr, echo) = serve_one(|mut peer: TcpStream| {
@@ -69,22 +71,22 @@ pub fn round_trip_us(relays: u32, seconds: f64) -> Result<f64, BenchError> {
     let mut stream = connect(first).map_err(failed("bare TCP round trip: connect"))?;
     let mut buf = [7u8; ROUND_TRIP_BYTES];
     let started = Instant::now();
-    let mut trips = 0u64;
-    // Bounded by time, checked every 64 trips.
-    while !trips.is_multiple_of(64) || started.elapsed().as_secs_f64() < seconds {
+    let mut times_us = Vec::new();
+    // Bounded by time, and by the times kept.
+    while started.elapsed().as_secs_f64() < seconds && times_us.len() < RPC_TIMES_MAX {
+        let sent = Instant::now();
         stream
             .write_all(&buf)
             .map_err(failed("bare TCP round trip: send"))?;
         stream
             .read_exact(&mut buf)
             .map_err(failed("bare TCP round trip: receive"))?;
-        trips += 1;
+        times_us.push(sent.elapsed().as_secs_f64() * 1e6);
     }
-    let elapsed = started.elapsed().as_secs_f64();
     drop(stream);
     join_all(relays, "bare TCP round trip: relay")?;
     join(echo, "bare TCP round trip: echo")?;
-    Ok(elapsed * 1e6 / trips as f64)
+    median_us(&mut times_us).ok_or_else(|| BenchError::tool("bare TCP round trip: no trips"))
 }
 
 /// Streams `chunk_bytes` writes from `streams` senders, each to its own receiver through

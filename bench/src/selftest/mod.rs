@@ -163,11 +163,8 @@ async fn measure(
                 ..workload_for(config, TestKind::Ping, cluster.server_nids())
             };
             let measured = cluster.run(&probe, &mut |_| {}).await?;
-            // Every client pings, each one at a time: a client's round trip is the run's time
-            // over its share of the RPCs, not over all of them.
-            let per_client = measured.rpcs as f64 / f64::from(config.clients.max(1));
-            let rtt = (measured.rpcs > 0).then(|| measured.elapsed_s * 1e6 / per_client);
-            rtt_us[usize::from(layout != Layout::Direct)] = rtt;
+            // Every client pings, each one at a time: the median of each client's trips.
+            rtt_us[usize::from(layout != Layout::Direct)] = measured.median_rpc_us;
         }
         router_peak_rss_mib.extend(cluster.router_peak_rss_mib());
         cluster.stop().await;

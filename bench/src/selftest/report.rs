@@ -137,9 +137,9 @@ pub struct SelftestReport {
     pub routed_mib_s: Option<f64>,
     /// `routed_mib_s / direct_mib_s`.
     pub routed_ratio: Option<f64>,
-    /// Mean round trip of one ping at a time, direct.
+    /// Median round trip of one ping at a time, direct.
     pub direct_ping_rtt_us: Option<f64>,
-    /// Mean round trip of one ping at a time, through a router.
+    /// Median round trip of one ping at a time, through a router.
     pub routed_ping_rtt_us: Option<f64>,
     /// What one router adds to a one-way trip: half the round-trip difference.
     pub extra_latency_per_hop_us: Option<f64>,
@@ -174,7 +174,8 @@ pub struct SelftestReport {
 /// ([`crate::bare`]).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct BareTcp {
-    /// Mean round trip of [`crate::bare::ROUND_TRIP_BYTES`] between two threads, one at a time.
+    /// Median round trip of [`crate::bare::ROUND_TRIP_BYTES`] between two threads, one at a
+    /// time.
     pub round_trip_us: f64,
     /// The same through a relay thread.
     pub relayed_round_trip_us: f64,
@@ -296,10 +297,10 @@ pub fn render(report: &SelftestReport) -> String {
         report.routed_ping_rtt_us,
         report.extra_latency_per_hop_us,
     ) {
-        out.push_str(&format!("ping round trip, one at a time: direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
+        out.push_str(&format!("ping round trip, one at a time (medians): direct {d:.1} us, routed {r:.1} us: {extra:.1} us per router hop\n"));
         if let Some(bare) = &report.bare {
             out.push_str(&format!(
-                "bare loopback TCP round trip ({} bytes, threads, blocking sockets): {:.1} us direct, {:.1} us through a relay thread: a bare hop adds {:.1} us; the router's hop adds {:.1} us more\n",
+                "bare loopback TCP round trip ({} bytes, threads, blocking sockets, medians): {:.1} us direct, {:.1} us through a relay thread: a bare hop adds {:.1} us; the router's hop adds {:.1} us more\n",
                 crate::bare::ROUND_TRIP_BYTES,
                 bare.round_trip_us,
                 bare.relayed_round_trip_us,

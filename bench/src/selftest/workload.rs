@@ -70,6 +70,13 @@ pub struct Measured {
     /// only: in one process the nodes' time cannot be told apart).
     #[serde(default)]
     pub process_cpu_s: Option<f64>,
+    /// The median time from an RPC's call to its checked reply, over every RPC a client
+    /// completed; with several clients, the mean of their medians.
+    #[serde(default)]
+    pub median_rpc_us: Option<f64>,
+    /// Clients whose medians `median_rpc_us` holds the mean of.
+    #[serde(default)]
+    pub medians: u32,
 }
 
 impl Measured {
@@ -87,7 +94,30 @@ impl Measured {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
+        if let Some(median) = other.median_rpc_us {
+            let (n, m) = (f64::from(self.medians), f64::from(other.medians.max(1)));
+            let mean = self.median_rpc_us.unwrap_or(0.0);
+            self.median_rpc_us = Some((mean * n + median * m) / (n + m));
+            self.medians += other.medians.max(1);
+        }
     }
+}
+
+/// Most RPC times one worker keeps for the median: a minute of 1 ms RPCs, 480 KiB.
+pub const RPC_TIMES_MAX: usize = 60_000;
+
+/// The median of `times` (microseconds), which it sorts; `None` when empty.
+pub fn median_us(times: &mut [f64]) -> Option<f64> {
+    if times.is_empty() {
+        return None;
+    }
+    times.sort_unstable_by(f64::total_cmp);
+    let mid = times.len() / 2;
+    Some(if times.len().is_multiple_of(2) {
+        (times[mid - 1] + times[mid]) / 2.0
+    } else {
+        times[mid]
+    })
 }
 
 /// Runs `workload` from `node`, reporting progress (RPCs and bytes so far) through `counters`.
@@ -120,10 +150,15 @@ pub async fn run(
         let test = workload.test;
         tasks.push(tokio::spawn(async move {
             let mut measured = Measured::default();
+            let mut times_us = Vec::new();
             let mut sequence = worker as u64;
             while Instant::now() < deadline {
+                let called = Instant::now();
                 match one_rpc(&node, server, test, &payload, kind, sequence).await {
                     Ok(bytes) => {
+                        if times_us.len() < RPC_TIMES_MAX {
+                            times_us.push(called.elapsed().as_secs_f64() * 1e6);
+                        }
                         measured.rpcs += 1;
                         measured.bytes += bytes;
                         counters.0.fetch_add(1, Ordering::Relaxed);
@@ -139,14 +174,16 @@ pub async fn run(
                 }
                 sequence += 1024;
             }
-            measured
+            (measured, times_us)
         }));
     }
     let mut total = Measured::default();
+    let mut times_us = Vec::new();
     for task in tasks {
-        let measured = task
+        let (measured, times) = task
             .await
             .map_err(|e| BenchError::tool(format!("selftest worker panicked: {e}")))?;
+        times_us.extend(times);
         total.rpcs += measured.rpcs;
         total.bytes += measured.bytes;
         total.errors += measured.errors;
@@ -155,6 +192,8 @@ pub async fn run(
         }
     }
     total.elapsed_s = started.elapsed().as_secs_f64();
+    total.median_rpc_us = median_us(&mut times_us);
+    total.medians = u32::from(total.median_rpc_us.is_some());
     Ok(total)
 }
 
@@ -233,5 +272,28 @@ async fn one_rpc(
 fn decode(what: &str, e: prost::DecodeError) -> BenchError {
     BenchError::Mismatch {
         what: format!("decode {what} reply: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_time_and_clients_medians_average() {
+        assert_eq!(median_us(&mut []), None);
+        assert_eq!(median_us(&mut [30.0, 10.0, 2000.0]), Some(30.0));
+        assert_eq!(median_us(&mut [40.0, 10.0, 20.0, 30.0]), Some(25.0));
+        let client = |median| Measured {
+            median_rpc_us: Some(median),
+            medians: 1,
+            ..Measured::default()
+        };
+        let mut total = Measured::default();
+        total.add(client(100.0));
+        total.add(client(200.0));
+        total.add(Measured::default());
+        total.add(client(300.0));
+        assert_eq!((total.median_rpc_us, total.medians), (Some(200.0), 3));
     }
 }
