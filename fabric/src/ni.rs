@@ -18,10 +18,10 @@ use crate::error::FabricError;
 use crate::fail::{FailPoints, Injected, NetFate, Site};
 use crate::fault::{Fault, FaultHook};
 use crate::frame::Message;
-use crate::gate::{CreditGate, CreditSnapshot};
+use crate::gate::{Credit, CreditGate, CreditSnapshot};
 
 use crate::link::{Link, LinkModel};
-use crate::lnd::{Lnd, LndCounters, SendTicket};
+use crate::lnd::{Hold, Lnd, LndCounters, SendTicket};
 use crate::nid::Nid;
 use crate::torus::TorusNetwork;
 
@@ -165,21 +165,62 @@ impl Ni {
     pub async fn send(
         &self,
         next_hop: Nid,
-        mut message: Message,
+        message: Message,
         notify: Option<oneshot::Sender<Result<(), FabricError>>>,
     ) -> Result<SendCredits, FabricError> {
-        let peer = next_hop;
-        let peer_gate = self.peer_gate(peer)?;
+        let peer_gate = self.peer_gate(next_hop)?;
         // Back-pressure lives here: a sender with no credit waits, and the credit counts go
         // negative by the length of the queue.
         let peer_credit = peer_gate.acquire().await;
         let ni_credit = self.credits.acquire().await;
+        Ok(
+            self.dispatch(next_hop, message, peer_credit, ni_credit, |ticket| {
+                SendTicket::new(ticket.0, ticket.1, notify)
+            }),
+        )
+    }
+
+    /// Sends `message` to `next_hop` now if a peer credit and an interface credit are both
+    /// free (no one is queued for them), holding `hold` until the message has left; otherwise
+    /// gives both back, for a send that waits.
+    pub fn try_send(
+        &self,
+        next_hop: Nid,
+        message: Message,
+        hold: Hold,
+    ) -> Result<SendCredits, Box<(Message, Hold)>> {
+        let Ok(peer_gate) = self.peer_gate(next_hop) else {
+            return Err(Box::new((message, hold)));
+        };
+        let Some(peer_credit) = peer_gate.try_acquire() else {
+            return Err(Box::new((message, hold)));
+        };
+        let Some(ni_credit) = self.credits.try_acquire() else {
+            return Err(Box::new((message, hold)));
+        };
+        Ok(
+            self.dispatch(next_hop, message, peer_credit, ni_credit, |ticket| {
+                SendTicket::new(ticket.0, ticket.1, None).holding(hold)
+            }),
+        )
+    }
+
+    /// Sends `message` under the credits taken for it, in the ticket `ticket` makes of them:
+    /// counted, through the fault hooks, to the wire or the LND.
+    fn dispatch(
+        &self,
+        next_hop: Nid,
+        mut message: Message,
+        peer_credit: Credit,
+        ni_credit: Credit,
+        ticket: impl FnOnce((Credit, Credit)) -> SendTicket,
+    ) -> SendCredits {
         let taken = SendCredits {
             waited: peer_credit.waited() + ni_credit.waited(),
             peer_credits: peer_credit.credits_left(),
             ni_credits: ni_credit.credits_left(),
         };
-        let ticket = SendTicket::new(peer_credit, ni_credit, notify);
+        let ticket = ticket((peer_credit, ni_credit));
         self.counters.send_count.fetch_add(1, Ordering::Relaxed);
         self.counters
             .send_bytes
@@ -213,7 +254,7 @@ impl Ni {
                 });
             }
         }
-        Ok(taken)
+        taken
     }
 
     /// What the operator's network rules and the `bulk.send` fail point do to `message`.
@@ -347,5 +388,70 @@ impl Ni {
     /// Stops the LND.
     pub fn shutdown(&self) {
         self.lnd.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{Header, Kind};
+    use bytes::Bytes;
+
+    /// An LND that keeps every ticket until the test lets the message "leave".
+    #[derive(Debug, Default)]
+    struct Held {
+        tickets: Mutex<Vec<SendTicket>>,
+        counters: LndCounters,
+    }
+
+    impl Lnd for Held {
+        fn send(&self, _next_hop: Nid, _message: Message, ticket: SendTicket) {
+            self.tickets.lock().unwrap().push(ticket);
+        }
+        fn shutdown(&self) {}
+        fn counters(&self) -> &LndCounters {
+            &self.counters
+        }
+    }
+
+    #[tokio::test]
+    async fn a_send_that_need_not_wait_holds_what_it_is_given_until_the_message_has_left() {
+        let lnd = Arc::new(Held::default());
+        let (me, peer): (Nid, Nid) = ("1@mem0".parse().unwrap(), "2@mem0".parse().unwrap());
+        let credits = NiCredits {
+            credits_max: 4,
+            peer_credits_max: 1,
+            peers_max: 8,
+        };
+        let ni = Ni::new(
+            me,
+            Arc::clone(&lnd) as Arc<dyn Lnd>,
+            credits,
+            None,
+            FailPoints::new(),
+            None,
+        );
+        let message = || Message::new(Header::new(Kind::Put, me, peer), Bytes::from_static(b"hi"));
+        let buffer = Arc::new(());
+        let sent = ni.try_send(peer, message(), Box::new(Arc::clone(&buffer)));
+        assert!(sent.is_ok());
+        assert_eq!(Arc::strong_count(&buffer), 2, "held while the LND has it");
+        // The one peer credit is taken: the next is handed back, with what it held.
+        let refused = ni
+            .try_send(peer, message(), Box::new(Arc::clone(&buffer)))
+            .expect_err("no peer credit is free");
+        let (back, hold) = *refused;
+        assert_eq!(back.payload, Bytes::from_static(b"hi"));
+        drop(hold);
+        assert_eq!(Arc::strong_count(&buffer), 2);
+        // The message leaves: its buffer and its credits come back.
+        lnd.tickets.lock().unwrap().pop().unwrap().complete();
+        assert_eq!(
+            Arc::strong_count(&buffer),
+            1,
+            "let go once the message left"
+        );
+        assert_eq!(ni.peer_snapshot(&peer).unwrap().credits, 1);
+        assert!(ni.try_send(peer, message(), Box::new(())).is_ok());
     }
 }

@@ -38,7 +38,7 @@ use crate::ni::{Ni, NiCredits, SendCredits, WireModel};
 use crate::nid::{NID_WIRE_BYTES, NetId, Nid};
 use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
-use crate::router::{RouterBuffers, RouterConfig};
+use crate::router::{RouterBuffers, RouterConfig, SMALL_BUFFER_BYTES};
 use crate::routing::{RouteSpec, RouteTable};
 use crate::rpc_stats::RpcStats;
 use crate::torus::TorusNetwork;
@@ -924,7 +924,7 @@ pub(crate) fn flags_of(kind: ChecksumKind) -> u8 {
 impl NodeInner {
     /// Router side: check what can be checked, then send the message on towards its target,
     /// holding its router buffer until it has left.
-    fn forward(&self, message: Message, buffer: Hold) {
+    fn forward(&self, mut message: Message, mut buffer: Hold) {
         let Some(node) = self.me.upgrade() else {
             return;
         };
@@ -932,12 +932,25 @@ impl NodeInner {
         self.counters
             .forwarded_bytes
             .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
-        // On a task of its own, so the connection the message came on is read again at once
-        // while this one is checked and sent on.
+        let bulk = message.header.is_bulk() && !message.payload.is_empty();
+        let fate = self.fail.pass_frame(Site::RouterForward, bulk);
+        // A small message no fail point holds up is checked and handed to the next hop's
+        // LND right here, on the task that read it, when the credits are free: in a VM, a
+        // task that another worker picks up waits for that worker's core to wake, and that
+        // was most of what a hop cost a small message.
+        let small = message.payload.len() <= SMALL_BUFFER_BYTES as usize;
+        let checked = matches!(fate, Ok(None)) && small;
+        if checked {
+            self.check_forwarded(&message);
+            match self.try_send_on(message, buffer) {
+                Ok(()) => return,
+                Err(back) => (message, buffer) = *back,
+            }
+        }
+        // Otherwise on a task of its own, so the connection the message came on is read again
+        // at once while this one is checked (a bulk chunk) and waits for credits.
         tokio::spawn(async move {
-            let mut message = message;
-            let bulk = message.header.is_bulk() && !message.payload.is_empty();
-            match node.fail.pass_frame(Site::RouterForward, bulk) {
+            match fate {
                 Ok(None) => {}
                 Ok(Some(delay)) => tokio::time::sleep(delay).await,
                 Err(Injected::Corrupt) => {
@@ -952,16 +965,8 @@ impl NodeInner {
                     return;
                 }
             }
-            let header = &message.header;
-            if header.is_bulk() && !message.payload.is_empty() {
-                // Spider's routers spent their time here: every bulk chunk checked in passing.
-                let actual = kind_of(header.flags).compute(&message.payload);
-                if actual != header.checksum {
-                    node.counters
-                        .router_checksum_mismatches
-                        .fetch_add(1, Ordering::Relaxed);
-                    warn!(source = %header.source, target = %header.target, "router: bulk chunk checksum mismatch: sent {:#010x}, arrived {actual:#010x}", header.checksum);
-                }
+            if !checked {
+                node.check_forwarded(&message);
             }
             let target = message.header.target;
             let (sent_tx, sent_rx) = oneshot::channel();
@@ -977,6 +982,37 @@ impl NodeInner {
             // The buffer returns only now: a router holds at most its buffers' worth.
             drop(buffer);
         });
+    }
+
+    /// Spider's routers spent their time here: every bulk chunk checked in passing. A
+    /// mismatch is counted and the chunk sent on; its receiver refuses it and asks again.
+    fn check_forwarded(&self, message: &Message) {
+        let header = &message.header;
+        if !header.is_bulk() || message.payload.is_empty() {
+            return;
+        }
+        let actual = kind_of(header.flags).compute(&message.payload);
+        if actual != header.checksum {
+            self.counters
+                .router_checksum_mismatches
+                .fetch_add(1, Ordering::Relaxed);
+            warn!(source = %header.source, target = %header.target, "router: bulk chunk checksum mismatch: sent {:#010x}, arrived {actual:#010x}", header.checksum);
+        }
+    }
+
+    /// Hands a forwarded message to the LND of the network its target is on, holding its
+    /// router buffer until it has left, if that needs no wait: the target is on one of this
+    /// router's networks (not behind another router, which [`NodeInner::send`] chooses) and
+    /// both credits are free. A traced message takes the full path, which records its send.
+    fn try_send_on(&self, message: Message, buffer: Hold) -> Result<(), Box<(Message, Hold)>> {
+        let target = message.header.target;
+        if TraceId::of(&message.header).is_some() {
+            return Err(Box::new((message, buffer)));
+        }
+        let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) else {
+            return Err(Box::new((message, buffer)));
+        };
+        ni.try_send(target, message, buffer).map(|_| ())
     }
 }
 

@@ -119,6 +119,8 @@ pub trait Lnd: Send + Sync + fmt::Debug + 'static {
 pub struct SendTicket {
     credits: Option<(Credit, Credit)>,
     notify: Option<oneshot::Sender<Result<(), FabricError>>>,
+    /// Held until the message has left, with the credits: a router's buffer.
+    hold: Option<Hold>,
 }
 
 impl SendTicket {
@@ -131,7 +133,14 @@ impl SendTicket {
         SendTicket {
             credits: Some((peer, interface)),
             notify,
+            hold: None,
         }
+    }
+
+    /// The same ticket, holding `hold` too until the message has left (or failed to).
+    pub fn holding(mut self, hold: Hold) -> Self {
+        self.hold = Some(hold);
+        self
     }
 
     /// A ticket that holds no credit, for frames outside the credit system (HELLO) and tests.
@@ -139,6 +148,7 @@ impl SendTicket {
         SendTicket {
             credits: None,
             notify: None,
+            hold: None,
         }
     }
 
@@ -170,5 +180,8 @@ impl Drop for SendTicket {
             drop(interface);
             drop(peer);
         }
+        // Then what the sender held for the message (a router's buffer and its sender's
+        // router credit), which may let the next message in.
+        drop(self.hold.take());
     }
 }
