@@ -11,17 +11,17 @@
 //!   machine allows a store-and-forward hop — in a VM, a thread that blocks on a socket leaves
 //!   its core idle until the hypervisor wakes it again.
 //!
-//! Blocking: call these off the async runtime.
+//! Every connection is made before any thread starts, and every socket has a timeout, so a
+//! failure anywhere ends every thread. Blocking: call these off the async runtime.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Barrier};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::cpu::{CpuSample, CpuUse};
 use crate::error::BenchError;
-use crate::selftest::workload::{RPC_TIMES_MAX, median_us};
 
 /// The bytes each way of [`round_trip_us`]: about a small frame's header.
 pub const ROUND_TRIP_BYTES: usize = 64;
@@ -29,8 +29,21 @@ pub const ROUND_TRIP_BYTES: usize = 64;
 /// Most relays a bare path crosses: each is a hop, and the selftest's routed layout has one.
 pub const RELAYS_MAX: u32 = 4;
 
-/// Most parallel streams [`streams`] runs, three threads each at most.
+/// Most parallel streams [`streams`] runs (each a sender, a receiver, and two threads per relay).
 pub const STREAMS_MAX: u32 = 64;
+
+/// Largest write of [`streams`], and the most a relay or receiver reads at once: 1 MiB, the
+/// fabric's bulk chunk, the most a router forwards as one message.
+pub const CHUNK_MAX_BYTES: usize = 1 << 20;
+
+/// Most round trips [`round_trip_us`] keeps for its median.
+pub const TRIPS_MAX: usize = 60_000;
+
+/// How much longer than the measurement a blocked socket call may take before it fails.
+const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The buffer of a relay's return direction, which carries a round trip's echo or nothing.
+const RETURN_BUFFER_BYTES: usize = 4096;
 
 /// What [`streams`] measured.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -57,40 +70,43 @@ pub struct BareStreams {
 /// message; each relay adds what a bare hop costs.
 pub fn round_trip_us(relays: u32, seconds: f64) -> Result<f64, BenchError> {
     check_relays(relays)?;
-    let (echo_addr, echo) = serve_one(|mut peer: TcpStream| {
+    let mut path =
+        Path::connect(relays, seconds).map_err(failed("bare TCP round trip: connect"))?;
+    let relays = path.start_relays(ROUND_TRIP_BYTES);
+    let mut echo = path.receiver;
+    let echo = thread::spawn(move || -> io::Result<()> {
         let mut buf = [0u8; ROUND_TRIP_BYTES];
         // Until the other side closes: read_exact then fails with UnexpectedEof.
-        while peer.read_exact(&mut buf).is_ok() {
-            peer.write_all(&buf)?;
+        while echo.read_exact(&mut buf).is_ok() {
+            echo.write_all(&buf)?;
         }
         Ok(())
-    })
-    .map_err(failed("bare TCP round trip: listen"))?;
-    let (first, relays) = relay_chain(echo_addr, relays, ROUND_TRIP_BYTES)
-        .map_err(failed("bare TCP round trip: start a relay"))?;
-    let mut stream = connect(first).map_err(failed("bare TCP round trip: connect"))?;
+    });
+    let mut stream = path.sender;
     let mut buf = [7u8; ROUND_TRIP_BYTES];
     let started = Instant::now();
     let mut times_us = Vec::new();
     // Bounded by time, and by the times kept.
-    while started.elapsed().as_secs_f64() < seconds && times_us.len() < RPC_TIMES_MAX {
-        let sent = Instant::now();
-        stream
-            .write_all(&buf)
-            .map_err(failed("bare TCP round trip: send"))?;
-        stream
-            .read_exact(&mut buf)
-            .map_err(failed("bare TCP round trip: receive"))?;
-        times_us.push(sent.elapsed().as_secs_f64() * 1e6);
-    }
+    let trips = (|| -> io::Result<()> {
+        while started.elapsed().as_secs_f64() < seconds && times_us.len() < TRIPS_MAX {
+            let sent = Instant::now();
+            stream.write_all(&buf)?;
+            stream.read_exact(&mut buf)?;
+            times_us.push(sent.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(())
+    })();
+    // Closing ends the relays and the echo, whatever happened.
     drop(stream);
+    trips.map_err(failed("bare TCP round trip: a trip"))?;
     join_all(relays, "bare TCP round trip: relay")?;
     join(echo, "bare TCP round trip: echo")?;
     median_us(&mut times_us).ok_or_else(|| BenchError::tool("bare TCP round trip: no trips"))
 }
 
-/// Streams `chunk_bytes` writes from `streams` senders, each to its own receiver through
-/// `relays` relays of its own, for `seconds`, and measures the rate and the machine's CPU.
+/// Streams writes of `chunk_bytes` (at most [`CHUNK_MAX_BYTES`]) from `streams` senders,
+/// each to its own receiver through `relays` relays of its own, for `seconds`, and measures
+/// the rate and the machine's CPU.
 pub fn streams(
     streams: u32,
     relays: u32,
@@ -103,33 +119,32 @@ pub fn streams(
             "bare streams: 1 to {STREAMS_MAX} streams, not {streams}"
         )));
     }
-    if chunk_bytes == 0 {
-        return Err(BenchError::refused(
-            "bare streams: chunks of at least a byte",
-        ));
+    if chunk_bytes == 0 || chunk_bytes > CHUNK_MAX_BYTES {
+        return Err(BenchError::refused(format!(
+            "bare streams: writes of 1 to {CHUNK_MAX_BYTES} bytes, not {chunk_bytes}"
+        )));
     }
+    // Every connection first: a failure here leaves no thread behind.
+    let paths = (0..streams)
+        .map(|_| Path::connect(relays, seconds))
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(failed("bare TCP stream: connect"))?;
     let start = Arc::new(Barrier::new(streams as usize + 1));
-    let mut receivers = Vec::new();
-    let mut senders = Vec::new();
-    let mut all_relays = Vec::new();
-    for _ in 0..streams {
-        let (to, receiver) = serve_one(move |mut peer: TcpStream| {
+    let (mut receivers, mut senders, mut all_relays) = (Vec::new(), Vec::new(), Vec::new());
+    for mut path in paths {
+        all_relays.extend(path.start_relays(chunk_bytes));
+        let mut receiver = path.receiver;
+        receivers.push(thread::spawn(move || -> io::Result<(u64, Instant)> {
             let mut buf = vec![0u8; chunk_bytes];
             let mut bytes = 0u64;
             loop {
-                match peer.read(&mut buf)? {
+                match receiver.read(&mut buf)? {
                     0 => return Ok((bytes, Instant::now())),
                     n => bytes += n as u64,
                 }
             }
-        })
-        .map_err(failed("bare TCP stream: listen"))?;
-        receivers.push(receiver);
-        let (first, relays) = relay_chain(to, relays, chunk_bytes)
-            .map_err(failed("bare TCP stream: start a relay"))?;
-        all_relays.extend(relays);
-        let mut stream = connect(first).map_err(failed("bare TCP stream: connect"))?;
-        let start = Arc::clone(&start);
+        }));
+        let (mut stream, start) = (path.sender, Arc::clone(&start));
         senders.push(thread::spawn(move || -> io::Result<u64> {
             let chunk = vec![0x5au8; chunk_bytes];
             let deadline = Duration::from_secs_f64(seconds);
@@ -182,6 +197,20 @@ pub fn streams(
     })
 }
 
+/// The median of `times` (microseconds), which it sorts; `None` when empty.
+pub fn median_us(times: &mut [f64]) -> Option<f64> {
+    if times.is_empty() {
+        return None;
+    }
+    times.sort_unstable_by(f64::total_cmp);
+    let mid = times.len() / 2;
+    Some(if times.len().is_multiple_of(2) {
+        (times[mid - 1] + times[mid]) / 2.0
+    } else {
+        times[mid]
+    })
+}
+
 fn check_relays(relays: u32) -> Result<(), BenchError> {
     if relays > RELAYS_MAX {
         return Err(BenchError::refused(format!(
@@ -196,59 +225,82 @@ fn failed(what: &'static str) -> impl FnOnce(io::Error) -> BenchError {
     move |e| BenchError::system(what, e)
 }
 
-fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
-    let stream = TcpStream::connect(addr)?;
-    stream.set_nodelay(true)?;
-    Ok(stream)
+/// One path's sockets, connected: the sender's end, each relay's two, the receiver's end.
+struct Path {
+    sender: TcpStream,
+    /// Each relay's (upstream, downstream) pair, from the sender's side.
+    relays: Vec<(TcpStream, TcpStream)>,
+    receiver: TcpStream,
 }
 
-/// Listens on a fresh loopback port and hands the first connection to `serve`, on a thread.
-fn serve_one<T: Send + 'static>(
-    serve: impl FnOnce(TcpStream) -> io::Result<T> + Send + 'static,
-) -> io::Result<(SocketAddr, JoinHandle<io::Result<T>>)> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))?;
-    let addr = listener.local_addr()?;
-    let thread = thread::spawn(move || {
-        let (peer, _) = listener.accept()?;
-        peer.set_nodelay(true)?;
-        serve(peer)
-    });
-    Ok((addr, thread))
-}
-
-/// `relays` relays in a row in front of `to`: the address to connect to, and their threads.
-fn relay_chain(
-    mut to: SocketAddr,
-    relays: u32,
-    buffer_bytes: usize,
-) -> io::Result<(SocketAddr, Vec<JoinHandle<io::Result<()>>>)> {
-    let mut threads = Vec::new();
-    for _ in 0..relays {
-        let next = to;
-        let (addr, thread) = serve_one(move |upstream| relay(upstream, next, buffer_bytes))?;
-        threads.push(thread);
-        to = addr;
+impl Path {
+    /// Connects a path through `relays` relays, every socket timing out a while after a
+    /// measurement of `seconds` should be over.
+    fn connect(relays: u32, seconds: f64) -> io::Result<Path> {
+        let timeout = Duration::from_secs_f64(seconds.max(0.0)) + STALL_TIMEOUT;
+        // Link i joins hop i to hop i + 1; the relays are the hops in between.
+        let mut links = (0..=relays)
+            .map(|_| link(timeout))
+            .collect::<io::Result<Vec<_>>>()?
+            .into_iter();
+        let (sender, mut upstream) = links.next().expect("at least one link");
+        let mut pairs = Vec::new();
+        for (downstream, next) in links {
+            pairs.push((upstream, downstream));
+            upstream = next;
+        }
+        Ok(Path {
+            sender,
+            relays: pairs,
+            receiver: upstream,
+        })
     }
-    Ok((to, threads))
+
+    /// Starts a relay on each pair, reading up to `buffer_bytes` at once towards the receiver.
+    fn start_relays(&mut self, buffer_bytes: usize) -> Vec<JoinHandle<io::Result<()>>> {
+        self.relays
+            .drain(..)
+            .map(|(upstream, downstream)| {
+                thread::spawn(move || relay(upstream, downstream, buffer_bytes))
+            })
+            .collect()
+    }
 }
 
-/// Connects `upstream` to `to` and copies both ways, a thread each, until both sides close.
-fn relay(upstream: TcpStream, to: SocketAddr, buffer_bytes: usize) -> io::Result<()> {
-    let downstream = connect(to)?;
+/// Two connected loopback sockets, Nagle off, with `timeout` on every read and write; the
+/// listener is gone once they are.
+fn link(timeout: Duration) -> io::Result<(TcpStream, TcpStream)> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    let near = TcpStream::connect(listener.local_addr()?)?;
+    let (far, _) = listener.accept()?;
+    for socket in [&near, &far] {
+        socket.set_nodelay(true)?;
+        socket.set_read_timeout(Some(timeout))?;
+        socket.set_write_timeout(Some(timeout))?;
+    }
+    Ok((near, far))
+}
+
+/// Copies `upstream` to `downstream` (reading up to `buffer_bytes` at once) and back, a
+/// thread each way, until both sides close.
+fn relay(upstream: TcpStream, downstream: TcpStream, buffer_bytes: usize) -> io::Result<()> {
     let back = {
         let (from, into) = (downstream.try_clone()?, upstream.try_clone()?);
-        thread::spawn(move || copy(from, into, buffer_bytes))
+        thread::spawn(move || copy(from, into, RETURN_BUFFER_BYTES))
     };
-    copy(upstream, downstream, buffer_bytes)?;
-    back.join()
-        .map_err(|_| io::Error::other("the relay's return thread panicked"))?
+    let forth = copy(upstream, downstream, buffer_bytes);
+    let back = back
+        .join()
+        .map_err(|_| io::Error::other("the relay's return thread panicked"))?;
+    forth.and(back)
 }
 
 /// What a relay does one way: read what has arrived, up to `buffer_bytes`, and write it on;
-/// at the end, pass the close on.
+/// at the end, pass the close on. On an error both sockets are shut, so the other way's
+/// thread and both ends stop too.
 fn copy(mut from: TcpStream, mut into: TcpStream, buffer_bytes: usize) -> io::Result<()> {
     let mut buf = vec![0u8; buffer_bytes];
-    loop {
+    let copied = (|| loop {
         let n = from.read(&mut buf)?;
         if n == 0 {
             // The far side may have closed already; nothing is lost either way.
@@ -256,7 +308,12 @@ fn copy(mut from: TcpStream, mut into: TcpStream, buffer_bytes: usize) -> io::Re
             return Ok(());
         }
         into.write_all(&buf[..n])?;
+    })();
+    if copied.is_err() {
+        let _ = from.shutdown(Shutdown::Both);
+        let _ = into.shutdown(Shutdown::Both);
     }
+    copied
 }
 
 fn join<T>(thread: JoinHandle<io::Result<T>>, who: &str) -> Result<T, BenchError> {
@@ -305,10 +362,18 @@ mod tests {
     }
 
     #[test]
+    fn the_median_is_the_middle_time() {
+        assert_eq!(median_us(&mut []), None);
+        assert_eq!(median_us(&mut [30.0, 10.0, 2000.0]), Some(30.0));
+        assert_eq!(median_us(&mut [40.0, 10.0, 20.0, 30.0]), Some(25.0));
+    }
+
+    #[test]
     fn what_cannot_run_is_refused() {
         assert!(round_trip_us(RELAYS_MAX + 1, 0.01).is_err());
         assert!(streams(0, 0, 1024, 0.01).is_err());
         assert!(streams(STREAMS_MAX + 1, 0, 1024, 0.01).is_err());
         assert!(streams(1, 0, 0, 0.01).is_err());
+        assert!(streams(1, 0, CHUNK_MAX_BYTES + 1, 0.01).is_err());
     }
 }

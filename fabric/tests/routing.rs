@@ -550,3 +550,79 @@ async fn a_corrupted_bulk_chunk_is_caught_at_the_router() {
         "and refused by the receiver"
     );
 }
+
+/// Every send of the node arrives this much later, as over a slow wire: credits stay held.
+#[derive(Debug)]
+struct SlowWire(Duration);
+
+impl iopath_fabric::fault::FaultHook for SlowWire {
+    fn on_send(
+        &self,
+        _header: &iopath_fabric::frame::Header,
+        _payload_len: usize,
+    ) -> iopath_fabric::fault::Fault {
+        iopath_fabric::fault::Fault::Delay(self.0)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_holds_a_small_messages_buffer_until_it_has_left() {
+    let (compute, storage) = (MemNetwork::new(), MemNetwork::new());
+    let mem = |n: u32, net: u16, network: &Arc<MemNetwork>| Interface::Mem {
+        nid: Nid::mem(n, net),
+        network: network.clone(),
+    };
+    // The router's wire holds each message 200 ms: forwarded at once, it is still "leaving".
+    let router = Node::start(NodeConfig {
+        interfaces: vec![mem(1, 0, &compute), mem(1, 1, &storage)],
+        router: Some(RouterConfig::default()),
+        fault: Some(Arc::new(SlowWire(Duration::from_millis(200)))),
+        ..NodeConfig::default()
+    })
+    .await
+    .unwrap();
+    let endpoint = |n: u32, net: u16, network: &Arc<MemNetwork>| NodeConfig {
+        interfaces: vec![mem(n, net, network)],
+        routes: vec![RouteSpec {
+            net: Nid::mem(0, 1 - net).net,
+            gateway: Nid::mem(1, net),
+            hops: 1,
+            priority: 0,
+        }],
+        ..NodeConfig::default()
+    };
+    let client = Node::start(endpoint(10, 0, &compute)).await.unwrap();
+    let server = Node::start(endpoint(20, 1, &storage)).await.unwrap();
+    TestService::install(&server);
+    let call = {
+        let (client, server) = (client.clone(), server.nid());
+        tokio::spawn(async move { client.call(server, PORTAL, OP_COUNT, Bytes::new()).await })
+    };
+    // While the request (then the reply) is on the router's slow wire, its buffer is held.
+    let buffers = router.router_buffers().unwrap();
+    let mut held = 0;
+    while !call.is_finished() {
+        let in_use: u32 = buffers.pools().iter().map(|(_, _, s)| s.in_flight).sum();
+        held = held.max(in_use);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    call.await.unwrap().unwrap();
+    assert_eq!(
+        held, 1,
+        "one message through the router at a time, its buffer held"
+    );
+    assert!(
+        router.counters().forwarded_inline.load(Ordering::Relaxed) >= 2,
+        "the request and its reply were handed on by the task that read them"
+    );
+    // Left: every buffer and router credit is back.
+    for (class, _, snapshot) in buffers.pools() {
+        assert_eq!(snapshot.in_flight, 0, "{class:?}: {snapshot:?}");
+    }
+    for (peer, snapshot) in buffers.peers() {
+        assert_eq!(
+            snapshot.in_flight, 0,
+            "router credits of {peer}: {snapshot:?}"
+        );
+    }
+}

@@ -267,14 +267,16 @@ fn measure_bare(
 ) -> Result<BareTcp, BenchError> {
     let streams = config.clients.min(bare::STREAMS_MAX);
     let seconds = config.seconds.min(BARE_STREAM_SECONDS_MAX);
-    progress(&format!(
-        "bare loopback TCP: round trips, then {streams} stream(s) of {} bytes, direct and through a relay thread: {seconds} s each",
-        config.size_bytes
-    ));
     let rtt_seconds = config.seconds.min(1.0);
+    // Writes of the brw size, up to the bulk chunk a router forwards as one message.
+    let chunk = usize::try_from(config.size_bytes)
+        .unwrap_or(usize::MAX)
+        .min(bare::CHUNK_MAX_BYTES);
+    progress(&format!(
+        "bare loopback TCP: round trips ({rtt_seconds} s each), then {streams} stream(s) of {chunk}-byte writes ({seconds} s each), direct and through a relay thread"
+    ));
     let round_trip_us = bare::round_trip_us(0, rtt_seconds)?;
     let relayed_round_trip_us = bare::round_trip_us(1, rtt_seconds)?;
-    let chunk = usize::try_from(config.size_bytes).unwrap_or(usize::MAX);
     Ok(BareTcp {
         round_trip_us,
         relayed_round_trip_us,

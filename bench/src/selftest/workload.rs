@@ -11,6 +11,7 @@ use iopath_proto::selftest::{BrwReply, BrwRequest, PingReply, PingRequest};
 use prost::Message as _;
 
 use super::service::{BRW_READ, BRW_WRITE, OP_BRW, OP_PING, SELFTEST_PORTAL};
+use crate::bare::median_us;
 use crate::error::BenchError;
 
 /// Which test to run.
@@ -70,8 +71,9 @@ pub struct Measured {
     /// only: in one process the nodes' time cannot be told apart).
     #[serde(default)]
     pub process_cpu_s: Option<f64>,
-    /// The median time from an RPC's call to its checked reply, over every RPC a client
-    /// completed; with several clients, the mean of their medians.
+    /// The median time from an RPC's call to its checked reply, over the RPCs a client
+    /// completed (the first [`RPC_TIMES_MAX`] of each worker); with several clients, the mean
+    /// of their medians.
     #[serde(default)]
     pub median_rpc_us: Option<f64>,
     /// Clients whose medians `median_rpc_us` holds the mean of.
@@ -81,7 +83,7 @@ pub struct Measured {
 
 impl Measured {
     /// Adds another client's measurement into this total: counts add up, the elapsed time is
-    /// the longest, the first error is kept.
+    /// the longest, the first error is kept, and the medians are averaged over the clients.
     pub fn add(&mut self, other: Measured) {
         self.rpcs += other.rpcs;
         self.bytes += other.bytes;
@@ -103,22 +105,8 @@ impl Measured {
     }
 }
 
-/// Most RPC times one worker keeps for the median: a minute of 1 ms RPCs, 480 KiB.
+/// Most RPC times one worker keeps for the median: a minute of 1 ms RPCs, 480 kB.
 pub const RPC_TIMES_MAX: usize = 60_000;
-
-/// The median of `times` (microseconds), which it sorts; `None` when empty.
-pub fn median_us(times: &mut [f64]) -> Option<f64> {
-    if times.is_empty() {
-        return None;
-    }
-    times.sort_unstable_by(f64::total_cmp);
-    let mid = times.len() / 2;
-    Some(if times.len().is_multiple_of(2) {
-        (times[mid - 1] + times[mid]) / 2.0
-    } else {
-        times[mid]
-    })
-}
 
 /// Runs `workload` from `node`, reporting progress (RPCs and bytes so far) through `counters`.
 pub async fn run(
@@ -280,10 +268,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_median_is_the_middle_time_and_clients_medians_average() {
-        assert_eq!(median_us(&mut []), None);
-        assert_eq!(median_us(&mut [30.0, 10.0, 2000.0]), Some(30.0));
-        assert_eq!(median_us(&mut [40.0, 10.0, 20.0, 30.0]), Some(25.0));
+    fn clients_medians_average() {
         let client = |median| Measured {
             median_rpc_us: Some(median),
             medians: 1,

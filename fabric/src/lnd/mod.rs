@@ -30,7 +30,8 @@ use crate::nid::Nid;
 
 /// Whatever the node keeps for a message from its header until it is done with it — a
 /// router's buffer and its sender's router credit. An LND never looks inside: it carries it
-/// from [`Deliver::admit`] to [`Deliver::deliver`], and dropping it gives everything back.
+/// from [`Deliver::admit`] to [`Deliver::deliver`] and, for a message a router sends on at
+/// once, in the [`SendTicket`] until it has left; dropping it gives everything back.
 pub type Hold = Box<dyn fmt::Debug + Send + Sync>;
 
 /// What the node grants a message before its payload is read; handed back with the message.
