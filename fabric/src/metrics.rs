@@ -211,6 +211,12 @@ impl Collector for FabricCollector {
             "Payload bytes of the messages this node passed on as a router.",
             single(n.forwarded_bytes.load(Ordering::Relaxed)),
         )?;
+        counters(
+            &mut encoder,
+            "iopath_router_forwarded_inline_messages",
+            "Of the messages this node passed on as a router, those handed on by the task that read them (small, credits free).",
+            single(n.forwarded_inline.load(Ordering::Relaxed)),
+        )?;
 
         // Bulk.
         counters(

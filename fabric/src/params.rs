@@ -387,7 +387,7 @@ fn stats(node: &NodeInner) -> String {
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
          checksum_mismatches {}\nbulk_resends {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
-         answers_dropped {}\nforwarded {}\nforwarded_bytes {}\nrouter_checksum_mismatches {}\n\
+         answers_dropped {}\nforwarded {}\nforwarded_bytes {}\nforwarded_inline {}\nrouter_checksum_mismatches {}\n\
          bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
         n.bulk_resends.load(Ordering::Relaxed),
@@ -400,6 +400,7 @@ fn stats(node: &NodeInner) -> String {
         n.answers_dropped.load(Ordering::Relaxed),
         n.forwarded.load(Ordering::Relaxed),
         n.forwarded_bytes.load(Ordering::Relaxed),
+        n.forwarded_inline.load(Ordering::Relaxed),
         n.router_checksum_mismatches.load(Ordering::Relaxed),
         n.bulk_get_bytes.load(Ordering::Relaxed),
         n.bulk_put_bytes.load(Ordering::Relaxed),

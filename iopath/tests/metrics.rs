@@ -180,6 +180,7 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
     let mut bytes_written = 0.0;
     let mut commits = 0.0;
     let mut forwarded = 0.0;
+    let mut forwarded_inline = 0.0;
     for child in running.children() {
         let addr = child.metrics.expect("every node process serves /metrics");
         let scrape = scrape(addr).await;
@@ -202,6 +203,7 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
                 "iopath_bulk_resends_total",
                 "iopath_rpc_resends_total",
                 "iopath_router_forwarded_messages_total",
+                "iopath_router_forwarded_inline_messages_total",
             ],
         );
         check_gates(&scrape, node, "iopath_ni");
@@ -274,6 +276,11 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
                     "{node}: tiny, small and large pools"
                 );
                 forwarded += sum(&scrape, "iopath_router_forwarded_messages_total", &[]);
+                forwarded_inline += sum(
+                    &scrape,
+                    "iopath_router_forwarded_inline_messages_total",
+                    &[],
+                );
             }
             RoleName::Mds => {
                 let creates = sum(&scrape, "iopath_rpc_requests_total", &[("op", "create")]);
@@ -288,6 +295,12 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
     );
     assert!(commits > 0.0, "no journal commits");
     assert!(forwarded > 0.0, "the routers forwarded nothing");
+    // Requests, GETs and replies are small: a router sends most on from the task that read
+    // them; the bulk it forwards from tasks of their own.
+    assert!(
+        forwarded_inline > 0.0 && forwarded_inline < forwarded,
+        "forwarded inline {forwarded_inline} of {forwarded}"
+    );
 
     for c in clients {
         c.stop().await.unwrap();
