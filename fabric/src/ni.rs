@@ -53,6 +53,17 @@ pub struct SendCredits {
     pub ni_credits: i64,
 }
 
+impl SendCredits {
+    /// What a send's peer and interface credits say.
+    fn of(peer: &Credit, interface: &Credit) -> SendCredits {
+        SendCredits {
+            waited: peer.waited() + interface.waited(),
+            peer_credits: peer.credits_left(),
+            ni_credits: interface.credits_left(),
+        }
+    }
+}
+
 /// One network interface of a node.
 pub struct Ni {
     nid: Nid,
@@ -173,11 +184,13 @@ impl Ni {
         // negative by the length of the queue.
         let peer_credit = peer_gate.acquire().await;
         let ni_credit = self.credits.acquire().await;
-        Ok(
-            self.dispatch(next_hop, message, peer_credit, ni_credit, |ticket| {
-                SendTicket::new(ticket.0, ticket.1, notify)
-            }),
-        )
+        let taken = SendCredits::of(&peer_credit, &ni_credit);
+        self.dispatch(
+            next_hop,
+            message,
+            SendTicket::new(peer_credit, ni_credit, notify),
+        );
+        Ok(taken)
     }
 
     /// Sends `message` to `next_hop` now if a peer credit and an interface credit are both
@@ -189,38 +202,22 @@ impl Ni {
         message: Message,
         hold: Hold,
     ) -> Result<SendCredits, Box<(Message, Hold)>> {
-        let Ok(peer_gate) = self.peer_gate(next_hop) else {
+        let credits = self.peer_gate(next_hop).ok().and_then(|gate| {
+            let peer = gate.try_acquire()?;
+            Some((peer, self.credits.try_acquire()?))
+        });
+        let Some((peer_credit, ni_credit)) = credits else {
             return Err(Box::new((message, hold)));
         };
-        let Some(peer_credit) = peer_gate.try_acquire() else {
-            return Err(Box::new((message, hold)));
-        };
-        let Some(ni_credit) = self.credits.try_acquire() else {
-            return Err(Box::new((message, hold)));
-        };
-        Ok(
-            self.dispatch(next_hop, message, peer_credit, ni_credit, |ticket| {
-                SendTicket::new(ticket.0, ticket.1, None).holding(hold)
-            }),
-        )
+        let taken = SendCredits::of(&peer_credit, &ni_credit);
+        let ticket = SendTicket::new(peer_credit, ni_credit, None).holding(hold);
+        self.dispatch(next_hop, message, ticket);
+        Ok(taken)
     }
 
-    /// Sends `message` under the credits taken for it, in the ticket `ticket` makes of them:
-    /// counted, through the fault hooks, to the wire or the LND.
-    fn dispatch(
-        &self,
-        next_hop: Nid,
-        mut message: Message,
-        peer_credit: Credit,
-        ni_credit: Credit,
-        ticket: impl FnOnce((Credit, Credit)) -> SendTicket,
-    ) -> SendCredits {
-        let taken = SendCredits {
-            waited: peer_credit.waited() + ni_credit.waited(),
-            peer_credits: peer_credit.credits_left(),
-            ni_credits: ni_credit.credits_left(),
-        };
-        let ticket = ticket((peer_credit, ni_credit));
+    /// Sends `message` under the credits its `ticket` holds: counted, through the fault
+    /// hooks, to the wire or the LND.
+    fn dispatch(&self, next_hop: Nid, mut message: Message, ticket: SendTicket) {
         self.counters.send_count.fetch_add(1, Ordering::Relaxed);
         self.counters
             .send_bytes
@@ -254,7 +251,6 @@ impl Ni {
                 });
             }
         }
-        taken
     }
 
     /// What the operator's network rules and the `bulk.send` fail point do to `message`.

@@ -117,10 +117,11 @@ pub struct NodeCounters {
     pub answers_dropped: AtomicU64,
     /// Messages forwarded by this node as a router.
     pub forwarded: AtomicU64,
-    /// Of those, the ones handed on by the task that read them (small, credits free).
-    pub forwarded_inline: AtomicU64,
     /// Their payload bytes.
     pub forwarded_bytes: AtomicU64,
+    /// Of the messages forwarded, those handed on by the task that read them (small,
+    /// credits free).
+    pub forwarded_inline: AtomicU64,
     /// Forwarded bulk chunks whose checksum did not match their bytes (counted here, caught
     /// again by the receiver).
     pub router_checksum_mismatches: AtomicU64,
@@ -495,6 +496,11 @@ impl NodeInner {
         self.me.upgrade().map(|inner| Node { inner })
     }
 
+    /// This node's interface on network `net`, if it has one.
+    fn ni_on(&self, net: NetId) -> Option<&Arc<Ni>> {
+        self.nis().iter().find(|ni| ni.nid().net == net)
+    }
+
     /// Whether `nid` is one of this node's own.
     pub(crate) fn is_local(&self, nid: &Nid) -> bool {
         self.nis().iter().any(|ni| ni.nid() == *nid)
@@ -509,7 +515,7 @@ impl NodeInner {
         target: Nid,
         bytes: u64,
     ) -> Result<(Arc<Ni>, Nid, Option<Outstanding>), FabricError> {
-        if let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) {
+        if let Some(ni) = self.ni_on(target.net) {
             return Ok((Arc::clone(ni), target, None));
         }
         let mut routes = self.routes.lock().expect("routes lock poisoned");
@@ -531,9 +537,7 @@ impl NodeInner {
             bytes,
         };
         let ni = self
-            .nis()
-            .iter()
-            .find(|ni| ni.nid().net == gateway.net)
+            .ni_on(gateway.net)
             .ok_or_else(|| FabricError::NoRoute {
                 target,
                 why: format!("gateway {gateway} is on no network of this node"),
@@ -1019,7 +1023,7 @@ impl NodeInner {
         if TraceId::of(&message.header).is_some() {
             return Err(Box::new((message, buffer)));
         }
-        let Some(ni) = self.nis().iter().find(|ni| ni.nid().net == target.net) else {
+        let Some(ni) = self.ni_on(target.net) else {
             return Err(Box::new((message, buffer)));
         };
         ni.try_send(target, message, buffer).map(|_| ())

@@ -24,15 +24,19 @@ struct Fabric {
 }
 
 impl Fabric {
+    /// Quick to notice a dead router and to resend.
     fn new() -> Fabric {
-        let limits = Limits {
+        Fabric::with_limits(Limits {
             router_ping_interval: Duration::from_millis(20),
             router_dead_timeout: Duration::from_millis(100),
             rpc_timeout: Duration::from_millis(300),
             bulk_timeout: Duration::from_millis(300),
             rpc_resends_max: 20,
             ..Limits::default()
-        };
+        })
+    }
+
+    fn with_limits(limits: Limits) -> Fabric {
         Fabric {
             compute: MemNetwork::new(),
             storage: MemNetwork::new(),
@@ -41,6 +45,15 @@ impl Fabric {
     }
 
     async fn router(&self, n: u32, config: RouterConfig) -> Node {
+        self.router_with_fault(n, config, None).await
+    }
+
+    async fn router_with_fault(
+        &self,
+        n: u32,
+        config: RouterConfig,
+        fault: Option<Arc<dyn iopath_fabric::fault::FaultHook>>,
+    ) -> Node {
         let interfaces = vec![
             Interface::Mem {
                 nid: Nid::mem(n, 0),
@@ -55,6 +68,7 @@ impl Fabric {
             interfaces,
             limits: self.limits.clone(),
             router: Some(config),
+            fault,
             ..NodeConfig::default()
         })
         .await
@@ -567,32 +581,15 @@ impl iopath_fabric::fault::FaultHook for SlowWire {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_router_holds_a_small_messages_buffer_until_it_has_left() {
-    let (compute, storage) = (MemNetwork::new(), MemNetwork::new());
-    let mem = |n: u32, net: u16, network: &Arc<MemNetwork>| Interface::Mem {
-        nid: Nid::mem(n, net),
-        network: network.clone(),
-    };
+    // Default limits: a router 200 ms slow is not dead, and its RPCs are not late.
+    let fabric = Fabric::with_limits(Limits::default());
     // The router's wire holds each message 200 ms: forwarded at once, it is still "leaving".
-    let router = Node::start(NodeConfig {
-        interfaces: vec![mem(1, 0, &compute), mem(1, 1, &storage)],
-        router: Some(RouterConfig::default()),
-        fault: Some(Arc::new(SlowWire(Duration::from_millis(200)))),
-        ..NodeConfig::default()
-    })
-    .await
-    .unwrap();
-    let endpoint = |n: u32, net: u16, network: &Arc<MemNetwork>| NodeConfig {
-        interfaces: vec![mem(n, net, network)],
-        routes: vec![RouteSpec {
-            net: Nid::mem(0, 1 - net).net,
-            gateway: Nid::mem(1, net),
-            hops: 1,
-            priority: 0,
-        }],
-        ..NodeConfig::default()
-    };
-    let client = Node::start(endpoint(10, 0, &compute)).await.unwrap();
-    let server = Node::start(endpoint(20, 1, &storage)).await.unwrap();
+    let slow = Arc::new(SlowWire(Duration::from_millis(200)));
+    let router = fabric
+        .router_with_fault(1, RouterConfig::default(), Some(slow))
+        .await;
+    let client = fabric.endpoint(10, true, &[(1, 1)], None).await;
+    let server = fabric.endpoint(20, false, &[(1, 1)], None).await;
     TestService::install(&server);
     let call = {
         let (client, server) = (client.clone(), server.nid());
