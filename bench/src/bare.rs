@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use crate::cpu::{CpuSample, CpuUse};
 use crate::error::BenchError;
+use iopath_stack::soak::percentile;
 
 /// The bytes each way of [`round_trip_us`]: about a small frame's header.
 pub const ROUND_TRIP_BYTES: usize = 64;
@@ -101,7 +102,10 @@ pub fn round_trip_us(relays: u32, seconds: f64) -> Result<f64, BenchError> {
     trips.map_err(failed("bare TCP round trip: a trip"))?;
     join_all(relays, "bare TCP round trip: relay")?;
     join(echo, "bare TCP round trip: echo")?;
-    median_us(&mut times_us).ok_or_else(|| BenchError::tool("bare TCP round trip: no trips"))
+    if times_us.is_empty() {
+        return Err(BenchError::tool("bare TCP round trip: no trips"));
+    }
+    Ok(percentile(&times_us, 0.5))
 }
 
 /// Streams writes of `chunk_bytes` (at most [`CHUNK_MAX_BYTES`]) from `streams` senders,
@@ -194,20 +198,6 @@ pub fn streams(
         mib_s: bytes as f64 / (1 << 20) as f64 / elapsed,
         cpu,
         core_s_per_gib: cpu.and_then(|c| c.core_s_per_gib(bytes)),
-    })
-}
-
-/// The median of `times` (microseconds), which it sorts; `None` when empty.
-pub fn median_us(times: &mut [f64]) -> Option<f64> {
-    if times.is_empty() {
-        return None;
-    }
-    times.sort_unstable_by(f64::total_cmp);
-    let mid = times.len() / 2;
-    Some(if times.len().is_multiple_of(2) {
-        (times[mid - 1] + times[mid]) / 2.0
-    } else {
-        times[mid]
     })
 }
 
@@ -359,13 +349,6 @@ mod tests {
             assert!(cpu.busy_cores > 0.0, "{measured:?}");
             assert!(measured.core_s_per_gib.unwrap() > 0.0, "{measured:?}");
         }
-    }
-
-    #[test]
-    fn the_median_is_the_middle_time() {
-        assert_eq!(median_us(&mut []), None);
-        assert_eq!(median_us(&mut [30.0, 10.0, 2000.0]), Some(30.0));
-        assert_eq!(median_us(&mut [40.0, 10.0, 20.0, 30.0]), Some(25.0));
     }
 
     #[test]

@@ -712,8 +712,8 @@ async fn verify(client: &Client, file: &Acked) -> Result<(), String> {
     handle.close().await.map_err(|e| format!("close: {e}"))
 }
 
-/// The `q` quantile of `values` (nearest rank); 0 for none.
-fn percentile(values: &[f64], q: f64) -> f64 {
+/// The `q` quantile of `values` (nearest rank); 0 for none. The benchmarks' medians too.
+pub fn percentile(values: &[f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

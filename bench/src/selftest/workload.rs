@@ -11,8 +11,8 @@ use iopath_proto::selftest::{BrwReply, BrwRequest, PingReply, PingRequest};
 use prost::Message as _;
 
 use super::service::{BRW_READ, BRW_WRITE, OP_BRW, OP_PING, SELFTEST_PORTAL};
-use crate::bare::median_us;
 use crate::error::BenchError;
+use iopath_stack::soak::percentile;
 
 /// Which test to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -166,7 +166,7 @@ pub async fn run(
         }));
     }
     let mut total = Measured::default();
-    let mut times_us = Vec::new();
+    let mut times_us: Vec<f64> = Vec::new();
     for task in tasks {
         let (measured, times) = task
             .await
@@ -180,7 +180,7 @@ pub async fn run(
         }
     }
     total.elapsed_s = started.elapsed().as_secs_f64();
-    total.median_rpc_us = median_us(&mut times_us);
+    total.median_rpc_us = (!times_us.is_empty()).then(|| percentile(&times_us, 0.5));
     total.medians = u32::from(total.median_rpc_us.is_some());
     Ok(total)
 }
