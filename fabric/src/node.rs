@@ -375,6 +375,14 @@ impl Node {
             .collect()
     }
 
+    /// Bytes sent through any gateway and not yet completed: zero once every routed send has
+    /// left. While a gateway has bytes outstanding the next message goes to another (see
+    /// [`RouteTable::choose`]), so turns are strictly round robin only between quiet sends.
+    pub fn bytes_outstanding_on_gateways(&self) -> u64 {
+        let routes = self.inner.routes.lock().expect("routes lock poisoned");
+        routes.gateways().map(|(_, g)| g.outstanding_bytes).sum()
+    }
+
     /// Its fail points and network fault rules: where an operator's `fail_loc` lands, and
     /// what each site on this node's path asks as it passes.
     pub fn fail_points(&self) -> &Arc<FailPoints> {

@@ -135,6 +135,14 @@ async fn four_equal_routers_share_messages_round_robin() {
             .call(server.nid(), PORTAL, OP_COUNT, Bytes::new())
             .await
             .unwrap();
+        // A gateway with bytes still outstanding is passed over, so strict turns need each
+        // side's last send to have completed (on a loaded host its completion can lag a
+        // round trip behind).
+        wait_until("the routed sends have completed", || {
+            client.bytes_outstanding_on_gateways() == 0
+                && server.bytes_outstanding_on_gateways() == 0
+        })
+        .await;
     }
     assert_eq!(service.executed.load(Ordering::SeqCst), 40);
     // Each request went through the next router in turn, and so did each reply.
