@@ -112,6 +112,8 @@ struct State {
     recovery_until: Option<tokio::time::Instant>,
     /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
     disconnected: bool,
+    /// Set while [`OstClient::disconnect`] is under way: the pinger sends nothing.
+    leaving: bool,
     /// Acknowledged writes not yet committed, and each target's `last_committed`.
     replay: ReplayList,
 }
@@ -974,14 +976,24 @@ impl OstClient {
     ///
     /// If the server restarted in between, the kept writes are replayed first (the call waits
     /// for the recovery); writes the server lost are an error (`ESTALE`), never silence.
+    ///
+    /// The pinger stands aside first, as Lustre deactivates an import before its disconnect:
+    /// a ping's CONNECT that the server took after the DISCONNECT would put this client back
+    /// on its list under a new session, and the ping, seeing the session change while the
+    /// writes are still kept, would count every one of them lost.
     pub async fn disconnect(&self) -> Result<(), FabricError> {
         let body = pb::DisconnectRequest {
             client: self.client.get(),
         }
         .encode_to_vec()
         .into();
-        self.call(None, opcode::DISCONNECT, body).await?;
+        self.lock().leaving = true;
+        // A ping already under way ends first; the later ones see `leaving` and send nothing.
+        drop(self.replaying.lock().await);
+        let sent = self.call(None, opcode::DISCONNECT, body).await;
         let mut state = self.lock();
+        state.leaving = false;
+        sent?;
         // Every target committed before the reply: nothing kept is needed any more.
         self.forget_every_kept(&mut state.replay);
         state.disconnected = true;
@@ -995,6 +1007,24 @@ impl OstClient {
     /// number of times.
     pub async fn reconnect_and_replay(&self) -> Result<ReplayReport, FabricError> {
         let _one_at_a_time = self.replaying.lock().await;
+        self.replay_holding_the_turn().await
+    }
+
+    /// The pinger's reconnect ([`crate::ping`]): [`OstClient::reconnect_and_replay`], or
+    /// `None`, with nothing sent, once [`OstClient::disconnect`] has begun (or is done).
+    pub async fn ping(&self) -> Option<Result<ReplayReport, FabricError>> {
+        let _one_at_a_time = self.replaying.lock().await;
+        {
+            let state = self.lock();
+            if state.leaving || state.disconnected {
+                return None;
+            }
+        }
+        Some(self.replay_holding_the_turn().await)
+    }
+
+    /// Reconnects and replays, for a caller that holds `replaying`.
+    async fn replay_holding_the_turn(&self) -> Result<ReplayReport, FabricError> {
         let result = self.replay_rounds().await;
         self.lock().replaying_to = None;
         result

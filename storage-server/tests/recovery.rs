@@ -805,6 +805,68 @@ async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_
     assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
 
+/// Whether the server's client list on disk names `client`.
+fn listed(server: &Server, client: u64) -> bool {
+    let list = std::fs::read_to_string(server.dir.path().join("clients")).unwrap_or_default();
+    list.lines()
+        .any(|line| line.split_whitespace().next() == Some(&client.to_string()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ping_during_a_disconnect_sends_nothing_and_loses_nothing() {
+    // Found by the placement lab under a loaded CI run: a writer's disconnect failed with
+    // "the OSS evicted this client: 6 acknowledged but uncommitted writes were lost". The
+    // pinger's CONNECT reached the server after the DISCONNECT, which put the client back on
+    // its list under a new session; the ping's reply came before the disconnect's, the
+    // client saw its session change while its writes were still kept, and counted them lost
+    // (and the server waited for the client at its next restart).
+    let (server, _node, client) = one_client_with_a_committed_object().await;
+    client.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    assert_eq!(
+        client.kept_writes(),
+        1,
+        "the async journal has not committed it"
+    );
+    // The disconnect is done at the server; its reply is on its way back, slowly.
+    server.node.fail_points().arm(&FailSpec {
+        site: Site::OssBeforeReply,
+        action: Action::Delay(Duration::from_millis(500)),
+        when: When::Once,
+        seed: 1,
+    });
+    let disconnect = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move { client.disconnect().await }
+    });
+    for _ in 0..1000 {
+        if !listed(&server, 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(!listed(&server, 1), "the server took the DISCONNECT");
+    assert!(
+        !disconnect.is_finished(),
+        "its reply is held back at the server"
+    );
+    // The pinger's turn comes now.
+    assert!(
+        client.ping().await.is_none(),
+        "a ping while the client disconnects sends nothing"
+    );
+    disconnect.await.unwrap().unwrap();
+    assert!(
+        client.lost_writes().is_empty(),
+        "nothing was lost: {:?}",
+        client.lost_writes()
+    );
+    assert!(!listed(&server, 1), "the server has forgotten the client");
+    assert!(
+        client.ping().await.is_none(),
+        "a disconnected client's pinger sends nothing"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_write_in_flight_at_a_crash_goes_again_once_the_replay_is_done_not_at_its_timeout() {
     // Found by the fyods soak: every storage-server kill took 10.2 s to serve again, as a
