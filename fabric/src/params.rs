@@ -369,9 +369,10 @@ fn peers(node: &NodeInner) -> String {
 /// counters say where received bulk bytes were copied in user space: `recv_placed_bytes`
 /// went straight into a pull's landing, `recv_copied_bytes` were copied by an LND (TCP's
 /// read-ahead; the in-memory LND's copy into place), `bulk_copied_bytes` by the puller.
+/// `sent_inline` frames were written by the task that sent them, not the connection's writer.
 fn stats(node: &NodeInner) -> String {
     let (mut sends, mut recvs, mut drops, mut send_bytes, mut recv_bytes) = (0, 0, 0, 0, 0);
-    let (mut placed, mut copied) = (0, 0);
+    let (mut placed, mut copied, mut inline) = (0, 0, 0);
     for ni in node.nis() {
         let c = &ni.counters;
         sends += c.send_count.load(Ordering::Relaxed);
@@ -382,13 +383,14 @@ fn stats(node: &NodeInner) -> String {
         let lnd = ni.lnd_counters();
         placed += lnd.placed_bytes.load(Ordering::Relaxed);
         copied += lnd.copied_bytes.load(Ordering::Relaxed);
+        inline += lnd.written_inline.load(Ordering::Relaxed);
     }
     let n = &node.counters;
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
          checksum_mismatches {}\nbulk_resends {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
          answers_dropped {}\nforwarded {}\nforwarded_bytes {}\nforwarded_inline {}\nrouter_checksum_mismatches {}\n\
-         bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\n",
+         bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\nsent_inline {inline}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
         n.bulk_resends.load(Ordering::Relaxed),
         n.rpc_resends.load(Ordering::Relaxed),

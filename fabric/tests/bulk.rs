@@ -142,6 +142,62 @@ async fn many_concurrent_regions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_frames_written_by_their_senders_and_large_ones_by_the_writer_arrive_whole() {
+    // A small frame that finds its TCP connection idle is written by the task sending it;
+    // the others queue for the connection's writer. Many tasks at once, small and large
+    // payloads mixed, both nodes sending: every frame must arrive whole, none interleaved
+    // with another's bytes.
+    let nodes = nodes(Transport::Tcp, 2, Limits::default(), None).await;
+    let (client, server) = (nodes[0].clone(), &nodes[1]);
+    TestService::install(server);
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let client = client.clone();
+        let server = server.nid();
+        tasks.push(tokio::spawn(async move {
+            for call in 0..40u64 {
+                let size = match (i + call) % 5 {
+                    0 => 256 * 1024 + (call as usize * 4099) % 4096,
+                    _ => (i as usize * 977 + call as usize * 131) % 4097,
+                };
+                let data = Bytes::from(pattern(size, i * 1000 + call));
+                let region = client.regions().register_source(data.clone()).unwrap();
+                let desc = region
+                    .describe(0, size as u64, ChecksumKind::Crc32)
+                    .unwrap();
+                let reply = client
+                    .call(server, PORTAL, OP_PULL, encode_desc(&desc))
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    u32::from_be_bytes(reply[..4].try_into().unwrap()),
+                    ChecksumKind::Crc32.compute(&data),
+                    "task {i}, call {call}: {size} bytes"
+                );
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for (node, bulk_sent) in [(&client, true), (server, false)] {
+        let tree = ParamTree::new();
+        iopath_fabric::params::register(node, &tree, "").unwrap();
+        let (sent, inline) = (stat(&tree, "send_count"), stat(&tree, "sent_inline"));
+        // Some small frames found the connection idle; the client's bulk never goes inline.
+        assert!(
+            0 < inline && (inline < sent || !bulk_sent),
+            "{}: {inline} of {sent} frames written by their senders",
+            node.nid()
+        );
+        // A garbled frame would end its connection and be sent again: not one was.
+        for counter in ["checksum_mismatches", "bulk_resends", "rpc_resends"] {
+            assert_eq!(stat(&tree, counter), 0, "{}: {counter}", node.nid());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_chunk_pull_lands_in_one_aligned_buffer_with_nothing_assembled() {
     for transport in BOTH {
         let nodes = nodes(transport, 2, Limits::default(), None).await;

@@ -65,6 +65,9 @@ pub struct LndCounters {
     /// payload read ahead with its header, or an in-memory payload copied into its place.
     /// A TCP payload read straight from the socket is not counted: only the kernel copies it.
     pub copied_bytes: AtomicU64,
+    /// Frames written to the connection by the task that sent them, not handed to the
+    /// connection's writer (TCP: a small frame that found its connection idle).
+    pub written_inline: AtomicU64,
 }
 
 /// The node's answer to a header, before the payload is taken in.

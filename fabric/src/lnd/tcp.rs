@@ -8,7 +8,10 @@
 //! Sending: one writer task per peer drains a queue whose capacity is the peer credit count —
 //! a message is only queued while holding a peer credit, so the queue can never overflow.
 //! Small frames are gathered into one buffer; a large payload goes out by `writev` straight from
-//! the sender's `Bytes`, never copied in user space.
+//! the sender's `Bytes`, never copied in user space. A small frame that finds its connection
+//! idle — nothing queued, no write under way — is written by the task sending it, with no
+//! hand-off to the writer: on a loopback hop in a VM, waking another task (often on another,
+//! sleeping core) costs more than the write ([`INLINE_PAYLOAD_MAX_BYTES`]).
 //!
 //! Receiving: one reader task per accepted connection reads into a growing buffer and splits
 //! frames off it; a small payload is a slice of that buffer. The header is checked, payload
@@ -55,6 +58,11 @@ const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
 pub const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
+/// Largest payload a sending task writes to an idle connection itself, rather than queueing
+/// it for the connection's writer: an RPC request or reply, a ping, not bulk. So small a
+/// frame almost always fits the socket's send buffer whole; when it does not, the rest is
+/// written by a task of its own, the connection held meanwhile.
+pub const INLINE_PAYLOAD_MAX_BYTES: usize = 4096;
 /// Payloads at least this large are received into a pooled aligned buffer.
 pub const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
 /// Free receive buffers a node keeps per size class for the next payloads. A pool allocates
@@ -78,7 +86,16 @@ pub struct TcpSettings {
     pub connections_max: usize,
 }
 
-type Outgoing = mpsc::Sender<(Message, SendTicket)>;
+/// A connection's write half, once its writer has connected and said HELLO; `None` before,
+/// and again once the connection has ended. Whoever writes holds the lock for whole frames.
+type WriteSlot = Arc<tokio::sync::Mutex<Option<OwnedWriteHalf>>>;
+
+/// A peer's outgoing side: its writer task's queue, and the connection it writes to.
+#[derive(Debug, Clone)]
+struct Outgoing {
+    queue: mpsc::Sender<(Message, SendTicket)>,
+    write: WriteSlot,
+}
 
 /// A node's interface on a TCP network.
 #[derive(Debug)]
@@ -257,13 +274,79 @@ impl TcpLnd {
 
     fn writer_for(&self, addr: SocketAddr) -> Outgoing {
         let mut peers = self.peers.lock().expect("tcp peers lock poisoned");
-        if let Some(queue) = peers.get(&addr).filter(|q| !q.is_closed()) {
-            return queue.clone();
+        if let Some(peer) = peers.get(&addr).filter(|p| !p.queue.is_closed()) {
+            return peer.clone();
         }
         let (queue, rx) = mpsc::channel(self.settings.peer_queue_max.max(1));
-        peers.insert(addr, queue.clone());
-        tokio::spawn(writer_loop(self.nid, addr, rx, self.stop.subscribe()));
-        queue
+        let peer = Outgoing {
+            queue,
+            write: WriteSlot::default(),
+        };
+        peers.insert(addr, peer.clone());
+        tokio::spawn(writer_loop(
+            self.nid,
+            addr,
+            rx,
+            Arc::clone(&peer.write),
+            self.stop.subscribe(),
+        ));
+        peer
+    }
+
+    /// Writes a small `message` to `peer`'s connection from the sending task, if the
+    /// connection is up and idle: nothing queued for its writer and no write under way.
+    /// Gives the message back otherwise, with nothing written. A frame the socket takes only
+    /// in part is finished by a task of its own, which holds the connection until then.
+    ///
+    /// Frames stay whole (whoever writes holds the connection), but not always in the order
+    /// they were sent: this one can pass frames the writer has taken off its queue and not
+    /// yet written. Nothing above depends on that order, as nothing does through a router.
+    fn write_inline(
+        &self,
+        peer: &Outgoing,
+        message: Message,
+        ticket: SendTicket,
+    ) -> Result<(), Box<(Message, SendTicket)>> {
+        if message.payload.len() > INLINE_PAYLOAD_MAX_BYTES
+            || peer.queue.capacity() != peer.queue.max_capacity()
+        {
+            return Err(Box::new((message, ticket)));
+        }
+        let Ok(mut slot) = Arc::clone(&peer.write).try_lock_owned() else {
+            return Err(Box::new((message, ticket)));
+        };
+        let Some(write) = slot.as_mut() else {
+            return Err(Box::new((message, ticket)));
+        };
+        let mut frame = BytesMut::with_capacity(HEADER_BYTES + message.payload.len());
+        message.header.encode(&mut frame);
+        frame.put_slice(&message.payload);
+        let written = match write.try_write(&frame) {
+            Ok(written) => written,
+            // Nothing written: the writer sends it, once the socket has room.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(Box::new((message, ticket)));
+            }
+            Err(e) => {
+                // The writer's read probe sees the connection end and closes the queue.
+                ticket.fail(e.into());
+                return Ok(());
+            }
+        };
+        self.counters.written_inline.fetch_add(1, Ordering::Relaxed);
+        if written == frame.len() {
+            ticket.complete();
+            return Ok(());
+        }
+        frame.advance(written);
+        tokio::spawn(async move {
+            let Some(write) = slot.as_mut() else { return };
+            match write.write_all_buf(&mut frame).await {
+                Ok(()) => ticket.complete(),
+                Err(e) => ticket.fail(e.into()),
+            }
+        });
+        Ok(())
     }
 }
 
@@ -283,8 +366,12 @@ impl Lnd for TcpLnd {
         }
         // A writer that died (connection refused or reset) leaves a closed queue behind;
         // `writer_for` replaces it, so the next message reconnects.
-        let queue = self.writer_for(addr);
-        if let Err(err) = queue.try_send((message, ticket)) {
+        let peer = self.writer_for(addr);
+        let Err(back) = self.write_inline(&peer, message, ticket) else {
+            return;
+        };
+        let (message, ticket) = *back;
+        if let Err(err) = peer.queue.try_send((message, ticket)) {
             let (full, (_, ticket)) = match err {
                 mpsc::error::TrySendError::Full(item) => (true, item),
                 mpsc::error::TrySendError::Closed(item) => (false, item),
@@ -539,6 +626,7 @@ async fn writer_loop(
     local: Nid,
     addr: SocketAddr,
     mut queue: mpsc::Receiver<(Message, SendTicket)>,
+    slot: WriteSlot,
     mut stop: watch::Receiver<bool>,
 ) {
     let target = Nid::tcp(addr, local.net.number);
@@ -558,6 +646,8 @@ async fn writer_loop(
         let mut gather = BytesMut::with_capacity(64 * 1024);
         Header::new(Kind::Hello, local, target).encode(&mut gather);
         write.write_all_buf(&mut gather).await?;
+        // From now on senders may write small frames to an idle connection themselves.
+        *slot.lock().await = Some(write);
         let mut batch = Vec::with_capacity(GATHER_FRAMES_MAX);
         loop {
             // Nothing ever arrives on a connection we opened, so a read that ends means the
@@ -579,7 +669,12 @@ async fn writer_loop(
                     Err(_) => break,
                 }
             }
-            if let Err(e) = write_batch(&mut write, &mut gather, &batch).await {
+            let written = {
+                let mut write = slot.lock().await;
+                let write = write.as_mut().expect("the write half stays while the writer runs");
+                write_batch(write, &mut gather, &batch).await
+            };
+            if let Err(e) = written {
                 for (_, ticket) in batch.drain(..) {
                     ticket.fail(e.clone());
                 }
@@ -593,6 +688,8 @@ async fn writer_loop(
     .await;
     // Whatever is still queued fails now; its credits come back as the tickets complete.
     queue.close();
+    // No sender writes to this connection any more (one finishing a frame has the lock).
+    slot.lock().await.take();
     let error = match result {
         Ok(()) => FabricError::ShuttingDown,
         // A peer that closed its end went away on purpose (or exited); the next message
