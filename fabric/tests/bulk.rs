@@ -184,7 +184,8 @@ async fn small_frames_written_by_their_senders_and_large_ones_by_the_writer_arri
         let tree = ParamTree::new();
         iopath_fabric::params::register(node, &tree, "").unwrap();
         let (sent, inline) = (stat(&tree, "send_count"), stat(&tree, "sent_inline"));
-        // Some small frames found the connection idle; the client's bulk never goes inline.
+        // Some small frames found the connection idle; the client's 256 KiB chunks never go
+        // inline.
         assert!(
             0 < inline && (inline < sent || !bulk_sent),
             "{}: {inline} of {sent} frames written by their senders",

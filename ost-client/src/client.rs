@@ -24,7 +24,7 @@
 //! (`osc.*.stats`), and every read and write RPC in rpc_stats' histograms, as it sends them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -112,10 +112,30 @@ struct State {
     recovery_until: Option<tokio::time::Instant>,
     /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
     disconnected: bool,
-    /// Set while [`OstClient::disconnect`] is under way: the pinger sends nothing.
-    leaving: bool,
+    /// Disconnects under way ([`OstClient::disconnect`]): while any is, the pinger sends
+    /// nothing.
+    leaving: u32,
     /// Acknowledged writes not yet committed, and each target's `last_committed`.
     replay: ReplayList,
+}
+
+/// A disconnect under way, counted in [`State::leaving`] until it ends — however it ends: an
+/// error, or its caller dropping it halfway. Then the pinger goes on.
+struct Leaving<'a>(&'a OstClient);
+
+impl<'a> Leaving<'a> {
+    fn begin(client: &'a OstClient) -> Leaving<'a> {
+        client.lock().leaving += 1;
+        Leaving(client)
+    }
+}
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        // Not a second panic while unwinding: a poisoned state still counts down.
+        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.leaving -= 1;
+    }
 }
 
 /// What a reconnect did.
@@ -987,13 +1007,11 @@ impl OstClient {
         }
         .encode_to_vec()
         .into();
-        self.lock().leaving = true;
+        let _leaving = Leaving::begin(self);
         // A ping already under way ends first; the later ones see `leaving` and send nothing.
         drop(self.replaying.lock().await);
-        let sent = self.call(None, opcode::DISCONNECT, body).await;
+        self.call(None, opcode::DISCONNECT, body).await?;
         let mut state = self.lock();
-        state.leaving = false;
-        sent?;
         // Every target committed before the reply: nothing kept is needed any more.
         self.forget_every_kept(&mut state.replay);
         state.disconnected = true;
@@ -1016,7 +1034,7 @@ impl OstClient {
         let _one_at_a_time = self.replaying.lock().await;
         {
             let state = self.lock();
-            if state.leaving || state.disconnected {
+            if state.leaving > 0 || state.disconnected {
                 return None;
             }
         }

@@ -827,6 +827,10 @@ async fn a_ping_during_a_disconnect_sends_nothing_and_loses_nothing() {
         1,
         "the async journal has not committed it"
     );
+    assert!(
+        listed(&server, 1),
+        "the server's client list names the client"
+    );
     // The disconnect is done at the server; its reply is on its way back, slowly.
     server.node.fail_points().arm(&FailSpec {
         site: Site::OssBeforeReply,

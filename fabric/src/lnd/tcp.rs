@@ -59,9 +59,9 @@ pub const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
 /// Largest payload a sending task writes to an idle connection itself, rather than queueing
-/// it for the connection's writer: an RPC request or reply, a ping, not bulk. So small a
-/// frame almost always fits the socket's send buffer whole; when it does not, the rest is
-/// written by a task of its own, the connection held meanwhile.
+/// it for the connection's writer: an RPC request or reply, a ping, an ACK, a small bulk
+/// chunk. So small a frame almost always fits the socket's send buffer whole; when it does
+/// not, the rest is written by a task of its own, the connection held meanwhile.
 pub const INLINE_PAYLOAD_MAX_BYTES: usize = 4096;
 /// Payloads at least this large are received into a pooled aligned buffer.
 pub const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
@@ -303,6 +303,7 @@ impl TcpLnd {
     /// yet written. Nothing above depends on that order, as nothing does through a router.
     fn write_inline(
         &self,
+        peer_nid: Nid,
         peer: &Outgoing,
         message: Message,
         ticket: SendTicket,
@@ -315,7 +316,9 @@ impl TcpLnd {
         let Ok(mut slot) = Arc::clone(&peer.write).try_lock_owned() else {
             return Err(Box::new((message, ticket)));
         };
-        let Some(write) = slot.as_mut() else {
+        // A closed queue: the writer found the connection gone, and the message fails (or
+        // reconnects) by the queue's path.
+        let Some(write) = slot.as_mut().filter(|_| !peer.queue.is_closed()) else {
             return Err(Box::new((message, ticket)));
         };
         let mut frame = BytesMut::with_capacity(HEADER_BYTES + message.payload.len());
@@ -329,7 +332,7 @@ impl TcpLnd {
             }
             Err(e) => {
                 // The writer's read probe sees the connection end and closes the queue.
-                ticket.fail(e.into());
+                ticket.fail(lost(peer_nid, &e));
                 return Ok(());
             }
         };
@@ -343,7 +346,7 @@ impl TcpLnd {
             let Some(write) = slot.as_mut() else { return };
             match write.write_all_buf(&mut frame).await {
                 Ok(()) => ticket.complete(),
-                Err(e) => ticket.fail(e.into()),
+                Err(e) => ticket.fail(lost(peer_nid, &e)),
             }
         });
         Ok(())
@@ -367,7 +370,7 @@ impl Lnd for TcpLnd {
         // A writer that died (connection refused or reset) leaves a closed queue behind;
         // `writer_for` replaces it, so the next message reconnects.
         let peer = self.writer_for(addr);
-        let Err(back) = self.write_inline(&peer, message, ticket) else {
+        let Err(back) = self.write_inline(target, &peer, message, ticket) else {
             return;
         };
         let (message, ticket) = *back;
@@ -686,10 +689,9 @@ async fn writer_loop(
         }
     }
     .await;
-    // Whatever is still queued fails now; its credits come back as the tickets complete.
+    // Whatever is still queued fails now; its credits come back as the tickets complete. A
+    // sender that finds the queue closed writes nothing inline either.
     queue.close();
-    // No sender writes to this connection any more (one finishing a frame has the lock).
-    slot.lock().await.take();
     let error = match result {
         Ok(()) => FabricError::ShuttingDown,
         // A peer that closed its end went away on purpose (or exited); the next message
@@ -705,6 +707,17 @@ async fn writer_loop(
     };
     while let Ok((_, ticket)) = queue.try_recv() {
         ticket.fail(error.clone());
+    }
+    // The socket goes once a sender finishing a frame has let go of it.
+    slot.lock().await.take();
+}
+
+/// A write to `peer`'s connection failed: the connection is gone, as the RPC layer should hear
+/// it (a resend reconnects).
+fn lost(peer: Nid, error: &std::io::Error) -> FabricError {
+    FabricError::Unreachable {
+        peer,
+        why: format!("write failed: {error}"),
     }
 }
 
