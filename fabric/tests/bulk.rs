@@ -16,7 +16,7 @@ use iopath_fabric::aligned::DIRECT_ALIGN_BYTES;
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
 use iopath_fabric::frame::Kind;
 use iopath_fabric::lnd::tcp::READ_AHEAD_BYTES;
-use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Limits};
+use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Limits, Nid, Node};
 
 const MIB: usize = 1 << 20;
 
@@ -101,6 +101,25 @@ async fn pushes_from_one_byte_to_64_mib_at_unaligned_offsets() {
     }
 }
 
+/// `server` pulls `data` from a region of `client`'s and answers with the checksum of what
+/// arrived, which must be the data's.
+async fn pulled_whole(client: &Node, server: Nid, data: Vec<u8>, what: &str) {
+    let data = Bytes::from(data);
+    let region = client.regions().register_source(data.clone()).unwrap();
+    let desc = region
+        .describe(0, data.len() as u64, ChecksumKind::Crc32)
+        .unwrap();
+    let reply = client
+        .call(server, PORTAL, OP_PULL, encode_desc(&desc))
+        .await
+        .unwrap();
+    assert_eq!(
+        u32::from_be_bytes(reply[..4].try_into().unwrap()),
+        ChecksumKind::Crc32.compute(&data),
+        "{what}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_regions() {
     for transport in BOTH {
@@ -115,19 +134,7 @@ async fn many_concurrent_regions() {
             let server = nodes[1 + (i % 2) as usize].nid();
             tasks.push(tokio::spawn(async move {
                 let size = 1000 + (i as usize * 37_111) % (3 * MIB);
-                let data = Bytes::from(pattern(size, i));
-                let region = client.regions().register_source(data.clone()).unwrap();
-                let desc = region
-                    .describe(0, size as u64, ChecksumKind::Crc32)
-                    .unwrap();
-                let reply = client
-                    .call(server, PORTAL, OP_PULL, encode_desc(&desc))
-                    .await
-                    .unwrap();
-                assert_eq!(
-                    u32::from_be_bytes(reply[..4].try_into().unwrap()),
-                    ChecksumKind::Crc32.compute(&data)
-                );
+                pulled_whole(&client, server, pattern(size, i), &format!("region {i}")).await;
             }));
         }
         for task in tasks {
@@ -160,20 +167,9 @@ async fn small_frames_written_by_their_senders_and_large_ones_by_the_writer_arri
                     0 => 256 * 1024 + (call as usize * 4099) % 4096,
                     _ => (i as usize * 977 + call as usize * 131) % 4097,
                 };
-                let data = Bytes::from(pattern(size, i * 1000 + call));
-                let region = client.regions().register_source(data.clone()).unwrap();
-                let desc = region
-                    .describe(0, size as u64, ChecksumKind::Crc32)
-                    .unwrap();
-                let reply = client
-                    .call(server, PORTAL, OP_PULL, encode_desc(&desc))
-                    .await
-                    .unwrap();
-                assert_eq!(
-                    u32::from_be_bytes(reply[..4].try_into().unwrap()),
-                    ChecksumKind::Crc32.compute(&data),
-                    "task {i}, call {call}: {size} bytes"
-                );
+                let data = pattern(size, i * 1000 + call);
+                let what = format!("task {i}, call {call}: {size} bytes");
+                pulled_whole(&client, server, data, &what).await;
             }
         }));
     }

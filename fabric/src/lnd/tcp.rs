@@ -29,6 +29,7 @@
 //! most [`READ_AHEAD_BYTES`] per frame), counted in [`LndCounters::copied_bytes`].
 
 use std::collections::HashMap;
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
@@ -321,10 +322,11 @@ impl TcpLnd {
         let Some(write) = slot.as_mut().filter(|_| !peer.queue.is_closed()) else {
             return Err(Box::new((message, ticket)));
         };
-        let mut frame = BytesMut::with_capacity(HEADER_BYTES + message.payload.len());
-        message.header.encode(&mut frame);
-        frame.put_slice(&message.payload);
-        let written = match write.try_write(&frame) {
+        // The header on the stack and the payload where it is: no copy, no allocation.
+        let mut header = [0u8; HEADER_BYTES];
+        message.header.encode(&mut &mut header[..]);
+        let parts = [IoSlice::new(&header), IoSlice::new(&message.payload)];
+        let written = match write.try_write_vectored(&parts) {
             Ok(written) => written,
             // Nothing written: the writer sends it, once the socket has room.
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -337,14 +339,17 @@ impl TcpLnd {
             }
         };
         self.counters.written_inline.fetch_add(1, Ordering::Relaxed);
-        if written == frame.len() {
+        if written == HEADER_BYTES + message.payload.len() {
             ticket.complete();
             return Ok(());
         }
-        frame.advance(written);
+        let mut rest = Bytes::copy_from_slice(&header).chain(message.payload);
+        rest.advance(written);
         tokio::spawn(async move {
-            let Some(write) = slot.as_mut() else { return };
-            match write.write_all_buf(&mut frame).await {
+            let write = slot
+                .as_mut()
+                .expect("the write half was there and the lock is held");
+            match write.write_all_buf(&mut rest).await {
                 Ok(()) => ticket.complete(),
                 Err(e) => ticket.fail(lost(peer_nid, &e)),
             }
