@@ -163,8 +163,9 @@ pub(crate) struct NodeInner {
     /// with every RPC request).
     pub(crate) pending: Mutex<BTreeMap<u64, oneshot::Sender<Message>>>,
     /// The xids of RPC calls in progress, from the allocation of each xid to the call's end
-    /// (replies, BUSY retries and resends included): the oldest is what every request carries
-    /// as the oldest xid its client still waits on, and it never passes a call still going.
+    /// (replies, BUSY retries and resends included): the oldest to a peer is what every
+    /// request to that peer carries as the oldest xid its client still waits on, and it never
+    /// passes a call still going.
     /// Each call's peer, and how to tell it to send again now ([`Node::resend_calls_to`]).
     pub(crate) calls: Mutex<BTreeMap<u64, CallInProgress>>,
     pub(crate) next_xid: AtomicU64,
@@ -174,6 +175,9 @@ pub(crate) struct NodeInner {
     /// (`Limits::requests_active_max` and the saved replies); the RPC server admits every
     /// request through it.
     pub(crate) replies: Mutex<ReplyCache>,
+    /// Woken whenever an executing request ends: requests that wait for one their client gave
+    /// up on ([`crate::reply_cache::Admission::ExecuteAfterAbandoned`]) look again.
+    pub(crate) request_ended: tokio::sync::Notify,
     /// Replies, ACKs and chunks being sent on behalf of peers right now (see `send_detached`).
     pub(crate) detached_sends: Arc<AtomicU32>,
     pub(crate) counters: NodeCounters,
@@ -237,6 +241,7 @@ impl Node {
                 limits.reply_clients_max as usize,
                 limits.requests_active_max,
             )),
+            request_ended: tokio::sync::Notify::new(),
             detached_sends: Arc::default(),
             counters: NodeCounters::default(),
             rpc_stats: RpcStats::default(),

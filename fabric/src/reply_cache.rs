@@ -7,6 +7,16 @@
 //! a late copy of one whose reply the client already has (a resend the network held back
 //! past its timeout): it is dropped, never executed again — its saved reply may be gone.
 //! Everything is bounded: replies per client, clients, and requests executing at once.
+//!
+//! The same floor says which requests **still executing** their client has given up on: a
+//! client that stops waiting for a request (its resends ran out) and sends the operation again
+//! under a new xid must not have the old one change anything after the new one did — a write
+//! still pulling its bytes would otherwise land them over the client's later writes (the
+//! simulation's seed 32209). A service marks the point where a request begins to change state
+//! ([`ReplyCache::begin_effect`]): one given up on before it got there never gets there, and a
+//! request that arrives while one given up on is past it waits for it to end
+//! ([`Admission::ExecuteAfterAbandoned`]), as ptlrpc aborts a request whose client reconnected
+//! before its bulk and makes a resend wait for the copy in progress.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,10 +33,27 @@ pub struct SavedReply {
     pub body: Bytes,
 }
 
+/// How far an executing request has gone in changing the server's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Nothing yet (it may be pulling its bytes, or waiting for a lock).
+    NotBegun,
+    /// Its service began changing state ([`ReplyCache::begin_effect`]): it runs to its end.
+    Begun,
+    /// Its client gave up on it before it began: it must change nothing.
+    Abandoned,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Slot {
-    Executing,
+    Executing(Effect),
     Done(SavedReply),
+}
+
+impl Slot {
+    fn is_executing(&self) -> bool {
+        matches!(self, Slot::Executing(_))
+    }
 }
 
 /// One client's saved replies and executing requests.
@@ -37,11 +64,40 @@ struct ClientSlots {
     waits_on_nothing_below: u64,
 }
 
+impl ClientSlots {
+    /// Raises the floor to `oldest_pending_xid` (it never goes back), forgets the saved
+    /// replies below it, and marks the requests below it that have not begun to change
+    /// anything as given up on.
+    fn raise_floor(&mut self, oldest_pending_xid: u64) -> u64 {
+        let floor = self.waits_on_nothing_below.max(oldest_pending_xid);
+        self.waits_on_nothing_below = floor;
+        self.slots
+            .retain(|&saved, slot| saved >= floor || slot.is_executing());
+        for slot in self.slots.range_mut(..floor).map(|(_, slot)| slot) {
+            if *slot == Slot::Executing(Effect::NotBegun) {
+                *slot = Slot::Executing(Effect::Abandoned);
+            }
+        }
+        floor
+    }
+
+    /// Whether a request given up on, below `xid`, is changing state now: `xid` must wait.
+    fn abandoned_in_effect_below(&self, xid: u64) -> bool {
+        self.slots
+            .range(..self.waits_on_nothing_below.min(xid))
+            .any(|(_, slot)| *slot == Slot::Executing(Effect::Begun))
+    }
+}
+
 /// What to do with an arriving request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
     /// New: execute it, then call [`ReplyCache::complete`].
     Execute,
+    /// New, but a request its client gave up on is changing state here now: execute it once
+    /// that one has ended ([`ReplyCache::waits_for_abandoned`] is false), then call
+    /// [`ReplyCache::complete`].
+    ExecuteAfterAbandoned,
     /// A resend of a request still executing: its reply will answer this one too.
     AlreadyExecuting,
     /// A resend of a request already executed: send this saved reply again.
@@ -78,15 +134,12 @@ impl ReplyCache {
     /// older than `oldest_pending_xid`.
     pub fn admit(&mut self, client: Nid, xid: u64, oldest_pending_xid: u64) -> Admission {
         if let Some(known) = self.clients.get_mut(&client) {
-            // The client has the replies of everything older than its oldest pending xid. A
-            // late request may carry an older one: the floor never goes back.
-            let floor = known.waits_on_nothing_below.max(oldest_pending_xid);
-            known.waits_on_nothing_below = floor;
-            known
-                .slots
-                .retain(|&saved, slot| saved >= floor || *slot == Slot::Executing);
+            // The client has the replies of everything older than its oldest pending xid, or
+            // gave up on them. A late request may carry an older one: the floor never goes
+            // back.
+            let floor = known.raise_floor(oldest_pending_xid);
             match known.slots.get(&xid) {
-                Some(Slot::Executing) => return Admission::AlreadyExecuting,
+                Some(Slot::Executing(_)) => return Admission::AlreadyExecuting,
                 Some(Slot::Done(reply)) => return Admission::Resend(reply.clone()),
                 // Below the floor: the client had its reply and moved on, and the saved reply
                 // went with that. Executing it again would run it twice.
@@ -102,7 +155,7 @@ impl ReplyCache {
             let idle = self
                 .clients
                 .iter()
-                .find(|(_, known)| known.slots.values().all(|s| *s != Slot::Executing))
+                .find(|(_, known)| known.slots.values().all(|s| !s.is_executing()))
                 .map(|(nid, _)| *nid);
             match idle {
                 Some(nid) => {
@@ -112,7 +165,7 @@ impl ReplyCache {
             }
         }
         let known = self.clients.entry(client).or_default();
-        known.waits_on_nothing_below = known.waits_on_nothing_below.max(oldest_pending_xid);
+        known.raise_floor(oldest_pending_xid);
         let slots = &mut known.slots;
         if slots.len() >= self.per_client_max {
             // The oldest saved reply goes, but never the one of the request the client says
@@ -120,7 +173,7 @@ impl ReplyCache {
             // reply would have it executed twice.
             let oldest_done = slots
                 .iter()
-                .find(|(x, s)| **s != Slot::Executing && **x != oldest_pending_xid)
+                .find(|(x, s)| !s.is_executing() && **x != oldest_pending_xid)
                 .map(|(x, _)| *x);
             match oldest_done {
                 Some(old) => {
@@ -129,9 +182,44 @@ impl ReplyCache {
                 None => return Admission::Busy,
             }
         }
-        slots.insert(xid, Slot::Executing);
+        slots.insert(xid, Slot::Executing(Effect::NotBegun));
         self.executing += 1;
-        Admission::Execute
+        if known.abandoned_in_effect_below(xid) {
+            Admission::ExecuteAfterAbandoned
+        } else {
+            Admission::Execute
+        }
+    }
+
+    /// Request `xid` of `client` begins to change the server's state. Returns false — and it
+    /// must then change nothing — if its client has given up on it (sent a request that says
+    /// it waits on nothing this old). Otherwise, from now on, what the client sends waits for
+    /// this request to end. A request the cache does not know (a service called outside the
+    /// RPC server) goes ahead.
+    pub fn begin_effect(&mut self, client: Nid, xid: u64) -> bool {
+        let Some(slot) = self
+            .clients
+            .get_mut(&client)
+            .and_then(|known| known.slots.get_mut(&xid))
+        else {
+            return true;
+        };
+        match slot {
+            Slot::Executing(Effect::Abandoned) => false,
+            Slot::Executing(effect) => {
+                *effect = Effect::Begun;
+                true
+            }
+            Slot::Done(_) => true,
+        }
+    }
+
+    /// Whether request `xid` of `client`, admitted with [`Admission::ExecuteAfterAbandoned`],
+    /// must still wait: a request its client gave up on is changing state.
+    pub fn waits_for_abandoned(&self, client: Nid, xid: u64) -> bool {
+        self.clients
+            .get(&client)
+            .is_some_and(|known| known.abandoned_in_effect_below(xid))
     }
 
     /// Records the reply of a request admitted with [`Admission::Execute`].
@@ -163,7 +251,7 @@ impl ReplyCache {
                 known
                     .slots
                     .values()
-                    .filter(|x| **x != Slot::Executing)
+                    .filter(|slot| !slot.is_executing())
                     .count()
             })
             .sum()
@@ -221,6 +309,55 @@ mod tests {
         // Other clients' xids are their own.
         let other: Nid = "2@mem0".parse().unwrap();
         assert_eq!(cache.admit(other, 10, 10), Admission::Execute);
+    }
+
+    /// Found by the seeded simulation (seed 32209): a write's handler was still pulling its
+    /// bytes (its chunks' replies held up by crashed routers) when the client gave up on it and
+    /// sent the write again under a new xid, which ran, followed by a newer write to the same
+    /// place. The old handler's pull then completed, and it wrote its stale bytes over the
+    /// newer ones. A request given up on before its effect began must never begin it.
+    #[test]
+    fn a_request_given_up_on_before_its_effect_never_begins_it() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(8, 8, 8);
+        assert_eq!(cache.admit(client, 10, 10), Admission::Execute);
+        // The client gave up on 10 and sends the operation again as 11.
+        assert_eq!(cache.admit(client, 11, 11), Admission::Execute);
+        assert!(cache.begin_effect(client, 11));
+        assert!(!cache.begin_effect(client, 10), "10 was given up on");
+        assert!(!cache.begin_effect(client, 10), "and stays so");
+        cache.complete(client, 10, reply(0));
+        cache.complete(client, 11, reply(1));
+        assert_eq!(cache.executing(), 0);
+        // A request still waited on begins when it likes, however late.
+        assert_eq!(cache.admit(client, 12, 12), Admission::Execute);
+        assert_eq!(cache.admit(client, 13, 12), Admission::Execute);
+        assert!(cache.begin_effect(client, 13));
+        assert!(cache.begin_effect(client, 12));
+    }
+
+    /// A request given up on after its effect began runs to its end, and what its client
+    /// sends meanwhile waits for it: the new request's effect comes after the old one's.
+    #[test]
+    fn a_request_given_up_on_after_its_effect_began_is_waited_for() {
+        let client: Nid = "1@mem0".parse().unwrap();
+        let other: Nid = "2@mem0".parse().unwrap();
+        let mut cache = ReplyCache::new(8, 8, 8);
+        assert_eq!(cache.admit(client, 10, 10), Admission::Execute);
+        assert!(cache.begin_effect(client, 10));
+        // Still waited on: a newer request runs beside it.
+        assert_eq!(cache.admit(client, 11, 10), Admission::Execute);
+        // Given up on (the client's oldest pending is now 12): what comes waits.
+        assert_eq!(
+            cache.admit(client, 12, 12),
+            Admission::ExecuteAfterAbandoned
+        );
+        assert!(cache.waits_for_abandoned(client, 12));
+        assert!(!cache.waits_for_abandoned(other, 12), "others never wait");
+        assert_eq!(cache.admit(other, 12, 12), Admission::Execute);
+        cache.complete(client, 10, reply(0));
+        assert!(!cache.waits_for_abandoned(client, 12));
+        assert_eq!(cache.admit(client, 13, 12), Admission::Execute);
     }
 
     #[test]

@@ -73,4 +73,6 @@ pub mod errno {
     pub const EINPROGRESS: u32 = 115;
     /// Stale: the client was evicted; what it kept above `last_committed` is gone.
     pub const ESTALE: u32 = 116;
+    /// Canceled: the client gave up on the request before it changed anything; not executed.
+    pub const ECANCELED: u32 = 125;
 }

@@ -22,6 +22,7 @@
 //! - `fyod_clients`: the clients behind fyods, what a fyod promises them, their final check.
 //! - [`run`]: one seed — the world it draws, the workload, the fault schedule, the final
 //!   recovery and the verdict.
+//! - [`sweep`]: many seeds over worker threads, in blocks a long run can resume from.
 //!
 //! What is simulated and what is left out (client crashes, among others) is in
 //! `docs/simulation.md`.
@@ -35,6 +36,7 @@ pub mod namespace;
 pub mod oracle;
 pub mod pattern;
 pub mod run;
+pub mod sweep;
 pub mod world;
 
 use std::collections::BTreeMap;
@@ -43,6 +45,22 @@ use std::time::Duration;
 pub use faults::MessageFaults;
 pub use run::run_seed;
 pub use world::{EngineWrap, MdsDiskWrap};
+
+/// Every kind of fault the simulation injects, as its events count them: message drops,
+/// delays and bulk bit flips, partitions (and the messages they drop), clients kept away past
+/// a recovery window, and crashes of each role.
+pub const FAULT_KINDS: [&str; 10] = [
+    "drop",
+    "delay",
+    "bit_flip",
+    "partition",
+    "partition_drop",
+    "away",
+    "server_crash",
+    "router_crash",
+    "mds_crash",
+    "fyod_crash",
+];
 
 /// The environment variable that picks one seed to run (and replay).
 pub const SEED_VAR: &str = "IOPATH_SEED";

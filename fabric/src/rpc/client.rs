@@ -63,10 +63,16 @@ impl NodeInner {
         (xid, resend)
     }
 
-    /// The oldest xid of a call still in progress.
-    fn oldest_call(&self, this: u64) -> u64 {
+    /// The oldest xid of a call to `target` still in progress: what this node tells `target`
+    /// it still waits on. Per peer, because each server's reply cache sees only the xids sent
+    /// to it: a slow call to another server must not keep this one from learning that a call
+    /// to it was given up on (its effect is then refused, `ReplyCache::begin_effect`).
+    fn oldest_call_to(&self, target: Nid, this: u64) -> u64 {
         let calls = self.calls.lock().expect("calls lock poisoned");
-        calls.keys().next().copied().unwrap_or(this)
+        calls
+            .iter()
+            .find(|(_, call)| call.target == target)
+            .map_or(this, |(&xid, _)| xid)
     }
 }
 
@@ -156,7 +162,7 @@ impl Node {
                 .lock()
                 .expect("pending lock poisoned")
                 .insert(xid, reply_tx);
-            let oldest_pending = inner.oldest_call(xid);
+            let oldest_pending = inner.oldest_call_to(target, xid);
             let mut header = inner.header(Kind::Put, target);
             header.portal = portal;
             header.match_bits = xid;

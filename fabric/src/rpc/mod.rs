@@ -42,6 +42,42 @@ pub struct Request {
     pub body: Bytes,
 }
 
+impl Request {
+    /// Marks the point where this request begins to change the server's state — after its
+    /// bulk pull and the waits before it, right before the change. Fails (`ECANCELED`), and
+    /// the request must then change nothing, if its client has given up on it: it sent a
+    /// request since that says it waits on nothing this old (it sent the operation again
+    /// under a new xid, which may have run already). From this point on, what the client
+    /// sends waits for this request to end, so its effect is never overtaken.
+    pub fn begin_effect(&self) -> Result<(), ServiceError> {
+        self.node.begin_effect(self.source, self.xid)
+    }
+}
+
+impl Node {
+    /// [`Request::begin_effect`] for request `xid` of `client`, for a service that has handed
+    /// the request's parts down to the code that makes the change.
+    pub fn begin_effect(&self, client: Nid, xid: u64) -> Result<(), ServiceError> {
+        let begun = self
+            .inner
+            .replies
+            .lock()
+            .expect("reply cache lock poisoned")
+            .begin_effect(client, xid);
+        if begun {
+            Ok(())
+        } else {
+            Err(ServiceError::new(
+                crate::frame::status::errno::ECANCELED,
+                format!(
+                    "{client} gave up on request {xid} before it changed anything (it sent a \
+                     newer one): not executed"
+                ),
+            ))
+        }
+    }
+}
+
 /// A failed request, as the client will see it: an errno and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceError {

@@ -9,6 +9,7 @@ use tracing::{Instrument, debug, info_span};
 use crate::error::{FabricError, encode_error_body};
 use crate::fail;
 use crate::frame::{Message, status};
+use crate::nid::Nid;
 use crate::node::{Node, NodeInner, PortalHandler};
 use crate::reply_cache::{Admission, SavedReply};
 use crate::rpc::{Request, Service};
@@ -49,8 +50,9 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
         .lock()
         .expect("reply cache lock poisoned")
         .admit(client, xid, header.cookie);
-    match admission {
-        Admission::Execute => {}
+    let after_abandoned = match admission {
+        Admission::Execute => false,
+        Admission::ExecuteAfterAbandoned => true,
         Admission::AlreadyExecuting => {
             debug!(%client, xid, "resend of a request still executing; its reply will answer");
             return;
@@ -76,7 +78,7 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
             );
             return;
         }
-    }
+    };
     let Some(handle) = node.node() else { return };
     node.counters
         .requests_executed
@@ -94,6 +96,12 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let request_bytes = request.body.len() as u64;
     let traced = TraceId::of(&header);
     let work = async move {
+        if after_abandoned {
+            // A request this client gave up on is changing state here: this one's change
+            // comes after it, never before.
+            debug!(%client, xid, "waiting for a request its client gave up on to end");
+            wait_for_abandoned(&handle.inner, client, xid).await;
+        }
         let name = service.op_name(opcode);
         if let Some(id) = traced {
             let what = format!(
@@ -124,6 +132,7 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
             .lock()
             .expect("reply cache lock poisoned")
             .complete(client, xid, saved);
+        inner.request_ended.notify_waiters();
         let reply_bytes = body.len() as u64;
         if let Some(id) = traced {
             let what = format!(
@@ -157,4 +166,24 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     // A traced request is handled inside its trace: what the service sends on its behalf
     // carries the id too.
     tokio::spawn(trace::within(traced, work));
+}
+
+/// Returns once no request that `client` gave up on is changing state below `xid`. Each such
+/// request runs to its end (its effect began), and every end wakes this to look again.
+async fn wait_for_abandoned(node: &NodeInner, client: Nid, xid: u64) {
+    loop {
+        let ended = node.request_ended.notified();
+        tokio::pin!(ended);
+        // Listening before looking: an end between the look and the wait is not missed.
+        ended.as_mut().enable();
+        let waits = node
+            .replies
+            .lock()
+            .expect("reply cache lock poisoned")
+            .waits_for_abandoned(client, xid);
+        if !waits {
+            return;
+        }
+        ended.await;
+    }
 }

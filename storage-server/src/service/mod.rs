@@ -260,8 +260,9 @@ impl OssService {
             opcode::CREATE => {
                 let op = decode::<pb::ObjectRequest>(body)?;
                 self.check_open(op.target)?;
-                let reply = self
-                    .target(op.target)?
+                let target = self.target(op.target)?;
+                request.begin_effect()?;
+                let reply = target
                     .create(ObjectId(op.object))
                     .await
                     .map_err(storage_error)?;
@@ -271,7 +272,7 @@ impl OssService {
                 let op = decode::<pb::WriteRequest>(body)?;
                 // Its client id decides whose replay it is, and who lost it if it fails.
                 self.acts_for(op.client, request.source)?;
-                self.write(&request.node, op).await?
+                self.write(&request, op).await?
             }
             opcode::READ => {
                 self.read(&request.node, decode::<pb::ReadRequest>(body)?)
@@ -293,8 +294,9 @@ impl OssService {
             opcode::PUNCH => {
                 let op = decode::<pb::PunchRequest>(body)?;
                 self.check_open(op.target)?;
-                let reply = self
-                    .target(op.target)?
+                let target = self.target(op.target)?;
+                request.begin_effect()?;
+                let reply = target
                     .punch(ObjectId(op.object), op.size)
                     .await
                     .map_err(storage_error)?;
@@ -303,8 +305,9 @@ impl OssService {
             opcode::DESTROY => {
                 let op = decode::<pb::ObjectRequest>(body)?;
                 self.check_open(op.target)?;
-                let reply = self
-                    .target(op.target)?
+                let target = self.target(op.target)?;
+                request.begin_effect()?;
+                let reply = target
                     .destroy(ObjectId(op.object))
                     .await
                     .map_err(storage_error)?;
@@ -381,7 +384,12 @@ impl OssService {
         self.oss.target(index).map_err(storage_error)
     }
 
-    async fn write(&self, node: &Node, op: pb::WriteRequest) -> Result<pb::OpReply, ServiceError> {
+    async fn write(
+        &self,
+        request: &Request,
+        op: pb::WriteRequest,
+    ) -> Result<pb::OpReply, ServiceError> {
+        let node = &request.node;
         let target = Arc::clone(self.target(op.target)?);
         let wire = op
             .buffer
@@ -405,6 +413,10 @@ impl OssService {
         // The checksum of what arrived comes from the verified chunks' (a forwarder's
         // sub-descriptor carries none of its own): the data is not read a second time.
         let (data, checksum) = node.bulk_get_checked(&desc).await?;
+        // The pull can take long (its chunks resent through a failing path); a client that
+        // gave up on this request meanwhile may have written the same place since. Its bytes
+        // must not land after that.
+        request.begin_effect()?;
         let reply = target
             .write(ObjectId(op.object), op.offset, data)
             .await
