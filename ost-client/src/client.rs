@@ -685,7 +685,9 @@ impl OstClient {
         }
     }
 
-    /// The WRITE request for `buffer`; `replay_transno` is 0 for a new write.
+    /// The WRITE request for `buffer`; `replay_transno` is 0 for a new write. A replay names
+    /// the session it was acknowledged under and the server start it is meant for (the one
+    /// this client is replaying to).
     fn write_request(
         &self,
         target: u32,
@@ -694,6 +696,12 @@ impl OstClient {
         buffer: BufferDescriptor,
         replay_transno: u64,
     ) -> Bytes {
+        let (replay_session, replay_boot_id) = if replay_transno == 0 {
+            (0, 0)
+        } else {
+            let state = self.lock();
+            (state.session, state.replaying_to.unwrap_or(state.boot_id))
+        };
         pb::WriteRequest {
             target,
             object,
@@ -701,11 +709,8 @@ impl OstClient {
             buffer: Some(buffer.to_proto()),
             client: self.client.get(),
             replay_transno,
-            replay_session: if replay_transno == 0 {
-                0
-            } else {
-                self.lock().session
-            },
+            replay_session,
+            replay_boot_id,
         }
         .encode_to_vec()
         .into()
@@ -1136,6 +1141,9 @@ impl OstClient {
                         self.kept_changed(target, 0, 1);
                     }
                 }
+                // Another start refused a replay meant for the one this round reached: the
+                // server restarted again. Replay to the new start, from the lowest transno.
+                Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
                 Err(e) => return Err(e),
             }
         }
@@ -1205,9 +1213,9 @@ enum Round {
     RestartedAgain,
 }
 
-/// Whether `error`, the answer to a REPLAY_DONE, is a server start refusing what was meant for
-/// another (`ENOTCONN`): the server restarted since this client connected, and the client
-/// must replay to the new start.
+/// Whether `error`, the answer to a replay or a REPLAY_DONE, is a server start refusing what was
+/// meant for another (`ENOTCONN`): the server restarted since this client connected, and the
+/// client must replay to the new start.
 fn is_another_start(error: &FabricError) -> bool {
     matches!(error, FabricError::Remote { code, .. } if *code == errno::ENOTCONN)
 }

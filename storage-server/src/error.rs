@@ -67,6 +67,19 @@ pub enum StorageError {
         /// The configured `objects_max`.
         max: usize,
     },
+    /// Another process serves the directory (multiple-mount protection, `ost::mmp`): two
+    /// servers on one directory would recover and overwrite each other's data.
+    #[error(
+        "{what} in {dir} is in use by another server ({holder}); stop that one first, or give this one another directory"
+    )]
+    DirectoryInUse {
+        /// The directory.
+        dir: PathBuf,
+        /// What it holds: a target's name, or the server's client list.
+        what: String,
+        /// Who holds it, as its lock file or heartbeat says.
+        holder: String,
+    },
     /// A new client, and the server already records its maximum of clients.
     #[error("this server already serves its maximum of {max} clients")]
     TooManyClients {

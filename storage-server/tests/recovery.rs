@@ -272,6 +272,7 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
         client: 1,
         replay_transno: stamp.transno,
         replay_session: 0,
+        replay_boot_id: 0,
     };
     let call = |op, body: Vec<u8>| peer.call(server.nid(), OST_PORTAL, op, body.into());
     let (code, message) = refusal(
@@ -1004,6 +1005,74 @@ async fn a_replay_waits_for_its_turn_as_long_as_the_window_can_last() {
         assert_eq!(
             client.read(0, u64::from(id), 0, 4096).await.unwrap(),
             pattern(4096, id)
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replay_sent_to_a_start_that_crashed_does_not_run_ahead_at_the_next() {
+    // Found by the red team: an OSS killed, restarted, and killed again while its clients
+    // replayed, then restarted — a live client's kept writes were refused ("transno 3250
+    // arrived after transno 3261 was already replayed"). A replay lost on its way to the start
+    // that crashed was sent again by the fabric to the same address: the next start ran it,
+    // ahead of the lower transnos the client replays there from the beginning. A replay now
+    // names the start it is meant for, another start refuses it, and the client replays to
+    // that start from its lowest transno.
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: Duration::from_secs(30),
+        ..ServiceConfig::default()
+    })
+    .await;
+    let node = server.client_node(11).await;
+    let client = Arc::new(
+        OstClient::connect(node.clone(), server.nid(), 1)
+            .await
+            .unwrap(),
+    );
+    client.create(0, 1).await.unwrap();
+    client.sync(0).await.unwrap();
+    let blocks = 5u8;
+    for block in 0..blocks {
+        let stamp = client
+            .write(0, 1, u64::from(block) * 4096, pattern(4096, block))
+            .await
+            .unwrap();
+        assert!(stamp.last_committed < stamp.transno, "kept for replay");
+    }
+
+    server.crash_and_restart().await;
+    // The reconnect and the first two replays reach this start; the third is lost on its way
+    // out, and the fabric sends it again at its timeout — after this start has crashed too.
+    node.fail_points().arm(&FailSpec {
+        site: Site::ClientSend,
+        action: Action::Drop,
+        when: When::Every(4),
+        seed: 1,
+    });
+    let replaying = {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move { client.reconnect_and_replay().await })
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    node.fail_points().disarm_all();
+    server.crash();
+    server.restart().await;
+
+    let report = replaying.await.unwrap().unwrap();
+    assert!(report.lost.is_empty(), "nothing lost: {report:?}");
+    assert_eq!(client.kept_writes(), usize::from(blocks), "all still kept");
+    assert!(
+        !server.service.recovering(0),
+        "client 1 replayed everything"
+    );
+    for block in 0..blocks {
+        assert_eq!(
+            client
+                .read(0, 1, u64::from(block) * 4096, 4096)
+                .await
+                .unwrap(),
+            pattern(4096, block),
+            "block {block}"
         );
     }
 }

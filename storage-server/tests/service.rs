@@ -168,6 +168,7 @@ async fn bad_input_gets_clear_errors_and_stored_data_stays_intact() {
         client: 77,
         replay_transno: 0,
         replay_session: 0,
+        replay_boot_id: 0,
     };
     let (code, message) = code_of(
         s.client_node

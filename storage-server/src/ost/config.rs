@@ -13,6 +13,10 @@ fn open_objects_max_default() -> usize {
     OPEN_OBJECTS_MAX_DEFAULT
 }
 
+fn mmp_interval_ms_default() -> u64 {
+    super::mmp::MMP_INTERVAL_DEFAULT.as_millis() as u64
+}
+
 /// One object storage target's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OstConfig {
@@ -48,6 +52,11 @@ pub struct OstConfig {
     pub journal_checkpoint_bytes: u64,
     /// Open object files with an O_DIRECT descriptor too (used for aligned requests).
     pub direct_io: bool,
+    /// How often the target's heartbeat is written (multiple-mount protection,
+    /// [`crate::ost::mmp`]); a server from another host waits twice this and a second
+    /// before it takes a directory whose heartbeat was never marked clean.
+    #[serde(default = "mmp_interval_ms_default")]
+    pub mmp_interval_ms: u64,
 }
 
 impl OstConfig {
@@ -67,6 +76,7 @@ impl OstConfig {
             open_objects_max: OPEN_OBJECTS_MAX_DEFAULT,
             journal_checkpoint_bytes: 16 << 20,
             direct_io: true,
+            mmp_interval_ms: mmp_interval_ms_default(),
         }
     }
 
@@ -92,6 +102,11 @@ impl OstConfig {
             Some("objects_max must be at least 1".to_string())
         } else if self.open_objects_max == 0 {
             Some("open_objects_max must be at least 1".to_string())
+        } else if self.mmp_interval_ms < 100 {
+            Some(format!(
+                "mmp_interval_ms must be at least 100 (it is {})",
+                self.mmp_interval_ms
+            ))
         } else {
             None
         };

@@ -8,12 +8,15 @@
 //! - [`reply`] — [`OpReply`]: value, transno, last_committed.
 //! - [`oss`] — [`Oss`]: several targets on one server.
 //! - `open_files` — the object files a target holds open, least recently used closed first.
+//! - [`mmp`] — multiple-mount protection: the lock and heartbeat that keep a second server
+//!   off a directory one serves.
 //!
 //! A stopped target stays stopped: [`crate::stop::StopFlag`], which the journal below checks
 //! too.
 
 pub mod config;
 pub mod counters;
+pub mod mmp;
 mod open_files;
 pub mod oss;
 pub mod reply;

@@ -13,6 +13,7 @@
 
 use super::config::OstConfig;
 use super::counters::{Op, OpCounters, Rw, Tallies, TargetCounters};
+use super::mmp::DirGuard;
 use super::open_files::{InUse, ObjectFiles};
 use super::reply::{ObjectAttr, OpReply, OstStats};
 use super::startup::{RecoveryReport, recover, write_lost};
@@ -31,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{RwLock, Semaphore};
 
 /// What a target runs on: an engine for its object files and one for its journal (the same
@@ -133,12 +134,28 @@ pub struct Ost {
     counters: Mutex<Tallies>,
     /// Disk I/Os under way on the object files, for brw_stats' "disk I/Os in flight".
     disk_in_flight: AtomicU64,
+    /// The directory's lock and heartbeat, held from before recovery until the target stops
+    /// (shut down, or crashed): no second server opens it meanwhile.
+    dir_guard: Mutex<Option<DirGuard>>,
 }
 
 impl Ost {
     /// Opens (formatting or recovering) the target described by `config`.
     pub async fn open(config: OstConfig, engines: OstEngines) -> Result<Ost> {
         config.validate()?;
+        // Multiple-mount protection, before recovery reads anything: a second server on this
+        // directory would cut this one's uncommitted tails and write over its objects.
+        let name = format!("OST{:04x}", config.index);
+        let stop = Arc::new(StopFlag::new());
+        let mut dir_guard = DirGuard::lock(&config.dir, &name)?;
+        dir_guard
+            .start_heartbeat(
+                &name,
+                Duration::from_millis(config.mmp_interval_ms),
+                Arc::clone(&engines.data),
+                Arc::clone(&stop),
+            )
+            .await?;
         let setup_config = config.clone();
         let (recovered, journal_file) = blocking(&*engines.data, move || -> Result<_> {
             let recovered = recover(&setup_config)?;
@@ -165,7 +182,6 @@ impl Ost {
                 (object, Arc::new(state))
             })
             .collect();
-        let stop = Arc::new(StopFlag::new());
         let mode = if config.sync_journal {
             CommitMode::Sync
         } else {
@@ -212,6 +228,7 @@ impl Ost {
             lost_file: tokio::sync::Mutex::new(()),
             counters: Mutex::new(Tallies::new(SystemTime::now())),
             disk_in_flight: AtomicU64::new(0),
+            dir_guard: Mutex::new(Some(dir_guard)),
         })
     }
 
@@ -836,7 +853,20 @@ impl Ost {
 
     /// Commits everything and stops the target cleanly. Later operations get `TargetStopped`.
     pub async fn shutdown(&self) -> Result<Transno> {
-        self.journal.shutdown().await
+        let committed = self.journal.shutdown().await?;
+        // Everything committed: the directory is let go, its heartbeat marked clean.
+        let guard = self.take_dir_guard();
+        if let Some(mut guard) = guard {
+            guard.release_clean(&*self.engines.data).await?;
+        }
+        Ok(committed)
+    }
+
+    fn take_dir_guard(&self) -> Option<DirGuard> {
+        self.dir_guard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Stops the target at once without committing anything more: to the disk this looks like
@@ -844,6 +874,10 @@ impl Ost {
     pub fn crash(&self) {
         self.journal.abort();
         self.stop.stop("crashed (simulated)".to_string());
+        // As a dead process's would be: the lock let go, the heartbeat left as it was.
+        if let Some(mut guard) = self.take_dir_guard() {
+            guard.release();
+        }
     }
 
     /// The directory of the target.

@@ -18,6 +18,7 @@ pub fn storage_error(error: StorageError) -> ServiceError {
         StorageError::ClientOfAnotherNid { .. } => errno::EPERM,
         StorageError::ReplayOutOfOrder { .. } => errno::EPROTO,
         StorageError::TargetStopped { .. } => errno::ESHUTDOWN,
+        StorageError::DirectoryInUse { .. } => errno::EBUSY,
         // Bytes acknowledged and then dropped at recovery: an I/O error, as a bad block is.
         StorageError::DataLost { .. } => errno::EIO,
         StorageError::Injected { code, .. } => *code,

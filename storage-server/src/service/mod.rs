@@ -45,6 +45,7 @@ use tracing::{info, warn};
 use crate::engine::{DiskEngine, open_engine};
 use crate::error::StorageError;
 use crate::ids::{ObjectId, Transno};
+use crate::ost::mmp::DirGuard;
 use crate::ost::{OpReply, Oss};
 use recovery::{ClientRegistry, Recovery, ReplayAdmission};
 
@@ -89,6 +90,9 @@ pub struct OssService {
     bulk_pool: Semaphore,
     bulk_pool_pages: u64,
     boot_id: u64,
+    /// The root's lock (multiple-mount protection), held until the server stops: no second
+    /// server reads or rewrites this one's client list meanwhile.
+    root_guard: std::sync::Mutex<Option<DirGuard>>,
 }
 
 impl OssService {
@@ -118,6 +122,9 @@ impl OssService {
         front: impl FnOnce(Arc<OssService>) -> Arc<dyn Service>,
     ) -> Result<Arc<OssService>, StorageError> {
         let state_dir = targets.root.clone();
+        // Before anything is read: a second server on this root would recover the targets
+        // under the one serving them (`ost::mmp`). Each target takes its own directory too.
+        let root_guard = DirGuard::lock(&state_dir, "the server's client list")?;
         let fail = Arc::clone(node.fail_points());
         let oss = Arc::new(Oss::open_on_engine(targets, engine, fail).await?);
         let boot_id = boot_id();
@@ -141,6 +148,7 @@ impl OssService {
             bulk_pool: Semaphore::new(pages as usize),
             bulk_pool_pages: pages,
             boot_id,
+            root_guard: std::sync::Mutex::new(Some(root_guard)),
         });
         node.register_service(OST_PORTAL, front(Arc::clone(&service)))
             .map_err(|e| StorageError::InvalidConfig {
@@ -158,7 +166,21 @@ impl OssService {
     /// needed at the next start.
     pub async fn shutdown(&self) -> Result<(), StorageError> {
         self.oss.shutdown().await?;
-        recovery::write_clean_marker(&self.state_dir)
+        recovery::write_clean_marker(&self.state_dir)?;
+        self.release_root();
+        Ok(())
+    }
+
+    /// Lets go of the root's lock: the next server may open it.
+    fn release_root(&self) {
+        let guard = self
+            .root_guard
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(mut guard) = guard {
+            guard.release();
+        }
     }
 
     /// Stops at once without committing anything more: to the disks this looks like a crash
@@ -169,6 +191,7 @@ impl OssService {
         for target in self.oss.targets() {
             target.crash();
         }
+        self.release_root();
     }
 
     /// Whether target `index` is still in recovery.
@@ -453,6 +476,18 @@ impl OssService {
         target: &Arc<crate::ost::Ost>,
     ) -> Result<pb::OpReply, ServiceError> {
         let transno = op.replay_transno;
+        if op.replay_boot_id != 0 && op.replay_boot_id != self.boot_id {
+            // Sent to a start that has ended (the fabric sent it again, to the same address):
+            // run here, it could run ahead of lower transnos the client has yet to replay to
+            // this start. The client replays to this one from its lowest.
+            return Err(ServiceError::new(
+                errno::ENOTCONN,
+                format!(
+                    "a replay of transno {transno} meant for server start {:x}; this is start                      {:x}: reconnect and replay to it",
+                    op.replay_boot_id, self.boot_id
+                ),
+            ));
+        }
         let session = self.clients.session(op.client);
         if op.replay_session != 0 && session.is_some_and(|s| s != 0 && s != op.replay_session) {
             // Evicted since the write was acknowledged, and put back on the list by a later
