@@ -70,12 +70,12 @@ pub enum StorageError {
     /// Another process serves the directory (multiple-mount protection, `ost::mmp`): two
     /// servers on one directory would recover and overwrite each other's data.
     #[error(
-        "{what} in {dir} is in use by another server ({holder}); stop that one first, or give this one another directory"
+        "{dir} ({what}) is in use by another server: {holder}; stop that one first, or give this one another directory"
     )]
     DirectoryInUse {
         /// The directory.
         dir: PathBuf,
-        /// What it holds: a target's name, or the server's client list.
+        /// What it is: a target's name, or a storage server's directory.
         what: String,
         /// Who holds it, as its lock file or heartbeat says.
         holder: String,

@@ -61,8 +61,8 @@ pub struct DirGuard {
 }
 
 impl DirGuard {
-    /// Takes `dir`'s lock (creating `dir` if needed) for `what` (a target's name, "the
-    /// server's client list"), or fails naming who holds it.
+    /// Takes `dir`'s lock (creating `dir` if needed) for `what` (a target's name, "a storage
+    /// server's directory"), or fails naming who holds it.
     pub fn lock(dir: &Path, what: &str) -> Result<DirGuard> {
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io("create directory", dir, e))?;
         let path = dir.join(LOCK_FILE);
@@ -240,11 +240,15 @@ impl Holder {
         }
     }
 
-    /// One line: `pid 4242 on host ion3 since 1764710000 (unix time): iopath node --name oss1`.
+    /// One line: `pid 4242 on host ion3 since 2026-12-02T22:43:00Z: iopath node --name oss1`.
     fn describe(&self) -> String {
+        let since = i64::try_from(self.since_unix_s)
+            .ok()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+            .map_or_else(|| format!("{} (unix time)", self.since_unix_s), |t| t.to_string());
         format!(
-            "pid {} on host {} since {} (unix time): {}",
-            self.pid, self.host, self.since_unix_s, self.command
+            "pid {} on host {} since {since}: {}",
+            self.pid, self.host, self.command
         )
     }
 }

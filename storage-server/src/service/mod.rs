@@ -124,7 +124,7 @@ impl OssService {
         let state_dir = targets.root.clone();
         // Before anything is read: a second server on this root would recover the targets
         // under the one serving them (`ost::mmp`). Each target takes its own directory too.
-        let root_guard = DirGuard::lock(&state_dir, "the server's client list")?;
+        let root_guard = DirGuard::lock(&state_dir, "a storage server's directory")?;
         let fail = Arc::clone(node.fail_points());
         let oss = Arc::new(Oss::open_on_engine(targets, engine, fail).await?);
         let boot_id = boot_id();
