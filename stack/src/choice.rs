@@ -33,11 +33,7 @@ impl StackChoice {
     pub fn load(&self) -> Result<Stack, StackError> {
         let (mut file, origin) = match (&self.preset, &self.stack) {
             (_, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|source| StackError::File {
-                    what: "read the stack file",
-                    path: path.clone(),
-                    source,
-                })?;
+                let text = crate::schema::file::read_text(path, "read the stack file")?;
                 let origin = path.display().to_string();
                 (StackFile::parse(&text, &origin)?, origin)
             }

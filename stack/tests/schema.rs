@@ -725,3 +725,20 @@ fn a_stack_of_the_most_nodes_is_accepted() {
     let stack = Stack::parse(&text, "test.toml").unwrap();
     assert_eq!(stack.nodes.len(), NODES_MAX);
 }
+
+/// `--stack /dev/zero` read 2.1 GB before it failed with ENOMEM: a stack file (or hostfile)
+/// larger than any a person or `up` writes is refused after a bounded read, naming the file.
+#[test]
+fn a_file_too_large_to_be_a_stack_file_is_refused_after_a_bounded_read() {
+    let error = Stack::load(std::path::Path::new("/dev/zero")).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("/dev/zero") && text.contains("larger than 64 MiB"),
+        "{text}"
+    );
+    let hosts = iopath_stack::cluster::Hosts::from_hostfile(std::path::Path::new("/dev/zero"));
+    assert!(
+        hosts.is_err_and(|e| e.to_string().contains("larger than")),
+        "the hostfile too"
+    );
+}

@@ -76,11 +76,7 @@ pub struct Hosts {
 impl Hosts {
     /// Reads a hostfile.
     pub fn from_hostfile(path: &Path) -> Result<Hosts, StackError> {
-        let text = std::fs::read_to_string(path).map_err(|source| StackError::File {
-            what: "read the hostfile",
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = crate::schema::file::read_text(path, "read the hostfile")?;
         Hosts::parse_hostfile(&text, &format!("hostfile {}", path.display()))
     }
 

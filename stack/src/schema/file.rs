@@ -50,6 +50,40 @@
 //! nic_bandwidth = "1600m"        # any node: its own NIC rate, over its networks' bandwidth
 //! ```
 
+/// The largest stack file or hostfile read: text a person writes, or `up` writes for 20,000
+/// nodes (a few MiB). Anything larger is the wrong file — `--stack /dev/zero` read 2 GB
+/// before it failed — and is refused after this much.
+pub const TEXT_FILE_BYTES_MAX: u64 = 64 << 20;
+
+/// Reads the text file at `path` (a stack file, a hostfile) for `what` ("read the stack
+/// file"), refusing one larger than [`TEXT_FILE_BYTES_MAX`] or not UTF-8.
+pub fn read_text(
+    path: &std::path::Path,
+    what: &'static str,
+) -> Result<String, crate::error::StackError> {
+    use std::io::Read as _;
+    let error = |source| crate::error::StackError::File {
+        what,
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(error)?;
+    let mut text = String::new();
+    file.take(TEXT_FILE_BYTES_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(error)?;
+    if text.len() as u64 > TEXT_FILE_BYTES_MAX {
+        return Err(error(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than {} MiB: not a stack file or hostfile",
+                TEXT_FILE_BYTES_MAX >> 20
+            ),
+        )));
+    }
+    Ok(text)
+}
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

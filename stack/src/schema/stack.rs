@@ -434,11 +434,7 @@ impl Stack {
 
     /// Reads, parses and checks the stack file at `path`.
     pub fn load(path: &std::path::Path) -> Result<Stack, StackError> {
-        let text = std::fs::read_to_string(path).map_err(|source| StackError::File {
-            what: "read the stack file",
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = crate::schema::file::read_text(path, "read the stack file")?;
         Stack::parse(&text, &path.display().to_string())
     }
 
