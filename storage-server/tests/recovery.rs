@@ -806,11 +806,24 @@ async fn a_reconnect_whose_connect_was_lost_holds_the_replay_back_for_a_connect_
     assert_eq!(client.read(0, 1, 0, 4096).await.unwrap(), data);
 }
 
-/// Whether the server's client list on disk names `client`.
+/// Whether the server's client list on disk names `client`: a log of `id nid session` lines
+/// (put on) and `-id` lines (taken off), the last about a client saying where it stands.
 fn listed(server: &Server, client: u64) -> bool {
     let list = std::fs::read_to_string(server.dir.path().join("clients")).unwrap_or_default();
+    let id = client.to_string();
     list.lines()
-        .any(|line| line.split_whitespace().next() == Some(&client.to_string()))
+        .filter_map(|line| {
+            let first = line.split_whitespace().next()?;
+            if first == id {
+                Some(true)
+            } else if first.strip_prefix('-') == Some(id.as_str()) {
+                Some(false)
+            } else {
+                None
+            }
+        })
+        .last()
+        .unwrap_or(false)
 }
 
 #[tokio::test(start_paused = true)]

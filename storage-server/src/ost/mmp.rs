@@ -245,7 +245,10 @@ impl Holder {
         let since = i64::try_from(self.since_unix_s)
             .ok()
             .and_then(|s| jiff::Timestamp::from_second(s).ok())
-            .map_or_else(|| format!("{} (unix time)", self.since_unix_s), |t| t.to_string());
+            .map_or_else(
+                || format!("{} (unix time)", self.since_unix_s),
+                |t| t.to_string(),
+            );
         format!(
             "pid {} on host {} since {since}: {}",
             self.pid, self.host, self.command

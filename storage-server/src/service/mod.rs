@@ -12,7 +12,8 @@
 //! the client is forgotten, so no restart waits for it.
 //!
 //! - [`errno_of`]: the errno a storage error travels as.
-//! - [`recovery`]: the runtime around the pure replay window, and the persisted client list.
+//! - [`clients`]: the persisted client list, a log with room kept past its end.
+//! - [`recovery`]: the runtime around the pure replay window.
 //! - [`params`]: `obdfilter.*` parameters on the admin tree.
 //! - [`metrics`]: the same counters, and recovery, as Prometheus families for `/metrics`.
 //! - [`role`]: `iopath oss`, an OSS as a process of its own.
@@ -21,6 +22,7 @@
 //! `iopath_ost_client`, so that the client library and the fyod do not link the journal and
 //! the engines.
 
+pub mod clients;
 pub mod errno_of;
 pub mod metrics;
 pub mod params;
@@ -47,7 +49,8 @@ use crate::error::StorageError;
 use crate::ids::{ObjectId, Transno};
 use crate::ost::mmp::DirGuard;
 use crate::ost::{OpReply, Oss};
-use recovery::{ClientRegistry, Recovery, ReplayAdmission};
+use clients::ClientRegistry;
+use recovery::{Recovery, ReplayAdmission};
 
 pub use errno_of::storage_error;
 

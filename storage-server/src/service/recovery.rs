@@ -1,6 +1,7 @@
 //! Recovery after an unclean restart, the runtime half: each target's pure
 //! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that hands out replays' turns
-//! in transno order, and the durable list of clients the server must wait for.
+//! in transno order, over the durable list of clients the server must wait for
+//! ([`super::clients`]).
 //!
 //! Nothing here polls. Whoever changes a window — a replay queued or run, a client done, a
 //! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
@@ -13,14 +14,12 @@
 //! waited for off the client list and record what its startup cut as lost — on the disk the
 //! next life recovers from, while those clients replay to it.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use iopath_fabric::Nid;
 use iopath_fabric::rpc::ServiceError;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::AbortHandle;
@@ -31,6 +30,7 @@ use crate::ids::Transno;
 use crate::ost::{OpReply, Oss, Ost};
 use crate::recovery::lost::WindowOutcome;
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
+use crate::service::clients::ClientRegistry;
 
 use iopath_fabric::frame::status::errno::{EAGAIN, EBUSY, ESHUTDOWN, ESTALE};
 
@@ -556,219 +556,6 @@ fn report_closed(ost: &Ost, outcome: &WindowOutcome) {
 async fn persist(ost: &Ost) {
     if let Err(error) = ost.persist_lost().await {
         warn!(target = ost.index(), %error, "could not record the lost ranges");
-    }
-}
-
-/// The clients a server has served, kept on disk so that after a crash it knows whom to wait
-/// for, each with the NID it connected from and its session. A client is written (and made
-/// durable) before its first connect is answered. The NID binds the id: a request from another
-/// NID that claims it — a replay, its end of replay, a connect or a disconnect — is refused,
-/// before and after a restart, until the client disconnects or is evicted.
-///
-/// The **session** is Lustre's connection epoch: a number given when the client is put on the
-/// list, and kept while it stays there, across restarts. An eviction takes the client off; its
-/// next connect puts it on again under a new session. A write acknowledged under one session
-/// can be replayed only under the same: after an eviction the write is gone, even if the
-/// client was put back on the list before it could replay (its connect's reply lost, then
-/// a crash) and a later start's window waits for it.
-#[derive(Debug)]
-pub struct ClientRegistry {
-    path: PathBuf,
-    known: Mutex<Vec<KnownClient>>,
-    clients_max: usize,
-    /// The session the next client put on the list gets: unique to this server start (it
-    /// begins at the start's boot id) and counted up from there.
-    next_session: AtomicU64,
-}
-
-/// A client on the list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct KnownClient {
-    /// Its id (Lustre's client UUID).
-    id: u64,
-    /// The NID it connected from; none on a line written before clients were bound to NIDs
-    /// (bound at its next connect).
-    nid: Option<Nid>,
-    /// Its session; 0 on a line written before sessions, which checks nothing.
-    session: u64,
-}
-
-impl KnownClient {
-    /// One line of the list: `id nid session`; `id nid` or `id` alone in a list from before
-    /// sessions or the binding.
-    fn parse(line: &str) -> Option<KnownClient> {
-        let mut words = line.split_whitespace();
-        let id = words.next()?.parse().ok()?;
-        let nid = match words.next() {
-            Some(word) => Some(word.parse().ok()?),
-            None => None,
-        };
-        let session = match words.next() {
-            Some(word) => word.parse().ok()?,
-            None => 0,
-        };
-        words
-            .next()
-            .is_none()
-            .then_some(KnownClient { id, nid, session })
-    }
-
-    fn line(&self) -> String {
-        match self.nid {
-            Some(nid) => format!("{} {nid} {}\n", self.id, self.session),
-            None => format!("{}\n", self.id),
-        }
-    }
-}
-
-impl ClientRegistry {
-    /// Opens (or starts) the list in `dir/clients`, which may hold at most `clients_max`
-    /// clients: peers choose client ids, so the list is bounded like everything they control.
-    /// Clients put on the list by this start get sessions counted up from `first_session`
-    /// (the start's boot id).
-    pub fn open(
-        dir: &Path,
-        clients_max: usize,
-        first_session: u64,
-    ) -> Result<ClientRegistry, StorageError> {
-        let path = dir.join("clients");
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(StorageError::Io {
-                    op: "read",
-                    path,
-                    source,
-                });
-            }
-        };
-        let mut known: Vec<KnownClient> = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let client = KnownClient::parse(line).ok_or_else(|| StorageError::NotATarget {
-                path: path.clone(),
-                reason: format!("client list line {line:?} is not a client id and its NID"),
-            })?;
-            // A later line binds a client an earlier one listed without its NID.
-            match known.iter_mut().find(|k| k.id == client.id) {
-                Some(earlier) => *earlier = client,
-                None => known.push(client),
-            }
-        }
-        Ok(ClientRegistry {
-            path,
-            known: Mutex::new(known),
-            clients_max,
-            next_session: AtomicU64::new(first_session),
-        })
-    }
-
-    /// Every client ever connected.
-    pub fn known(&self) -> Vec<u64> {
-        self.lock().iter().map(|k| k.id).collect()
-    }
-
-    /// `client`'s session, if it is on the list.
-    pub fn session(&self, client: u64) -> Option<u64> {
-        self.lock()
-            .iter()
-            .find(|k| k.id == client)
-            .map(|k| k.session)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<KnownClient>> {
-        self.known.lock().expect("client list lock poisoned")
-    }
-
-    /// Refuses a request from `source` that speaks for `client` when the client connected
-    /// from another NID. A client not on the list, or not yet bound, is not refused here.
-    pub fn check(&self, client: u64, source: Nid) -> Result<(), StorageError> {
-        match self.lock().iter().find(|k| k.id == client) {
-            Some(&KnownClient {
-                nid: Some(bound), ..
-            }) if bound != source => Err(StorageError::ClientOfAnotherNid {
-                client,
-                bound,
-                claimed: source,
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records `client`, connected from `source`, durably, if new (or not yet bound to a
-    /// NID), and returns its session: the one it has if it is on the list, a new one if it is
-    /// put on it now. Refuses a new client once `clients_max` are known, and a client bound
-    /// to another NID.
-    pub fn add(&self, client: u64, source: Nid) -> Result<u64, StorageError> {
-        let mut known = self.lock();
-        let existing = known.iter().position(|k| k.id == client);
-        match existing.map(|i| known[i]) {
-            Some(k) if k.nid == Some(source) => return Ok(k.session),
-            Some(KnownClient {
-                nid: Some(bound), ..
-            }) => {
-                return Err(StorageError::ClientOfAnotherNid {
-                    client,
-                    bound,
-                    claimed: source,
-                });
-            }
-            Some(_) => {}
-            None if known.len() >= self.clients_max => {
-                return Err(StorageError::TooManyClients {
-                    max: self.clients_max,
-                });
-            }
-            None => {}
-        }
-        let entry = KnownClient {
-            id: client,
-            nid: Some(source),
-            session: self.next_session.fetch_add(1, Ordering::Relaxed),
-        };
-        let io = |op: &'static str| {
-            let path = self.path.clone();
-            move |source| StorageError::Io { op, path, source }
-        };
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(io("open"))?;
-        file.write_all(entry.line().as_bytes())
-            .map_err(io("append to"))?;
-        // Durable before the client hears it is connected.
-        file.sync_data().map_err(io("fsync"))?;
-        match existing {
-            Some(i) => known[i] = entry,
-            None => known.push(entry),
-        }
-        Ok(entry.session)
-    }
-
-    /// Takes `clients` off the list, durably (the list is rewritten: temp file, fsync, rename,
-    /// directory fsync): a client that disconnected, or was evicted, is not waited for at the
-    /// next restart, and its id is free to connect from any NID.
-    pub fn remove(&self, clients: &[u64]) -> Result<(), StorageError> {
-        let mut known = self.lock();
-        if !known.iter().any(|k| clients.contains(&k.id)) {
-            return Ok(());
-        }
-        let kept: Vec<KnownClient> = known
-            .iter()
-            .copied()
-            .filter(|k| !clients.contains(&k.id))
-            .collect();
-        let text: String = kept.iter().map(KnownClient::line).collect();
-        crate::journal::runtime::write_checkpoint(&self.path, text.as_bytes()).map_err(
-            |source| StorageError::Io {
-                op: "rewrite",
-                path: self.path.clone(),
-                source,
-            },
-        )?;
-        *known = kept;
-        Ok(())
     }
 }
 
