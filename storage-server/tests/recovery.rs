@@ -812,6 +812,7 @@ fn listed(server: &Server, client: u64) -> bool {
     let list = std::fs::read_to_string(server.dir.path().join("clients")).unwrap_or_default();
     let id = client.to_string();
     list.lines()
+        .rev()
         .filter_map(|line| {
             let first = line.split_whitespace().next()?;
             if first == id {
@@ -822,7 +823,7 @@ fn listed(server: &Server, client: u64) -> bool {
                 None
             }
         })
-        .last()
+        .next()
         .unwrap_or(false)
 }
 
