@@ -146,8 +146,11 @@ async fn a_directory_whose_heartbeat_moves_on_another_host_is_refused() {
         std::thread::spawn(move || {
             let mut seq = 40u64;
             while beating.load(Ordering::Relaxed) {
+                // As a server beats: a whole line renamed into place.
                 let line = format!("{seq} ion-far pid 4242 on host ion-far: iopath oss\n");
-                std::fs::write(&beat_path, line).unwrap();
+                let temporary = beat_path.with_extension("far");
+                std::fs::write(&temporary, line).unwrap();
+                std::fs::rename(&temporary, &beat_path).unwrap();
                 seq += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }

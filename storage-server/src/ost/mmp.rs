@@ -44,6 +44,8 @@ pub const MMP_FILE: &str = "mmp";
 pub const MMP_INTERVAL_DEFAULT: Duration = Duration::from_secs(5);
 /// The heartbeat's sequence number after a clean shutdown: the next start need not wait.
 const SEQ_CLEAN: u64 = 0;
+/// The sequence number given a beat that cannot be parsed (never written by a holder).
+const UNREADABLE_SEQ: u64 = u64::MAX;
 /// The longest command line a lock file records.
 const COMMAND_BYTES_MAX: usize = 240;
 /// The largest lock or heartbeat file read: they are a line each.
@@ -295,11 +297,19 @@ async fn read_beat(path: &Path, engine: &dyn DiskEngine) -> Result<Option<Beat>>
     .await
     .and_then(|r| r)
     .map_err(|e| StorageError::io("read heartbeat", path, e))?;
-    Ok(read.as_deref().and_then(Beat::parse))
+    // A beat that cannot be read whole is watched like another host's: whoever wrote it may
+    // be beating still.
+    Ok(read.filter(|line| !line.trim().is_empty()).map(|line| {
+        Beat::parse(&line).unwrap_or(Beat {
+            seq: UNREADABLE_SEQ,
+            host: "(unreadable)".to_string(),
+            holder: format!("an unreadable heartbeat {line:?}"),
+        })
+    }))
 }
 
-/// Writes one beat in place (a write of one short line: it lands whole or a reader finds
-/// no beat it can parse, which counts as none).
+/// Writes one beat: a temporary file renamed over the heartbeat, so a reader finds the old
+/// beat or the new one whole, never a file cut short.
 async fn write_beat(
     path: &Path,
     engine: &dyn DiskEngine,
@@ -309,10 +319,14 @@ async fn write_beat(
 ) -> Result<()> {
     let owned = path.to_path_buf();
     let line = format!("{seq} {host} {holder}\n");
-    blocking(engine, move || std::fs::write(&owned, line))
-        .await
-        .and_then(|r| r)
-        .map_err(|e| StorageError::io("write heartbeat", path, e))
+    blocking(engine, move || {
+        let temporary = owned.with_extension("new");
+        std::fs::write(&temporary, line)?;
+        std::fs::rename(&temporary, &owned)
+    })
+    .await
+    .and_then(|r| r)
+    .map_err(|e| StorageError::io("write heartbeat", path, e))
 }
 
 /// The first line of `file`, at most [`FILE_BYTES_MAX`] bytes read.
@@ -377,10 +391,10 @@ fn first_seq() -> u64 {
     next_seq(mixed)
 }
 
-/// The sequence number after `seq`, never [`SEQ_CLEAN`].
+/// The sequence number after `seq`, never [`SEQ_CLEAN`] or [`UNREADABLE_SEQ`].
 fn next_seq(seq: u64) -> u64 {
     match seq.wrapping_add(1) {
-        SEQ_CLEAN => 1,
+        SEQ_CLEAN | UNREADABLE_SEQ => 1,
         next => next,
     }
 }
@@ -426,6 +440,7 @@ mod tests {
         assert!(to_watch(None, "here").is_none());
         assert_eq!(Beat::parse(""), None);
         assert_eq!(next_seq(u64::MAX), 1);
+        assert_eq!(next_seq(u64::MAX - 1), 1);
         assert_ne!(first_seq(), SEQ_CLEAN);
     }
 }
