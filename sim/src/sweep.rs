@@ -31,6 +31,9 @@ pub struct Sweep {
     pub jobs: usize,
     /// Seeds per block (at least one).
     pub block_seeds: u64,
+    /// Run the seeds with their logs off: a sweep reports what the oracle finds, and the
+    /// nodes of a million seeds log every crash and partition they were told to have.
+    pub quiet: bool,
 }
 
 /// What one block of seeds found.
@@ -44,6 +47,10 @@ pub struct BlockDone {
     pub panicked: Vec<u64>,
     /// Events by kind over the block's seeds: faults injected, crashes, operations.
     pub counts: BTreeMap<&'static str, u64>,
+    /// The block's seeds' event digests folded in seed order: the same code gives the same
+    /// digest, in any process and on any number of threads — two runs of a range, or a change
+    /// meant to alter nothing, compare by it.
+    pub digest: u64,
     /// Simulated time over the block's seeds.
     pub simulated: Duration,
     /// Wall time the block took on its worker.
@@ -102,7 +109,15 @@ impl Sweep {
                         let Some(block) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             return;
                         };
-                        match run_block(block.clone(), config, stop) {
+                        let ran = if self.quiet {
+                            let off = tracing::subscriber::NoSubscriber::default();
+                            tracing::subscriber::with_default(off, || {
+                                run_block(block.clone(), config, stop)
+                            })
+                        } else {
+                            run_block(block.clone(), config, stop)
+                        };
+                        match ran {
                             Some(done) => on_block(done),
                             None => return,
                         }
@@ -121,6 +136,7 @@ fn run_block(seeds: Range<u64>, config: &SimConfig, stop: &AtomicBool) -> Option
         failed: Vec::new(),
         panicked: Vec::new(),
         counts: BTreeMap::new(),
+        digest: 0,
         simulated: Duration::ZERO,
         wall: Duration::ZERO,
     };
@@ -131,17 +147,26 @@ fn run_block(seeds: Range<u64>, config: &SimConfig, stop: &AtomicBool) -> Option
         // A panic is a finding like any other: the seed fails, the block goes on.
         match std::panic::catch_unwind(|| run_seed(seed, config)) {
             Ok(report) => {
+                block.digest = fold_digest(block.digest, report.digest);
                 add_counts(&mut block.counts, &report.events);
                 block.simulated += report.simulated;
                 if !report.passed() {
                     block.failed.push(report);
                 }
             }
-            Err(_) => block.panicked.push(seed),
+            Err(_) => {
+                block.digest = fold_digest(block.digest, u64::MAX);
+                block.panicked.push(seed);
+            }
         }
     }
     block.wall = started.elapsed();
     Some(block)
+}
+
+/// `digest` with one more seed's folded in (order matters: a rotate, then a multiply).
+fn fold_digest(digest: u64, seed_digest: u64) -> u64 {
+    (digest.rotate_left(5) ^ seed_digest).wrapping_mul(0x0000_0100_0000_01b3)
 }
 
 #[cfg(test)]
@@ -156,6 +181,7 @@ mod tests {
             seeds: 25,
             jobs: 3,
             block_seeds: 10,
+            quiet: true,
         };
         assert_eq!(sweep.blocks(), vec![10..20, 20..30, 30..35]);
         let empty = Sweep { seeds: 0, ..sweep };
@@ -175,6 +201,7 @@ mod tests {
             seeds: 6,
             jobs: 2,
             block_seeds: 2,
+            quiet: true,
         };
         let config = SimConfig {
             ops_per_client: 2,
@@ -186,11 +213,19 @@ mod tests {
         sweep.run(&config, &done, &AtomicBool::new(false), &|block| {
             assert!(block.failed.is_empty(), "{:?}", block.failed);
             assert!(block.counts.get("write_ok").is_some_and(|&n| n > 0));
-            seen.lock().unwrap().push(block.seeds);
+            seen.lock().unwrap().push((block.seeds, block.digest));
         });
         let mut seen = seen.into_inner().unwrap();
-        seen.sort_by_key(|block| block.start);
-        assert_eq!(seen, vec![0..2, 4..6], "block 2..4 was done before");
+        seen.sort_by_key(|(block, _)| block.start);
+        let blocks: Vec<_> = seen.iter().map(|(b, _)| b.clone()).collect();
+        assert_eq!(blocks, vec![0..2, 4..6], "block 2..4 was done before");
+        // The same seeds on one thread give the same digests.
+        let again = Mutex::new(Vec::new());
+        let one = Sweep { jobs: 1, ..sweep };
+        one.run(&config, &done, &AtomicBool::new(false), &|block| {
+            again.lock().unwrap().push((block.seeds, block.digest));
+        });
+        assert_eq!(again.into_inner().unwrap(), seen);
         // Stopped before it starts: nothing runs.
         let stopped = Mutex::new(0);
         sweep.run(&config, &BTreeSet::new(), &AtomicBool::new(true), &|_| {
