@@ -38,7 +38,11 @@ use tracing::{info, warn};
 
 use crate::counters::OstOp;
 use crate::id::ClientId;
-use crate::replay::{Kept, KeptData, ReplayList};
+use crate::import::{
+    self, CallFailure, CallLimits, CallStep, CallWait, ConnectFacts, Import, ReplayAnswer,
+    ReplayStep, WriteAnswer,
+};
+use crate::replay::{Kept, KeptData};
 use crate::stats::{OscStats, TargetStats};
 use crate::wire::{OST_PORTAL, is_connection_error, opcode};
 use iopath_fabric::trace::{self, Step};
@@ -95,37 +99,13 @@ pub struct DescriptorReply {
     pub checksum: u32,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    /// The server start this client has replayed to (or first connected to). Set only once a
-    /// replay to a new start is through: a replay cut short is done again at the next try.
-    boot_id: u64,
-    /// The session the server has this client under (0: none yet). It changes only when the
-    /// server evicted this client and a later connect put it on its list again: then every
-    /// write kept from the old session is lost.
-    session: u64,
-    /// The start a replay is under way to, from the moment it chose what to replay until it
-    /// is through: a write acknowledged by an older start in that time is not among what it
-    /// replays.
-    replaying_to: Option<u64>,
-    /// While the server recovers: when its window closes at the latest, as it last said.
-    recovery_until: Option<tokio::time::Instant>,
-    /// Set by [`OstClient::disconnect`]: the server has forgotten this client.
-    disconnected: bool,
-    /// Disconnects under way ([`OstClient::disconnect`]): while any is, the pinger sends
-    /// nothing.
-    leaving: u32,
-    /// Acknowledged writes not yet committed, and each target's `last_committed`.
-    replay: ReplayList,
-}
-
-/// A disconnect under way, counted in [`State::leaving`] until it ends — however it ends: an
-/// error, or its caller dropping it halfway. Then the pinger goes on.
+/// A disconnect under way, counted in the import until it ends — however it ends: an error,
+/// or its caller dropping it halfway. Then the pinger goes on.
 struct Leaving<'a>(&'a OstClient);
 
 impl<'a> Leaving<'a> {
     fn begin(client: &'a OstClient) -> Leaving<'a> {
-        client.lock().leaving += 1;
+        client.lock().leaving_began();
         Leaving(client)
     }
 }
@@ -133,8 +113,8 @@ impl<'a> Leaving<'a> {
 impl Drop for Leaving<'_> {
     fn drop(&mut self) {
         // Not a second panic while unwinding: a poisoned state still counts down.
-        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.leaving -= 1;
+        let mut import = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        import.leaving_ended();
     }
 }
 
@@ -167,7 +147,8 @@ pub struct OstClient {
     server: Nid,
     client: ClientId,
     checksum: ChecksumKind,
-    state: Mutex<State>,
+    /// The connection's state and every decision about it: a pure core, under this lock.
+    state: Mutex<Import>,
     replayed: AtomicU64,
     /// Every kept write found lost over this client's life, whoever's reconnect found it (a
     /// ping, or a call that met the restart): a file's fsync asks here whether its writes
@@ -185,12 +166,12 @@ pub struct OstClient {
 /// A client that goes takes what it kept with it: the node's osc counters stop counting it.
 impl Drop for OstClient {
     fn drop(&mut self) {
-        let state = self
+        let kept = self
             .state
             .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut replay = std::mem::take(&mut state.replay);
-        self.forget_every_kept(&mut replay);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .forget_every_kept();
+        self.kept_forgotten(&kept);
     }
 }
 
@@ -218,7 +199,7 @@ impl OstClient {
             server,
             client: client.into(),
             checksum: ChecksumKind::Crc32,
-            state: Mutex::default(),
+            state: Mutex::new(Import::new()),
             replayed: AtomicU64::new(0),
             lost: Mutex::default(),
             replaying: tokio::sync::Mutex::new(()),
@@ -237,14 +218,7 @@ impl OstClient {
                 other => break other?,
             }
         };
-        {
-            let mut state = me.state.lock().expect("client state lock poisoned");
-            state.boot_id = reply.boot_id;
-            state.session = reply.session;
-            for target in &reply.targets {
-                state.replay.committed(target.index, target.last_committed);
-            }
-        }
+        me.lock().first_connected(&facts_of(&reply));
         if reply.recovering {
             // A fresh client has nothing to replay; tell the server not to wait for it. If the
             // server knew this id from before its restart, this is a new incarnation that has
@@ -268,12 +242,12 @@ impl OstClient {
     /// keeps. Writes kept by descriptor add nothing here — their bytes stay pinned in the
     /// memory of the node the descriptor names, and that node counts them.
     pub fn kept_bytes(&self) -> u64 {
-        self.lock().replay.pinned_bytes()
+        self.lock().replay().pinned_bytes()
     }
 
     /// Acknowledged-but-uncommitted writes held for replay, by bytes or by descriptor.
     pub fn kept_writes(&self) -> usize {
-        self.lock().replay.len()
+        self.lock().replay().len()
     }
 
     /// The id this client connected as.
@@ -281,7 +255,7 @@ impl OstClient {
         self.client
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Import> {
         self.state.lock().expect("client state lock poisoned")
     }
 
@@ -309,23 +283,17 @@ impl OstClient {
         let hard_remaining = Duration::from_millis(reply.recovery_hard_remaining_ms)
             .min(RECOVERY_WAIT_MAX)
             + RECOVERY_WAIT_SLACK;
-        self.state
-            .lock()
-            .expect("client state lock poisoned")
-            .recovery_until = reply
-            .recovering
-            .then(|| tokio::time::Instant::now() + hard_remaining);
+        self.lock().connect_answered(
+            reply.recovering,
+            hard_remaining,
+            tokio::time::Instant::now(),
+        );
         Ok(reply)
     }
 
     /// Refuses calls after [`OstClient::disconnect`]: the server has forgotten this client.
     fn check_connected(&self) -> Result<(), FabricError> {
-        if self
-            .state
-            .lock()
-            .expect("client state lock poisoned")
-            .disconnected
-        {
+        if self.lock().is_disconnected() {
             return Err(FabricError::Remote {
                 peer: self.server,
                 code: errno::ENOTCONN,
@@ -340,10 +308,7 @@ impl OstClient {
 
     /// Whether [`OstClient::disconnect`] has run.
     pub fn is_disconnected(&self) -> bool {
-        self.state
-            .lock()
-            .expect("client state lock poisoned")
-            .disconnected
+        self.lock().is_disconnected()
     }
 
     /// Tells the server start `boot_id` that this client has replayed all it kept to it
@@ -373,12 +338,11 @@ impl OstClient {
         }
     }
 
-    /// Empties the replay list, and says so to the osc counters.
-    fn forget_every_kept(&self, replay: &mut ReplayList) {
-        for (target, kept) in replay.kept_by_target() {
-            self.kept_changed(target, 0, kept as usize);
+    /// Tells the osc counters that the kept writes `kept` (a count per target) were let go.
+    fn kept_forgotten(&self, kept: &[(u32, u64)]) {
+        for &(target, count) in kept {
+            self.kept_changed(target, 0, count as usize);
         }
-        replay.clear();
     }
 
     /// Sends one request to the server and waits for its reply: the one place requests
@@ -466,8 +430,11 @@ impl OstClient {
         sent_again: &mut bool,
     ) -> Result<pb::OpReply, FabricError> {
         self.check_connected()?;
-        let mut unreachable_since: Option<tokio::time::Instant> = None;
-        let mut waiting_since: Option<tokio::time::Instant> = None;
+        let mut wait = CallWait::default();
+        let limits = CallLimits {
+            unreachable_for_max: UNREACHABLE_FOR_MAX,
+            recovery_wait_max: RECOVERY_WAIT_MAX,
+        };
         loop {
             let error = match self
                 .send_noting_resends(target, op, body.clone(), sent_again)
@@ -475,11 +442,7 @@ impl OstClient {
             {
                 Ok(reply) => {
                     let reply = Self::decode(&reply)?;
-                    let known = self
-                        .state
-                        .lock()
-                        .expect("client state lock poisoned")
-                        .boot_id;
+                    let known = self.lock().known_start();
                     if reply.boot_id != 0 && reply.boot_id != known {
                         // The server restarted between our requests without our noticing a
                         // failure: replay before trusting anything else.
@@ -489,21 +452,20 @@ impl OstClient {
                 }
                 Err(error) => error,
             };
-            let recovering =
-                matches!(&error, FabricError::Remote { code, .. } if *code == errno::EINPROGRESS);
-            if recovering {
-                let now = tokio::time::Instant::now();
-                let since = *waiting_since.get_or_insert(now);
-                let until = self
-                    .state
-                    .lock()
-                    .expect("client state lock poisoned")
-                    .recovery_until;
-                // `until` is what the last connect was told: on the first EINPROGRESS it may
-                // be an earlier start's, so only a reconnect's (below) can end the wait.
-                let gave_up = now.duration_since(since) >= RECOVERY_WAIT_MAX
-                    || (now > since && until.is_some_and(|until| now >= until));
-                if gave_up {
+            let failure = if matches!(&error, FabricError::Remote { code, .. } if *code == errno::EINPROGRESS)
+            {
+                CallFailure::Recovering
+            } else if is_connection_error(&error) {
+                CallFailure::Unreachable
+            } else {
+                CallFailure::Other
+            };
+            let now = tokio::time::Instant::now();
+            let until = self.lock().recovery_until();
+            let pause_first = match wait.failed(failure, now, until, limits) {
+                CallStep::GiveUp => return Err(error),
+                CallStep::GiveUpRecovering => {
+                    let since = wait.waiting_since().unwrap_or(now);
                     return Err(FabricError::Remote {
                         peer: self.server,
                         code: errno::EINPROGRESS,
@@ -514,35 +476,35 @@ impl OstClient {
                         ),
                     });
                 }
-                if now == since {
-                    // How long the window can last is known once this client has connected
-                    // to the new start (the reconnect below).
-                    match until.filter(|&until| until > now) {
-                        Some(until) => {
-                            let left = until.saturating_duration_since(now).as_secs();
-                            warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
-                        }
-                        None => {
-                            warn!(server = %self.server, "the server restarted and is recovering its clients' writes: reconnecting to replay ours");
+                CallStep::Retry {
+                    first_wait,
+                    pause_first,
+                } => {
+                    if first_wait {
+                        // How long the window can last is known once this client has
+                        // connected to the new start (the reconnect below).
+                        match until.filter(|&until| until > now) {
+                            Some(until) => {
+                                let left = until.saturating_duration_since(now).as_secs();
+                                warn!(server = %self.server, "the server restarted and is recovering its clients' writes: waiting for it (at most {left} s)");
+                            }
+                            None => {
+                                warn!(server = %self.server, "the server restarted and is recovering its clients' writes: reconnecting to replay ours");
+                            }
                         }
                     }
+                    pause_first
                 }
-            } else if is_connection_error(&error)
-                && unreachable_since
-                    .get_or_insert_with(tokio::time::Instant::now)
-                    .elapsed()
-                    < UNREACHABLE_FOR_MAX
-            {
+            };
+            if pause_first {
                 tokio::time::sleep(RECONNECT_PAUSE).await;
-            } else {
-                return Err(error);
             }
             match self.recover().await {
                 Ok(()) => {}
                 Err(e) if is_connection_error(&e) => {}
                 Err(e) => return Err(e),
             }
-            if recovering {
+            if failure == CallFailure::Recovering {
                 // Replayed; the window closes once every client has (or is evicted).
                 tokio::time::sleep(RECONNECT_PAUSE).await;
             }
@@ -587,21 +549,30 @@ impl OstClient {
         kept: Option<Kept>,
     ) -> bool {
         let traced = kept.as_ref().and_then(|k| k.trace);
-        let (forgotten, committed) = {
-            let mut state = self.lock();
-            if let Some(start) = answered_by.filter(|&start| start != 0) {
-                let current = state.replaying_to.unwrap_or(state.boot_id);
-                if start != current && stamp.transno > stamp.last_committed {
-                    return false;
-                }
+        let (noted, committed) = {
+            let mut import = self.lock();
+            match import.write_answered(answered_by, target, stamp, kept) {
+                WriteAnswer::SendAgain => return false,
+                WriteAnswer::Noted(noted) => (noted, import.replay().last_committed(target)),
             }
-            let noted = state
-                .replay
-                .note(target, stamp.transno, stamp.last_committed, kept);
-            // A note keeps and forgets writes of `target` alone.
-            self.kept_changed(target, usize::from(noted.kept), noted.forgotten.len());
-            (noted.forgotten, state.replay.last_committed(target))
         };
+        self.noted(target, traced, stamp, noted, committed);
+        true
+    }
+
+    /// Counts and traces what a note did: `noted` of `target`, whose `last_committed` is
+    /// `committed` now; `traced`, the acknowledged write's trace, if it was traced.
+    fn noted(
+        &self,
+        target: u32,
+        traced: Option<iopath_fabric::trace::TraceId>,
+        stamp: Stamp,
+        noted: crate::replay::Noted,
+        committed: u64,
+    ) {
+        // A note keeps and forgets writes of `target` alone.
+        self.kept_changed(target, usize::from(noted.kept), noted.forgotten.len());
+        let forgotten = noted.forgotten;
         let log = self.node.trace_log();
         if let Some(id) = traced {
             let (what, detail) = if stamp.transno > committed {
@@ -635,7 +606,6 @@ impl OstClient {
                 log.record(id, Step::new("osc", "release", detail));
             }
         }
-        true
     }
 
     /// The target committed up to `last_committed`, learned another way (a sync through
@@ -678,7 +648,7 @@ impl OstClient {
                 info!(server = %self.server, target, object, "a create sent again found its object: answered as done");
                 Ok(Stamp {
                     transno: 0,
-                    last_committed: self.lock().replay.last_committed(target),
+                    last_committed: self.lock().replay().last_committed(target),
                 })
             }
             Err(error) => Err(error),
@@ -699,8 +669,7 @@ impl OstClient {
         let (replay_session, replay_boot_id) = if replay_transno == 0 {
             (0, 0)
         } else {
-            let state = self.lock();
-            (state.session, state.replaying_to.unwrap_or(state.boot_id))
+            self.lock().replay_identity()
         };
         pb::WriteRequest {
             target,
@@ -1016,10 +985,9 @@ impl OstClient {
         // A ping already under way ends first; the later ones see `leaving` and send nothing.
         drop(self.replaying.lock().await);
         self.call(None, opcode::DISCONNECT, body).await?;
-        let mut state = self.lock();
         // Every target committed before the reply: nothing kept is needed any more.
-        self.forget_every_kept(&mut state.replay);
-        state.disconnected = true;
+        let kept = self.lock().disconnected();
+        self.kept_forgotten(&kept);
         Ok(())
     }
 
@@ -1037,11 +1005,8 @@ impl OstClient {
     /// `None`, with nothing sent, once [`OstClient::disconnect`] has begun (or is done).
     pub async fn ping(&self) -> Option<Result<ReplayReport, FabricError>> {
         let _one_at_a_time = self.replaying.lock().await;
-        {
-            let state = self.lock();
-            if state.leaving > 0 || state.disconnected {
-                return None;
-            }
+        if !self.lock().may_ping() {
+            return None;
         }
         Some(self.replay_holding_the_turn().await)
     }
@@ -1049,7 +1014,7 @@ impl OstClient {
     /// Reconnects and replays, for a caller that holds `replaying`.
     async fn replay_holding_the_turn(&self) -> Result<ReplayReport, FabricError> {
         let result = self.replay_rounds().await;
-        self.lock().replaying_to = None;
+        self.lock().round_ended();
         result
     }
 
@@ -1102,64 +1067,84 @@ impl OstClient {
     /// and the window evicting this client for writes it never saw.
     async fn replay_round(&self, report: &mut ReplayReport) -> Result<Round, FabricError> {
         let reply = self.connect_once(self.reconnect_options()).await?;
-        let evicted = self.take_session(reply.session, report);
-        let (restarted, kept) = {
-            let mut state = self.lock();
-            let restarted = state.boot_id != reply.boot_id;
-            if restarted {
-                state.replaying_to = Some(reply.boot_id);
+        let (plan, evicted_lost) = self.lock().reconnected(&facts_of(&reply));
+        // Evicted since (the session changed): every kept write was lost, each is reported
+        // and none replayed.
+        let evicted = !evicted_lost.is_empty();
+        if evicted {
+            warn!(server = %self.server, kept = evicted_lost.len(), "evicted: every kept write is lost");
+            let mut by_target: Vec<(u32, u64)> = Vec::new();
+            for lost in &evicted_lost {
+                match by_target.last_mut() {
+                    Some((t, n)) if *t == lost.target => *n += 1,
+                    _ => by_target.push((lost.target, 1)),
+                }
             }
-            (restarted, state.replay.in_replay_order())
-        };
-        if !restarted {
-            return Ok(Round::Done);
+            self.kept_forgotten(&by_target);
+            self.found_lost(report, evicted_lost);
         }
+        let (to, writes, recovering) = match plan {
+            import::Round::Known => return Ok(Round::Done),
+            import::Round::Replay {
+                to,
+                writes,
+                recovering,
+            } => (to, writes, recovering),
+        };
         report.restarted = true;
-        info!(server = %self.server, kept = kept.len(), recovering = reply.recovering, "server restarted: replaying kept writes");
-        for ((target, transno), write) in kept {
+        info!(server = %self.server, kept = writes.len(), recovering, "server restarted: replaying kept writes");
+        for ((target, transno), write) in writes {
             let options =
                 self.replay_options(Duration::from_millis(reply.recovery_hard_remaining_ms));
-            match self.replay_write(target, transno, &write, options).await {
+            let answer = match self.replay_write(target, transno, &write, options).await {
                 Ok(stamp) => {
                     report.replayed += 1;
                     self.replayed.fetch_add(1, Ordering::Relaxed);
-                    self.note_committed(target, stamp.last_committed);
+                    ReplayAnswer::Done {
+                        last_committed: stamp.last_committed,
+                    }
                 }
                 // Evicted, or a descriptor's memory is gone: the acknowledged write is lost.
                 // Say so.
                 Err(FabricError::Remote { code, message, .. }) if write.data.lost_by(code) => {
                     warn!(server = %self.server, target, transno, "kept write lost: {message}");
-                    self.found_lost(
-                        report,
-                        [LostWrite {
-                            target,
-                            object: write.object,
-                            transno,
-                        }],
-                    );
-                    if self.lock().replay.forget((target, transno)).is_some() {
-                        self.kept_changed(target, 0, 1);
-                    }
+                    ReplayAnswer::Lost
                 }
                 // Another start refused a replay meant for the one this round reached: the
                 // server restarted again. Replay to the new start, from the lowest transno.
-                Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
+                Err(error) if is_another_start(&error) => ReplayAnswer::AnotherStart,
                 Err(e) => return Err(e),
+            };
+            let step = self
+                .lock()
+                .replay_answered((target, transno), write.object, answer);
+            match step {
+                ReplayStep::Next(noted) => {
+                    let committed = self.lock().replay().last_committed(target);
+                    let stamp = Stamp {
+                        transno: 0,
+                        last_committed: committed,
+                    };
+                    self.noted(target, None, stamp, noted, committed);
+                }
+                ReplayStep::NextLost { lost, forgotten } => {
+                    self.found_lost(report, [lost]);
+                    if forgotten {
+                        self.kept_changed(target, 0, 1);
+                    }
+                }
+                ReplayStep::RestartedAgain => return Ok(Round::RestartedAgain),
             }
         }
-        if reply.recovering {
+        if recovering {
             // Writes lost to an eviction are, to this start's window, writes a client came
             // back without: it must count them lost.
-            match self.replay_done(evicted, reply.boot_id).await {
+            match self.replay_done(evicted, to).await {
                 Err(error) if is_another_start(&error) => return Ok(Round::RestartedAgain),
                 other => other?,
             }
         }
-        {
-            let mut state = self.lock();
-            state.boot_id = reply.boot_id;
-            state.replaying_to = None;
-        }
+        self.lock().round_through(to);
         // Requests still waiting for a reply went to the start that is gone: they go again
         // now, not at their timeout (ptlrpc resends an import's requests once it is back).
         let resent = self.node.resend_calls_to(self.server);
@@ -1170,38 +1155,20 @@ impl OstClient {
         // replies carried last_committed, and `note` dropped what is now safe.
         Ok(Round::Done)
     }
+}
 
-    /// Takes the session a connect's reply names. If it is not the one this client had, the
-    /// server evicted the client since (and a later connect put it back on its list): every
-    /// kept write is lost, each is added to `report`, and none is replayed. Returns whether
-    /// anything was lost so.
-    fn take_session(&self, session: u64, report: &mut ReplayReport) -> bool {
-        let lost = {
-            let mut state = self.lock();
-            let changed = state.session != 0 && session != 0 && session != state.session;
-            let was = std::mem::replace(&mut state.session, session);
-            if !changed || state.replay.is_empty() {
-                return false;
-            }
-            warn!(server = %self.server, session = was, now = session, kept = state.replay.len(), "evicted: every kept write is lost");
-            let by_target = state.replay.kept_by_target();
-            let mut lost = Vec::new();
-            for ((target, transno), write) in state.replay.in_replay_order() {
-                state.replay.forget((target, transno));
-                lost.push(LostWrite {
-                    target,
-                    object: write.object,
-                    transno,
-                });
-            }
-            drop(state);
-            for (target, kept) in by_target {
-                self.kept_changed(target, 0, kept as usize);
-            }
-            lost
-        };
-        self.found_lost(report, lost);
-        true
+/// What a CONNECT's reply says, as the import uses it.
+fn facts_of(reply: &pb::ConnectReply) -> ConnectFacts {
+    ConnectFacts {
+        boot_id: reply.boot_id,
+        session: reply.session,
+        recovering: reply.recovering,
+        recovery_hard_remaining: Duration::from_millis(reply.recovery_hard_remaining_ms),
+        targets: reply
+            .targets
+            .iter()
+            .map(|t| (t.index, t.last_committed))
+            .collect(),
     }
 }
 

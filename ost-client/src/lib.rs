@@ -17,7 +17,11 @@
 //! - [`params`]: the table on the node's admin tree (`osc.iopath-OST0003-osc-c0.stats`).
 //! - [`metrics`]: the table's gauges on the node's `/metrics` (writes kept for replay, RPCs
 //!   in flight).
-//! - [`client`]: [`OstClient`], one connection — typed calls, reconnect, replay, disconnect.
+//! - [`import`]: [`import::Import`], one connection's state as a pure core — the start replayed
+//!   to, the session, the replay under way, leaving — with every decision a reconnect, a
+//!   replay, an acknowledgement or a failed call makes.
+//! - [`client`]: [`OstClient`], one connection — typed calls, reconnect, replay, disconnect —
+//!   carrying out its import's decisions.
 //! - [`mod@ping`]: Lustre's pinger, which replays promptly after a server restart.
 //! - [`connections`]: [`OstConnections`], one connection per server of a file system.
 //! - [`error`] — [`OstClientError`], the crate's one error type.
@@ -28,6 +32,7 @@ pub mod connections;
 pub mod counters;
 pub mod error;
 pub mod id;
+pub mod import;
 pub mod metrics;
 pub mod params;
 pub mod ping;

@@ -62,7 +62,7 @@ pub struct Kept {
 pub type KeptKey = (u32, u64);
 
 /// What [`ReplayList::note`] did.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Noted {
     /// The acknowledged write is kept now (it was not before).
     pub kept: bool,
