@@ -652,51 +652,99 @@ fn chunk_bytes(layout: &Layout) -> u64 {
         .clamp(COPY_CHUNK_MIN_BYTES, COPY_CHUNK_MAX_BYTES)
 }
 
+/// `lfs put`: copies `local` into `remote` under a name of its own beside it, then renames
+/// it onto `remote` — so a put that fails part way leaves no partial file, and two puts to
+/// one name never write into one file (each had destroyed the other's objects under it:
+/// "no such object"); the later rename replaces the earlier copy, whole. As `cp` onto a file
+/// made by `lfs setstripe`: an existing empty file's layout is the copy's; anything else that
+/// exists is refused.
 async fn put(client: &Client, local: &std::path::Path, remote: &str) -> anyhow::Result<u64> {
     let source = tokio::fs::File::open(local)
         .await
         .with_context(|| format!("open {}", local.display()))?;
     let length = source.metadata().await?.len();
-    // As `cp` onto a file made by `lfs setstripe`: an existing empty file keeps its layout and
-    // receives the data; anything else that exists is refused.
-    let (file, made_here) = match client.create(remote, StripeRequest::INHERIT).await {
-        Ok(file) => (file, true),
-        Err(created) => {
-            let existing = client.open(remote).await.map_err(|_| created)?;
-            let size = existing.size().await?;
-            if size != 0 {
-                anyhow::bail!("{remote} exists and holds {size} bytes: remove it first");
-            }
-            (existing, false)
+    let layout = match client.stat(remote).await {
+        Ok(stat) if stat.is_dir => anyhow::bail!("{remote} is a directory"),
+        Ok(stat) if stat.size_bytes != 0 => {
+            anyhow::bail!(
+                "{remote} exists and holds {} bytes: remove it first",
+                stat.size_bytes
+            )
+        }
+        Ok(stat) => stat
+            .layout
+            .as_ref()
+            .map_or(StripeRequest::INHERIT, |layout| StripeRequest {
+                stripe_size_bytes: layout.stripe_size_bytes(),
+                stripe_count: i64::from(layout.stripe_count()),
+                stripe_offset: i64::from(layout.stripe_offset()),
+            }),
+        Err(ClientError::NotFound { .. }) => StripeRequest::INHERIT,
+        Err(error) => return Err(error).with_context(|| format!("stat {remote}")),
+    };
+    let partial = partial_name(remote);
+    let file = client
+        .create(&partial, layout)
+        .await
+        .with_context(|| format!("create {partial} to copy into"))?;
+    let copied = match copy_in(&file, local, length, source).await {
+        Ok(copied) => file
+            .close()
+            .await
+            .map(|()| copied)
+            .map_err(anyhow::Error::from),
+        Err(error) => {
+            drop(file);
+            Err(error)
         }
     };
-    match copy_in(&file, local, length, source).await {
-        Ok(copied) => {
-            file.close().await?;
-            Ok(copied)
-        }
+    let copied = match copied {
+        Ok(copied) => copied,
         // No partial file is left behind to be taken for the copy.
-        Err(error) if made_here => {
-            drop(file);
-            Err(match client.unlink(remote).await {
-                Ok(()) => error.context(format!("the partial file {remote} was removed")),
+        Err(error) => {
+            return Err(match client.unlink(&partial).await {
+                Ok(()) => error.context(format!("nothing was put at {remote}")),
                 Err(undo) => error.context(format!(
-                    "the partial file {remote} is left holding part of {}: removing it failed: {undo}",
+                    "the partial copy {partial} is left holding part of {}: removing it failed: {undo}",
                     local.display()
                 )),
-            })
+            });
         }
-        // An empty file someone laid out keeps its name and layout, and is empty again.
-        Err(error) => Err(match file.truncate(0).await {
-            Ok(()) => error.context(format!(
-                "{remote} was truncated back to empty; its layout is kept"
-            )),
-            Err(undo) => error.context(format!(
-                "{remote} is left holding part of {}: truncating it back to empty failed: {undo}",
-                local.display()
-            )),
-        }),
+    };
+    // Written and committed: now it takes the name. Something with data put there meanwhile
+    // (another put that finished first) is not replaced — as at the start, it is refused.
+    match client.stat(remote).await {
+        Ok(stat) if stat.size_bytes != 0 || stat.is_dir => {
+            let undo = client.unlink(&partial).await;
+            anyhow::bail!(
+                "{remote} was written by someone else while this put copied {}: this copy was {}",
+                local.display(),
+                match undo {
+                    Ok(()) => "discarded".to_string(),
+                    Err(e) => format!("left at {partial} (removing it failed: {e})"),
+                }
+            );
+        }
+        _ => {}
     }
+    client
+        .rename(&partial, remote)
+        .await
+        .with_context(|| format!("rename {partial} to {remote}"))?;
+    Ok(copied)
+}
+
+/// The name a put copies into before it renames the copy onto `remote`: beside it, hidden,
+/// and its own (the process id and the time).
+fn partial_name(remote: &str) -> String {
+    let (dir, name) = match remote.rfind('/') {
+        Some(slash) => (&remote[..=slash], &remote[slash + 1..]),
+        None => ("", remote),
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{dir}.{name}.put-{}-{nanos:08x}", std::process::id())
 }
 
 /// Copies the first `length` bytes of `source` (the local file `local`) into `file`.

@@ -531,22 +531,16 @@ async fn a_put_that_fails_part_way_leaves_no_partial_file_and_says_so() {
     let local = dir.path().join("three-mib");
     std::fs::write(&local, vec![7u8; 3 * MIB as usize]).unwrap();
 
-    // A file the put made is removed.
+    // The copy the put made is removed, and nothing takes the name.
     let error = lfs_fails(&client, &format!("put {} /new", local.display())).await;
-    assert!(
-        error.contains("the partial file /new was removed"),
-        "{error}"
-    );
+    assert!(error.contains("nothing was put at /new"), "{error}");
     let listed = lfs(&client, "ls /").await;
     assert!(!listed.contains("new"), "no partial file is left: {listed}");
 
-    // An empty file made by setstripe keeps its name and layout, and is empty again.
+    // An empty file made by setstripe keeps its name and layout, and stays empty.
     lfs(&client, "setstripe -c 1 -i 1 /laid-out").await;
     let error = lfs_fails(&client, &format!("put {} /laid-out", local.display())).await;
-    assert!(
-        error.contains("/laid-out was truncated back to empty; its layout is kept"),
-        "{error}"
-    );
+    assert!(error.contains("nothing was put at /laid-out"), "{error}");
     let file = client.open("/laid-out").await.unwrap();
     assert_eq!(
         file.size().await.unwrap(),
@@ -554,4 +548,53 @@ async fn a_put_that_fails_part_way_leaves_no_partial_file_and_says_so() {
         "nothing partial is left in it"
     );
     assert_eq!(file.layout().stripe_offset(), 1);
+}
+
+/// Two puts to one name at once each destroyed the other's objects under it ("no such
+/// object"), and the name was left holding neither. Each now copies under a name of its own and
+/// renames its copy onto the name when it is whole: the name holds one put's bytes, whole, and
+/// a put that finds the other's bytes there when it is done says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_puts_to_one_name_leave_one_whole_copy() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let seed = seed();
+    let (a, b) = (data(seed, 24 * MIB), data(seed ^ 1, 20 * MIB));
+    let (path_a, path_b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::write(&path_a, &a).unwrap();
+    std::fs::write(&path_b, &b).unwrap();
+    let put = |local: std::path::PathBuf| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut out = Vec::new();
+            let line = format!("put {} /one", local.display());
+            run_to(&client, parse(&line), &mut out)
+                .await
+                .map_err(|e| format!("{e:#}"))
+        })
+    };
+    let (first, second) = (put(path_a), put(path_b));
+    let outcomes = [first.await.unwrap(), second.await.unwrap()];
+    for outcome in &outcomes {
+        if let Err(error) = outcome {
+            assert!(
+                error.contains("was written by someone else") || error.contains("exists and holds"),
+                "a put refused says why: {error}"
+            );
+        }
+    }
+    assert!(outcomes.iter().any(Result::is_ok), "{outcomes:?}");
+    let file = client.open("/one").await.unwrap();
+    let size = file.size().await.unwrap();
+    let back = file.read_at(0, size).await.unwrap();
+    assert!(
+        back == a || back == b,
+        "one put's bytes, whole ({size} bytes)"
+    );
+    let listed = lfs(&client, "ls /").await;
+    assert!(
+        !listed.contains(".put-"),
+        "no copy is left behind: {listed}"
+    );
 }
