@@ -362,3 +362,50 @@ async fn the_journal_mode_switches_while_running_through_lctl() {
     assert!(out.trim().parse::<u64>().unwrap() >= stamp.transno);
     stop(server);
 }
+
+/// Two servers on one directory (the red team's case: a second server started on another port
+/// recovered the live directory under the first, cutting its uncommitted tails, and a put read
+/// back 82 MB of zeros). The second is refused before it reads anything, and names the first;
+/// the first's acknowledged writes all read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_oss_on_a_live_directory_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, nid) = start_oss(dir.path(), "127.0.0.1:0@tcp0", "async", 10_000, 3_600_000);
+    let node = client_node().await;
+    let client = OstClient::connect(node.clone(), nid, 4242).await.unwrap();
+    client.create(0, 1).await.unwrap();
+    let data = block(7, 1, 0);
+    let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
+    assert!(stamp.transno > stamp.last_committed, "kept uncommitted");
+
+    let mut second = common::iopath()
+        .args(["oss", "--dir"])
+        .arg(dir.path())
+        .args(["--targets", "2"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            second.kill().unwrap();
+            panic!("a second oss on a live directory kept running");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let said = second.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&said.stderr);
+    assert!(!status.success(), "{said}");
+    assert!(
+        said.contains("in use by another server") && said.contains(&format!("pid {}", first.id())),
+        "names the first: {said}"
+    );
+    let back = client.read(0, 1, 0, BLOCK as u64).await.unwrap();
+    assert!(back == data, "the live server's write reads back");
+    stop(first);
+}
