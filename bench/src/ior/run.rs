@@ -371,39 +371,49 @@ async fn on_stack(
     let mut stamp = 0;
     let mut reports = Vec::new();
     let mut measured = Measured::new();
-    for params in tests {
-        if !reports.is_empty() && !params.inter_test_delay.is_zero() {
-            note(
+    // The tests; whether they end well or not, the clients end after them (below).
+    let tested = async {
+        for params in tests {
+            if !reports.is_empty() && !params.inter_test_delay.is_zero() {
+                note(
+                    progress,
+                    &format!(
+                        "waiting {} s before test {} (interTestDelay)",
+                        params.inter_test_delay.as_secs(),
+                        params.test_id
+                    ),
+                );
+                tokio::time::sleep(params.inter_test_delay).await;
+            }
+            let tasks = params.tasks.unwrap_or(client_nodes);
+            let nodes = tasks.min(client_nodes);
+            let clients = clients_for(running, &mut connected, nodes).await?;
+            let report = one_test(
+                running,
+                &run,
+                params,
+                tasks,
+                clients,
+                &mut files,
+                &mut stamp,
+                &mut measured,
+                streams,
                 progress,
-                &format!(
-                    "waiting {} s before test {} (interTestDelay)",
-                    params.inter_test_delay.as_secs(),
-                    params.test_id
-                ),
-            );
-            tokio::time::sleep(params.inter_test_delay).await;
+            )
+            .await?;
+            reports.push(report);
         }
-        let tasks = params.tasks.unwrap_or(client_nodes);
-        let nodes = tasks.min(client_nodes);
-        let clients = clients_for(running, &mut connected, nodes).await?;
-        let report = one_test(
-            running,
-            &run,
-            params,
-            tasks,
-            clients,
-            &mut files,
-            &mut stamp,
-            &mut measured,
-            streams,
-            progress,
-        )
-        .await?;
-        reports.push(report);
+        Ok::<(), BenchError>(())
     }
+    .await;
     // The tasks end as a program does: each client commits what its servers acknowledged and
-    // disconnects, so nothing written lives only in this process's memory when it exits.
-    phase::end(&connected).await?;
+    // disconnects, so nothing written lives only in this process's memory when it exits —
+    // after a failed test too: a client left connected stays on its servers' lists, bound to
+    // this address, and the same compute node attached from another is refused until they
+    // restart. The test's own error comes first.
+    let ended = phase::end(&connected).await;
+    tested?;
+    ended?;
     let finished = SystemTime::now();
     match format {
         SummaryFormat::Text => {
