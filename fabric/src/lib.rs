@@ -44,6 +44,8 @@
 //!   RPC requests go to the handler attached to their portal.
 //! - [`bulk`]: GET (pull) and PUT (push) of descriptor-named bytes, in verified chunks.
 //! - [`rpc`]: requests and replies by xid, timeouts, resends, execute-once; services.
+//! - [`restarts`]: watching a peer for restarts (its ping names its start), and sending the
+//!   calls waiting on it again at once when it restarted.
 //! - [`params`]: the `nis`, `peers`, `stats`, `routes`, `routers` and `buffers` views on the
 //!   node's admin tree (writing `routes` adds or deletes a route), and `congestion`.
 //! - [`metrics`]: the same counters and snapshots as Prometheus families, for `/metrics`.
@@ -74,6 +76,7 @@ pub mod node;
 pub mod params;
 pub mod region;
 pub mod reply_cache;
+pub mod restarts;
 pub mod router;
 pub mod routing;
 pub mod rpc;

@@ -195,6 +195,11 @@ pub(crate) struct NodeInner {
     /// A router's ping reply body and when it was made: the interfaces it has lost change
     /// seldom, and every node routing through it asks each ping interval.
     ping_body: Mutex<Option<(tokio::time::Instant, Bytes)>>,
+    /// This start of the node, as its ping replies name it: a peer that finds it changed
+    /// knows the node restarted (see [`crate::restarts`]).
+    pub(crate) incarnation: u64,
+    /// The peers this node watches for restarts, each with the count of restarts seen.
+    pub(crate) restart_watches: Mutex<HashMap<Nid, tokio::sync::watch::Receiver<u64>>>,
     pub(crate) me: Weak<NodeInner>,
 }
 
@@ -222,6 +227,8 @@ impl Node {
         };
         let limits = config.limits.clone();
         let fail = FailPoints::new();
+        // Xids begin at this start's clock, and so does the incarnation a ping names.
+        let incarnation = initial_xid();
         let inner = Arc::new_cyclic(|me| NodeInner {
             nid,
             regions: Regions::new(nid, &limits),
@@ -234,7 +241,7 @@ impl Node {
             next_cookie: AtomicU64::new(1),
             pending: Mutex::default(),
             calls: Mutex::default(),
-            next_xid: AtomicU64::new(initial_xid()),
+            next_xid: AtomicU64::new(incarnation),
             portals: RwLock::default(),
             replies: Mutex::new(ReplyCache::new(
                 limits.replies_saved_per_client_max as usize,
@@ -254,6 +261,8 @@ impl Node {
             trace: TraceLog::new(nid),
             fail: Arc::clone(&fail),
             ping_body: Mutex::new(None),
+            incarnation,
+            restart_watches: Mutex::default(),
             limits,
             nis: OnceLock::new(),
             me: me.clone(),
@@ -441,6 +450,11 @@ impl Node {
             .lock()
             .expect("pending lock poisoned")
             .len()
+    }
+
+    /// Whether [`Node::shutdown`] has run: a task working for the node should end.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.stopped.load(Ordering::Relaxed)
     }
 
     /// Stops every interface. In-flight sends fail; their callers see errors.
@@ -675,13 +689,14 @@ impl NodeInner {
         Ok(())
     }
 
-    /// What a ping's reply carries: for a router, the NIDs of its interfaces that have lost
+    /// What a ping's reply carries: this start's incarnation (8 bytes, little-endian), so a
+    /// peer can tell a restart; then, for a router, the NIDs of its interfaces that have lost
     /// their network (see [`Ni::link_down`]), 24 bytes each in the wire form, so that nodes
     /// routing through it stop sending it what it cannot pass on (LNet's ping buffer carries
-    /// its NIs' status for `avoid_asym_router_failure`). Empty otherwise.
+    /// its NIs' status for `avoid_asym_router_failure`).
     fn ping_body(&self) -> Bytes {
         if self.router.is_none() {
-            return Bytes::new();
+            return Bytes::copy_from_slice(&self.incarnation.to_le_bytes());
         }
         let mut cached = self.ping_body.lock().expect("ping body lock poisoned");
         let now = tokio::time::Instant::now();
@@ -690,7 +705,7 @@ impl NodeInner {
         {
             return body.clone();
         }
-        let mut body = Vec::new();
+        let mut body = self.incarnation.to_le_bytes().to_vec();
         for ni in self.nis().iter().filter(|ni| ni.link_down()) {
             let mut wire = [0u8; NID_WIRE_BYTES];
             ni.nid().encode(&mut wire);
@@ -705,7 +720,7 @@ impl NodeInner {
     /// answers itself, with a reply matched by xid like an RPC's. `Some` if `target` answered
     /// within `timeout`, with the networks it reports it cannot reach (a router whose
     /// interface there is down); sent once, never resent.
-    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> Option<Vec<NetId>> {
+    pub(crate) async fn send_ping(&self, target: Nid, timeout: Duration) -> Option<PingReply> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let (reply_tx, reply_rx) = oneshot::channel();
         self.pending
@@ -728,7 +743,7 @@ impl NodeInner {
                 }
                 match reply_rx.await {
                     Ok(reply) if reply.header.status == status::OK => {
-                        Some(down_nets(&reply.payload))
+                        Some(PingReply::decode(&reply.payload))
                     }
                     _ => None,
                 }
@@ -914,7 +929,34 @@ const DOWN_NETS_MAX: usize = 64;
 /// How long a router's ping reply body is reused before its interfaces are looked at again.
 const PING_BODY_FRESH: Duration = Duration::from_millis(250);
 
-/// The networks a ping reply's body reports down: its NIDs' networks. A body that is not whole
+/// What a ping's reply said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PingReply {
+    /// The start of the node that answered; `None` from a node of a make that does not say.
+    pub(crate) incarnation: Option<u64>,
+    /// The networks it reports it cannot reach (a router).
+    pub(crate) down: Vec<NetId>,
+}
+
+impl PingReply {
+    /// Reads a ping reply's body: the incarnation, then whole NIDs. A body that is whole NIDs
+    /// alone (a peer of an earlier make) names no incarnation; any other reports nothing.
+    pub(crate) fn decode(body: &[u8]) -> PingReply {
+        let incarnation_bytes = body.len() % NID_WIRE_BYTES;
+        match body.split_first_chunk::<8>() {
+            Some((incarnation, nids)) if incarnation_bytes == 8 => PingReply {
+                incarnation: Some(u64::from_le_bytes(*incarnation)),
+                down: down_nets(nids),
+            },
+            _ => PingReply {
+                incarnation: None,
+                down: down_nets(body),
+            },
+        }
+    }
+}
+
+/// The networks a ping reply's NIDs report down: their networks. A body that is not whole
 /// NIDs (a peer of another make) reports nothing.
 fn down_nets(body: &[u8]) -> Vec<NetId> {
     if !body.len().is_multiple_of(NID_WIRE_BYTES) || body.len() > DOWN_NETS_MAX * NID_WIRE_BYTES {
@@ -1057,7 +1099,9 @@ impl Checked for NodeInner {
     }
 
     async fn ping(self: Arc<Self>, gateway: Nid, timeout: Duration) -> Option<Vec<NetId>> {
-        self.send_ping(gateway, timeout).await
+        self.send_ping(gateway, timeout)
+            .await
+            .map(|reply| reply.down)
     }
 }
 

@@ -163,12 +163,13 @@ async fn four_equal_routers_share_messages_round_robin() {
             "10 requests and 10 replies through {}",
             router.nid()
         );
-        // What a router forwards it received: its stats count both sides.
+        // What a router forwards it received: its stats count both sides. Beyond that it
+        // sends only its answers to the nodes' pings, each naming its start in 8 bytes.
         let tree = iopath_admin::ParamTree::new();
         iopath_fabric::params::register(router, &tree, "").unwrap();
         let (received, sent) = (stat(&tree, "recv_length"), stat(&tree, "send_length"));
         assert!(
-            received > 0 && received == sent,
+            received > 0 && sent >= received && (sent - received) % 8 == 0,
             "{}: received {received} bytes, sent {sent}",
             router.nid()
         );

@@ -280,3 +280,75 @@ async fn a_peer_found_restarted_is_sent_the_calls_waiting_on_it_at_once() {
     assert_eq!(service.executed.load(Ordering::SeqCst), 1, "executed once");
     assert_eq!(client.rpcs_pending(), 0);
 }
+
+/// A service that never answers.
+struct Silent;
+
+impl iopath_fabric::rpc::Service for Silent {
+    fn handle(self: Arc<Self>, _: iopath_fabric::rpc::Request) -> iopath_fabric::rpc::Reply {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watched_peer_that_restarts_is_sent_the_calls_waiting_on_it_within_a_ping() {
+    // Found by the red team's soaks through fyods: a compute node's call to a fyod that was
+    // killed waited out its RPC timeout at every resend (a kill at ~10 s "now and then", one
+    // of 60 s). A node that watches a peer pings it every second; the peer's answer names its
+    // start, and when that changes the calls waiting on it go again at once.
+    let limits = Limits {
+        rpc_timeout: Duration::from_secs(10),
+        ..Limits::default()
+    };
+    let network = iopath_fabric::MemNetwork::new();
+    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| {
+        iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+            interfaces: vec![iopath_fabric::Interface::Mem {
+                nid: iopath_fabric::Nid::mem(n, 0),
+                network: network.clone(),
+            }],
+            limits: limits.clone(),
+            fault,
+            ..Default::default()
+        })
+    };
+    let client = start(1, None).await.unwrap();
+    // The first start of the server never answers a request (it answers pings).
+    let first = start(2, None).await.unwrap();
+    first.register_service(PORTAL, Arc::new(Silent)).unwrap();
+    let server = first.nid();
+    let restarts = client.watch_restarts(server);
+    // Two pings in: the watch knows this start.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let began = tokio::time::Instant::now();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.call(server, PORTAL, OP_COUNT, Bytes::new()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The server dies and starts again on its address, answering this time.
+    first.shutdown();
+    drop(first);
+    let mut second = None;
+    for _ in 0..100 {
+        match start(2, None).await {
+            Ok(node) => {
+                second = Some(node);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    let second = second.expect("the server's address was freed");
+    let service = TestService::install(&second);
+    let reply = call.await.unwrap().unwrap();
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "answered {:?} after the call began: the resend waited for the RPC timeout ({:?})",
+        began.elapsed(),
+        limits.rpc_timeout
+    );
+    assert_eq!(u64::from_be_bytes(reply[..8].try_into().unwrap()), 1);
+    assert_eq!(service.executed.load(Ordering::SeqCst), 1);
+    assert_eq!(*restarts.borrow(), 1, "one restart seen");
+}
