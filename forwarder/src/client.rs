@@ -99,6 +99,9 @@ impl FyodClient {
             .encode_to_vec()
             .into();
         let reply = node.call(fyod, FYOD_PORTAL, opcode::CONNECT, body).await?;
+        // A call waiting on a fyod that restarted is sent again at once: the new start
+        // answers EBADF for a handle it never gave, without an RPC timeout's wait.
+        node.watch_restarts(fyod);
         let reply = pb::ConnectReply::decode(reply.as_ref())
             .map_err(|e| ForwarderError::malformed("connect reply", e.to_string()))?;
         let file_system = FileSystem::from_wire(reply.file_system).ok_or_else(|| {

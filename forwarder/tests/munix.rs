@@ -235,3 +235,96 @@ async fn masync_needs_no_token_home() {
     file.write_at(0, stamped(1, 0, MIB)).await.unwrap();
     assert_eq!(writers_of(&file.read_at(0, MIB).await.unwrap())[0], (1, 0));
 }
+
+/// Drops the first MUNIX token acquire sent to `home`: as if it was on its way when the home
+/// died.
+#[derive(Debug)]
+struct LoseFirstAcquire {
+    home: Nid,
+    fired: AtomicBool,
+}
+
+impl FaultHook for LoseFirstAcquire {
+    fn on_send(&self, header: &Header, _payload_len: usize) -> Fault {
+        let acquire = header.kind == Kind::Put
+            && header.portal == iopath_forwarder::service::FYOD_PORTAL
+            && header.hdr_data == u64::from(iopath_forwarder::service::opcode::TOKEN_ACQUIRE)
+            && header.target == self.home;
+        if acquire && !self.fired.swap(true, Ordering::AcqRel) {
+            Fault::Drop
+        } else {
+            Fault::None
+        }
+    }
+}
+
+/// Found in a soak through fyods: a fyod killed and started again at once, and the path it
+/// was on served again 60.5 s later. The killed fyod was the token home; another fyod's MUNIX
+/// token acquire was on its way to it, and an acquire waits a whole lease (60 s) for its
+/// answer before it is sent again. The other fyods now watch the home for restarts, and send
+/// what waits on it again as soon as its new start answers a ping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_lost_to_a_token_home_that_restarts_is_sent_to_its_next_start_at_once() {
+    let home = Nid::mem(20, 0);
+    let lose: Arc<dyn FaultHook> = Arc::new(LoseFirstAcquire {
+        home,
+        fired: AtomicBool::new(false),
+    });
+    let s = Stack::start(Options {
+        fyods: 2,
+        fyod_faults: vec![None, Some(lose)],
+        ..Options::default()
+    })
+    .await;
+    let client = s.client(1, 1).await;
+    let file = client
+        .open("/shared", shared(IoMode::Munix, true))
+        .await
+        .unwrap();
+    // The fyods have run a while: fyod 1 knows the home's start.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let write = tokio::spawn(async move { file.write_at(0, stamped(1, 1, STRIPE)).await });
+    // The acquire is lost on its way; the home dies and comes back.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.stack.restart_fyod(0).await.unwrap();
+    // A lease is 60 s: well before it, the acquire has reached the home's new start.
+    let written = tokio::time::timeout(Duration::from_secs(30), write)
+        .await
+        .expect("the write waited out the token lease: the acquire was not sent again")
+        .unwrap()
+        .unwrap();
+    assert_eq!(written, STRIPE);
+}
+
+/// The same soak's other tail: a path through fyods served again 53 s after a kill. A fail
+/// point on the token home had dropped its answer to another fyod's acquire, and the acquire
+/// waited a whole lease (60 s) before it asked again. It asks again every second now, and the
+/// home answers a copy of an acquire it has served from its saved reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_grant_was_lost_asks_again_within_seconds() {
+    let s = Stack::start(Options {
+        fyods: 2,
+        ..Options::default()
+    })
+    .await;
+    // The home's first reply — the grant of fyod 1's acquire — is lost.
+    s.fyod_nodes[0]
+        .fail_points()
+        .arm(&"fyod.reply:drop:once".parse().unwrap());
+    let client = s.client(1, 1).await;
+    let file = client
+        .open("/shared", shared(IoMode::Munix, true))
+        .await
+        .unwrap();
+    let write = file.write_at(0, stamped(1, 1, STRIPE));
+    let written = tokio::time::timeout(Duration::from_secs(30), write)
+        .await
+        .expect("the write waited out the token lease: the acquire was not asked again")
+        .unwrap();
+    assert_eq!(written, STRIPE);
+    assert_eq!(
+        s.fyod_nodes[0].fail_points().injected(),
+        1,
+        "the grant was dropped"
+    );
+}

@@ -47,8 +47,12 @@ pub struct MdsClient {
 }
 
 impl MdsClient {
-    /// A client sending from `node` to the service at `server`.
+    /// A client sending from `node` to the service at `server`. The node watches the service
+    /// for restarts ([`Node::watch_restarts`]): a call waiting on a service that restarted is
+    /// sent again at once, and the service answers a change it already made from its log, so
+    /// it still runs once.
     pub fn new(node: Node, server: Nid) -> MdsClient {
+        node.watch_restarts(server);
         MdsClient { node, server }
     }
 

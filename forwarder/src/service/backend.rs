@@ -58,6 +58,10 @@ struct StorageTarget {
     index: u32,
 }
 
+/// How long a starting fyod keeps trying to connect to every storage server before it leaves
+/// each to the first call that needs it.
+const CONNECT_AT_START_FOR: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The fyod's two connection sets to the storage servers.
 #[derive(Debug)]
 struct Connections {
@@ -170,6 +174,49 @@ impl Backend {
         };
         let (ost, link) = tokio::join!(connections.ost.disconnect(), connections.link.disconnect());
         ost.and(link).map_err(Into::into)
+    }
+
+    /// Connects both sets to every storage server, on a task of its own, trying again each
+    /// second for [`CONNECT_AT_START_FOR`] until the metadata service and the servers answer.
+    /// A fyod that restarted thus tells each server at once that it kept nothing (a fresh
+    /// client's end of replay), where it used to connect only when a call first needed the
+    /// server — and a server restarted meanwhile waited its whole recovery window for the
+    /// fyod's two ids, stalling every other client's calls that long. Ends early if the fyod
+    /// goes.
+    pub(crate) fn connect_all_soon(self: &Arc<Self>) {
+        let backend = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            // Bounded: one try a second, for CONNECT_AT_START_FOR.
+            loop {
+                let Some(backend) = backend.upgrade() else {
+                    return;
+                };
+                if backend.node.is_shut_down() {
+                    return;
+                }
+                match backend.connect_all().await {
+                    Ok(()) => return,
+                    Err(error) if started.elapsed() < CONNECT_AT_START_FOR => {
+                        tracing::debug!(%error, "connecting to the storage servers at start: trying again");
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not connect to every storage server at start; each is connected when a call first needs it");
+                        return;
+                    }
+                }
+                drop(backend);
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        });
+    }
+
+    /// Connects both sets to every storage server now; the first failure.
+    async fn connect_all(&self) -> Result<()> {
+        let connections = self.connections().await?;
+        connections.ost.connect_all().await?;
+        connections.link.connect_all().await?;
+        Ok(())
     }
 
     /// Bytes the fyod's own storage clients keep for replay (UFS writes' copies; the link's

@@ -203,8 +203,9 @@ pub struct FyodService {
 }
 
 impl FyodService {
-    /// Starts a fyod on `node`. The metadata service and storage servers are reached on first
-    /// use, so they may start after it.
+    /// Starts a fyod on `node`. It connects to the metadata service and every storage server
+    /// at once, in the background, trying for a minute; they may start after it (a server not
+    /// reached by then is connected when a call first needs it).
     pub async fn start(node: &Node, config: FyodConfig) -> Result<Arc<FyodService>> {
         FyodService::start_behind(node, config, |fyod| fyod as Arc<dyn Service>).await
     }
@@ -237,6 +238,7 @@ impl FyodService {
             config,
         });
         node.register_service(FYOD_PORTAL, front(Arc::clone(&service)))?;
+        service.backend.connect_all_soon();
         Ok(service)
     }
 

@@ -187,6 +187,18 @@ impl TokenManager {
     }
 }
 
+/// How often an acquire still waiting at the home is sent again (see [`Tokens::acquire`]).
+const ACQUIRE_RESEND_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Sends of an acquire beyond its first: as many intervals as a lease lasts, and three more
+/// for the messages in between.
+fn acquire_resends(lease: Duration) -> u32 {
+    let intervals = lease.as_millis() / ACQUIRE_RESEND_INTERVAL.as_millis().max(1);
+    u32::try_from(intervals)
+        .unwrap_or(u32::MAX)
+        .saturating_add(3)
+}
+
 /// How every call of this fyod gets and gives back tokens.
 #[derive(Debug)]
 pub(crate) struct Tokens {
@@ -211,8 +223,15 @@ pub(crate) struct HeldToken {
 impl Tokens {
     pub(crate) fn new(node: Node, home: Option<Nid>, limits: &FyodLimits) -> Tokens {
         let me = node.nid();
+        let home = home.filter(|h| *h != me);
+        if let Some(home) = home {
+            // An acquire waits at the home for as long as a lease, and is sent twice more: one
+            // in flight when the home restarted waited out a lease per try (60 s) before the
+            // new start answered. Watched, it goes to the new start at once.
+            node.watch_restarts(home);
+        }
         Tokens {
-            home: home.filter(|h| *h != me),
+            home,
             node,
             manager: TokenManager::new(limits),
             lease: limits.token_lease,
@@ -240,10 +259,15 @@ impl Tokens {
         }
         .encode_to_vec()
         .into();
-        // The reply waits for the grant: allow a lease per attempt.
+        // The reply waits for the grant, up to a lease. It is asked again every
+        // ACQUIRE_RESEND_INTERVAL meanwhile, for a lease and a few more: the home drops a copy
+        // of an acquire it is still serving, and answers one it has served from its saved
+        // reply — so a lost reply costs an interval, not the lease (60 s) that one attempt
+        // per lease waited (found in a soak: a path through fyods served again 53 s after a
+        // kill, its acquire's reply dropped).
         let options = CallOptions {
-            timeout: Some(self.lease),
-            resends_max: Some(2),
+            timeout: Some(ACQUIRE_RESEND_INTERVAL),
+            resends_max: Some(acquire_resends(self.lease)),
         };
         let reply = self
             .node
