@@ -124,8 +124,36 @@ pub struct SoakReport {
     pub recovery_p50_s: f64,
     /// 99th percentile of `recovery_s`.
     pub recovery_p99_s: f64,
+    /// The longest of `recovery_s`.
+    pub recovery_max_s: f64,
+    /// Recovery times by the role of the node killed.
+    pub recovery_by_role: BTreeMap<String, RoleRecovery>,
     /// Every node process's memory.
     pub memory: Vec<ProcessMemory>,
+}
+
+/// The recovery times of one role's kills.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoleRecovery {
+    /// Its nodes killed.
+    pub kills: u64,
+    /// Median seconds from a kill to the path serving again.
+    pub p50_s: f64,
+    /// 99th percentile.
+    pub p99_s: f64,
+    /// The longest.
+    pub max_s: f64,
+}
+
+impl RoleRecovery {
+    fn of(seconds: &[f64]) -> RoleRecovery {
+        RoleRecovery {
+            kills: seconds.len() as u64,
+            p50_s: percentile(seconds, 0.50),
+            p99_s: percentile(seconds, 0.99),
+            max_s: seconds.iter().copied().fold(0.0, f64::max),
+        }
+    }
 }
 
 /// An acknowledged file.
@@ -313,6 +341,7 @@ async fn soak(
     let mut kills: BTreeMap<String, u64> = BTreeMap::new();
     let mut restarts: BTreeMap<String, u64> = BTreeMap::new();
     let mut recovery_s = Vec::new();
+    let mut recovery_of_role: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut armed, mut fired) = (0u64, 0u64);
     let launcher = Launcher::this_program()?;
     let mut round = 0usize;
@@ -340,6 +369,10 @@ async fn soak(
         let recovered = probe_every_client(&clients, round).await?;
         let seconds = recovered.duration_since(killed).as_secs_f64();
         recovery_s.push(seconds);
+        recovery_of_role
+            .entry(role.as_str().to_owned())
+            .or_default()
+            .push(seconds);
         *kills.entry(role.as_str().to_owned()).or_default() += 1;
         *restarts.entry(victim.clone()).or_default() += 1;
         say!(
@@ -417,6 +450,11 @@ async fn soak(
         failures_seen: tally.seen.lock().expect("tally lock poisoned").clone(),
         recovery_p50_s: percentile(&recovery_s, 0.50),
         recovery_p99_s: percentile(&recovery_s, 0.99),
+        recovery_max_s: recovery_s.iter().copied().fold(0.0, f64::max),
+        recovery_by_role: recovery_of_role
+            .iter()
+            .map(|(role, seconds)| (role.clone(), RoleRecovery::of(seconds)))
+            .collect(),
         recovery_s,
         memory: start_memory
             .into_iter()
@@ -738,7 +776,7 @@ pub fn table(report: &SoakReport) -> String {
          files acknowledged: {} ({:.1} MiB), {:.1} MiB read back and checked\n\
          calls that failed and said so: {}\n\
          bytes lost:         {}\n\
-         recovery (kill to the path serving again): p50 {:.1} s, p99 {:.1} s over {} kills\n",
+         recovery (kill to the path serving again): p50 {:.1} s, p99 {:.1} s, max {:.1} s over {} kills\n",
         report.stack,
         report.seconds,
         report.modeled,
@@ -753,8 +791,15 @@ pub fn table(report: &SoakReport) -> String {
         report.bytes_lost,
         report.recovery_p50_s,
         report.recovery_p99_s,
+        report.recovery_max_s,
         report.recovery_s.len(),
     ));
+    for (role, r) in &report.recovery_by_role {
+        text.push_str(&format!(
+            "  {role:<8} p50 {:.1} s, p99 {:.1} s, max {:.1} s over {} kills\n",
+            r.p50_s, r.p99_s, r.max_s, r.kills
+        ));
+    }
     for loss in &report.losses {
         text.push_str(&format!("  LOST: {loss}\n"));
     }

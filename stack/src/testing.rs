@@ -361,6 +361,22 @@ impl TestStack {
         self.start_oss_again(index).await
     }
 
+    /// Crashes fyod `index` (everything it held is gone; its node leaves the network) and
+    /// starts it again, with nothing, on its NID.
+    pub async fn restart_fyod(&self, index: usize) -> Result<(), StackError> {
+        let node = *self
+            .stack
+            .nodes_of(RoleName::Fyod)
+            .get(index)
+            .ok_or_else(|| StackError::Process {
+                node: format!("fyod{index}"),
+                why: format!("the test stack has {} fyods", self.config.fyods),
+            })?;
+        let mut running = self.running.lock().await;
+        running.crash_node(node)?;
+        running.restart_node(node).await
+    }
+
     fn oss_node(&self, index: usize) -> Result<usize, StackError> {
         self.stack
             .nodes_of(RoleName::Oss)
