@@ -109,6 +109,9 @@ pub(crate) struct FileCore {
     closed: std::sync::atomic::AtomicBool,
     /// Asynchronous calls issued and not yet answered.
     pending: Arc<AtomicUsize>,
+    /// Lost writes to the file's objects this handle has been told of by `fsync`: it is not
+    /// told of them again (a handle opened later is told once too).
+    lost_reported: AtomicUsize,
     pub(crate) async_counters: AsyncCounters,
     pub(crate) client_counters: Arc<AsyncCounters>,
 }
@@ -247,6 +250,7 @@ impl File {
                     pointer: Mutex::new(0),
                     closed: Default::default(),
                     pending: Arc::default(),
+                    lost_reported: AtomicUsize::new(0),
                     async_counters: AsyncCounters::default(),
                     client_counters: Arc::clone(client_counters),
                 }),
@@ -323,13 +327,16 @@ impl File {
     /// for `aio`): `iowait` them first.
     ///
     /// Fails with [`ClientError::WritesLost`] if a server holding the file's objects evicted
-    /// this client after a restart and dropped writes it had acknowledged.
+    /// this client after a restart and dropped writes it had acknowledged — once: the next
+    /// `fsync` of this handle succeeds unless more were lost, as Linux reports a write-back
+    /// error once to each open file. A handle opened after the loss is told once too, so a
+    /// loss is never reported to nobody.
     pub async fn fsync(&self) -> Result<(), ClientError> {
         let core = &self.inner.core;
         match &core.data {
             DataPath::Direct(targets) => {
                 targets.sync(&core.layout).await?;
-                targets.check_lost(&core.layout)
+                targets.check_lost(&core.layout, &core.lost_reported)
             }
             DataPath::Fyod(file) => file
                 .fsync()

@@ -23,6 +23,7 @@
 
 use iopath_fabric::trace;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
@@ -140,33 +141,45 @@ impl Targets {
         self.connections.lost_writes()
     }
 
-    /// Fails if writes to one of `layout`'s objects were found lost (writes to other
-    /// objects of the same server do not concern this file).
-    pub fn check_lost(&self, layout: &Layout) -> Result<(), ClientError> {
+    /// Acknowledged writes to `layout`'s objects found lost so far (writes to other objects
+    /// of the same servers do not concern this file), with the first server that lost any.
+    pub fn lost_to(&self, layout: &Layout) -> (usize, Option<String>) {
         let lost = self.connections.lost_writes();
+        let links = self.lock_links();
+        let mut count = 0;
+        let mut first = None;
         for object in layout.objects() {
             // A target never used has lost nothing of this client's.
-            let Some(server) = self
-                .lock_links()
-                .get(&object.target)
-                .map(|l| l.oss.server())
-            else {
+            let Some(server) = links.get(&object.target).map(|l| l.oss.server()) else {
                 continue;
             };
-            let count = lost
+            let here = lost
                 .iter()
                 .filter(|l| l.server == server)
                 .flat_map(|l| &l.writes)
                 .filter(|w| w.target == object.target && w.object == object.object_id)
                 .count();
-            if count > 0 {
-                return Err(ClientError::WritesLost {
-                    server: server.to_string(),
-                    count,
-                });
+            if here > 0 {
+                count += here;
+                first.get_or_insert_with(|| server.to_string());
             }
         }
-        Ok(())
+        (count, first)
+    }
+
+    /// Fails if writes to `layout`'s objects were found lost since the handle last heard of
+    /// it: `reported` is how many it has heard of (as Linux reports a write-back error once
+    /// to each open file description, not at every later `fsync`).
+    pub fn check_lost(&self, layout: &Layout, reported: &AtomicUsize) -> Result<(), ClientError> {
+        let (count, server) = self.lost_to(layout);
+        let before = reported.fetch_max(count, Ordering::AcqRel);
+        match server {
+            Some(server) if count > before => Err(ClientError::WritesLost {
+                server,
+                count: count - before,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Bytes every connection holds for replay: acknowledged writes not yet committed.

@@ -130,7 +130,7 @@ async fn every_acknowledged_byte_survives_a_server_restart_in_async_mode() {
 /// are lost: the file they belonged to says so on fsync, and a file written afterwards on the
 /// same target does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_loss_after_eviction_is_reported_by_the_file_it_hit_and_no_other() {
+async fn a_loss_after_eviction_is_reported_once_per_handle_by_the_file_it_hit_and_no_other() {
     let stack = TestStack::start(TestStackConfig {
         sync_journal: false,
         commit_interval_ms: 3_600_000,
@@ -166,6 +166,18 @@ async fn a_loss_after_eviction_is_reported_by_the_file_it_hit_and_no_other() {
         ),
         "{error}"
     );
+    // Told once, as Linux tells each open file of a write-back error once: the handle's
+    // next fsync succeeds (it used to fail forever), and a handle opened since is told too.
+    hit.fsync().await.unwrap();
+    let reopened = client.open("/hit").await.unwrap();
+    assert!(
+        matches!(
+            reopened.fsync().await,
+            Err(iopath_client::ClientError::WritesLost { count: 1, .. })
+        ),
+        "a handle opened after the loss is told of it once"
+    );
+    reopened.fsync().await.unwrap();
     let later = client.create("/later", stripe(MIB, 1, 0)).await.unwrap();
     later
         .write_at(0, Pattern::new(seed()).bytes(0, MIB))

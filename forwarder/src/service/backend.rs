@@ -33,6 +33,7 @@ use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
 use crate::error::{ForwarderError, Result};
+use crate::service::files::OpenFile;
 
 /// Which way a descriptor-named transfer's bytes move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,33 +429,48 @@ impl Backend {
             .collect()
     }
 
-    /// Fails if acknowledged writes to one of `objects` were found lost: a connection's
-    /// pinger replayed what the fyod kept to a restarted server, which would not take it
-    /// back. Nobody's call was waiting then, so the file's next fsync says so.
-    pub(crate) fn check_lost(&self, objects: &[ObjectRef]) -> Result<()> {
+    /// Acknowledged writes to `objects` found lost so far — a connection's pinger replayed
+    /// what the fyod kept to a restarted server, which would not take it back — with where
+    /// the first of them was.
+    pub(crate) fn lost_to(&self, objects: &[ObjectRef]) -> (usize, Option<(Nid, ObjectRef)>) {
         let Some(connections) = self.connections.get() else {
-            return Ok(());
+            return (0, None);
         };
         let lost = connections.ost.lost_writes();
         let lost_links = connections.link.lost_writes();
+        let mut count = 0;
+        let mut first = None;
         for found in lost.iter().chain(&lost_links) {
             for object in objects {
-                let count = found
+                let here = found
                     .writes
                     .iter()
                     .filter(|w| w.target == object.target && w.object == object.object_id)
                     .count();
-                if count > 0 {
-                    return Err(ForwarderError::WritesLost {
-                        server: found.server,
-                        target: object.target,
-                        object: object.object_id,
-                        count,
-                    });
+                if here > 0 {
+                    count += here;
+                    first.get_or_insert((found.server, *object));
                 }
             }
         }
-        Ok(())
+        (count, first)
+    }
+
+    /// Fails if acknowledged writes to `file`'s objects were found lost since its handle
+    /// last heard of it. Nobody's call was waiting when they were, so the file's next fsync
+    /// says so — once, as Linux reports a write-back error to each open file once.
+    pub(crate) fn check_lost(&self, file: &OpenFile, objects: &[ObjectRef]) -> Result<()> {
+        let (count, first) = self.lost_to(objects);
+        let before = file.lost_reported.fetch_max(count, Ordering::AcqRel);
+        match first {
+            Some((server, object)) if count > before => Err(ForwarderError::WritesLost {
+                server,
+                target: object.target,
+                object: object.object_id,
+                count: count - before,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Commits the journals of `targets` (each once, however often named; an unknown one

@@ -232,7 +232,7 @@ pub(crate) async fn truncate(backend: &Backend, file: &OpenFile, size_bytes: u64
 pub(crate) async fn fsync(backend: &Backend, file: &OpenFile) -> Result<()> {
     let targets = file.layout.objects().iter().map(|o| o.target);
     backend.sync_targets(targets).await?;
-    backend.check_lost(file.layout.objects())
+    backend.check_lost(file, file.layout.objects())
 }
 
 /// `crc` extended by `count` zero bytes (the holes a read returns).

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -213,6 +214,26 @@ pub(crate) struct Tokens {
     start: u64,
 }
 
+/// Every start number this process has given out: the latest.
+static LAST_START: AtomicU64 = AtomicU64::new(0);
+
+/// A number for a new start of a fyod: the clock in microseconds since the epoch, and
+/// always past every start made before in this process, so two fyods of one process started
+/// within a microsecond (a test, an embedded stack restarting one) are told apart. Across
+/// processes it is the clock's: a start after the clock was set back by more than the fyod
+/// was down is refused by the token home until the home restarts (docs/reliability.md).
+fn next_start() -> u64 {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_micros().max(1) as u64);
+    let previous = LAST_START
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+            Some(clock.max(last + 1))
+        })
+        .unwrap_or_else(|last| last);
+    clock.max(previous + 1)
+}
+
 /// A token held for one call.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HeldToken {
@@ -235,9 +256,7 @@ impl Tokens {
             node,
             manager: TokenManager::new(limits),
             lease: limits.token_lease,
-            start: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_micros().max(1) as u64),
+            start: next_start(),
         }
     }
 
@@ -313,5 +332,21 @@ impl Tokens {
         {
             warn!(ino = token.ino, %home, "releasing a MUNIX token: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_made_within_one_microsecond_are_still_told_apart() {
+        // The clock alone gave two starts of one microsecond the same number, and a token
+        // home then took the second start for the first.
+        let starts: Vec<u64> = (0..10_000).map(|_| next_start()).collect();
+        assert!(
+            starts.windows(2).all(|w| w[0] < w[1]),
+            "every start is past the one before"
+        );
     }
 }

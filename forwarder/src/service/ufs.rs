@@ -356,7 +356,7 @@ impl Ufs {
         let _file = self.lock(file.ino).await;
         self.flush_file(backend, file).await?;
         backend.sync_targets([file.first_object().target]).await?;
-        backend.check_lost(&[file.first_object()])
+        backend.check_lost(file, &[file.first_object()])
     }
 
     /// close: held-back bytes to storage (not committed: close is not fsync).
