@@ -656,3 +656,67 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         .expect("answered from the snapshot's replies");
     assert_eq!(again, created);
 }
+
+/// Found by the soaks: an MDS killed while a client's change was in flight held that client
+/// for its RPC timeout (5-10 s), as the MDS client had no reconnect. It watches the MDS now:
+/// a ping a second names the MDS's start, and a new start gets the waiting call at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_on_an_mds_that_restarts_is_answered_within_a_ping() {
+    let network = MemNetwork::new();
+    let dir = tempfile::tempdir().unwrap();
+    let first = mem_node(&network, 1).await;
+    let service = MdsService::start(&first, MdsConfig::new(dir.path(), targets()))
+        .await
+        .unwrap();
+    let client_node = mem_node(&network, 2).await;
+    let client = MdsClient::new(client_node.clone(), first.nid());
+    client.mkdir("/d", 0o755).await.unwrap();
+    // The create is made durable and its reply lost: the client waits on.
+    first
+        .fail_points()
+        .set_fail_loc("mds.after_log:drop:once")
+        .unwrap();
+    let began = tokio::time::Instant::now();
+    let create = tokio::spawn({
+        let client = client.clone();
+        async move { client.create("/d/f", 0o644, StripeRequest::INHERIT).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // The MDS dies and starts again on its address and its directory.
+    first.shutdown();
+    drop(service);
+    drop(first);
+    let mut second = None;
+    for _ in 0..100 {
+        match Node::start(NodeConfig {
+            interfaces: vec![Interface::Mem {
+                nid: Nid::mem(1, 0),
+                network: Arc::clone(&network),
+            }],
+            ..Default::default()
+        })
+        .await
+        {
+            Ok(node) => {
+                second = Some(node);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    }
+    let second = second.expect("the MDS's address was freed");
+    let _service = MdsService::start(&second, MdsConfig::new(dir.path(), targets()))
+        .await
+        .unwrap();
+    let created = create
+        .await
+        .unwrap()
+        .expect("the resent create is answered from the log, not refused with EEXIST");
+    let timeout = iopath_fabric::Limits::default().rpc_timeout;
+    assert!(
+        began.elapsed() < timeout / 2,
+        "answered {:?} after the create began: the resend waited for the RPC timeout ({timeout:?})",
+        began.elapsed()
+    );
+    assert_eq!(client.open("/d/f").await.unwrap().ino, created.ino);
+}
