@@ -102,8 +102,10 @@ fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {
 /// Seeds past the suite's range that found bugs with every role drawn (the default of `iopath
 /// sim`): 26004 (through a fyod) and 32209 (the storage path) — a write's handler still
 /// pulling its bytes when its client gave up on it and wrote again, whose stale bytes then
-/// landed over a later acknowledged write (docs/simulation.md, finding 17).
-const FOUND_PAST_THE_SUITE_EVERY_ROLE: [u64; 2] = [26004, 32209];
+/// landed over a later acknowledged write (docs/simulation.md, finding 17); 3000230 — a
+/// replay that could not run in a window a crash then ended, whose range the next start
+/// forgot (finding 18).
+const FOUND_PAST_THE_SUITE_EVERY_ROLE: [u64; 3] = [26004, 32209, 3000230];
 
 #[test]
 fn seeds_that_found_bugs_with_every_role_keep_every_acknowledged_write() {

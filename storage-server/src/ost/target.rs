@@ -252,6 +252,11 @@ impl Ost {
         self.lock_lost().clone()
     }
 
+    /// The lost ranges of `object` inside `range`, if any.
+    pub fn lost_in(&self, object: ObjectId, range: ByteRange) -> Option<LostData> {
+        self.lock_lost().lost_in(object, range)
+    }
+
     /// The client-replay window closed. If it may have dropped acknowledged writes, every
     /// range startup cut that no replay wrote again is lost from now on: reads and sizes that
     /// touch it are refused. Otherwise those ranges were never acknowledged and are forgotten.
@@ -267,6 +272,17 @@ impl Ost {
     /// must make it under its own lock; [`Ost::persist_lost`] records it.
     pub fn close_recovery_now(&self, writes_may_be_lost: bool) -> WindowOutcome {
         self.lock_lost().window_closed(writes_may_be_lost)
+    }
+
+    /// The recovery window, still open, dropped an acknowledged write: everything pending is
+    /// lost now, and so is `failed` — the range of a replay that could not run, if that was
+    /// it. The caller records the ranges ([`Ost::persist_lost`]).
+    pub fn writes_dropped(&self, failed: Option<(ObjectId, ByteRange)>) -> WindowOutcome {
+        let mut lost = self.lock_lost();
+        if let Some((object, range)) = failed {
+            lost.replay_failed(object, range);
+        }
+        lost.writes_dropped()
     }
 
     /// Records the lost ranges in the target's `lost` file (atomic replace, durable). A

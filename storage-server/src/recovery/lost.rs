@@ -296,6 +296,26 @@ impl LostRanges {
             })
     }
 
+    /// A replay of `range` of `object`, a write acknowledged before the crash, could not run:
+    /// those bytes are lost, whatever the cut found there (a crash may have dropped them before
+    /// the cut saw them). A later write over them takes them out again.
+    pub fn replay_failed(&mut self, object: ObjectId, range: ByteRange) {
+        if range.is_empty() {
+            return;
+        }
+        self.objects.entry(object).or_default().lost.insert(range);
+    }
+
+    /// The window learned that it dropped an acknowledged write (a replay failed, a client was
+    /// evicted) before it closed: everything pending is lost now, as the close would make it,
+    /// and a replay still to come takes its own range out again. Said at once so that the
+    /// record says so before anything else runs: a crash before the window closes must not
+    /// let the next start, whose own window may drop nothing, forget those ranges (found by
+    /// the simulation, seed 3000230).
+    pub fn writes_dropped(&mut self) -> WindowOutcome {
+        self.window_closed(true)
+    }
+
     /// The recovery window closed. `writes_may_be_lost`: it evicted a client, a client came
     /// back without its writes, or a replay could not run. Then whatever is still pending is
     /// lost; otherwise it was never acknowledged and is forgotten.
@@ -443,6 +463,25 @@ mod tests {
         assert_eq!(lost.lost_in(A, r(MIB, 2 * MIB)), None, "past the cut");
         assert_eq!(lost.lost_in(B, r(0, MIB)), None, "another object");
         assert_eq!(lost.lost_bytes(), MIB);
+    }
+
+    #[test]
+    fn a_failed_replay_loses_its_range_and_what_is_pending_at_once() {
+        let mut lost = LostRanges::new();
+        lost.cut(A, r(0, MIB));
+        // A replay of bytes the cut never saw (a crash dropped them first) fails.
+        lost.replay_failed(B, r(MIB, 2 * MIB));
+        let outcome = lost.writes_dropped();
+        assert_eq!(outcome.lost, vec![(A, r(0, MIB))]);
+        assert!(!lost.has_pending());
+        assert_eq!(lost.lost_bytes(), 2 * MIB);
+        // A replay still to come in the same window writes its range back.
+        assert!(lost.written(A, r(0, MIB)).lost);
+        assert_eq!(lost.lost_of(A), None);
+        // A window that then closes with nothing dropped forgets nothing already lost: the
+        // next start's window (seed 3000230) does not take it back.
+        lost.window_closed(false);
+        assert_eq!(lost.lost_of(B).map(|l| l.bytes()), Some(MIB));
     }
 
     #[test]

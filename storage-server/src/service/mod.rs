@@ -49,6 +49,7 @@ use crate::error::StorageError;
 use crate::ids::{ObjectId, Transno};
 use crate::ost::mmp::DirGuard;
 use crate::ost::{OpReply, Oss};
+use crate::recovery::lost::ByteRange;
 use clients::ClientRegistry;
 use recovery::{Recovery, ReplayAdmission};
 
@@ -509,7 +510,16 @@ impl OssService {
         }
         let turn = match self
             .recovery
-            .wait_for_turn(op.target, target, op.client, transno)
+            .wait_for_turn(
+                op.target,
+                target,
+                op.client,
+                transno,
+                (
+                    ObjectId(op.object),
+                    ByteRange::new(op.offset, op.offset.saturating_add(desc.length)),
+                ),
+            )
             .await?
         {
             ReplayAdmission::Answered(reply) => return Ok(self.stamp(&reply)),

@@ -26,9 +26,9 @@ use tokio::task::AbortHandle;
 use tracing::{info, warn};
 
 use crate::error::StorageError;
-use crate::ids::Transno;
+use crate::ids::{ObjectId, Transno};
 use crate::ost::{OpReply, Oss, Ost};
-use crate::recovery::lost::WindowOutcome;
+use crate::recovery::lost::{ByteRange, WindowOutcome};
 use crate::recovery::{ClientId, ReplayDecision, ReplayRequest, ReplayWindow, WindowEvent, Xid};
 use crate::service::clients::ClientRegistry;
 
@@ -40,6 +40,9 @@ use iopath_fabric::frame::status::errno::{EAGAIN, EBUSY, ESHUTDOWN, ESTALE};
 #[derive(Debug)]
 pub struct PendingReplay {
     turn: oneshot::Sender<ReplayTurn>,
+    /// What the replayed write covers: lost if it cannot run.
+    object: ObjectId,
+    range: ByteRange,
 }
 
 /// A replay's turn at its target: the window handed it out, every lower transno has run, and
@@ -311,6 +314,7 @@ impl Recovery {
         ost: &Arc<Ost>,
         client: u64,
         transno: u64,
+        (object, range): (ObjectId, ByteRange),
     ) -> Result<ReplayAdmission, ServiceError> {
         let Some(target) = self.target(index) else {
             return Err(ServiceError::new(
@@ -328,7 +332,11 @@ impl Recovery {
                     // One replay per transno: a resent replay is recognised by it.
                     xid: Xid(transno),
                     transno: Transno(transno),
-                    payload: PendingReplay { turn },
+                    payload: PendingReplay {
+                        turn,
+                        object,
+                        range,
+                    },
                 }),
                 // No window at this start. A client that was not on the list when it began
                 // was evicted before: its transnos may have been given again since, to writes
@@ -349,6 +357,22 @@ impl Recovery {
                     ost.last_committed().0
                 )),
             }
+        };
+        let decision = match decision {
+            // Committed, as far as last_committed says — unless its bytes are recorded lost: a
+            // replay of it that could not run at an earlier start, whose window a crash ended,
+            // left last_committed past a write that never ran. Its client is told, not that it
+            // was done (seed 3000230).
+            ReplayDecision::AlreadyCommitted => match ost.lost_in(object, range) {
+                Some(lost) => ReplayDecision::Refused(format!(
+                    "transno {transno} is below last_committed {}, but {} of its bytes in                      object {} were lost when this server restarted and no replay ran: the                      write is lost",
+                    ost.last_committed().0,
+                    lost.bytes(),
+                    object
+                )),
+                None => ReplayDecision::AlreadyCommitted,
+            },
+            other => other,
         };
         match decision {
             ReplayDecision::Queued => {
@@ -449,6 +473,12 @@ impl Windows {
                 if let Err(error) = self.registry.remove(&[client.0]) {
                     warn!(%error, "could not take an evicted client off the client list; the next restart waits for it again");
                 }
+                // Its acknowledged writes are gone: what is pending is lost now, not only when
+                // the window closes, so a crash before then does not forget it.
+                let outcome = ost.writes_dropped(None);
+                report_closed(ost, &outcome);
+                let ost = Arc::clone(ost);
+                tokio::spawn(async move { persist(&ost).await });
             }
             WindowEvent::Closed {
                 replayed,
@@ -506,6 +536,7 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
                     finished: Some(finished),
                 };
                 let (transno, client) = (request.transno, request.client);
+                let written = (request.payload.object, request.payload.range);
                 // A handler gone before its turn drops the turn unsent: not executed.
                 let _ = request.payload.turn.send(turn);
                 // Resolves when the turn is over: the write executed, or did not.
@@ -516,6 +547,14 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
                         %transno,
                         "a replay handed out could not be executed; the write is lost"
                     );
+                    // Its bytes, and whatever else is pending, are lost — recorded before the
+                    // next replay runs. A later transno that commits makes last_committed pass
+                    // this one, and after a crash before the window closed the next start would
+                    // answer this replay "already committed" and forget its range (seed
+                    // 3000230: a read after the last recovery found the object short, silently).
+                    let outcome = target.ost.writes_dropped(Some(written));
+                    report_closed(&target.ost, &outcome);
+                    persist(&target.ost).await;
                 }
                 if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
                     window.finished(transno, executed, client);
