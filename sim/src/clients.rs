@@ -557,6 +557,29 @@ pub(crate) async fn final_check(clients: Vec<SimClient>, shared: &Arc<Shared>) {
                         connection.server()
                     )),
                 }
+                // What the connection found lost before — by a call that met an eviction, which
+                // failed with the server's own error — is what the client library's fsync
+                // reports (`File::fsync`): the application is told (seed 4000787, a destroy
+                // that met the eviction, found the kept writes lost and said so in ESTALE).
+                let earlier = connection.lost_writes();
+                if !earlier.is_empty() {
+                    shared.events.record(
+                        "loss_reported",
+                        format_args!(
+                            "c{}: fsync finds {} kept writes lost at {}",
+                            client.index,
+                            earlier.len(),
+                            connection.server()
+                        ),
+                    );
+                    let mut oracle = shared.oracle();
+                    for lost in earlier {
+                        oracle.writes_reported_lost(ObjectKey {
+                            target: lost.target,
+                            object: lost.object,
+                        });
+                    }
+                }
             }
             for (s, key) in client.usable_objects() {
                 let connection = &client.connections[s];
