@@ -109,9 +109,7 @@ pub fn measure(
     }
     let iperf3 = ensure_iperf3(progress)?;
     let parent = options.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let dir = tempfile::Builder::new()
-        .prefix("iopath-bench-cluster-")
-        .tempdir_in(&parent)
+    let dir = iopath_stack::scratch::ScratchDir::new_in(&parent, "iopath-bench-cluster-")
         .map_err(|e| BenchError::system(format!("make a directory in {}", parent.display()), e))?;
     progress("making five hosts of network namespaces: c0, r0, r1, s0, s1");
     let cluster = Cluster::new(SECOND_BYTE)?;

@@ -120,12 +120,9 @@ pub fn fio_write(
         )));
     }
     // A directory of our own: whatever fio leaves behind goes with it.
-    let work = tempfile::Builder::new()
-        .prefix("iopath-fio-")
-        .tempdir_in(dir)
-        .map_err(|e| {
-            BenchError::system(format!("create fio's directory in {}", dir.display()), e)
-        })?;
+    let work = iopath_stack::scratch::ScratchDir::new_in(dir, "iopath-fio-").map_err(|e| {
+        BenchError::system(format!("create fio's directory in {}", dir.display()), e)
+    })?;
     let mut args = vec![
         "--name=iopath-baseline".to_owned(),
         format!("--directory={}", work.path().display()),
@@ -153,16 +150,15 @@ pub fn fio_write(
         args.push(format!("--runtime={s}"));
     }
     let command = format!("fio {}", args.join(" "));
-    let output = Command::new("fio")
-        .args(&args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            BenchError::system(
-                "run fio (is it installed? `iopath bench journal` installs it when run as root)",
-                e,
-            )
-        })?;
+    let mut fio = Command::new("fio");
+    fio.args(&args).stdin(Stdio::null());
+    ends_with_this_process(&mut fio);
+    let output = fio.output().map_err(|e| {
+        BenchError::system(
+            "run fio (is it installed? `iopath bench journal` installs it when run as root)",
+            e,
+        )
+    })?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -243,4 +239,22 @@ fn first_lines(text: &str, count: usize) -> String {
         .take(count)
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+/// Arranges that `command`'s process is killed when the thread that starts it ends — at the
+/// latest when this process does, however it ends (a signal that ends a benchmark must not
+/// leave fio writing gigabytes into a directory that is being removed). The thread waits for
+/// the command to end, so it never ends first otherwise.
+pub(crate) fn ends_with_this_process(command: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: between fork and exec the closure only calls prctl(2), which is
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }

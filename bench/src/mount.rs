@@ -237,10 +237,10 @@ fn fio_place(
         args.push(format!("--rw={rw}"));
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         let command = format!("fio {}", args.join(" "));
-        let out = Command::new("fio")
-            .args(&args)
-            .output()
-            .map_err(|e| BenchError::system("run fio", e))?;
+        let mut fio = Command::new("fio");
+        fio.args(&args);
+        crate::fio::ends_with_this_process(&mut fio);
+        let out = fio.output().map_err(|e| BenchError::system("run fio", e))?;
         if !out.status.success() {
             return Err(BenchError::tool(format!(
                 "`{command}` failed: {}",

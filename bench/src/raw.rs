@@ -30,7 +30,7 @@ use crate::writers::{self, BenchProgress, Phase, Requests};
 pub struct RawFiles {
     engine: Arc<dyn DiskEngine>,
     requests: Requests,
-    dir: tempfile::TempDir,
+    dir: iopath_stack::scratch::ScratchDir,
     files: Vec<Arc<EngineFile>>,
     /// One buffer per writer, `request_bytes` long.
     buffers: Vec<Bytes>,
@@ -93,12 +93,9 @@ impl RawFiles {
                 requests.request_bytes
             ))
         })?;
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir_in(parent)
-            .map_err(|e| {
-                BenchError::system(format!("create a directory in {}", parent.display()), e)
-            })?;
+        let dir = iopath_stack::scratch::ScratchDir::new_in(parent, prefix).map_err(|e| {
+            BenchError::system(format!("create a directory in {}", parent.display()), e)
+        })?;
         let mut files = Vec::with_capacity(requests.files);
         for index in 0..requests.files {
             let path = dir.path().join(format!("raw{index}"));

@@ -1,15 +1,43 @@
 //! `iopath`: run emulated HPC I/O stacks, their benchmarks, and the tools to inspect them.
 //!
-//! The commands live in [`cmd`], one file per family; this file starts the log and says what
-//! failed, on one line.
+//! The commands live in [`cmd`], one file per family; this file starts the log, runs the
+//! command on a runtime it ends without waiting for stragglers, ends the command on SIGINT or
+//! SIGTERM with its temporary directories removed, and says what failed, on one line.
 
 mod cmd;
+mod signals;
 
 use clap::Parser;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match run(cmd::Cli::parse()).await {
+fn main() -> std::process::ExitCode {
+    let cli = cmd::Cli::parse();
+    start_log();
+    iopath_stack::runtime::open_files::raise_open_file_limit();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("iopath: error: start the async runtime: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let handling = cli.signal_handling();
+    let ended = runtime.block_on(signals::run_until_signal(cmd::run(cli), handling));
+    // Whatever still runs on a blocking thread is left, not waited for: a read of a terminal's
+    // standard input (`iopath up` watches it) ends only at Enter, and a command that has
+    // returned has nothing more to wait for.
+    runtime.shutdown_timeout(signals::STRAGGLERS_WAIT);
+    match ended {
+        signals::Ended::Returned(result) => exit_code(result),
+        signals::Ended::Signal(signal) => signals::end_on(signal),
+    }
+}
+
+/// The exit status for what the command returned, and its error said on standard error.
+fn exit_code(result: anyhow::Result<()>) -> std::process::ExitCode {
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // The reader went away (`iopath topo layout --csv | head`): nothing to say, as for
         // any Unix tool, and the status a shell gives a process SIGPIPE ended (128 + 13).
@@ -54,11 +82,11 @@ fn one_line(error: &anyhow::Error) -> String {
     line
 }
 
-async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
+/// The log: IOPATH_LOG, else RUST_LOG as Rust programs' users expect, else warnings.
+fn start_log() {
     use std::io::IsTerminal as _;
     tracing_subscriber::fmt()
         .with_env_filter(
-            // IOPATH_LOG, else RUST_LOG as Rust programs' users expect, else warnings.
             tracing_subscriber::EnvFilter::try_from_env("IOPATH_LOG")
                 .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
                 .unwrap_or_else(|_| "warn".into()),
@@ -68,6 +96,4 @@ async fn run(cli: cmd::Cli) -> anyhow::Result<()> {
         // by grep and editors, where escape codes are noise.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    iopath_stack::runtime::open_files::raise_open_file_limit();
-    cmd::run(cli).await
 }

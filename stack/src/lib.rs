@@ -29,6 +29,8 @@
 //!   each node's counters are read.
 //! - [`pattern`]: the data every writer on a stack writes (IOR's words: which task, which
 //!   repetition, where) and the check of what comes back.
+//! - [`scratch`]: [`scratch::ScratchDir`], a temporary directory a command makes, removed when
+//!   dropped or, if a signal ends the command first, as the command ends.
 //! - [`testing`]: [`testing::TestStack`], a whole file system in this process for every
 //!   crate's integration tests and examples, with storage servers to crash and restart.
 //! - [`error`]: [`StackError`], the crate's one error type.
@@ -45,6 +47,7 @@ pub mod pattern;
 pub mod presets;
 pub mod runtime;
 pub mod schema;
+pub mod scratch;
 pub mod soak;
 pub mod testing;
 pub mod up;

@@ -182,12 +182,13 @@ pub async fn measure(
     let (dir, _default_dir) = match &args.dir {
         Some(dir) => (dir.clone(), None),
         None => {
-            let temp = tempfile::Builder::new()
-                .prefix("iopath-bench-journal-")
-                .tempdir_in(".")
-                .map_err(|e| {
-                    BenchError::system("create a temporary directory in the current directory", e)
-                })?;
+            let temp = iopath_stack::scratch::ScratchDir::new_in(
+                std::path::Path::new("."),
+                "iopath-bench-journal-",
+            )
+            .map_err(|e| {
+                BenchError::system("create a temporary directory in the current directory", e)
+            })?;
             let dir = std::path::absolute(temp.path()).unwrap_or_else(|_| temp.path().into());
             (dir, Some(temp))
         }

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use iopath_stack::scratch::ScratchDir;
 use iopath_storage_server::ObjectId;
 use iopath_storage_server::engine::aligned::AlignedBuf;
 use iopath_storage_server::engine::modeled::{DiskModel, ModeledEngine};
@@ -146,16 +147,13 @@ fn phase_engine(
     }
 }
 
-fn temp_dir(parent: &Path, prefix: &str) -> Result<tempfile::TempDir, BenchError> {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(parent)
-        .map_err(|e| {
-            BenchError::system(
-                format!("create benchmark directory {}", parent.display()),
-                e,
-            )
-        })
+fn temp_dir(parent: &Path, prefix: &str) -> Result<ScratchDir, BenchError> {
+    ScratchDir::new_in(parent, prefix).map_err(|e| {
+        BenchError::system(
+            format!("create benchmark directory {}", parent.display()),
+            e,
+        )
+    })
 }
 
 fn row(configuration: &str, bytes: u64, seconds: f64) -> BenchRow {

@@ -252,8 +252,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         None => None,
     };
     let lost = tokio::select! {
-        _ = tokio::signal::ctrl_c() => { eprintln!("Ctrl-C: stopping the stack"); None }
-        _ = sigterm() => { eprintln!("SIGTERM: stopping the stack"); None }
+        signal = crate::signals::stop_requested() => { eprintln!("{signal}: stopping the stack"); None }
         exited = launched.exited() => { eprintln!("{exited}: stopping the stack"); Some(exited) }
     };
     if let Some(live) = live {
@@ -269,15 +268,6 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
             eprintln!("stopped");
             Ok(())
         }
-    }
-}
-
-async fn sigterm() {
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut term) => {
-            term.recv().await;
-        }
-        Err(_) => std::future::pending::<()>().await,
     }
 }
 

@@ -54,6 +54,20 @@ Logging: messages go to standard error, warnings and errors only by default. Set
 if it is unset, RUST_LOG) to error, warn, info, debug or trace, or to a tracing filter such as
 `iopath_storage_server=debug,info`. Colour only when standard error is a terminal.";
 
+impl Cli {
+    /// How the command takes SIGINT and SIGTERM: those that run until stopped stop
+    /// themselves (`up`, `launch`, `mount` when told; `node`, `oss` in the libraries they
+    /// run); `main` ends every other at the first signal.
+    pub fn signal_handling(&self) -> crate::signals::Handling {
+        use crate::signals::Handling;
+        match self.command {
+            Command::Up(_) | Command::Launch(_) | Command::Mount(_) => Handling::Tells,
+            Command::Node(_) | Command::Oss(_) => Handling::Own,
+            _ => Handling::Ends,
+        }
+    }
+}
+
 /// Every command, in the order `iopath --help` lists them.
 #[derive(Debug, Subcommand)]
 pub enum Command {

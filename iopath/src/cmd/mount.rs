@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use iopath_fabric::Nid;
 use iopath_mount::Mount;
-use tokio::signal::unix::{SignalKind, signal};
 
 /// `iopath mount`'s options.
 #[derive(clap::Args, Debug, Clone)]
@@ -30,9 +29,9 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
         fyod,
         mountpoint,
     } = args;
-    // Caught from the start: a Ctrl-C right after READY unmounts cleanly too.
-    let mut interrupt = signal(SignalKind::interrupt()).context("catch SIGINT")?;
-    let mut terminate = signal(SignalKind::terminate()).context("catch SIGTERM")?;
+    // Caught from the start (by `main`): a Ctrl-C right after READY unmounts cleanly too.
+    let stop = crate::signals::stop_requested();
+    tokio::pin!(stop);
     let (node, client) = super::lfs::connect(mds, fyod).await?;
     let mount = Mount::new(
         client.clone(),
@@ -58,8 +57,7 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
     // Why the mount ends, and whether it is because the stack went away.
     let (why, stack_gone) = loop {
         tokio::select! {
-            _ = interrupt.recv() => break ("interrupted", false),
-            _ = terminate.recv() => break ("terminated", false),
+            signal = &mut stop => break (if signal == "SIGINT" { "interrupted" } else { "terminated" }, false),
             _ = tick.tick() => if mount.is_finished() { break ("unmounted from outside", false) },
             _ = watch.tick() => {
                 let answered = tokio::time::timeout(

@@ -172,7 +172,7 @@ async fn wait_for_stop() {
         while stdin.read(&mut buffer).await.is_ok_and(|n| n > 0) {}
     };
     tokio::select! {
-        _ = tokio::signal::ctrl_c() => eprintln!("Ctrl-C: stopping"),
+        signal = crate::signals::stop_requested() => eprintln!("{signal}: stopping"),
         _ = stdin_closed => eprintln!("end of standard input: stopping"),
     }
 }

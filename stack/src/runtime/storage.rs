@@ -8,8 +8,9 @@ use crate::error::StackError;
 /// The root of a stack's storage: each node's state lives in `root/<node name>`.
 #[derive(Debug)]
 pub enum StorageDir {
-    /// A temporary directory, removed when this is dropped.
-    Temporary(tempfile::TempDir),
+    /// A temporary directory, removed when this is dropped (or, if the command is interrupted
+    /// first, as it ends: see [`crate::scratch`]).
+    Temporary(crate::scratch::ScratchDir),
     /// A directory that outlives the run.
     Kept(PathBuf),
 }
@@ -18,15 +19,13 @@ impl StorageDir {
     /// A fresh temporary directory named `iopath-<what>-*` inside `parent` (the system's
     /// temporary directory when `None`).
     pub fn temporary(what: &str, parent: Option<&Path>) -> Result<StorageDir, StackError> {
-        let mut builder = tempfile::Builder::new();
         let prefix = format!("iopath-{what}-");
-        builder.prefix(&prefix);
         let made = match parent {
             Some(parent) => {
                 create_dir_under_existing(parent)?;
-                builder.tempdir_in(parent)
+                crate::scratch::ScratchDir::new_in(parent, &prefix)
             }
-            None => builder.tempdir(),
+            None => crate::scratch::ScratchDir::new(&prefix),
         };
         let dir = made.map_err(|e| {
             StackError::system(
