@@ -186,8 +186,12 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let mut out = String::new();
     let result = execute(admin_addr, secret, &cmd, &mut out).await;
-    print!("{out}");
-    result
+    // What succeeded is printed even when a pattern failed; a write that fails is the error
+    // then (`> /dev/full`; a closed pipe, which the binary ends quietly).
+    let written = std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes())
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    result?;
+    written.map_err(anyhow::Error::from)
 }
 
 /// Runs `cmd` and appends what [`run`] would print to `out`.

@@ -6,8 +6,9 @@
 //! directories are removed as they are dropped — and [`end_on`] removes any that outlived it
 //! ([`iopath_stack::scratch`]) and ends the process by the same signal, so a shell or a batch
 //! script sees what happened. The commands that run until stopped and stop cleanly
-//! ([`Handling::Tells`]: `up`, `launch`, `mount`) wait on [`stop_requested`], which a signal
-//! that came before they began to wait completes too. `node` and `oss` ([`Handling::Own`])
+//! ([`Handling::Tells`]: `up`, `launch`, `mount`, and `sim`, which finishes the seeds under
+//! way) wait on [`stop_requested`], which a signal that came before they began to wait
+//! completes too. `node` and `oss` ([`Handling::Own`])
 //! catch the signals in the libraries they run. Either way, after the first signal a second
 //! ends the process at once.
 
@@ -42,9 +43,11 @@ fn stop_channel() -> &'static tokio::sync::watch::Sender<Option<libc::c_int>> {
 /// which (`SIGINT`, `SIGTERM`).
 pub async fn stop_requested() -> &'static str {
     let mut stop = stop_channel().subscribe();
-    // The sender lives in a static, so the channel never closes; if it did, never stop.
-    match stop.wait_for(Option::is_some).await {
+    // The value is copied out at once: the channel's guard is not held across an await.
+    let signal = stop.wait_for(Option::is_some).await.map(|signal| *signal);
+    match signal {
         Ok(signal) => name(signal.unwrap_or(libc::SIGINT)),
+        // The sender lives in a static, so the channel never closes; if it did, never stop.
         Err(_) => std::future::pending().await,
     }
 }

@@ -144,6 +144,85 @@ fn a_published_ior_line_runs_unchanged_and_its_csv_parses_with_iors_columns() {
     assert!(stderr.contains("ior: test 0 write iteration 0"), "{stderr}");
 }
 
+/// `iopath bench ior ARGS --dir DIR` with standard output to `stdout`.
+fn bench_ior_to(
+    args: &[&str],
+    dir: &std::path::Path,
+    stdout: std::process::Stdio,
+) -> std::process::Output {
+    iopath()
+        .args(["bench", "ior"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stdout(stdout)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn results_that_cannot_be_written_fail_the_run_with_the_reason() {
+    let dir = scratch();
+    // A summary file on a full disk.
+    let full_summary = bench_ior_to(
+        &["-w", "-b", "1m", "-O", "summaryFile=/dev/full"],
+        dir.path(),
+        std::process::Stdio::null(),
+    );
+    let stderr = String::from_utf8_lossy(&full_summary.stderr);
+    assert_eq!(full_summary.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("write the results") && stderr.contains("No space left on device"),
+        "{stderr}"
+    );
+    // Standard output on a full disk (a full quota does this).
+    let full_stdout = bench_ior_to(
+        &["-w", "-b", "1m"],
+        dir.path(),
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+            .into(),
+    );
+    let stderr = String::from_utf8_lossy(&full_stdout.stderr);
+    assert_eq!(full_stdout.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_bench_ior_quietly_with_141() {
+    let dir = scratch();
+    // `iopath bench ior -w -b 256k -t 256k -i 400 -vv | head -1`
+    let mut bench = iopath()
+        .args([
+            "bench", "ior", "-w", "-b", "256k", "-t", "256k", "-i", "400", "-vv",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(bench.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.starts_with("IOR-"), "{first}");
+    // The reader is gone (the BufReader, and the pipe's read end with it).
+    let output = bench.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("error"), "quietly: {stderr}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "its directory removed as at any end"
+    );
+}
+
 #[test]
 fn collective_io_is_refused_with_its_reason() {
     let dir = scratch();

@@ -67,10 +67,13 @@ pub struct DemoReport {
     pub path: Vec<String>,
 }
 
+/// Writes a line of the demo's account, or ends the demo with why it could not (`> /dev/full`;
+/// a reader that went away ends it quietly, as SIGPIPE would).
 macro_rules! say {
     ($out:expr, $($arg:tt)*) => {
-        // Output to a closed terminal is not worth failing the demo over.
-        let _ = writeln!($out, $($arg)*);
+        writeln!($out, $($arg)*)
+            .and_then(|()| $out.flush())
+            .map_err(|e| StackError::system("write the demo's account", e))?;
     };
 }
 

@@ -194,10 +194,12 @@ impl Tally {
     }
 }
 
+/// Writes a line of the soak's account, or ends the soak with why it could not.
 macro_rules! say {
     ($out:expr, $($arg:tt)*) => {
-        let _ = writeln!($out, $($arg)*);
-        let _ = $out.flush();
+        writeln!($out, $($arg)*)
+            .and_then(|()| $out.flush())
+            .map_err(|e| StackError::system("write the soak's account", e))?;
     };
 }
 

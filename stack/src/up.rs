@@ -111,10 +111,18 @@ pub async fn up_until(
     } else {
         Mode::Embedded
     };
+    // A stack runs until it is told to stop, as a daemon does: output that cannot be written
+    // (a closed terminal, `> /dev/full`) does not stop it, but is said once, on standard error.
+    let mut unwritten = false;
     let mut say = |text: String| {
-        // Output to a closed terminal is not worth failing the stack over.
-        let _ = writeln!(out, "{text}");
-        let _ = out.flush();
+        if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
+            && !std::mem::replace(&mut unwritten, true)
+        {
+            let _ = writeln!(
+                std::io::stderr(),
+                "iopath up: standard output: {e}: the stack's table is not shown; it keeps running"
+            );
+        }
     };
     say(format!("iopath up: {} ({})", stack.name, stack.origin));
     if !stack.description.is_empty() {

@@ -141,21 +141,28 @@ impl<'a> Streams<'a> {
         }
     }
 
-    /// Writes results. Output to a closed pipe is not worth failing the run over.
-    fn result(&mut self, text: &str) {
-        let _ = self.results.write_all(text.as_bytes());
-        let _ = self.results.flush();
+    /// Writes results. A write that fails ends the run with the reason: results that cannot
+    /// be written are lost (`/dev/full`, a full quota), and a reader that went away (`| head`)
+    /// ends it at the next write, as SIGPIPE ends IOR.
+    fn result(&mut self, text: &str) -> Result<(), BenchError> {
+        write_whole(&mut *self.results, text, "write the results")
     }
 
-    /// Writes log lines.
-    fn log(&mut self, text: &str) {
+    /// Writes log lines, with the same care as results: in text format they are among them.
+    fn log(&mut self, text: &str) -> Result<(), BenchError> {
         let to: &mut dyn Write = match self.log.as_mut() {
             Some(log) => *log,
             None => self.results,
         };
-        let _ = to.write_all(text.as_bytes());
-        let _ = to.flush();
+        write_whole(to, text, "write the log lines")
     }
+}
+
+/// Writes `text` to `to` and flushes it, or says what failed.
+fn write_whole(to: &mut dyn Write, text: &str, what: &str) -> Result<(), BenchError> {
+    to.write_all(text.as_bytes())
+        .and_then(|()| to.flush())
+        .map_err(|e| BenchError::system(what, e))
 }
 
 #[allow(clippy::too_many_arguments)] // one call site: measure's parts, named
@@ -362,8 +369,8 @@ async fn on_stack(
     };
     let format = tests.first().map_or(SummaryFormat::Text, |t| t.format);
     if format == SummaryFormat::Text {
-        streams.result(&report::header_text(&run));
-        streams.result(&report::run_facts_text(&facts));
+        streams.result(&report::header_text(&run))?;
+        streams.result(&report::run_facts_text(&facts))?;
     }
     let client_nodes = running.clients().len() as u32;
     let mut connected = Vec::new();
@@ -421,16 +428,16 @@ async fn on_stack(
                 .iter()
                 .map(|r| (&r.info, r.results.as_slice()))
                 .collect();
-            streams.result(&report::summary_text(&tests, finished));
+            streams.result(&report::summary_text(&tests, finished))?;
         }
         SummaryFormat::Json => {
             let json = report::json_report(&run, &reports, finished, facts.clone());
             let encoded = serde_json::to_string_pretty(&json)
                 .map_err(|e| BenchError::io("encode the JSON report", e))?;
-            streams.result(&format!("{encoded}\n"));
+            streams.result(&format!("{encoded}\n"))?;
         }
         SummaryFormat::Csv => {
-            streams.log(&report::run_facts_text(&facts));
+            streams.log(&report::run_facts_text(&facts))?;
         }
     }
     Ok(IorOutcome {
@@ -486,12 +493,12 @@ async fn one_test(
     };
     let verbose = params.verbose;
     if verbose >= 1 {
-        streams.log(&format!("Participating tasks: {tasks}\n"));
+        streams.log(&format!("Participating tasks: {tasks}\n"))?;
         if params.random_offset {
-            streams.log(&format!("Random offsets: seed {}\n", info.seed));
+            streams.log(&format!("Random offsets: seed {}\n", info.seed))?;
         }
     }
-    streams.result(&report::test_header(run, &info));
+    streams.result(&report::test_header(run, &info))?;
     phase::make_parents(&clients[0], &params.test_file).await?;
     let commits_before = journal_commits(running).await?;
     let job = Arc::new(Job {
@@ -516,21 +523,22 @@ async fn one_test(
                 "WARNING: maximum time duration of {} min reached: {iteration} of {} repetitions ran\n",
                 params.max_duration.map_or(0, |d| d.as_secs() / 60),
                 params.repetitions
-            ));
+            ))?;
             break;
         }
         let show = |streams: &mut Streams<'_>, phase: &phase::Phase| {
-            streams.result(&report::result_row(&phase.result, &info));
+            streams.result(&report::result_row(&phase.result, &info))?;
             if let Some(wall) = phase.result.stonewall {
-                streams.log(&wall.line());
+                streams.log(&wall.line())?;
             }
             if verbose >= 2 {
                 streams.log(&report::task_lines(
                     phase.result.access,
                     iteration,
                     &phase.tasks,
-                ));
+                ))?;
             }
+            Ok::<(), BenchError>(())
         };
         if params.write {
             *stamp += 1;
@@ -538,13 +546,13 @@ async fn one_test(
                 streams.log(&format!(
                     "Commencing write performance test: {}\n",
                     report::ctime(SystemTime::now())
-                ));
+                ))?;
             }
             let (phase, written) =
                 phase::write(&job, iteration, *stamp, deadline(), progress).await?;
-            show(streams, &phase);
+            show(streams, &phase)?;
             if let Some(line) = flow_check(running, &job, iteration, &phase).await {
-                streams.log(&line);
+                streams.log(&line)?;
             }
             let written = Arc::new(written);
             for task in 0..tasks {
@@ -557,10 +565,10 @@ async fn one_test(
                 streams.log(&format!(
                     "Commencing read performance test: {}\n",
                     report::ctime(SystemTime::now())
-                ));
+                ))?;
             }
             let phase = phase::read(&job, iteration, files, deadline(), progress).await?;
-            show(streams, &phase);
+            show(streams, &phase)?;
             account(&phase);
             results.push(phase.result);
         } else if params.write {
@@ -569,7 +577,7 @@ async fn one_test(
                 streams.log(&format!(
                     "Verifying contents of the file(s) just written.\n{}\n",
                     report::ctime(SystemTime::now())
-                ));
+                ))?;
             }
             let phase = phase::read(&job, iteration, files, None, Progress::Silent).await?;
             account(&phase);
@@ -577,7 +585,7 @@ async fn one_test(
         if !params.keep_file {
             let seconds = phase::remove(&job, iteration, files).await?;
             if params.format == SummaryFormat::Text {
-                streams.result(&report::remove_row(seconds, iteration));
+                streams.result(&report::remove_row(seconds, iteration))?;
             }
         }
     }
@@ -609,10 +617,10 @@ async fn one_test(
     };
     match params.format {
         SummaryFormat::Text => {
-            streams.result(&report::max_lines(&results));
-            streams.result(&report::facts_text(params.test_id, &facts));
+            streams.result(&report::max_lines(&results))?;
+            streams.result(&report::facts_text(params.test_id, &facts))?;
         }
-        SummaryFormat::Csv => streams.log(&report::facts_text(params.test_id, &facts)),
+        SummaryFormat::Csv => streams.log(&report::facts_text(params.test_id, &facts))?,
         SummaryFormat::Json => {}
     }
     Ok(TestReport {

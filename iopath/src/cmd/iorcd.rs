@@ -90,7 +90,7 @@ async fn collect(args: CollectArgs) -> anyhow::Result<()> {
         Some(path) => {
             std::fs::write(path, &lines).with_context(|| format!("write {}", path.display()))?
         }
-        None => print!("{lines}"),
+        None => out!("{lines}")?,
     }
     Ok(())
 }
@@ -105,9 +105,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
         iorcd::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.records.display()))?;
     let analysis = iorcd::analyze(&samples, &args.storage_net, args.samples_max, args.low);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&analysis)?);
+        outln!("{}", serde_json::to_string_pretty(&analysis)?)?;
     } else {
-        print!("{}", iorcd::text(&analysis));
+        out!("{}", iorcd::text(&analysis))?;
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, iorcd::figure(&samples, &analysis).svg())
@@ -191,9 +191,9 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
     let mut say = |line: &str| eprintln!("{line}");
     let result = experiment::run(&config, None, &mut say).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        outln!("{}", serde_json::to_string_pretty(&result)?)?;
     } else {
-        print!("{}", experiment::text(&result));
+        out!("{}", experiment::text(&result))?;
     }
     if let Some(dir) = &args.svg {
         for (direction, name) in [
@@ -261,9 +261,9 @@ pub async fn monitoring(args: MonitoringArgs) -> anyhow::Result<()> {
     let mut say = |line: &str| eprintln!("{line}");
     let report = monitoring::run(&config, None, &mut say).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", monitoring::text(&report));
+        out!("{}", monitoring::text(&report))?;
     }
     Ok(())
 }

@@ -17,6 +17,22 @@
 //! - [`sim`]: the seeded whole-stack simulation over many seeds.
 //! - [`soak`]: a stack of processes under a verified workload, its nodes killed on a schedule.
 
+/// `print!` for a command's results: the text to standard output, flushed, or the write's error
+/// (`> /dev/full`; a reader that went away, which `main` ends quietly with 141) instead of
+/// `print!`'s panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_out(&format!($($arg)*))
+    };
+}
+
+/// [`out!`] with a newline.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 pub mod fyods;
 pub mod ior;
 pub mod iorcd;
@@ -56,12 +72,15 @@ if it is unset, RUST_LOG) to error, warn, info, debug or trace, or to a tracing 
 
 impl Cli {
     /// How the command takes SIGINT and SIGTERM: those that run until stopped stop
-    /// themselves (`up`, `launch`, `mount` when told; `node`, `oss` in the libraries they
-    /// run); `main` ends every other at the first signal.
+    /// themselves (`up`, `launch`, `mount` when told, and `sim`, which finishes the seeds under
+    /// way; `node`, `oss` in the libraries they run); `main` ends every other at the first
+    /// signal.
     pub fn signal_handling(&self) -> crate::signals::Handling {
         use crate::signals::Handling;
         match self.command {
-            Command::Up(_) | Command::Launch(_) | Command::Mount(_) => Handling::Tells,
+            Command::Up(_) | Command::Launch(_) | Command::Mount(_) | Command::Sim(_) => {
+                Handling::Tells
+            }
             Command::Node(_) | Command::Oss(_) => Handling::Own,
             _ => Handling::Ends,
         }
@@ -167,6 +186,15 @@ pub enum BenchCommand {
     /// IOR on the spider-cluster preset across five hosts made of network namespaces (root),
     /// beside the same stack as processes on loopback and iperf3 over the hosts' links.
     Cluster(launch::BenchClusterArgs),
+}
+
+/// Writes `text` to standard output and flushes it.
+pub(crate) fn write_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("write to standard output")
 }
 
 /// Runs the command the command line names, to its end.

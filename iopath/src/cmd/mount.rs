@@ -43,11 +43,11 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
         || "direct-attached".to_owned(),
         |f| format!("through the fyod at {f}"),
     );
-    println!(
+    outln!(
         "READY mounted the stack at {mds} on {} ({via}); Ctrl-C or `fusermount3 -u {}` unmounts",
         mountpoint.display(),
         mountpoint.display()
-    );
+    )?;
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
     // The stack is watched: a metadata service that stops answering for as long as a
     // storage server may (the stack was stopped) unmounts, rather than leave a directory
@@ -147,9 +147,9 @@ pub async fn bench(args: BenchMountArgs) -> anyhow::Result<()> {
     let mut progress = |line: &str| eprintln!("{line}");
     let result = iopath_bench::mount::measure(&options, &mut progress).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        outln!("{}", serde_json::to_string_pretty(&result)?)?;
     } else {
-        print!("{}", iopath_bench::mount::table(&result));
+        out!("{}", iopath_bench::mount::table(&result))?;
     }
     Ok(())
 }

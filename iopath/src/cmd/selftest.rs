@@ -172,7 +172,7 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
             let json = serde_json::to_string_pretty(&report)?;
             writeln!(std::io::stdout(), "{json}").map_err(anyhow::Error::from)?;
         } else {
-            print!("{}", selftest::render_sweep(&report));
+            out!("{}", selftest::render_sweep(&report))?;
         }
         return Ok(());
     }
@@ -181,7 +181,7 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
         let json = serde_json::to_string_pretty(&report)?;
         writeln!(std::io::stdout(), "{json}").map_err(anyhow::Error::from)?;
     } else {
-        print!("{}", selftest::render(&report));
+        out!("{}", selftest::render(&report))?;
     }
     Ok(())
 }

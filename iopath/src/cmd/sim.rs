@@ -81,22 +81,20 @@ struct BlockLine {
 /// Runs the seeds on threads of their own (each seed runs its own one-thread runtime).
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     if args.events {
-        let failed = tokio::task::spawn_blocking(move || run_one_by_one(&args)).await?;
+        let failed = tokio::task::spawn_blocking(move || run_one_by_one(&args)).await??;
         anyhow::ensure!(failed == 0, "{failed} seeds failed");
         return Ok(());
     }
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = Arc::clone(&stop);
+    // `main` catches the first signal from the start and tells us; a second ends the process
+    // at once.
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!(
-                "Ctrl-C: finishing the seeds under way (Ctrl-C again to stop at once; blocks not finished are not recorded)"
-            );
-            on_signal.store(true, Ordering::Relaxed);
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
+        let signal = crate::signals::stop_requested().await;
+        eprintln!(
+            "{signal}: finishing the seeds under way (Ctrl-C again to stop at once; blocks not finished are not recorded)"
+        );
+        on_signal.store(true, Ordering::Relaxed);
     });
     let summary = tokio::task::spawn_blocking(move || sweep(&args, &stop)).await??;
     anyhow::ensure!(
@@ -195,17 +193,30 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
     let before = totals.seeds;
     let done = totals.blocks.clone();
     let shared = Mutex::new((totals, record, Instant::now()));
+    // A report that cannot be written (`> /dev/full`, a closed pipe) stops the sweep, and is
+    // its error.
+    let unwritten: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let deadline = args.time_limit.map(|s| started + Duration::from_secs(s));
     let on_block = |block: BlockDone| {
         let mut guard = shared.lock().expect("sim totals lock poisoned");
         let (totals, record, last_progress) = &mut *guard;
+        let mut text = String::new();
         for report in &block.failed {
-            print!("{report}");
+            text.push_str(&report.to_string());
         }
         for seed in &block.panicked {
-            println!(
-                "seed {seed} PANICKED; replay it with `iopath sim --first {seed} --seeds 1 --events`"
-            );
+            text.push_str(&format!(
+                "seed {seed} PANICKED; replay it with `iopath sim --first {seed} --seeds 1 --events`\n"
+            ));
+        }
+        if !text.is_empty()
+            && let Err(error) = super::write_out(&text)
+        {
+            stop.store(true, Ordering::Relaxed);
+            unwritten
+                .lock()
+                .expect("sim output lock poisoned")
+                .get_or_insert(error);
         }
         let line = BlockLine {
             start: block.seeds.start,
@@ -249,12 +260,15 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
         }
     };
     sweep.run(&config, &done, stop, &on_block);
+    if let Some(error) = unwritten.into_inner().expect("sim output lock poisoned") {
+        return Err(error);
+    }
     let (totals, record, _) = shared.into_inner().expect("sim totals lock poisoned");
     let wall = started.elapsed();
     let this_call = totals.seeds - before;
     let mut failed = totals.failed.clone();
     failed.sort_unstable();
-    println!(
+    outln!(
         "{} of {} seeds from {} run ({} in this call, {:.1} s, {:.0} seeds/s on {jobs} threads; {:.0} s simulated): {} failed{}",
         totals.seeds,
         args.seeds,
@@ -269,8 +283,8 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
         } else {
             format!(" (seeds {failed:?})")
         }
-    );
-    print_counts(&totals.counts);
+    )?;
+    print_counts(&totals.counts)?;
     Ok(Summary {
         failed,
         seeds_left: args.seeds - totals.seeds,
@@ -342,7 +356,7 @@ fn open_record(path: &Path, run: &RunLine, totals: &mut Totals) -> anyhow::Resul
 }
 
 /// The old way, for `--events`: one seed after another, every event printed.
-fn run_one_by_one(args: &SimArgs) -> u64 {
+fn run_one_by_one(args: &SimArgs) -> anyhow::Result<u64> {
     let config = config_of(args);
     let started = Instant::now();
     let mut counts = BTreeMap::new();
@@ -351,23 +365,23 @@ fn run_one_by_one(args: &SimArgs) -> u64 {
         let report = match std::panic::catch_unwind(|| run_seed(seed, &config)) {
             Ok(report) => report,
             Err(_) => {
-                println!(
+                outln!(
                     "seed {seed} PANICKED; replay it with `iopath sim --first {seed} --seeds 1 --events`"
-                );
+                )?;
                 failed.push(seed);
                 continue;
             }
         };
         for line in &report.lines {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
         add_counts(&mut counts, &report.events);
         if !report.passed() {
-            print!("{report}");
+            out!("{report}")?;
             failed.push(seed);
         }
     }
-    println!(
+    outln!(
         "{} seeds from {} in {:.1} s: {} failed{}",
         args.seeds,
         args.first,
@@ -378,13 +392,13 @@ fn run_one_by_one(args: &SimArgs) -> u64 {
         } else {
             format!(" (seeds {failed:?})")
         }
-    );
-    print_counts(&counts.iter().map(|(k, v)| ((*k).to_string(), *v)).collect());
-    failed.len() as u64
+    )?;
+    print_counts(&counts.iter().map(|(k, v)| ((*k).to_string(), *v)).collect())?;
+    Ok(failed.len() as u64)
 }
 
 /// The faults injected and the operations done, by kind.
-fn print_counts(counts: &BTreeMap<String, u64>) {
+fn print_counts(counts: &BTreeMap<String, u64>) -> anyhow::Result<()> {
     let line = |kinds: &[&str]| -> String {
         kinds
             .iter()
@@ -392,8 +406,8 @@ fn print_counts(counts: &BTreeMap<String, u64>) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("faults injected: {}", line(&iopath_sim::FAULT_KINDS));
-    println!(
+    outln!("faults injected: {}", line(&iopath_sim::FAULT_KINDS))?;
+    outln!(
         "operations: {}",
         line(&[
             "write_ok",
@@ -413,7 +427,7 @@ fn print_counts(counts: &BTreeMap<String, u64>) {
             "fyod_read_failed",
             "fyod_handle_gone",
         ])
-    );
+    )
 }
 
 /// `3 h 12 min`, `4 min 10 s`, `12 s`.

@@ -61,9 +61,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     }
     .context("soak")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print!("{}", soak::table(&report));
+        out!("{}", soak::table(&report))?;
     }
     anyhow::ensure!(
         report.bytes_lost == 0,
