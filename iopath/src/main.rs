@@ -10,7 +10,8 @@ mod signals;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let cli = cmd::Cli::parse();
+    // Lustre's `lfs find -type f` is `--type f` to the parser.
+    let cli = cmd::Cli::parse_from(cmd::lfs::lustre_spellings(std::env::args_os().collect()));
     start_log();
     iopath_stack::runtime::open_files::raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

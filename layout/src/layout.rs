@@ -76,14 +76,6 @@ pub enum LayoutError {
         /// The count given.
         stripe_count: i64,
     },
-    /// More stripes than there are targets to put them on.
-    #[error("stripe count {stripe_count} exceeds the {targets_count} targets available")]
-    StripeCountTooLarge {
-        /// The count given.
-        stripe_count: i64,
-        /// How many targets there are.
-        targets_count: u32,
-    },
     /// A starting target index below -1 (any).
     #[error("starting target index {stripe_offset} is invalid: use a target's index or -1 for any")]
     StripeOffsetInvalid {

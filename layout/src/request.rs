@@ -106,17 +106,13 @@ impl StripeRequest {
         }
     }
 
-    /// Checks the values, and those that name targets against `targets` (the file system's
-    /// target indices): a count no larger than there are targets, an offset that is one of
-    /// them. Inherited fields pass: they are checked where they are filled in.
+    /// Checks the values, and the offset against `targets` (the file system's target
+    /// indices): it must be one of them. A count above the targets passes, as in Lustre: a
+    /// directory keeps it as asked, and each file made by it gets every target
+    /// ([`Self::resolve`] caps it). Inherited fields pass: they are checked where they are
+    /// filled in.
     pub fn check_against(&self, targets: &[u32]) -> Result<(), LayoutError> {
         self.check()?;
-        if self.stripe_count > targets.len() as i64 {
-            return Err(LayoutError::StripeCountTooLarge {
-                stripe_count: self.stripe_count,
-                targets_count: targets.len() as u32,
-            });
-        }
         if self.stripe_offset != STRIPE_OFFSET_ANY {
             target_named(targets, self.stripe_offset)?;
         }
@@ -125,7 +121,8 @@ impl StripeRequest {
 
     /// Checks the request against `targets` (the file system's target indices, in the order
     /// round-robin placement takes them) and fills a zero size or count with Lustre's defaults
-    /// (1 MiB, one stripe; callers inherit a directory's default first).
+    /// (1 MiB, one stripe; callers inherit a directory's default first). A count above the
+    /// targets is capped to them, as Lustre's LOD caps it (`lod_get_stripe_count`).
     pub fn resolve(&self, targets: &[u32]) -> Result<StripeSettings, LayoutError> {
         self.check()?;
         if targets.is_empty() {
@@ -135,12 +132,7 @@ impl StripeRequest {
         let stripe_count = match self.stripe_count {
             0 => STRIPE_COUNT_DEFAULT,
             STRIPE_COUNT_ALL => available,
-            count if count > i64::from(available) => {
-                return Err(LayoutError::StripeCountTooLarge {
-                    stripe_count: count,
-                    targets_count: targets.len() as u32,
-                });
-            }
+            count if count > i64::from(available) => available,
             // 0 < count ≤ available (checked above and by `check`).
             count => count as u32,
         };

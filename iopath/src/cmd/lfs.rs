@@ -68,7 +68,9 @@ pub enum LfsCommand {
         /// The directory or new file.
         path: String,
     },
-    /// Print a file's layout (or a directory's default) as Lustre does.
+    /// Print a file's layout (or a directory's default) as Lustre does; a directory given
+    /// lists its own default and then each entry's layout, as Lustre's does (`-d`: the
+    /// directory alone; `-r`: every entry beneath it).
     Getstripe {
         /// Only the stripe count.
         #[arg(short = 'c', long = "stripe-count")]
@@ -86,8 +88,15 @@ pub enum LfsCommand {
         /// identity (`lmm_seq`, `lmm_object_id`, `lmm_fid`), then the layout and its objects.
         #[arg(short = 'v', long = "verbose", conflicts_with_all = ["count", "size", "index", "yaml"])]
         verbose: bool,
-        /// The file or directory.
-        path: String,
+        /// A directory's own default only, not its entries (and no path line), as `ls -d`.
+        #[arg(short = 'd', long = "directory")]
+        directory: bool,
+        /// Every entry beneath a directory, however deep.
+        #[arg(short = 'r', long = "recursive", conflicts_with = "directory")]
+        recursive: bool,
+        /// The files or directories.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<String>,
     },
     /// Make a directory on the metadata target (Lustre's `lfs mkdir`; new files in it take
     /// the file system's default layout until `lfs setstripe` gives it one).
@@ -108,20 +117,28 @@ pub enum LfsCommand {
         path: String,
     },
     /// Find files and directories under a path by name, type, size, stripe count or target,
-    /// as Lustre's `lfs find`; prints each match's path.
+    /// as Lustre's `lfs find`; prints each match's path. Lustre's (and find's) one-dash
+    /// spellings work too: `-type f`, `-name '*.dat'`, `-size +1M`, `-maxdepth 2`.
     Find {
         /// Where to start.
         path: String,
         /// Names matching this shell pattern (`*.dat`).
-        #[arg(long)]
+        #[arg(long, short = 'n')]
         name: Option<String>,
-        /// `f` for files, `d` for directories.
-        #[arg(long = "type", short = 't', value_parser = ["f", "d"])]
+        /// `f` for files, `d` for directories (`b`, `c`, `l`, `p`, `s`, which find takes too,
+        /// match nothing: the file system has only files and directories).
+        #[arg(long = "type", short = 't', value_parser = ["f", "d", "b", "c", "l", "p", "s"])]
         kind: Option<String>,
-        /// Files of this size: `N` exactly, `+N` more, `-N` less (k, m, g suffixes; rounded
-        /// up to the unit as find does).
+        /// Files of this size: `N` exactly, `+N` more, `-N` less, in 512-byte blocks without
+        /// a unit, or `c` (bytes), `k`, `M`, `G`, `T` (rounded up to the unit as find does).
         #[arg(long, short = 's', allow_hyphen_values = true)]
         size: Option<String>,
+        /// Descend at most this many levels below the starting path (0: the path alone).
+        #[arg(long, short = 'D', value_name = "N")]
+        maxdepth: Option<u32>,
+        /// Keep only entries at least this many levels below the starting path.
+        #[arg(long, short = 'd', value_name = "N")]
+        mindepth: Option<u32>,
         /// Files striped over exactly this many targets (`+N`, `-N`: more, fewer).
         #[arg(long = "stripe-count", short = 'c', allow_hyphen_values = true)]
         stripe_count: Option<String>,
@@ -172,7 +189,8 @@ pub enum LfsCommand {
         local: PathBuf,
     },
     /// Each storage target's space and the file system's total, as Lustre's `lfs df` (the
-    /// file system under each target, as the target reports it).
+    /// file system under each target, as the target reports it). Unlike Lustre's, no row for
+    /// the metadata target: its space is not asked (docs/lfs.md).
     // `-h` is Lustre's (and df's) human-readable sizes here, as users type it; help is
     // `--help`.
     #[command(disable_help_flag = true)]
@@ -186,6 +204,9 @@ pub enum LfsCommand {
         /// Inodes instead of space.
         #[arg(short = 'i', long = "inodes")]
         inodes: bool,
+        /// A path in the file system to report on (under an `iopath mount`, that mount's
+        /// stack), as Lustre's `lfs df PATH`.
+        path: Option<String>,
     },
     /// Remove a file (and its objects) or an empty directory.
     Rm {
@@ -209,10 +230,19 @@ pub async fn run(args: LfsArgs) -> anyhow::Result<()> {
         let (node, client) = iopath_stack::guest::join(&stack, fyod).await?;
         return run_and_close(node, client, command).await;
     }
-    let mds = match (mds, command.stack_path_mut().and_then(|p| on_a_mount(p))) {
-        // A path under a mount: the mount's stack, the path inside it.
-        (_, Some((mount_mds, inside))) => {
-            *command.stack_path_mut().expect("just seen") = inside;
+    let on_mount = command
+        .stack_paths_mut()
+        .first()
+        .and_then(|p| on_a_mount(p));
+    let mds = match (mds, on_mount) {
+        // A path under a mount: the mount's stack, each path inside it.
+        (_, Some((mount_mds, _))) => {
+            for path in command.stack_paths_mut() {
+                match on_a_mount(path) {
+                    Some((other, inside)) if other == mount_mds => *path = inside,
+                    _ => bail!("{path} is not under the same iopath mount as the first path"),
+                }
+            }
             mount_mds
         }
         (Some(mds), None) => mds,
@@ -251,20 +281,70 @@ async fn run_and_close(
 }
 
 impl LfsCommand {
-    /// The path in the stack's namespace the command works on.
-    fn stack_path_mut(&mut self) -> Option<&mut String> {
+    /// The paths in the stack's namespace the command works on.
+    fn stack_paths_mut(&mut self) -> Vec<&mut String> {
         match self {
             LfsCommand::Setstripe { path, .. }
-            | LfsCommand::Getstripe { path, .. }
             | LfsCommand::Ls { path, .. }
             | LfsCommand::Stat { path }
             | LfsCommand::Rm { path }
             | LfsCommand::Mkdir { path, .. }
-            | LfsCommand::Find { path, .. } => Some(path),
-            LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => Some(remote),
-            LfsCommand::Df { .. } => None,
+            | LfsCommand::Find { path, .. } => vec![path],
+            LfsCommand::Getstripe { paths, .. } => paths.iter_mut().collect(),
+            LfsCommand::Put { remote, .. } | LfsCommand::Get { remote, .. } => vec![remote],
+            LfsCommand::Df { path, .. } => path.iter_mut().collect(),
         }
     }
+}
+
+/// The one-dash long options Lustre's `lfs find` takes (it parses with `getopt_long_only`, so
+/// `-type f` is `--type f`, as find(1) users type them).
+const FIND_ONE_DASH_OPTIONS: [&str; 9] = [
+    "-type",
+    "-name",
+    "-size",
+    "-maxdepth",
+    "-mindepth",
+    "-stripe-count",
+    "-ost",
+    "-print",
+    "-stripe_count",
+];
+
+/// The command line with Lustre's one-dash spellings after `lfs ... find` in their two-dash
+/// form (`-type` → `--type`), which the parser takes; every other word as it was.
+pub fn lustre_spellings(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(lfs) = args.iter().position(|a| a == "lfs") else {
+        return args;
+    };
+    let Some(find) = args[lfs..]
+        .iter()
+        .position(|a| a == "find")
+        .map(|i| i + lfs)
+    else {
+        return args;
+    };
+    let mut args = args;
+    let mut value_next = false;
+    for arg in &mut args[find + 1..] {
+        // An option's value is taken as it is, even one spelled like an option.
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        let Some(word) = arg.to_str() else { continue };
+        if FIND_ONE_DASH_OPTIONS.contains(&word) {
+            value_next = word != "-print";
+            let two_dash = if word == "-stripe_count" {
+                "--stripe-count".to_owned()
+            } else {
+                format!("-{word}")
+            };
+            *arg = two_dash.into();
+        } else if word.starts_with("--") {
+            value_next = !word.contains('=') && word != "--print";
+        }
+    }
+    args
 }
 
 /// If `path` (as given on the command line) lies under an `iopath mount` of this machine:
@@ -349,33 +429,46 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
                 .with_context(|| format!("setstripe {path}"))?;
         }
         LfsCommand::Getstripe {
-            verbose: true,
-            path,
-            ..
-        } => {
-            write!(out, "{}", getstripe_verbose(client, &path).await?)?;
-        }
-        LfsCommand::Getstripe {
             count,
             size,
             index,
             yaml,
-            verbose: false,
-            path,
+            verbose,
+            directory,
+            recursive,
+            paths,
         } => {
-            let info = client
-                .stripe_info(&path)
-                .await
-                .with_context(|| format!("getstripe {path}"))?;
             let only = Only { count, size, index };
-            let text = if yaml {
-                getstripe_yaml(&info)
-            } else if count || size || index {
-                getstripe_only(&info, only)
+            // Lustre's depth: -d, or a field alone, is the path itself (and no path line); by
+            // default a directory's entries too; -r everything beneath it.
+            let depth = if directory || count || size || index {
+                Some(0)
+            } else if recursive {
+                None
             } else {
-                getstripe_text(&path, &info)
+                Some(1)
             };
-            write!(out, "{text}")?;
+            for path in &paths {
+                for (entry, _) in entries_under(client, path, depth).await? {
+                    let show_path = depth != Some(0);
+                    let text = if verbose {
+                        getstripe_verbose(client, &entry, show_path).await?
+                    } else {
+                        let info = client
+                            .stripe_info(&entry)
+                            .await
+                            .with_context(|| format!("getstripe {entry}"))?;
+                        if yaml {
+                            getstripe_yaml(&info)?
+                        } else if count || size || index {
+                            getstripe_only(&info, only)
+                        } else {
+                            getstripe_text(show_path.then_some(entry.as_str()), &info)
+                        }
+                    };
+                    write!(out, "{text}")?;
+                }
+            }
         }
         LfsCommand::Ls {
             long: true,
@@ -442,18 +535,33 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
             name,
             kind,
             size,
+            maxdepth,
+            mindepth,
             stripe_count,
             ost,
         } => {
             let ost = ost
                 .map(|text| ost_index(client, &text).with_context(|| format!("find --ost {text}")))
                 .transpose()?;
-            let filter = FindFilter::new(name, kind, size, stripe_count, ost)?;
+            let mut filter = FindFilter::new(name, kind, size, stripe_count, ost)?;
+            filter.depths = (mindepth.unwrap_or(0), maxdepth);
             for found in find(client, &path, &filter).await? {
                 writeln!(out, "{found}")?;
             }
         }
-        LfsCommand::Df { human, inodes, .. } => {
+        LfsCommand::Df {
+            human,
+            inodes,
+            path,
+            ..
+        } => {
+            if let Some(path) = &path {
+                // The path names the file system; it must be in it.
+                client
+                    .stat(path)
+                    .await
+                    .with_context(|| format!("df {path}"))?;
+            }
             let targets = client.statfs().await.context("df")?;
             write!(out, "{}", df_text(client.fsname(), &targets, human, inodes))?;
         }
@@ -481,17 +589,61 @@ pub async fn run_to(client: &Client, cmd: LfsCommand, out: &mut impl Write) -> a
     Ok(())
 }
 
-/// `lfs getstripe`'s text: for a file, the `lmm_*` header and the object table; for a
-/// directory, its default on one line.
-pub fn getstripe_text(path: &str, info: &StripeInfo) -> String {
+/// `lfs getstripe`'s text: the path's line (Lustre leaves it out at depth 0: `-d`), then for
+/// a file the `lmm_*` header and the object table, for a directory its default on one line.
+pub fn getstripe_text(path: Option<&str>, info: &StripeInfo) -> String {
     match info {
-        StripeInfo::File(layout) => file_stripe_text(path, layout),
+        StripeInfo::File(layout) => file_stripe_text_with(path, "", layout),
         StripeInfo::Directory { default_stripe, .. } => format!(
-            "{path}\nstripe_count:  {} stripe_size:   {} pattern:       raid0 stripe_offset: {}\n",
+            "{}stripe_count:  {} stripe_size:   {} pattern:       raid0 stripe_offset: {}\n",
+            path.map_or_else(String::new, |p| format!("{p}\n")),
             default_stripe.stripe_count,
             default_stripe.stripe_size_bytes,
             default_stripe.stripe_offset
         ),
+    }
+}
+
+/// `path` and, if it is a directory and `depth` allows, what lies beneath it: each entry with
+/// whether it is a directory, the path first, then its entries in name order, depth first.
+/// `depth`: levels below `path` to go (`None`: all).
+pub async fn entries_under(
+    client: &Client,
+    path: &str,
+    depth: Option<u32>,
+) -> anyhow::Result<Vec<(String, bool)>> {
+    let stat = client
+        .stat(path)
+        .await
+        .with_context(|| format!("getstripe {path}"))?;
+    let mut found = Vec::new();
+    // (path, is_dir, level), visited in order; bounded by the namespace's size.
+    let mut stack = vec![(path.to_owned(), stat.is_dir, 0u32)];
+    while let Some((path, is_dir, level)) = stack.pop() {
+        if is_dir && depth.is_none_or(|d| level < d) {
+            let entries = client
+                .readdir_entries(&path)
+                .await
+                .with_context(|| format!("list {path}"))?;
+            for entry in entries.into_iter().rev() {
+                stack.push((
+                    child_path(&path, &entry.name),
+                    entry.file_type == iopath_client::FileType::Directory,
+                    level + 1,
+                ));
+            }
+        }
+        found.push((path, is_dir));
+    }
+    Ok(found)
+}
+
+/// `name` in directory `dir`.
+fn child_path(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
     }
 }
 
@@ -541,40 +693,72 @@ pub fn getstripe_only(info: &StripeInfo, only: Only) -> String {
         .collect()
 }
 
-/// `getstripe -y`: Lustre's YAML form (for a file, its objects as `lmm_objects`).
-pub fn getstripe_yaml(info: &StripeInfo) -> String {
-    let (count, size, offset) = stripe_values(info);
-    let mut text = format!(
-        "lmm_stripe_count:  {count}\nlmm_stripe_size:   {size}\nlmm_pattern:       raid0\nlmm_layout_gen:    0\nlmm_stripe_offset: {offset}\n"
-    );
-    if let StripeInfo::File(layout) = info {
-        text.push_str("lmm_objects:\n");
-        for object in layout.objects() {
-            text.push_str(&format!(
-                "      - l_ost_idx: {}\n        l_object_id: {:#x}\n",
-                object.target, object.object_id
-            ));
-        }
+/// `getstripe -y`: Lustre's YAML form (for a file, its objects as `lmm_objects`), written by
+/// a YAML library: Lustre's keys and values, in its order, with the library's spacing (one
+/// space after each colon; object ids as numbers, where Lustre writes them in hexadecimal).
+pub fn getstripe_yaml(info: &StripeInfo) -> anyhow::Result<String> {
+    /// A layout as Lustre's `lfs getstripe -y` names its fields.
+    #[derive(serde::Serialize)]
+    struct YamlLayout {
+        lmm_stripe_count: i64,
+        lmm_stripe_size: u64,
+        lmm_pattern: &'static str,
+        lmm_layout_gen: u32,
+        lmm_stripe_offset: i64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lmm_objects: Option<Vec<YamlObject>>,
     }
-    text
+    /// One object of a file's layout.
+    #[derive(serde::Serialize)]
+    struct YamlObject {
+        l_ost_idx: u32,
+        l_object_id: u64,
+    }
+    let (count, size, offset) = stripe_values(info);
+    let layout = YamlLayout {
+        lmm_stripe_count: count,
+        lmm_stripe_size: size,
+        lmm_pattern: "raid0",
+        lmm_layout_gen: 0,
+        lmm_stripe_offset: offset,
+        lmm_objects: match info {
+            StripeInfo::File(layout) => Some(
+                layout
+                    .objects()
+                    .iter()
+                    .map(|o| YamlObject {
+                        l_ost_idx: o.target,
+                        l_object_id: o.object_id,
+                    })
+                    .collect(),
+            ),
+            StripeInfo::Directory { .. } => None,
+        },
+    };
+    serde_norway::to_string(&layout).context("write the layout as YAML")
 }
 
 /// `lfs getstripe -v`: a file's layout as [`getstripe_text`] prints it, after the fields
 /// Lustre adds — a directory's default as without `-v` (Lustre adds nothing for one either).
-pub async fn getstripe_verbose(client: &Client, path: &str) -> anyhow::Result<String> {
+pub async fn getstripe_verbose(
+    client: &Client,
+    path: &str,
+    show_path: bool,
+) -> anyhow::Result<String> {
     // stat, not getstripe: the layout and the file's inode number in one answer.
     let stat = client
         .stat(path)
         .await
         .with_context(|| format!("getstripe {path}"))?;
+    let shown = show_path.then_some(path);
     Ok(match &stat.layout {
-        Some(layout) => file_verbose_text(path, stat.ino, layout),
+        Some(layout) => file_verbose_text(shown, stat.ino, layout),
         None => {
             let info = client
                 .stripe_info(path)
                 .await
                 .with_context(|| format!("getstripe {path}"))?;
-            getstripe_text(path, &info)
+            getstripe_text(shown, &info)
         }
     })
 }
@@ -594,7 +778,7 @@ pub const LOV_USER_MAGIC_V1: u32 = 0x0BD1_0BD0;
 /// - `lmm_layout_gen`: 0 — a layout is fixed when its file is created and never changes.
 /// - each object's `group`: 0 — objects are named by their id on their target alone, as
 ///   Lustre's were in group 0.
-pub fn file_verbose_text(path: &str, ino: u64, layout: &Layout) -> String {
+pub fn file_verbose_text(path: Option<&str>, ino: u64, layout: &Layout) -> String {
     // C's `%#jx` writes 0 as `0`, without the prefix.
     let alt_hex = |value: u64| {
         if value == 0 {
@@ -617,14 +801,12 @@ pub fn file_verbose_text(path: &str, ino: u64, layout: &Layout) -> String {
     file_stripe_text_with(path, &details, layout)
 }
 
-fn file_stripe_text(path: &str, layout: &Layout) -> String {
-    file_stripe_text_with(path, "", layout)
-}
-
-/// A file's `getstripe` text, with `details` (`-v`'s lines) between the path and the layout.
-fn file_stripe_text_with(path: &str, details: &str, layout: &Layout) -> String {
+/// A file's `getstripe` text, with `details` (`-v`'s lines) between the path (if shown) and
+/// the layout.
+fn file_stripe_text_with(path: Option<&str>, details: &str, layout: &Layout) -> String {
+    let path = path.map_or_else(String::new, |p| format!("{p}\n"));
     let mut text = format!(
-        "{path}\n{details}\
+        "{path}{details}\
          lmm_stripe_count:  {}\n\
          lmm_stripe_size:   {}\n\
          lmm_pattern:       raid0\n\
@@ -926,10 +1108,14 @@ fn ost_index(client: &Client, text: &str) -> anyhow::Result<u32> {
 #[derive(Debug)]
 pub struct FindFilter {
     name: Option<glob::Pattern>,
-    dirs: Option<bool>,
+    /// The type asked for: `f`, `d`, or one this file system has none of.
+    kind: Option<char>,
     size: Option<(std::cmp::Ordering, u64, u64)>,
     stripe_count: Option<(std::cmp::Ordering, u64)>,
     ost: Option<u32>,
+    /// Levels below the start an entry must be at least (`-mindepth`) and may be at most
+    /// (`-maxdepth`; `None`: any).
+    pub depths: (u32, Option<u32>),
 }
 
 /// `+N`, `-N` or `N`: more, less, or exactly.
@@ -956,18 +1142,21 @@ impl FindFilter {
         let size = size
             .map(|s| {
                 let (order, number) = compare_arg(&s);
-                // find's units: the value counts units, compared after rounding up.
+                // find's units: the value counts units, compared after rounding up; without
+                // one, 512-byte blocks, as find(1) and Lustre's lfs find count.
                 let unit = match number.chars().last() {
+                    Some('c') => 1,
                     Some('k' | 'K') => 1 << 10,
                     Some('m' | 'M') => 1 << 20,
                     Some('g' | 'G') => 1 << 30,
                     Some('t' | 'T') => 1u64 << 40,
-                    _ => 1,
+                    Some('p' | 'P') => 1u64 << 50,
+                    _ => 512,
                 };
                 let digits = number.trim_end_matches(|c: char| c.is_ascii_alphabetic());
                 let count: u64 = digits
                     .parse()
-                    .with_context(|| format!("--size {s:?}: not [+-]N[kmgt]"))?;
+                    .with_context(|| format!("--size {s:?}: not [+-]N[ckMGTP]"))?;
                 Ok::<_, anyhow::Error>((order, count, unit))
             })
             .transpose()?;
@@ -982,10 +1171,11 @@ impl FindFilter {
             .transpose()?;
         Ok(FindFilter {
             name,
-            dirs: kind.map(|k| k == "d"),
+            kind: kind.and_then(|k| k.chars().next()),
             size,
             stripe_count,
             ost,
+            depths: (0, None),
         })
     }
 
@@ -1004,24 +1194,24 @@ pub async fn find(client: &Client, root: &str, filter: &FindFilter) -> anyhow::R
         .stat(root)
         .await
         .with_context(|| format!("find {root}"))?;
-    // (path, is_dir), visited in order; bounded by the namespace's size.
-    let mut stack = vec![(root.to_owned(), root_stat.is_dir)];
-    while let Some((path, is_dir)) = stack.pop() {
-        if keeps(client, filter, &path, is_dir).await? {
+    let (min_depth, max_depth) = filter.depths;
+    // (path, is_dir, level), visited in order; bounded by the namespace's size.
+    let mut stack = vec![(root.to_owned(), root_stat.is_dir, 0u32)];
+    while let Some((path, is_dir, level)) = stack.pop() {
+        if level >= min_depth && keeps(client, filter, &path, is_dir).await? {
             found.push(path.clone());
         }
-        if is_dir {
+        if is_dir && max_depth.is_none_or(|max| level < max) {
             let entries = client
                 .readdir_entries(&path)
                 .await
                 .with_context(|| format!("find: list {path}"))?;
             for entry in entries.into_iter().rev() {
-                let child = if path == "/" {
-                    format!("/{}", entry.name)
-                } else {
-                    format!("{path}/{}", entry.name)
-                };
-                stack.push((child, entry.file_type == iopath_client::FileType::Directory));
+                stack.push((
+                    child_path(&path, &entry.name),
+                    entry.file_type == iopath_client::FileType::Directory,
+                    level + 1,
+                ));
             }
         }
     }
@@ -1034,8 +1224,8 @@ async fn keeps(
     path: &str,
     is_dir: bool,
 ) -> anyhow::Result<bool> {
-    if let Some(dirs) = filter.dirs
-        && dirs != is_dir
+    if let Some(kind) = filter.kind
+        && kind != if is_dir { 'd' } else { 'f' }
     {
         return Ok(false);
     }

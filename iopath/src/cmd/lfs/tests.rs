@@ -53,8 +53,13 @@ struct Lfs {
     command: LfsCommand,
 }
 
+/// `lfs LINE` as the binary parses it: Lustre's one-dash spellings first made two-dash.
 fn parse(line: &str) -> LfsCommand {
-    Lfs::try_parse_from(std::iter::once("lfs").chain(line.split_whitespace()))
+    let args = std::iter::once("lfs")
+        .chain(line.split_whitespace())
+        .map(std::ffi::OsString::from)
+        .collect();
+    Lfs::try_parse_from(super::lustre_spellings(args))
         .unwrap_or_else(|e| panic!("{line}: {e}"))
         .command
 }
@@ -192,11 +197,6 @@ async fn setstripe_put_getstripe_get_stat_ls_rm() {
 async fn bad_commands_fail_with_a_sentence() {
     let stack = stack().await;
     let client = stack.client().await.unwrap();
-    let error = lfs_fails(&client, "setstripe -c 9 /x").await;
-    assert_eq!(
-        error,
-        "setstripe /x: stripe count 9 exceeds the 4 targets available"
-    );
     let error = lfs_fails(&client, "setstripe -S 100k /x").await;
     assert!(
         error.contains("not a positive multiple of 65536"),
@@ -220,6 +220,69 @@ async fn bad_commands_fail_with_a_sentence() {
     let error = lfs_fails(&client, "rm /d").await;
     assert!(error.contains("not empty"), "{error}");
     assert_eq!(lfs(&client, "ls /d").await, "f\n");
+}
+
+/// What a Lustre user types works as on Lustre: find(1)'s one-dash options, `getstripe -d`,
+/// several paths, a directory listing its files, `df PATH`, and stripe counts of -1 or above
+/// the targets (capped to them, as Lustre's LOD caps them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lustres_spellings_and_habits_work() {
+    let stack = stack().await;
+    let client = stack.client().await.unwrap();
+    client.mkdir("/d").await.unwrap();
+    client.mkdir("/d/sub").await.unwrap();
+    lfs(&client, "setstripe -c 9 /d/wide").await;
+    lfs(&client, "setstripe -c -1 /d/all").await;
+    lfs(&client, "setstripe -c 1 -i 2 /d/sub/deep.dat").await;
+    assert_eq!(lfs(&client, "getstripe -c /d/wide").await, "4\n", "capped");
+    assert_eq!(lfs(&client, "getstripe -c /d/all").await, "4\n");
+    // A directory keeps the count asked for; its files get every target.
+    lfs(&client, "setstripe -c 9 /d/sub").await;
+    assert_eq!(lfs(&client, "getstripe -c /d/sub").await, "9\n");
+    lfs(&client, "setstripe /d/sub/made").await;
+    assert_eq!(lfs(&client, "getstripe -c /d/sub/made").await, "4\n");
+    // Several paths: a value each.
+    assert_eq!(
+        lfs(&client, "getstripe -c /d/wide /d/sub/deep.dat").await,
+        "4\n1\n"
+    );
+    // A directory lists its own default, then each entry; -d the directory alone, no path.
+    let listing = lfs(&client, "getstripe /d").await;
+    let paths: Vec<&str> = listing.lines().filter(|l| l.starts_with('/')).collect();
+    assert_eq!(paths, ["/d", "/d/all", "/d/sub", "/d/wide"], "{listing}");
+    assert!(listing.contains("lmm_stripe_count:  4"), "{listing}");
+    let alone = lfs(&client, "getstripe -d /d").await;
+    assert!(alone.starts_with("stripe_count:  "), "{alone}");
+    assert_eq!(alone.lines().count(), 1, "{alone}");
+    let deep = lfs(&client, "getstripe -r /d").await;
+    assert!(deep.contains("/d/sub/deep.dat\n"), "{deep}");
+    // find(1)'s spellings.
+    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        lines(lfs(&client, "find /d -type f").await),
+        ["/d/all", "/d/sub/deep.dat", "/d/sub/made", "/d/wide"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d -type f -maxdepth 1").await),
+        ["/d/all", "/d/wide"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find / -name *.dat").await),
+        ["/d/sub/deep.dat"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d -mindepth 2 -type f").await),
+        ["/d/sub/deep.dat", "/d/sub/made"]
+    );
+    assert_eq!(
+        lines(lfs(&client, "find /d -size -1").await),
+        ["/d/all", "/d/sub/deep.dat", "/d/sub/made", "/d/wide"],
+        "empty files: less than one 512-byte block"
+    );
+    // df takes a path, as Lustre's.
+    let df = lfs(&client, "df /d").await;
+    assert!(df.contains("filesystem_summary:"), "{df}");
+    assert!(lfs_fails(&client, "df /nothing").await.contains("/nothing"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -404,8 +467,8 @@ async fn getstripe_v_prints_lustres_fields_of_the_files_real_layout() {
     );
     // A directory has no identity lines in Lustre's output either.
     assert_eq!(
-        lfs(&client, "getstripe -v /d").await,
-        lfs(&client, "getstripe /d").await
+        lfs(&client, "getstripe -v -d /d").await,
+        lfs(&client, "getstripe -d /d").await
     );
 }
 
