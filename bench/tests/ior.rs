@@ -367,7 +367,7 @@ async fn random_order_fsync_per_write_barriers_and_a_file_per_repetition() {
     assert_eq!(test.facts.unchecked_bytes, 0);
     for r in &test.results {
         assert_eq!(r.transfers, 4 * 2 * 4, "{r:?}");
-        assert!(r.stonewall.is_none());
+        assert!(r.stonewall.is_none() && !r.stonewalled);
     }
 }
 
@@ -511,7 +511,9 @@ async fn csv_results_go_to_the_summary_file_and_the_log_stays_out() {
 
 /// A write a deadline stopped is still read back and checked in full by IOR's untimed check,
 /// which no deadline stops. With an fsync after every 4 KiB write the tasks rarely finish in
-/// the second they have; either way every byte written must be checked.
+/// the second they have; either way every byte written must be checked. Without
+/// stoneWallingWearOut IOR reckons no stonewalling figures, and prints none: `NA` in the
+/// summary's Stonewall columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stonewalled_write_is_checked_in_full() {
     // On 64 MB/s modeled links, 2 x 128 MiB takes 4 s: the 1 s deadline always stops it.
@@ -532,12 +534,81 @@ async fn a_stonewalled_write_is_checked_in_full() {
         test.facts.verified_bytes, write.bytes,
         "every byte the write made is checked: {text}"
     );
-    let wall = write.stonewall.expect("the deadline stopped the write");
+    assert!(write.stonewalled, "the deadline stopped the write");
     assert!(write.bytes < 2 * block, "{write:?}");
-    // What each task made brackets what all made.
-    assert!(wall.pairs_min * t * 2 <= write.bytes, "{wall:?} {write:?}");
-    assert!(wall.pairs_max * t * 2 >= write.bytes, "{wall:?} {write:?}");
-    assert!(text.contains("stonewalling pairs accessed min: "), "{text}");
+    assert_eq!(write.stonewall, None, "no figures without wear-out");
+    assert!(!text.contains("stonewalling pairs accessed"), "{text}");
+    let row = line_after(&text, "Summary of all tests:");
+    assert!(row.contains("Stonewall(s) Stonewall(MiB)"), "{row}");
+    let write_row = text
+        .lines()
+        .find(|l| l.starts_with("write ") && l.contains(" NA "))
+        .unwrap_or_else(|| panic!("a summary row with NA: {text}"));
+    assert_eq!(
+        write_row.split_whitespace().filter(|w| *w == "NA").count(),
+        2
+    );
+}
+
+/// With `-O stoneWallingWearOut=1` IOR's stonewalling figures, reckoned as IOR reckons them:
+/// every task goes on to the most transfers any task made by the deadline, the line says the
+/// data per task, and the summary's Stonewall(MiB) is the mean task's rate up to the stonewall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wear_out_brings_every_task_to_the_most_transfers_and_iors_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, block) = (64 * KIB, 128 * MIB);
+    let (outcome, text) = ior(IorOptions {
+        choice: modeled_spider_mini(dir.path()),
+        tasks: Some(2),
+        write: true,
+        fsync_per_write: true,
+        deadline_s: 1,
+        verbose: 1,
+        ior_options: vec!["stoneWallingWearOut=1".into()],
+        ..on("spider-mini", t, block)
+    })
+    .await;
+    let test = &outcome.tests[0];
+    let write = test.results[0];
+    let wall = write.stonewall.expect("figures with wear-out");
+    assert!(write.stonewalled);
+    // Wear-out: every task made the most any task made by the deadline.
+    assert_eq!(write.transfers, 2 * wall.pairs_max, "{write:?} {wall:?}");
+    assert!(
+        wall.pairs_min <= wall.pairs_max && wall.pairs_min > 0,
+        "{wall:?}"
+    );
+    // Per task, as IOR: the fewest one task moved, and the mean over tasks.
+    assert_eq!(wall.min_data_bytes, wall.pairs_min * t);
+    assert!(wall.mean_data_bytes >= wall.min_data_bytes, "{wall:?}");
+    assert!(wall.mean_data_bytes <= wall.pairs_max * t, "{wall:?}");
+    assert!(wall.seconds >= 1.0, "task 0 ran to the deadline: {wall:?}");
+    assert!(text.contains(&wall.line()), "{text}");
+    assert!(
+        text.contains("0: stonewalling pairs accessed: ")
+            && text.contains("1: stonewalling pairs accessed: "),
+        "-v: a line per task: {text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Pairs deadlineForStonewallingaccessed: {}",
+            wall.pairs_max
+        )),
+        "{text}"
+    );
+    // The summary: the time, and the mean task's MiB/s up to the stonewall.
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Summary of all tests:"))
+        .find(|l| l.starts_with("write "))
+        .unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let seconds: f64 = cells[10].parse().unwrap();
+    let mib_s: f64 = cells[11].parse().unwrap();
+    assert!((seconds - wall.seconds).abs() < 0.006, "{row} {wall:?}");
+    let expected = wall.mean_data_bytes as f64 / wall.seconds / MIB as f64;
+    assert!((mib_s - expected).abs() < 0.006, "{row}: {expected}");
+    assert!(text.contains("stoneWallingWearOut : 1"), "{text}");
 }
 
 /// IORCD on spider-mini-routed's routers while IOR writes and reads: the records, analysed as

@@ -193,10 +193,7 @@ fn apply(o: &mut IorOptions, directive: &str) -> Result<(), String> {
         "showhints" => only("0", "there are no MPI-IO hints")?,
         "showhelp" => only("0", "run iopath bench ior --help")?,
         "memorypertask" | "memorypernode" => only("0", "memory hogging is not modeled")?,
-        "stonewallingwearout" => only(
-            "0",
-            "a stonewalled phase stops every task at the deadline; wear-out is not modeled",
-        )?,
+        "stonewallingwearout" => o.stonewall_wear_out = flag()?,
         _ => {
             return Err(format!(
                 "unknown directive {key:?} (see `iopath bench ior --help` and docs/ior.md for the keys iopath knows)"

@@ -112,6 +112,11 @@ pub struct IorOptions {
     /// Seconds after which a phase starts no more transfers; 0: none (IOR
     /// deadlineForStonewalling, `-D`).
     pub deadline_s: u64,
+    /// Once a deadline stopped a phase, every task goes on until it has made as many
+    /// transfers as the task that made the most (IOR stoneWallingWearOut, `-O
+    /// stoneWallingWearOut=1`; needs `-D`); the stonewalling figures are printed only then, as
+    /// IOR prints them.
+    pub stonewall_wear_out: bool,
     /// Minutes after which a test stops; 0: none (IOR maxTimeDuration, `-T`).
     pub max_minutes: u64,
     /// Seconds to wait before each test of a script after the first (IOR interTestDelay).
@@ -184,6 +189,7 @@ impl Default for IorOptions {
             random_offset: false,
             use_existing_file: false,
             deadline_s: 0,
+            stonewall_wear_out: false,
             max_minutes: 0,
             inter_test_delay_s: 0,
             verbose: 0,
@@ -321,6 +327,8 @@ pub struct IorParams {
     pub use_existing_file: bool,
     /// IOR deadlineForStonewalling.
     pub deadline: Option<Duration>,
+    /// IOR stoneWallingWearOut (only with a deadline).
+    pub wear_out: bool,
     /// IOR maxTimeDuration.
     pub max_duration: Option<Duration>,
     /// IOR interTestDelay.
@@ -406,6 +414,14 @@ impl IorParams {
             return Err(bad(
                 "-D",
                 format!("the stonewalling deadline is at most {DEADLINE_MAX_S} seconds"),
+            ));
+        }
+        if args.stonewall_wear_out && args.deadline_s == 0 {
+            // IOR's own check, in its words.
+            return Err(bad(
+                "-O stoneWallingWearOut=1",
+                "the stoneWallingWearOut is only sensible when setting a stonewall deadline with -D"
+                    .into(),
             ));
         }
         if args.max_minutes > MAX_TIME_MAX_MIN {
@@ -496,6 +512,7 @@ impl IorParams {
             random_offset: args.random_offset,
             use_existing_file: args.use_existing_file,
             deadline: seconds(args.deadline_s),
+            wear_out: args.stonewall_wear_out,
             max_duration: seconds(args.max_minutes * 60),
             inter_test_delay: Duration::from_secs(args.inter_test_delay_s),
             verbose: args.verbose,

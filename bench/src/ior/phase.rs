@@ -148,6 +148,12 @@ pub struct TaskTimes {
     pub calls: u64,
     /// Whether the deadline stopped it before its last transfer.
     pub stonewalled: bool,
+    /// Calls it had made when the deadline stopped it (all of them if none did), before any
+    /// wear-out: IOR's `pairCnt` at the stonewall.
+    pub stonewall_calls: u64,
+    /// Seconds from its first transfer to the stonewall (with wear-out: to the moment every
+    /// task knew the most any had made, as IOR's `stonewall_time` ends after its reduction).
+    pub stonewall_s: f64,
     /// Bytes read back and checked against what was written.
     pub verified_bytes: u64,
 }
@@ -163,34 +169,25 @@ pub struct Phase {
     pub verified_bytes: u64,
 }
 
-/// When a timed phase starting now stops starting transfers: the earlier of its stonewalling
-/// deadline (`-D`, from the phase's start) and the test's end (`-T`).
-pub fn phase_deadline(params: &IorParams, test_deadline: Option<Instant>) -> Option<Instant> {
-    let stonewall = params.deadline.map(|d| Instant::now() + d);
-    match (stonewall, test_deadline) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Runs the write phase of `iteration`, its data stamped `stamp`, its tasks starting no
-/// transfer after `deadline` (see [`phase_deadline`]). Returns the phase and what it left in
-/// the files.
+/// Runs the write phase of `iteration`, its data stamped `stamp`, each task starting no
+/// transfer once `stonewall` has passed since its first (IOR's deadlineForStonewalling).
+/// Returns the phase and what it left in the files.
 pub async fn write(
     job: &Arc<Job>,
     iteration: u32,
     stamp: u32,
-    deadline: Option<Instant>,
+    stonewall: Option<Duration>,
     progress: Progress,
 ) -> Result<(Phase, Written), BenchError> {
     let phase = run(
         job,
         Access::Write,
         iteration,
+        stonewall,
         progress,
         |job, task, gates, done| {
             let job = Arc::clone(job);
-            async move { write_task(&job, task, iteration, stamp, deadline, &gates, &done).await }
+            async move { write_task(&job, task, iteration, stamp, stonewall, &gates, &done).await }
         },
     )
     .await?;
@@ -205,13 +202,13 @@ pub async fn write(
 }
 
 /// Runs the read phase of `iteration`, checking every word against what `files` says was
-/// written there, its tasks starting no transfer after `deadline` (none for IOR's untimed
-/// check of a write-only test).
+/// written there, each task starting no transfer once `stonewall` has passed since its first
+/// (none for IOR's untimed check of a write-only test).
 pub async fn read(
     job: &Arc<Job>,
     iteration: u32,
     files: &Files,
-    deadline: Option<Instant>,
+    stonewall: Option<Duration>,
     progress: Progress,
 ) -> Result<Phase, BenchError> {
     let sources: Vec<Option<Arc<Written>>> = (0..job.tasks)
@@ -225,12 +222,13 @@ pub async fn read(
         job,
         Access::Read,
         iteration,
+        stonewall,
         progress,
         move |job, task, gates, done| {
             let (job, sources) = (Arc::clone(job), Arc::clone(&sources));
             async move {
                 let written = sources[task as usize].clone();
-                read_task(&job, task, iteration, written, deadline, &gates, &done).await
+                read_task(&job, task, iteration, written, stonewall, &gates, &done).await
             }
         },
     )
@@ -238,11 +236,14 @@ pub async fn read(
 }
 
 /// The barriers of a phase: every task waits at the start, and with -g between open,
-/// transfers and close too.
+/// transfers and close too; and, with stonewalling wear-out, where the tasks learn the most
+/// transfers any of them made by the deadline.
 #[derive(Debug)]
 struct Gates {
     barrier: Barrier,
     between: bool,
+    /// With wear-out: the most transfers a task had made when the deadline stopped it.
+    pairs_max: AtomicU64,
 }
 
 impl Gates {
@@ -257,12 +258,91 @@ impl Gates {
             self.barrier.wait().await;
         }
     }
+
+    /// IOR's reduction at the stonewall: each task brings the transfers it made, and all
+    /// leave with the most any made (IOR's `MPI_Allreduce(MPI_MAX)` of `pairCnt`).
+    async fn most_pairs(&self, calls: u64) -> u64 {
+        self.pairs_max.fetch_max(calls, Ordering::AcqRel);
+        // Every task has brought its count once all are past the barrier.
+        self.barrier.wait().await;
+        self.pairs_max.load(Ordering::Acquire)
+    }
+}
+
+/// Where a task is against its stonewall, IOR's way: a deadline is looked at after each
+/// transfer (so every task makes at least one); with wear-out, a task the deadline stopped
+/// goes on until it has made as many transfers as the task that made the most.
+#[derive(Debug)]
+struct TaskWall<'a> {
+    /// When the task's deadline passes (`None`: no deadline).
+    deadline: Option<Instant>,
+    /// With wear-out, the gates the tasks meet at to learn the most transfers made.
+    wear_out: Option<&'a Gates>,
+    /// The wear-out's target, once known.
+    target: Option<u64>,
+    /// Whether the deadline stopped the task.
+    stonewalled: bool,
+    /// Calls made at the stonewall, and seconds from the first transfer to it.
+    at: Option<(u64, f64)>,
+    started: Instant,
+}
+
+impl<'a> TaskWall<'a> {
+    fn new(stonewall: Option<Duration>, wear_out: bool, gates: &'a Gates) -> Self {
+        let started = Instant::now();
+        TaskWall {
+            deadline: stonewall.map(|d| started + d),
+            wear_out: (wear_out && stonewall.is_some()).then_some(gates),
+            target: None,
+            stonewalled: false,
+            at: None,
+            started,
+        }
+    }
+
+    /// Whether the task, having made `calls` transfers, makes another (it has more to make).
+    async fn goes_on(&mut self, calls: u64) -> bool {
+        if let Some(target) = self.target {
+            return calls < target;
+        }
+        let hit = calls > 0 && self.deadline.is_some_and(|d| Instant::now() > d);
+        if !hit {
+            return true;
+        }
+        self.stonewalled = true;
+        match self.wear_out {
+            Some(gates) => {
+                let target = gates.most_pairs(calls).await;
+                self.at = Some((calls, self.started.elapsed().as_secs_f64()));
+                self.target = Some(target);
+                calls < target
+            }
+            None => {
+                self.at = Some((calls, self.started.elapsed().as_secs_f64()));
+                false
+            }
+        }
+    }
+
+    /// The task has made every transfer it had (`calls`): with wear-out it still meets the
+    /// others, as every IOR rank takes part in the reduction. Returns IOR's `pairCnt` and
+    /// `stonewall_time` for the task.
+    async fn finish(&mut self, calls: u64) -> (u64, f64) {
+        if let Some(at) = self.at {
+            return at;
+        }
+        if let Some(gates) = self.wear_out {
+            gates.most_pairs(calls).await;
+        }
+        (calls, self.started.elapsed().as_secs_f64())
+    }
 }
 
 async fn run<F, Fut>(
     job: &Arc<Job>,
     access: Access,
     iteration: u32,
+    stonewall: Option<Duration>,
     progress: Progress,
     task_body: F,
 ) -> Result<Phase, BenchError>
@@ -275,6 +355,7 @@ where
     let gates = Arc::new(Gates {
         barrier: Barrier::new(job.tasks as usize),
         between: job.params.intra_test_barriers,
+        pairs_max: AtomicU64::new(0),
     });
     let mut tasks = JoinSet::new();
     for task in 0..job.tasks {
@@ -324,7 +405,8 @@ where
     times.sort_by_key(|t| t.task);
     let t = job.params.transfer_size_bytes;
     let moved: u64 = times.iter().map(|x| x.calls * t).sum();
-    let result = aggregate(access, iteration, moved, t, &times);
+    let wear_out = job.params.wear_out && stonewall.is_some();
+    let result = aggregate(access, iteration, moved, t, &times, wear_out);
     let verified_bytes = times.iter().map(|t| t.verified_bytes).sum();
     progress.show(
         &format!(
@@ -332,7 +414,7 @@ where
             moved >> 20,
             result.total_s,
             result.bw_mib_s(),
-            if result.stonewall.is_some() {
+            if result.stonewalled {
                 ", stopped at the deadline"
             } else {
                 ""
@@ -352,13 +434,15 @@ where
     })
 }
 
-/// IOR's reduction: each interval from the earliest start to the latest end over the tasks.
+/// IOR's reduction: each interval from the earliest start to the latest end over the tasks;
+/// with wear-out, IOR's stonewalling figures too.
 fn aggregate(
     access: Access,
     iteration: u32,
     bytes: u64,
     transfer_size_bytes: u64,
     times: &[TaskTimes],
+    wear_out: bool,
 ) -> PhaseResult {
     assert!(!times.is_empty(), "a phase has at least one task");
     let min = |f: fn(&TaskTimes) -> Instant| times.iter().map(f).min().expect("tasks");
@@ -366,17 +450,6 @@ fn aggregate(
     let span = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
     let calls: u64 = times.iter().map(|t| t.calls).sum();
     let call_seconds: f64 = times.iter().map(|t| t.call_seconds).sum();
-    let stonewall = times.iter().any(|t| t.stonewalled).then(|| {
-        let pairs = times.iter().map(|t| t.calls);
-        Stonewall {
-            pairs_min: pairs.clone().min().unwrap_or(0),
-            pairs_max: pairs.max().unwrap_or(0),
-            tasks: times.len() as u32,
-            transfer_size_bytes,
-            seconds: span(min(|t| t.transfer_start), max(|t| t.transfer_end)),
-            bytes,
-        }
-    });
     PhaseResult {
         access,
         iteration,
@@ -387,7 +460,28 @@ fn aggregate(
         close_s: span(min(|t| t.close_start), max(|t| t.close_end)),
         total_s: span(min(|t| t.open_start), max(|t| t.close_end)),
         latency_s: call_seconds / calls.max(1) as f64,
-        stonewall,
+        stonewalled: times.iter().any(|t| t.stonewalled),
+        stonewall: wear_out.then(|| stonewall_figures(times, transfer_size_bytes)),
+    }
+}
+
+/// IOR's stonewalling figures (`WriteOrRead` in IOR's `ior.c`, with stoneWallingWearOut):
+/// the fewest and most transfers a task had made at the stonewall, the fewest bytes one task
+/// had moved, the bytes all had moved divided by the tasks (IOR's integer division), and the
+/// time of rank 0 (here task 0).
+pub fn stonewall_figures(times: &[TaskTimes], transfer_size_bytes: u64) -> Stonewall {
+    let pairs = times.iter().map(|t| t.stonewall_calls);
+    let total: u64 = pairs.clone().map(|p| p * transfer_size_bytes).sum();
+    Stonewall {
+        pairs_min: pairs.clone().min().unwrap_or(0),
+        pairs_max: pairs.clone().max().unwrap_or(0),
+        min_data_bytes: pairs.min().unwrap_or(0) * transfer_size_bytes,
+        mean_data_bytes: total / times.len().max(1) as u64,
+        seconds: times
+            .iter()
+            .find(|t| t.task == 0)
+            .or(times.first())
+            .map_or(0.0, |t| t.stonewall_s),
     }
 }
 
@@ -487,7 +581,7 @@ async fn write_task(
     task: u32,
     iteration: u32,
     stamp: u32,
-    deadline: Option<Instant>,
+    stonewall: Option<Duration>,
     gates: &Gates,
     done: &AtomicU64,
 ) -> Result<TaskTimes, BenchError> {
@@ -501,9 +595,9 @@ async fn write_task(
     let open_end = Instant::now();
     gates.between().await;
     let transfer_start = Instant::now();
+    let mut wall = TaskWall::new(stonewall, p.wear_out, gates);
     let mut call_seconds = 0.0;
     let mut calls = 0;
-    let mut stonewalled = false;
     let t = p.transfer_size_bytes;
     // Checksummed as it is made, as the client library would checksum it anyway: the pass
     // over the data happens while each piece is in cache, off the write's critical path.
@@ -527,11 +621,8 @@ async fn write_task(
     let mut prepared = offsets.peek().map(|&o| make_for(o));
     // Bounded by the task's transfers and the deadline. The next buffer is filled while this
     // write is in flight, so making the data costs the task no time of its own.
-    while let Some(offset) = offsets.next() {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            stonewalled = true;
-            break;
-        }
+    while wall.goes_on(calls).await {
+        let Some(offset) = offsets.next() else { break };
         let data = prepared
             .take()
             .expect("a buffer is prepared for every transfer");
@@ -554,6 +645,7 @@ async fn write_task(
         done.fetch_add(t, Ordering::Relaxed);
         prepared = next;
     }
+    let (stonewall_calls, stonewall_s) = wall.finish(calls).await;
     let transfer_end = Instant::now();
     gates.between().await;
     let close_start = Instant::now();
@@ -573,7 +665,9 @@ async fn write_task(
         close_end,
         call_seconds,
         calls,
-        stonewalled,
+        stonewalled: wall.stonewalled,
+        stonewall_calls,
+        stonewall_s,
         verified_bytes: 0,
     })
 }
@@ -620,7 +714,7 @@ async fn read_task(
     task: u32,
     iteration: u32,
     written: Option<Arc<Written>>,
-    deadline: Option<Instant>,
+    stonewall: Option<Duration>,
     gates: &Gates,
     done: &AtomicU64,
 ) -> Result<TaskTimes, BenchError> {
@@ -636,12 +730,12 @@ async fn read_task(
     let open_end = Instant::now();
     gates.between().await;
     let transfer_start = Instant::now();
+    let mut wall = TaskWall::new(stonewall, p.wear_out, gates);
     let mut call_seconds = 0.0;
     let mut calls = 0;
-    let mut stonewalled = false;
     let mut verified_bytes = 0;
     let t = p.transfer_size_bytes;
-    let (offsets, checked) = read_offsets(job, source, written.as_deref());
+    let (mut offsets, checked) = read_offsets(job, source, written.as_deref());
     let verify = |data: Bytes, offset: u64| -> Result<u64, BenchError> {
         if data.len() as u64 != t {
             return Err(BenchError::Verify {
@@ -667,11 +761,8 @@ async fn read_task(
     let mut unchecked: Option<(Bytes, u64)> = None;
     // Bounded by the task's transfers and the deadline. Each buffer is checked while the next
     // read is in flight; the last one after the loop.
-    for offset in offsets {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            stonewalled = true;
-            break;
-        }
+    while wall.goes_on(calls).await {
+        let Some(offset) = offsets.next() else { break };
         let previous = unchecked.take();
         let call = Instant::now();
         let (read, checked) = tokio::join!(
@@ -692,6 +783,7 @@ async fn read_task(
     if let Some((data, at)) = unchecked {
         verified_bytes += verify(data, at)?;
     }
+    let (stonewall_calls, stonewall_s) = wall.finish(calls).await;
     let transfer_end = Instant::now();
     gates.between().await;
     let close_start = Instant::now();
@@ -708,7 +800,9 @@ async fn read_task(
         close_end,
         call_seconds,
         calls,
-        stonewalled,
+        stonewalled: wall.stonewalled,
+        stonewall_calls,
+        stonewall_s,
         verified_bytes,
     })
 }
@@ -853,6 +947,82 @@ mod tests {
         assert_eq!(got, made);
     }
 
+    /// A task's times with `calls` transfers at the stonewall, `seconds` after its start.
+    fn task_at_stonewall(task: u32, calls: u64, seconds: f64) -> TaskTimes {
+        let now = Instant::now();
+        TaskTimes {
+            task,
+            open_start: now,
+            open_end: now,
+            transfer_start: now,
+            transfer_end: now,
+            close_start: now,
+            close_end: now,
+            call_seconds: 0.0,
+            calls,
+            stonewalled: true,
+            stonewall_calls: calls,
+            stonewall_s: seconds,
+            verified_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn stonewall_figures_are_iors_per_task_min_and_mean_and_rank_0s_time() {
+        // A fixed run: three tasks of 64 MiB transfers stopped at 12, 10 and 15 pairs; task
+        // 0's stonewall came 2.5 s after its first transfer, the others' later.
+        const T: u64 = 64 << 20;
+        let times = [
+            task_at_stonewall(1, 10, 2.9),
+            task_at_stonewall(0, 12, 2.5),
+            task_at_stonewall(2, 15, 2.7),
+        ];
+        let wall = stonewall_figures(&times, T);
+        // IOR's WriteOrRead: MPI_MIN and MPI_MAX of pairCnt; MPI_MIN of each task's
+        // dataMoved; MPI_SUM of dataMoved / numTasks (integer division); rank 0's time.
+        assert_eq!(wall.pairs_min, 10);
+        assert_eq!(wall.pairs_max, 15);
+        assert_eq!(wall.min_data_bytes, 10 * T);
+        assert_eq!(wall.mean_data_bytes, (10 + 12 + 15) * T / 3);
+        assert_eq!(wall.seconds, 2.5);
+        // IOR's fprintf: the data in GiB with one decimal, per task.
+        assert_eq!(
+            wall.line(),
+            "stonewalling pairs accessed min: 10 max: 15 -- min data: 0.6 GiB mean data: 0.8 GiB time: 2.5s\n"
+        );
+        // The summary over two repetitions, IOR's PrintLongSummaryOneOperation:
+        // Stonewall(s) = sum of times / repetitions; Stonewall(MiB) = sum of mean data / sum
+        // of times / MiB.
+        let again = stonewall_figures(&[task_at_stonewall(0, 20, 3.5)], T);
+        let result = |wall| PhaseResult {
+            access: Access::Write,
+            iteration: 0,
+            bytes: 0,
+            transfers: 0,
+            open_s: 0.0,
+            transfer_s: 0.0,
+            close_s: 0.0,
+            total_s: 0.0,
+            latency_s: 0.0,
+            stonewalled: true,
+            stonewall: Some(wall),
+        };
+        let (seconds, mib_s) = super::super::report::stonewall_summary(
+            &[result(wall), result(again)],
+            Access::Write,
+            2,
+        )
+        .unwrap();
+        assert!((seconds - (2.5 + 3.5) / 2.0).abs() < 1e-12);
+        let mean_data = ((10 + 12 + 15) * T / 3 + 20 * T) as f64;
+        assert!((mib_s - mean_data / (2.5 + 3.5) / (1u64 << 20) as f64).abs() < 1e-9);
+        assert_eq!(
+            super::super::report::stonewall_summary(&[result(wall)], Access::Read, 1),
+            None,
+            "none for a phase that was not run"
+        );
+    }
+
     #[test]
     fn another_layout_is_read_but_not_checked() {
         let writer = job(small(false), 4, 0);
@@ -870,22 +1040,6 @@ mod tests {
         assert!(!read_offsets(&fewer, 0, Some(&w)).1);
         let (_, checked) = read_offsets(&writer, 0, None);
         assert!(!checked, "nothing known of the file");
-    }
-
-    #[test]
-    fn a_deadline_is_the_earlier_of_the_phase_and_the_test() {
-        let options = IorOptions {
-            deadline_s: 30,
-            ..IorOptions::default()
-        };
-        let params = IorParams::from_options(&options, 0).unwrap();
-        let soon = Instant::now() + Duration::from_secs(1);
-        assert_eq!(phase_deadline(&params, Some(soon)), Some(soon));
-        let late = Instant::now() + Duration::from_secs(3600);
-        let d = phase_deadline(&params, Some(late)).unwrap();
-        assert!(d < late && d > Instant::now() + Duration::from_secs(20));
-        let none = IorParams::from_options(&IorOptions::default(), 0).unwrap();
-        assert_eq!(phase_deadline(&none, None), None);
     }
 }
 
@@ -953,8 +1107,7 @@ pub async fn write_then_read(
     });
     let mut files = Files::new();
     let start = std::time::SystemTime::now();
-    let until = deadline.map(|d| Instant::now() + d);
-    let (write, written) = self::write(&job, 0, stamp, until, Progress::Silent).await?;
+    let (write, written) = self::write(&job, 0, stamp, deadline, Progress::Silent).await?;
     let write = TimedPhase {
         start,
         end: std::time::SystemTime::now(),
@@ -966,8 +1119,7 @@ pub async fn write_then_read(
     }
     tokio::time::sleep(pause).await;
     let start = std::time::SystemTime::now();
-    let until = deadline.map(|d| Instant::now() + d);
-    let read = self::read(&job, 0, &files, until, Progress::Silent).await?;
+    let read = self::read(&job, 0, &files, deadline, Progress::Silent).await?;
     let read = TimedPhase {
         start,
         end: std::time::SystemTime::now(),

@@ -57,44 +57,57 @@ pub struct PhaseResult {
     pub total_s: f64,
     /// Mean duration of one read or write call, seconds.
     pub latency_s: f64,
-    /// Where a deadline (`-D`, `-T`) stopped the phase before every transfer was made.
+    /// Whether a deadline (`-D`) stopped a task before its last transfer.
+    pub stonewalled: bool,
+    /// IOR's stonewalling figures, which IOR reckons (and prints) only with
+    /// stoneWallingWearOut.
     pub stonewall: Option<Stonewall>,
 }
 
-/// A phase a deadline stopped: how far the tasks got (IOR's "stonewalling pairs accessed").
+/// IOR's stonewalling figures for one phase (stoneWallingWearOut): how far the tasks had got
+/// when the deadline stopped them, each reckoned as IOR's `WriteOrRead` does.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stonewall {
-    /// Fewest transfers a task made.
+    /// Fewest transfers a task had made (IOR: the `MPI_MIN` of `pairCnt`).
     pub pairs_min: u64,
-    /// Most transfers a task made.
+    /// Most transfers a task had made (IOR: `pairs_accessed`, the `MPI_MAX`); with wear-out
+    /// every task goes on to this many.
     pub pairs_max: u64,
-    /// Tasks.
-    pub tasks: u32,
-    /// Bytes per transfer.
-    pub transfer_size_bytes: u64,
-    /// Seconds from the first transfer to the last task's stop.
+    /// Fewest bytes one task had moved (IOR: `stonewall_min_data_accessed`).
+    pub min_data_bytes: u64,
+    /// Bytes all tasks had moved, divided by the tasks (IOR: `stonewall_avg_data_accessed`).
+    pub mean_data_bytes: u64,
+    /// Seconds from task 0's first transfer to the stonewall (IOR: rank 0's
+    /// `stonewall_time`).
     pub seconds: f64,
-    /// Bytes all tasks moved.
-    pub bytes: u64,
 }
 
 impl Stonewall {
     /// IOR's line: `stonewalling pairs accessed min: 12 max: 15 -- min data: 0.1 GiB mean
-    /// data: 0.1 GiB time: 1.0s` (the data as all tasks together at the fewest, and on
-    /// average).
+    /// data: 0.1 GiB time: 1.0s`, the data per task.
     pub fn line(&self) -> String {
         const GIB: f64 = (1u64 << 30) as f64;
-        let min_data =
-            self.pairs_min as f64 * self.transfer_size_bytes as f64 * f64::from(self.tasks);
         format!(
             "stonewalling pairs accessed min: {} max: {} -- min data: {:.1} GiB mean data: {:.1} GiB time: {:.1}s\n",
             self.pairs_min,
             self.pairs_max,
-            min_data / GIB,
-            self.bytes as f64 / GIB,
+            self.min_data_bytes as f64 / GIB,
+            self.mean_data_bytes as f64 / GIB,
             self.seconds
         )
     }
+}
+
+/// IOR's line at a test's end with stoneWallingWearOut: the most transfers a task made by the
+/// first repetition's write deadline. The words, run together, are IOR's own
+/// (`ShowTestEnd` in `ior-output.c`), kept so that scripts reading IOR's output find them.
+pub fn pairs_accessed_line(results: &[PhaseResult]) -> Option<String> {
+    let first_write = results.iter().find(|r| r.access == Access::Write)?;
+    let wall = first_write.stonewall?;
+    Some(format!(
+        "Pairs deadlineForStonewallingaccessed: {}\n",
+        wall.pairs_max
+    ))
 }
 
 impl PhaseResult {
@@ -429,7 +442,7 @@ pub fn test_header(run: &RunInfo, test: &TestInfo) -> String {
     );
     if let Some(deadline) = p.deadline {
         key_value(&mut out, "stonewallingTime", deadline.as_secs());
-        key_value(&mut out, "stoneWallingWearOut", 0);
+        key_value(&mut out, "stoneWallingWearOut", u8::from(p.wear_out));
     }
     if let Some(max) = p.max_duration {
         key_value(
@@ -534,8 +547,16 @@ pub fn max_lines(results: &[PhaseResult]) -> String {
     out
 }
 
-/// The mean over `results` of `access` of what a deadline left: seconds and MiB moved.
-fn stonewall_means(results: &[PhaseResult], access: Access) -> Option<(f64, f64)> {
+/// The summary's `Stonewall(s)` and `Stonewall(MiB)` for `access`, as IOR's
+/// `PrintLongSummaryOneOperation` reckons them (with stoneWallingWearOut only): the stonewall
+/// time summed over the repetitions and divided by their count, and the per-task mean data
+/// summed over the repetitions and divided by the summed time — a rate, MiB/s, of the mean
+/// task.
+pub fn stonewall_summary(
+    results: &[PhaseResult],
+    access: Access,
+    repetitions: u32,
+) -> Option<(f64, f64)> {
     let walls: Vec<Stonewall> = results
         .iter()
         .filter(|r| r.access == access)
@@ -544,10 +565,11 @@ fn stonewall_means(results: &[PhaseResult], access: Access) -> Option<(f64, f64)
     if walls.is_empty() {
         return None;
     }
-    let n = walls.len() as f64;
+    let seconds: f64 = walls.iter().map(|w| w.seconds).sum();
+    let mean_data: u64 = walls.iter().map(|w| w.mean_data_bytes).sum();
     Some((
-        walls.iter().map(|w| w.seconds).sum::<f64>() / n,
-        walls.iter().map(|w| w.bytes as f64 / MIB).sum::<f64>() / n,
+        seconds / f64::from(repetitions.max(1)),
+        mean_data as f64 / seconds.max(1e-9) / MIB,
     ))
 }
 
@@ -591,7 +613,7 @@ pub fn summary_text(tests: &[(&TestInfo, &[PhaseResult])], finished: SystemTime)
                 out.push_str(&format!("{v:>10.2} "));
             }
             out.push_str(&format!("{:>10.5} ", s.mean_time_s));
-            match stonewall_means(results, access) {
+            match stonewall_summary(results, access, p.repetitions) {
                 Some((seconds, mib)) => {
                     out.push_str(&format!("{seconds:>10.2} {mib:>13.2} "));
                 }
@@ -698,6 +720,20 @@ pub fn facts_text(test_id: u32, facts: &IopathFacts) -> String {
         r.read_vs_min_disk_tcp,
     ));
     out
+}
+
+/// IOR's per-rank lines at the stonewall with wear-out and `-v`: `0: stonewalling pairs
+/// accessed: 12`.
+pub fn task_pairs_lines(tasks: &[super::phase::TaskTimes]) -> String {
+    tasks
+        .iter()
+        .map(|t| {
+            format!(
+                "{}: stonewalling pairs accessed: {}\n",
+                t.task, t.stonewall_calls
+            )
+        })
+        .collect()
 }
 
 /// The verbose lines (`-v -v`) of a phase: each task's times.
@@ -870,6 +906,12 @@ pub struct JsonSummary {
     /// Mean total time, seconds.
     #[serde(rename = "MeanTime")]
     pub mean_time: f64,
+    /// With stoneWallingWearOut: the mean stonewall time, seconds.
+    #[serde(rename = "StoneWallTime", skip_serializing_if = "Option::is_none")]
+    pub stone_wall_time: Option<f64>,
+    /// With stoneWallingWearOut: the mean task's rate up to the stonewall, MiB/s.
+    #[serde(rename = "StoneWallbwMeanMIB", skip_serializing_if = "Option::is_none")]
+    pub stone_wall_bw_mean_mib: Option<f64>,
     /// Aggregate size of one repetition, MiB.
     #[serde(rename = "xsizeMiB")]
     pub xsize_mib: f64,
@@ -1022,32 +1064,37 @@ fn json_summaries(test: &TestReport) -> Vec<JsonSummary> {
                 p.aggregate_bytes(info.tasks),
             )
         })
-        .map(|s| JsonSummary {
-            operation: s.access,
-            api: "iopath",
-            test_id: p.test_id,
-            reference_number: 0,
-            segment_count: p.segments,
-            block_size: p.block_size_bytes,
-            transfer_size: p.transfer_size_bytes,
-            num_tasks: info.tasks,
-            tasks_per_node: info.tasks_per_node,
-            repetitions: p.repetitions,
-            file_per_proc: u8::from(p.file_per_proc),
-            reorder_tasks: u8::from(p.reorder_tasks),
-            task_per_node_offset: 1,
-            reorder_tasks_random: 0,
-            reorder_tasks_random_seed: 0,
-            bw_max_mib: s.bw_mib_s[0],
-            bw_min_mib: s.bw_mib_s[1],
-            bw_mean_mib: s.bw_mib_s[2],
-            bw_std_mib: s.bw_mib_s[3],
-            ops_max: s.ops[0],
-            ops_min: s.ops[1],
-            ops_mean: s.ops[2],
-            ops_sd: s.ops[3],
-            mean_time: s.mean_time_s,
-            xsize_mib: s.aggregate_mib,
+        .map(|s| {
+            let wall = stonewall_summary(&test.results, s.access, p.repetitions);
+            JsonSummary {
+                operation: s.access,
+                api: "iopath",
+                test_id: p.test_id,
+                reference_number: 0,
+                segment_count: p.segments,
+                block_size: p.block_size_bytes,
+                transfer_size: p.transfer_size_bytes,
+                num_tasks: info.tasks,
+                tasks_per_node: info.tasks_per_node,
+                repetitions: p.repetitions,
+                file_per_proc: u8::from(p.file_per_proc),
+                reorder_tasks: u8::from(p.reorder_tasks),
+                task_per_node_offset: 1,
+                reorder_tasks_random: 0,
+                reorder_tasks_random_seed: 0,
+                bw_max_mib: s.bw_mib_s[0],
+                bw_min_mib: s.bw_mib_s[1],
+                bw_mean_mib: s.bw_mib_s[2],
+                bw_std_mib: s.bw_mib_s[3],
+                ops_max: s.ops[0],
+                ops_min: s.ops[1],
+                ops_mean: s.ops[2],
+                ops_sd: s.ops[3],
+                mean_time: s.mean_time_s,
+                stone_wall_time: wall.map(|(seconds, _)| seconds),
+                stone_wall_bw_mean_mib: wall.map(|(_, mib_s)| mib_s),
+                xsize_mib: s.aggregate_mib,
+            }
         })
         .collect()
 }

@@ -508,9 +508,16 @@ async fn one_test(
         clients,
         seed: info.seed,
     });
+    // IOR's maxTimeDuration (-T) is looked at before each phase, never inside one.
     let test_deadline = params.max_duration.map(|d| Instant::now() + d);
-    // A timed phase's deadline, from its start.
-    let deadline = || phase::phase_deadline(&params, test_deadline);
+    let test_over = || test_deadline.is_some_and(|d| Instant::now() >= d);
+    let over_line = |iteration: u32| {
+        format!(
+            "WARNING: maximum time duration of {} min reached: {iteration} of {} repetitions ran\n",
+            params.max_duration.map_or(0, |d| d.as_secs() / 60),
+            params.repetitions
+        )
+    };
     let mut results = Vec::new();
     let (mut verified_bytes, mut unchecked_bytes) = (0, 0);
     let mut account = |phase: &phase::Phase| {
@@ -518,19 +525,19 @@ async fn one_test(
         unchecked_bytes += phase.result.bytes - phase.verified_bytes;
     };
     for iteration in 0..params.repetitions {
-        if test_deadline.is_some_and(|d| Instant::now() >= d) {
-            streams.log(&format!(
-                "WARNING: maximum time duration of {} min reached: {iteration} of {} repetitions ran\n",
-                params.max_duration.map_or(0, |d| d.as_secs() / 60),
-                params.repetitions
-            ))?;
+        if test_over() {
+            streams.log(&over_line(iteration))?;
             break;
         }
         let show = |streams: &mut Streams<'_>, phase: &phase::Phase| {
-            streams.result(&report::result_row(&phase.result, &info))?;
+            // IOR says the stonewall as the phase ends its transfers, before its row.
             if let Some(wall) = phase.result.stonewall {
+                if verbose >= 1 {
+                    streams.log(&report::task_pairs_lines(&phase.tasks))?;
+                }
                 streams.log(&wall.line())?;
             }
+            streams.result(&report::result_row(&phase.result, &info))?;
             if verbose >= 2 {
                 streams.log(&report::task_lines(
                     phase.result.access,
@@ -549,7 +556,7 @@ async fn one_test(
                 ))?;
             }
             let (phase, written) =
-                phase::write(&job, iteration, *stamp, deadline(), progress).await?;
+                phase::write(&job, iteration, *stamp, params.deadline, progress).await?;
             show(streams, &phase)?;
             if let Some(line) = flow_check(running, &job, iteration, &phase).await {
                 streams.log(&line)?;
@@ -560,6 +567,11 @@ async fn one_test(
             }
             results.push(phase.result);
         }
+        if (params.read || params.write) && test_over() {
+            // The read (or the check of the write) does not start once the test's time is up.
+            streams.log(&over_line(iteration))?;
+            break;
+        }
         if params.read {
             if verbose >= 1 {
                 streams.log(&format!(
@@ -567,7 +579,7 @@ async fn one_test(
                     report::ctime(SystemTime::now())
                 ))?;
             }
-            let phase = phase::read(&job, iteration, files, deadline(), progress).await?;
+            let phase = phase::read(&job, iteration, files, params.deadline, progress).await?;
             show(streams, &phase)?;
             account(&phase);
             results.push(phase.result);
@@ -588,6 +600,9 @@ async fn one_test(
                 streams.result(&report::remove_row(seconds, iteration))?;
             }
         }
+    }
+    if let Some(line) = report::pairs_accessed_line(&results) {
+        streams.log(&line)?;
     }
     let commits_after = journal_commits(running).await?;
     // The disk again, now that the stack is idle: a shared machine's disk drifts, and the

@@ -52,12 +52,13 @@ pub struct IorArgs {
     /// useExistingTestFile). Each run starts a fresh stack, so this belongs in a -f script.
     #[arg(short = 'E')]
     use_existing_file: bool,
-    /// Stop each phase's transfers after SECONDS (IOR deadlineForStonewalling); the read-back
-    /// reads what was written. 0: no deadline.
+    /// Each task starts no transfer once SECONDS have passed since its first (IOR
+    /// deadlineForStonewalling); the read-back reads what was written. IOR's stonewalling
+    /// figures only with `-O stoneWallingWearOut=1`, as IOR prints them. 0: no deadline.
     #[arg(short = 'D', value_name = "SECONDS", default_value_t = 0)]
     deadline_s: u64,
-    /// Stop a test after MINUTES (IOR maxTimeDuration): no repetition starts after it, and
-    /// the phase under way stops its transfers. 0: no limit.
+    /// Stop a test after MINUTES (IOR maxTimeDuration), looked at before each phase as IOR
+    /// does: no phase starts after it, one under way runs to its end. 0: no limit.
     #[arg(short = 'T', value_name = "MINUTES", default_value_t = 0)]
     max_minutes: u64,
     /// More lines (IOR verbose): -v the phases' start times, -vv each task's times.
@@ -158,6 +159,7 @@ impl From<IorArgs> for IorOptions {
             random_offset: args.random_offset,
             use_existing_file: args.use_existing_file,
             deadline_s: args.deadline_s,
+            stonewall_wear_out: false,
             max_minutes: args.max_minutes,
             inter_test_delay_s: 0,
             verbose: args.verbose,
@@ -290,6 +292,7 @@ mod tests {
             random_offset: true,
             use_existing_file: true,
             deadline_s: 30,
+            stonewall_wear_out: false,
             max_minutes: 2,
             inter_test_delay_s: 0,
             verbose: 2,
