@@ -159,16 +159,54 @@ fn already_set_note(already_set: &[String]) -> String {
 }
 
 /// An error followed by its causes, `a: b: c`: tonic's transport errors say only
-/// "transport error" at the top and keep the useful part ("connection refused") below.
+/// "transport error" at the top and keep the useful part ("connection refused") below. A
+/// cause that says what the text already ends with is left out: hyper wraps its "tcp connect
+/// error" in another of the same words.
 pub(crate) fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     // Cause chains are short; the bound only guards against a cycle.
     for _ in 0..16 {
         let Some(cause) = source else { break };
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let said = cause.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a message and, below it, `cause`.
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Option<Box<Wrapped>>);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn a_cause_that_repeats_the_words_above_it_is_said_once() {
+        let refused = Wrapped("Connection refused", None);
+        let inner = Wrapped("tcp connect error", Some(Box::new(refused)));
+        let outer = Wrapped("tcp connect error", Some(Box::new(inner)));
+        let top = Wrapped("transport error", Some(Box::new(outer)));
+        assert_eq!(
+            chain(&top),
+            "transport error: tcp connect error: Connection refused"
+        );
+    }
 }

@@ -12,7 +12,10 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     // Lustre's `lfs find -type f` is `--type f` to the parser.
     let cli = cmd::Cli::parse_from(cmd::lfs::lustre_spellings(std::env::args_os().collect()));
-    start_log();
+    if let Err(error) = start_log() {
+        eprintln!("iopath: error: {error}");
+        return std::process::ExitCode::from(2);
+    }
     iopath_stack::runtime::open_files::raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -83,18 +86,68 @@ fn one_line(error: &anyhow::Error) -> String {
     line
 }
 
-/// The log: IOPATH_LOG, else RUST_LOG as Rust programs' users expect, else warnings.
-fn start_log() {
+/// The log: IOPATH_LOG, else RUST_LOG as Rust programs' users expect, else warnings. A filter
+/// that does not parse, or a bare word that is not a level, is an error rather than a log
+/// that silently shows something else.
+fn start_log() -> Result<(), String> {
     use std::io::IsTerminal as _;
+    let (name, value) = match std::env::var("IOPATH_LOG") {
+        Ok(value) => ("IOPATH_LOG", Some(value)),
+        Err(_) => ("RUST_LOG", std::env::var("RUST_LOG").ok()),
+    };
+    let filter = match value {
+        Some(value) => log_filter(&value).map_err(|why| format!("{name}={value:?}: {why}"))?,
+        None => "warn".into(),
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IOPATH_LOG")
-                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a log written to a file or a pipe is read
         // by grep and editors, where escape codes are noise.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    Ok(())
+}
+
+/// The levels a bare word in a log filter may be.
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// A log filter from its text: tracing's syntax (`info`, `iopath_fabric=debug,warn`), where a
+/// bare word must be a level or one of iopath's own crates or modules (`iopath_fabric`); any
+/// other bare word is far likelier a misspelt level than a target.
+fn log_filter(text: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    for directive in text.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !directive.contains(['=', '[', '{']);
+        let word = directive.to_ascii_lowercase();
+        if bare && !LOG_LEVELS.contains(&word.as_str()) && !word.starts_with("iopath") {
+            return Err(format!(
+                "{directive:?} is not a level ({}) nor TARGET=LEVEL",
+                LOG_LEVELS.join(", ")
+            ));
+        }
+    }
+    tracing_subscriber::EnvFilter::builder()
+        .parse(text)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_filter_takes_levels_and_targets_and_refuses_misspelt_levels() {
+        for good in [
+            "info",
+            "WARN",
+            "iopath_fabric=debug,info",
+            "iopath_stack",
+            "off",
+        ] {
+            assert!(log_filter(good).is_ok(), "{good}");
+        }
+        for bad in ["verbose", "debgu", "info,foo=loud"] {
+            assert!(log_filter(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -534,4 +534,15 @@ fn the_log_variables_are_documented_and_rust_log_is_honoured() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("INFO"));
+    // A value that is no level and no filter is an error, not a log that shows nothing.
+    for bad in ["verbose", "info,iopath_fabric=loud"] {
+        let out = iopath()
+            .args(["topo", "layout"])
+            .env("IOPATH_LOG", bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.starts_with("iopath: error: IOPATH_LOG="), "{err}");
+    }
 }

@@ -68,7 +68,8 @@ pub struct Cli {
 pub const LOGGING_HELP: &str = "\
 Logging: messages go to standard error, warnings and errors only by default. Set IOPATH_LOG (or,
 if it is unset, RUST_LOG) to error, warn, info, debug or trace, or to a tracing filter such as
-`iopath_storage_server=debug,info`. Colour only when standard error is a terminal.";
+`iopath_storage_server=debug,info`; a value that is neither is an error. Colour only when
+standard error is a terminal.";
 
 impl Cli {
     /// How the command takes SIGINT and SIGTERM: those that run until stopped stop
