@@ -225,7 +225,14 @@ mod tests {
 
     #[test]
     fn no_flags_are_iors_defaults() {
-        assert_eq!(options(&[]), IorOptions::default());
+        let defaults = IorOptions {
+            choice: StackChoice {
+                preset: Some(iopath_stack::DEFAULT_PRESET.into()),
+                ..StackChoice::default()
+            },
+            ..IorOptions::default()
+        };
+        assert_eq!(options(&[]), defaults);
     }
 
     #[test]
@@ -327,7 +334,7 @@ mod tests {
             Some("s.toml".into())
         );
         assert!(
-            Cli::try_parse_from(["ior", "--preset", "a", "--stack", "b"]).is_err(),
+            Cli::try_parse_from(["ior", "--preset", "spider-mini", "--stack", "b"]).is_err(),
             "a preset or a stack file, not both"
         );
         assert!(Cli::try_parse_from(["ior", "-t", "1x"]).is_err());

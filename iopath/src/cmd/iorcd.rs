@@ -118,8 +118,9 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
 
 /// `iopath bench iorcd`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.default_value(iopath_stack::ROUTED_PRESET)))]
 pub struct ExperimentArgs {
-    /// The stack (a routed one; default: the spider-mini-routed preset).
+    /// The stack (a routed one).
     #[command(flatten)]
     stack: super::stack::StackArgs,
     /// IOR tasks of each run of the load series (the paper scaled ranks to 64, four per node).
@@ -171,7 +172,7 @@ pub struct ExperimentArgs {
 pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
     use iorcd::experiment::{self, ExperimentConfig};
     let config = ExperimentConfig {
-        choice: args.stack.or_preset(iopath_stack::ROUTED_PRESET),
+        choice: args.stack.into(),
         loads: args.loads,
         interval: std::time::Duration::from_millis(args.interval_ms),
         windows: args.windows,
@@ -215,8 +216,9 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
 
 /// `iopath bench monitoring`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.default_value(iopath_stack::ROUTED_PRESET)))]
 pub struct MonitoringArgs {
-    /// The stack (default: the spider-mini-routed preset).
+    /// The stack.
     #[command(flatten)]
     stack: super::stack::StackArgs,
     /// IOR tasks of every run.
@@ -249,7 +251,7 @@ pub struct MonitoringArgs {
 pub async fn monitoring(args: MonitoringArgs) -> anyhow::Result<()> {
     use iopath_bench::monitoring::{self, MonitoringConfig};
     let config = MonitoringConfig {
-        choice: args.stack.or_preset(iopath_stack::ROUTED_PRESET),
+        choice: args.stack.into(),
         tasks: args.tasks,
         phase: std::time::Duration::from_secs(args.seconds),
         transfer_bytes: args.transfer_size,

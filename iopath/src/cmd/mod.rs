@@ -282,3 +282,88 @@ pub(crate) fn print_report<R: serde::Serialize>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command, by its words (`bench iorcd`), under `command`.
+    fn commands(command: &clap::Command, words: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in command.get_subcommands() {
+            let path = format!("{words} {}", sub.get_name()).trim().to_owned();
+            out.push((path.clone(), sub.clone()));
+            commands(sub, &path, out);
+        }
+    }
+
+    /// A help text without clap's own `[default: ...]` and `[possible values: ...]` notes.
+    fn prose(help: &str) -> String {
+        let mut text = help.to_owned();
+        for marker in ["[default: ", "[possible values: "] {
+            while let Some(start) = text.find(marker) {
+                let end = text[start..]
+                    .find(']')
+                    .map_or(text.len(), |e| start + e + 1);
+                text.replace_range(start..end, "");
+            }
+        }
+        text
+    }
+
+    /// A help text that names a preset as a default names the one the command takes: its
+    /// `--preset` default, which is the value the command runs with (three help texts once
+    /// said asci-red-mini where the command ran spider-mini or spider-mini-routed).
+    #[test]
+    fn every_preset_a_help_text_names_as_a_default_is_the_one_the_command_takes() {
+        let mut all = Vec::new();
+        commands(&<Cli as clap::CommandFactory>::command(), "", &mut all);
+        let mut checked = 0;
+        for (words, mut command) in all {
+            // `--preset` as the stacks' presets (`topo` has machines of its own).
+            let stack_preset = command
+                .get_arguments()
+                .find(|a| {
+                    a.get_id() == "preset"
+                        && a.get_possible_values()
+                            .iter()
+                            .any(|v| v.get_name() == iopath_stack::DEFAULT_PRESET)
+                })
+                .cloned();
+            let default = stack_preset
+                .as_ref()
+                .and_then(|a| a.get_default_values().first())
+                .map(|v| v.to_string_lossy().into_owned());
+            let help = prose(&command.render_long_help().to_string());
+            for sentence in help.split(['.', ';', '\n']) {
+                if !sentence.contains("default") {
+                    continue;
+                }
+                for preset in iopath_stack::PRESETS {
+                    let named = sentence.match_indices(preset.name).any(|(at, name)| {
+                        // The whole name, not the start of a longer one.
+                        !sentence[at + name.len()..].starts_with('-')
+                    });
+                    if named {
+                        checked += 1;
+                        assert_eq!(
+                            default.as_deref(),
+                            Some(preset.name),
+                            "`iopath {words} --help` names {} as a default: {sentence:?}",
+                            preset.name
+                        );
+                    }
+                }
+            }
+            // Where the command takes a preset, it has a default, and one there is.
+            if stack_preset.is_some() {
+                let default = default.unwrap_or_default();
+                assert!(
+                    iopath_stack::preset(&default).is_ok(),
+                    "iopath {words}: --preset defaults to {default:?}, which is no preset"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked >= 8, "the stack commands were found: {checked}");
+    }
+}

@@ -111,8 +111,9 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
 
 /// `iopath bench mount`'s options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("preset", |a| a.default_value("spider-mini")))]
 pub struct BenchMountArgs {
-    /// The stack (default spider-mini, direct-attached).
+    /// The stack (direct-attached, without fyods, by default).
     #[command(flatten)]
     choice: super::stack::StackArgs,
     /// fio jobs, each writing and reading its own file.
@@ -136,7 +137,7 @@ pub struct BenchMountArgs {
 /// Runs `iopath bench mount`: progress on standard error, the table (or JSON) on standard
 /// output.
 pub async fn bench(args: BenchMountArgs) -> anyhow::Result<()> {
-    let choice = args.choice.or_preset("spider-mini");
+    let choice = args.choice.into();
     let options = iopath_bench::mount::MountOptions {
         choice,
         jobs: args.jobs,

@@ -13,8 +13,9 @@ use super::stack::StackArgs;
 
 /// `iopath soak`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.default_value(iopath_stack::ROUTED_PRESET)))]
 pub struct SoakArgs {
-    /// The stack (default spider-mini-routed; asci-red-mini goes through fyods).
+    /// The stack (asci-red-mini goes through fyods).
     #[command(flatten)]
     choice: StackArgs,
     /// How long the workload runs under faults, in minutes (fractions allowed: 0.5).
@@ -46,7 +47,7 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
         "--minutes: give a positive number of minutes"
     );
     let config = SoakConfig {
-        choice: args.choice.or_preset(iopath_stack::ROUTED_PRESET),
+        choice: args.choice.into(),
         duration: Duration::from_secs_f64(args.minutes * 60.0),
         interval: Duration::from_secs(args.interval),
         file_bytes: args.file_size,

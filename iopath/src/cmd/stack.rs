@@ -11,11 +11,14 @@ use iopath_stack::demo::DemoConfig;
 use iopath_stack::up::{NodeProcessConfig, UpConfig};
 use tokio::io::AsyncReadExt;
 
-/// Where a stack comes from: `--preset NAME` or `--stack FILE`, and `--route-set`.
+/// Where a stack comes from: `--preset NAME` or `--stack FILE`, and `--route-set`. The preset
+/// a command takes when given neither is `--preset`'s default, which clap prints in the help:
+/// asci-red-mini, unless the command sets its own (`#[command(mut_arg("preset", |a|
+/// a.default_value(...)))]` on its arguments), so the help and the code cannot disagree.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct StackArgs {
-    /// A preset: asci-red-mini (the default), spider-mini, spider-mini-routed.
-    #[arg(long, conflicts_with = "stack")]
+    /// A preset (a stack file given with --stack wins).
+    #[arg(long, conflicts_with = "stack", default_value = iopath_stack::DEFAULT_PRESET, value_parser = preset_names())]
     preset: Option<String>,
     /// A stack file (TOML).
     #[arg(long)]
@@ -26,15 +29,9 @@ pub struct StackArgs {
     route_set: Option<String>,
 }
 
-impl StackArgs {
-    /// The stack asked for, or preset `default` when neither `--preset` nor `--stack` is.
-    pub fn or_preset(self, default: &str) -> StackChoice {
-        let mut choice = StackChoice::from(self);
-        if choice.preset.is_none() && choice.stack.is_none() {
-            choice.preset = Some(default.to_owned());
-        }
-        choice
-    }
+/// `--preset`'s values: the presets' names, which shells complete.
+fn preset_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(iopath_stack::PRESETS.iter().map(|p| p.name))
 }
 
 impl From<StackArgs> for StackChoice {

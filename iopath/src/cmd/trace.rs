@@ -18,8 +18,9 @@ const DEFAULT_NTH: u64 = 16;
 
 /// `iopath trace`'s options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("preset", |a| a.default_value(iopath_stack::ROUTED_PRESET)))]
 pub struct TraceArgs {
-    /// The stack (default spider-mini-routed: client, router, storage servers).
+    /// The stack (by default a client, a router, storage servers).
     #[command(flatten)]
     choice: StackArgs,
     /// A process per server node on loopback TCP (their logs are read over their admin
@@ -76,7 +77,7 @@ pub struct TraceArgs {
 /// Runs `iopath trace`.
 pub async fn run(args: TraceArgs) -> anyhow::Result<()> {
     let config = TraceConfig {
-        choice: args.choice.or_preset(iopath_stack::ROUTED_PRESET),
+        choice: args.choice.into(),
         processes: args.processes,
         attach: args.attach,
         load: args.load.map(|writers| LoadConfig {
