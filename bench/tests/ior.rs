@@ -57,7 +57,10 @@ async fn text_output_has_iors_layout() {
         ..on("spider-mini", 64 * KIB, 256 * KIB)
     })
     .await;
-    assert!(text.starts_with("IOR-3.3.0 output format"), "{text}");
+    assert!(
+        text.starts_with("IOR-3.3.0: MPI Coordinated Test of Parallel I/O\n"),
+        "IOR's banner, word for word: {text}"
+    );
     let outcome = &outcome.tests[0];
     for key in [
         "Began",
@@ -66,6 +69,7 @@ async fn text_output_has_iors_layout() {
         "TestID",
         "StartTime",
         "Path",
+        "FS",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(&format!("{key:<20}: "))),
@@ -73,6 +77,17 @@ async fn text_output_has_iors_layout() {
         );
     }
     assert!(text.contains("\nOptions: \n"), "{text}");
+    // IOR's FS line: the targets' file systems summed, as the clients see them.
+    let fs = text.lines().find(|l| l.starts_with("FS ")).unwrap();
+    assert!(
+        fs.contains(" GiB   Used FS: ") || fs.contains(" TiB   Used FS: "),
+        "{fs}"
+    );
+    assert!(fs.contains("%   Inodes: ") && fs.ends_with('%'), "{fs}");
+    assert!(
+        text.contains("api                 : iopath-async\n"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "apiVersion          : iopath client library straight to the storage servers\n"
@@ -232,6 +247,8 @@ async fn json_output_has_iors_keys() {
     }
     let summary = json["summary"].as_array().unwrap();
     assert_eq!(summary[0]["operation"], "write");
+    assert_eq!(summary[0]["API"], "POSIX", "-a sync is IOR's POSIX api");
+    assert_eq!(test["Options"]["api"], "POSIX");
     assert_eq!(summary[0]["numTasks"], 2);
     assert_eq!(summary[0]["transferSize"], 131072);
     assert_eq!(summary[0]["xsizeMiB"], 1.0);

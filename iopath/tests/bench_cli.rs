@@ -135,6 +135,10 @@ fn a_published_ior_line_runs_unchanged_and_its_csv_parses_with_iors_columns() {
         "{stdout}"
     );
     assert!(
+        stdout.contains("Using reorderTasks '-C' (useful to avoid read cache in client)\n"),
+        "IOR's line for -C with -v: {stdout}"
+    );
+    assert!(
         stdout.contains("Verifying contents of the file(s) just written."),
         "{stdout}"
     );

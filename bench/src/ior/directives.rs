@@ -149,6 +149,19 @@ fn apply(o: &mut IorOptions, directive: &str) -> Result<(), String> {
         "singlexferattempt" => o.single_xfer_attempt = flag()?,
         "useo_direct" => o.direct_io = flag()?,
         "storefileoffset" => o.store_file_offset = flag()?,
+        // IOR 3/4's spelling: offset (o) stamps offsets, timestamp (t) is the default.
+        "datapackettype" => {
+            o.store_file_offset = match value.to_ascii_lowercase().as_str() {
+                "offset" | "o" => true,
+                "timestamp" | "t" | "g" => false,
+                _ => {
+                    return Err(format!(
+                        "{key}={value}: iopath writes its own pattern, which every read checks: \
+                         offset or timestamp (incompressible and random data are not modeled)"
+                    ));
+                }
+            }
+        }
         "keepfile" => o.keep_file = flag()?,
         "summaryformat" => o.summary_format = value.to_owned(),
         "summaryfile" => {
@@ -228,11 +241,16 @@ mod tests {
             ("fsync=yes", "not a whole number"),
             ("useFileView=1", "MPI-IO"),
             ("segmentCount=-2", "negative"),
+            ("dataPacketType=random", "every read checks"),
         ] {
             let error = apply_line(&mut o, bad).unwrap_err();
             assert!(error.contains(says), "{bad}: {error}");
         }
         apply_line(&mut o, "useFileView=0,collective=0,outlierThreshold=0").unwrap();
+        apply_line(&mut o, "dataPacketType=offset").unwrap();
+        assert!(o.store_file_offset, "IOR 3/4's spelling of storeFileOffset");
+        apply_line(&mut o, "dataPacketType=t").unwrap();
+        assert!(!o.store_file_offset);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 //! | `-i` | repetitions | write and read this many times |
 //! | `-o` | testFile | the file's path in the stack's namespace |
 //! | `-k` | keepFile | keep the files at the end |
-//! | `-l` | storeFileOffset | stamp every word with its file offset |
+//! | `-l offset` | dataPacketType | stamp every word with its file offset (`timestamp`: not) |
 //! | `-f` | | a script of several tests (see [`super::directives`]) |
 //! | `-O summaryFormat=` | | `default`, `JSON` or `CSV` |
 //! | `-O summaryFile=` | | the results go to this file; log lines stay on standard output |
@@ -292,6 +292,15 @@ impl Api {
         match self {
             Api::Sync => "sync",
             Api::Async => "async",
+        }
+    }
+
+    /// The name IOR's output gives it: `POSIX` for blocking calls, as IOR's POSIX api makes
+    /// them; `iopath-async` for iwrite/iowait, which IOR has no api for.
+    pub fn ior_name(self) -> &'static str {
+        match self {
+            Api::Sync => "POSIX",
+            Api::Async => "iopath-async",
         }
     }
 }

@@ -152,6 +152,42 @@ pub struct TestInfo {
     pub tasks_per_node: u32,
     /// The seed of the random order (used with -z).
     pub seed: u64,
+    /// The file system's size as its clients see it (the targets' statfs summed, as Lustre's
+    /// client sums its OSTs), for IOR's `FS` line; `None` if it could not be asked.
+    pub fs: Option<FsSize>,
+}
+
+/// A file system's size, as statfs says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FsSize {
+    /// Bytes in all.
+    pub total_bytes: u64,
+    /// Bytes free.
+    pub free_bytes: u64,
+    /// Inodes in all.
+    pub files: u64,
+    /// Inodes free.
+    pub files_free: u64,
+}
+
+impl FsSize {
+    /// IOR's `FS` line's value (`ShowFileSystemSize` in IOR's `utilities.c`): `1.8 TiB   Used
+    /// FS: 35.0%   Inodes: 116.4 Mi   Used Inodes: 4.0%`.
+    pub fn text(&self) -> String {
+        let total = self.total_bytes as f64;
+        let used = |free: u64, all: u64| (1.0 - free as f64 / all.max(1) as f64) * 100.0;
+        let (size, unit) = if total / f64::from(1u32 << 30) > 1024.0 {
+            (total / (1u64 << 40) as f64, "TiB")
+        } else {
+            (total / f64::from(1u32 << 30), "GiB")
+        };
+        format!(
+            "{size:.1} {unit}   Used FS: {:2.1}%   Inodes: {:.1} Mi   Used Inodes: {:2.1}%",
+            used(self.free_bytes, self.total_bytes),
+            self.files as f64 / f64::from(1u32 << 20),
+            used(self.files_free, self.files)
+        )
+    }
 }
 
 /// The baselines measured in the same run.
@@ -374,8 +410,9 @@ fn key_value(out: &mut String, key: &str, value: impl std::fmt::Display) {
 
 /// The run's header, printed once before its tests (text only).
 pub fn header_text(run: &RunInfo) -> String {
-    let mut out =
-        String::from("IOR-3.3.0 output format, from iopath bench ior: the emulated HPC I/O path\n");
+    // IOR's banner word for word, which scripts that read IOR's output look for; what ran
+    // it is said on the `Stack` line.
+    let mut out = String::from("IOR-3.3.0: MPI Coordinated Test of Parallel I/O\n");
     key_value(&mut out, "Began", ctime(run.began));
     key_value(&mut out, "Command line", &run.command_line);
     key_value(&mut out, "Machine", &run.machine);
@@ -399,8 +436,11 @@ pub fn test_header(run: &RunInfo, test: &TestInfo) -> String {
     key_value(&mut out, "TestID", p.test_id);
     key_value(&mut out, "StartTime", ctime(test.began));
     key_value(&mut out, "Path", p.file_of(0, 0));
+    if let Some(fs) = test.fs {
+        key_value(&mut out, "FS", fs.text());
+    }
     out.push_str("\nOptions: \n");
-    key_value(&mut out, "api", format!("iopath-{}", p.api.name()));
+    key_value(&mut out, "api", p.api.ior_name());
     key_value(&mut out, "apiVersion", api_version(run, p));
     key_value(&mut out, "test filename", &p.test_file);
     key_value(
@@ -634,7 +674,7 @@ pub fn summary_text(tests: &[(&TestInfo, &[PhaseResult])], finished: SystemTime)
                 p.block_size_bytes,
                 p.transfer_size_bytes,
                 s.aggregate_mib,
-                "iopath",
+                p.api.ior_name(),
                 0
             ));
         }
@@ -988,7 +1028,7 @@ fn json_test(run: &RunInfo, test: &TestReport) -> JsonTest {
     let parameters = serde_json::json!({
         "testID": p.test_id,
         "refnum": 0,
-        "api": "iopath",
+        "api": p.api.ior_name(),
         "platform": run.machine,
         "testFileName": p.test_file,
         "deadlineForStonewall": p.deadline.map_or(0, |d| d.as_secs()),
@@ -1022,7 +1062,7 @@ fn json_test(run: &RunInfo, test: &TestReport) -> JsonTest {
         "tasksPerNode": info.tasks_per_node,
     });
     let options = serde_json::json!({
-        "api": format!("iopath-{}", p.api.name()),
+        "api": p.api.ior_name(),
         "apiVersion": api_version(run, p),
         "test filename": p.test_file,
         "access": if p.file_per_proc { "file-per-process" } else { "single-shared-file" },
@@ -1068,7 +1108,7 @@ fn json_summaries(test: &TestReport) -> Vec<JsonSummary> {
             let wall = stonewall_summary(&test.results, s.access, p.repetitions);
             JsonSummary {
                 operation: s.access,
-                api: "iopath",
+                api: p.api.ior_name(),
                 test_id: p.test_id,
                 reference_number: 0,
                 segment_count: p.segments,

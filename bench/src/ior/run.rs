@@ -481,7 +481,19 @@ async fn one_test(
         }
         None => baselines(running, &params, tasks, progress).await?,
     };
+    // IOR's `FS` line: the file system as its clients see it.
+    let fs = clients[0].statfs().await.ok().map(|targets| {
+        targets
+            .iter()
+            .fold(report::FsSize::default(), |sum, (_, c)| report::FsSize {
+                total_bytes: sum.total_bytes + c.total_bytes,
+                free_bytes: sum.free_bytes + c.free_bytes,
+                files: sum.files + c.files,
+                files_free: sum.files_free + c.files_free,
+            })
+    });
     let info = TestInfo {
+        fs,
         began: SystemTime::now(),
         params: params.clone(),
         tasks,
@@ -494,6 +506,9 @@ async fn one_test(
     let verbose = params.verbose;
     if verbose >= 1 {
         streams.log(&format!("Participating tasks: {tasks}\n"))?;
+        if params.reorder_tasks {
+            streams.log("Using reorderTasks '-C' (useful to avoid read cache in client)\n")?;
+        }
         if params.random_offset {
             streams.log(&format!("Random offsets: seed {}\n", info.seed))?;
         }

@@ -93,13 +93,14 @@ pub struct IorArgs {
     /// on one stack, so a later test reads what an earlier one kept.
     #[arg(short = 'f', value_name = "SCRIPT")]
     script: Option<PathBuf>,
-    /// Stamp every word with its file offset, filling the buffer again for each transfer
-    /// (IOR storeFileOffset): data that lands at the wrong offset is caught too, at the cost
-    /// of a fill per transfer. Without it, as in IOR, a task fills its buffer once per
-    /// repetition, and the read-back catches the wrong task, the wrong repetition, holes,
-    /// shifts and flipped bits.
-    #[arg(short = 'l')]
-    store_file_offset: bool,
+    /// The data each transfer carries (IOR 3/4 dataPacketType): `timestamp` or `t` (the
+    /// default), a task fills its buffer once per repetition, as IOR does, and the read-back
+    /// catches the wrong task, the wrong repetition, holes, shifts and flipped bits; `offset`
+    /// or `o` stamps every word with its file offset too, filling the buffer again for each
+    /// transfer, so data that lands at the wrong offset is caught as well. IOR's
+    /// `incompressible` and `random` are refused: every read checks iopath's own pattern.
+    #[arg(short = 'l', long = "dataPacketType", value_name = "TYPE", value_parser = packet_type)]
+    store_file_offset: Option<bool>,
     /// Repetitions (IOR repetitions).
     #[arg(short = 'i', value_name = "COUNT", default_value_t = 1)]
     repetitions: u32,
@@ -143,6 +144,23 @@ pub struct IorArgs {
     web: Option<std::net::SocketAddr>,
 }
 
+/// IOR's `-l` value: whether it asks for offsets in the data.
+fn packet_type(text: &str) -> Result<bool, String> {
+    match text {
+        "offset" | "o" => Ok(true),
+        "timestamp" | "t" => Ok(false),
+        "incompressible" | "i" | "random" | "r" => Err(format!(
+            "{text}: iopath writes its own pattern (task, repetition, offset in every word), \
+             which every read checks; incompressible or random data would leave nothing to \
+             check — use timestamp (the default) or offset"
+        )),
+        _ => Err(format!(
+            "{text}: IOR's packet types are offset (o), timestamp (t), incompressible (i) and \
+             random (r)"
+        )),
+    }
+}
+
 impl From<IorArgs> for IorOptions {
     fn from(args: IorArgs) -> IorOptions {
         IorOptions {
@@ -169,7 +187,7 @@ impl From<IorArgs> for IorOptions {
             unique_dir: args.unique_dir,
             single_xfer_attempt: args.single_xfer_attempt,
             direct_io: args.direct_io,
-            store_file_offset: args.store_file_offset,
+            store_file_offset: args.store_file_offset.unwrap_or(false),
             repetitions: args.repetitions,
             test_file: args.test_file,
             keep_file: args.keep_file,
@@ -268,6 +286,7 @@ mod tests {
             "-f",
             "tests.ior",
             "-l",
+            "offset",
             "-i",
             "5",
             "-o",
