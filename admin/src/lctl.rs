@@ -36,7 +36,8 @@ pub enum LctlCommand {
         /// Print only the values, not `name=`.
         #[arg(short = 'n')]
         values_only: bool,
-        /// Print only the names, not the values.
+        /// Print only the names of what matches, as `list_param` does: directories too
+        /// (`obdfilter.*` names each target), as Lustre's does.
         #[arg(short = 'N', conflicts_with = "values_only")]
         names_only: bool,
         /// lctl-style globs: `*`, `?` and `[abc]`, none of which reach across a dot.
@@ -57,13 +58,21 @@ pub enum LctlCommand {
     /// as Lustre's `lctl dl` does (the node's `devices` parameter).
     #[command(name = "dl", alias = "device_list")]
     DeviceList,
-    /// List the names of parameters matching the patterns, or below a match.
+    /// List the names matching the patterns, as Lustre's does: parameters and directories
+    /// (`list_param obdfilter.*` lists each target's directory); `-R` everything below.
     #[command(name = "list_param")]
     ListParam {
-        /// Mark writable parameters with a trailing `=`, as `lctl list_param -F` does.
+        /// Mark directories with a trailing `/` and writable parameters with `=`, as `lctl
+        /// list_param -F` does.
         #[arg(short = 'F')]
         classify: bool,
-        /// lctl-style globs; a pattern naming a directory (`fabric`) lists everything below it.
+        /// Every parameter below each match, however deep.
+        #[arg(short = 'R')]
+        recursive: bool,
+        /// Directories only.
+        #[arg(short = 'D')]
+        directories: bool,
+        /// lctl-style globs: `*`, `?` and `[abc]`, none of which reach across a dot.
         #[arg(required = true, value_name = "PATTERN")]
         patterns: Vec<String>,
     },
@@ -213,8 +222,15 @@ pub async fn execute(
             patterns,
         } => {
             for pattern in patterns {
+                if *names_only {
+                    match client.list_param(pattern).await {
+                        Ok(listed) => print_names(out, &entries_at(pattern, &listed), false),
+                        Err(err) => failures.push(format!("get_param {pattern}: {err}")),
+                    }
+                    continue;
+                }
                 match client.get_param(pattern).await {
-                    Ok(values) => print_values(out, &values, *values_only, *names_only),
+                    Ok(values) => print_values(out, &values, *values_only, false),
                     Err(err) => failures.push(format!("get_param {pattern}: {err}")),
                 }
             }
@@ -244,10 +260,25 @@ pub async fn execute(
             }) => {}
             Err(err) => failures.push(format!("dl: {err}")),
         },
-        LctlCommand::ListParam { classify, patterns } => {
+        LctlCommand::ListParam {
+            classify,
+            recursive,
+            directories,
+            patterns,
+        } => {
             for pattern in patterns {
                 match client.list_param(pattern).await {
-                    Ok(listed) => print_names(out, &listed, *classify),
+                    Ok(listed) => {
+                        let mut entries = if *recursive {
+                            listed.into_iter().map(Entry::Param).collect()
+                        } else {
+                            entries_at(pattern, &listed)
+                        };
+                        if *directories {
+                            entries.retain(|e| matches!(e, Entry::Directory(_)));
+                        }
+                        print_names(out, &entries, *classify);
+                    }
                     Err(err) => failures.push(format!("list_param {pattern}: {err}")),
                 }
             }
@@ -327,10 +358,43 @@ fn print_set(out: &mut String, names: &[String], value: &str) {
     }
 }
 
-/// One name per line; with `-F`, writable ones end in `=`.
-fn print_names(out: &mut String, listed: &[ParamInfo], classify: bool) {
-    for ParamInfo { name, writable } in listed {
-        let mark = if classify && *writable { "=" } else { "" };
+/// What a name in the parameter tree is: a parameter, or a directory of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    Param(ParamInfo),
+    Directory(String),
+}
+
+/// What `pattern` names among the parameters `listed` (those matching it or lying below a
+/// match): each as deep as the pattern goes — a parameter where it ends there, the directory
+/// holding the parameters below it otherwise, each once — as Lustre's `list_param` and
+/// `get_param -N` name them (`obdfilter.*` names each target's directory).
+fn entries_at(pattern: &str, listed: &[ParamInfo]) -> Vec<Entry> {
+    let depth = pattern.split('.').count();
+    let mut entries: Vec<Entry> = Vec::new();
+    for info in listed {
+        let parts: Vec<&str> = info.name.split('.').collect();
+        let entry = if parts.len() <= depth {
+            Entry::Param(info.clone())
+        } else {
+            Entry::Directory(parts[..depth].join("."))
+        };
+        // Names come in order, so a directory's parameters come together.
+        if entries.last() != Some(&entry) {
+            entries.push(entry);
+        }
+    }
+    entries
+}
+
+/// One name per line; with `-F`, directories end in `/` and writable parameters in `=`.
+fn print_names(out: &mut String, entries: &[Entry], classify: bool) {
+    for entry in entries {
+        let (name, mark) = match entry {
+            Entry::Param(ParamInfo { name, writable }) => (name, if *writable { "=" } else { "" }),
+            Entry::Directory(name) => (name, "/"),
+        };
+        let mark = if classify { mark } else { "" };
         out.push_str(&format!("{name}{mark}\n"));
     }
 }
@@ -396,12 +460,35 @@ mod tests {
                 writable: false,
             },
         ];
+        let entries: Vec<Entry> = listed.iter().cloned().map(Entry::Param).collect();
         let mut out = String::new();
-        print_names(&mut out, &listed, true);
+        print_names(&mut out, &entries, true);
         assert_eq!(out, "a.credits=\na.sent\n");
         let mut out = String::new();
-        print_names(&mut out, &listed, false);
+        print_names(&mut out, &entries, false);
         assert_eq!(out, "a.credits\na.sent\n");
+        // As deep as the pattern: `a` is a directory, `a.*` its parameters.
+        let mut out = String::new();
+        print_names(&mut out, &entries_at("a", &listed), true);
+        assert_eq!(out, "a/\n");
+        assert_eq!(entries_at("a.*", &listed), entries);
+        let targets = [
+            ParamInfo {
+                name: "obdfilter.fs-OST0000.last_committed".into(),
+                writable: false,
+            },
+            ParamInfo {
+                name: "obdfilter.fs-OST0000.sync_journal".into(),
+                writable: true,
+            },
+            ParamInfo {
+                name: "obdfilter.fs-OST0002.last_committed".into(),
+                writable: false,
+            },
+        ];
+        let mut out = String::new();
+        print_names(&mut out, &entries_at("obdfilter.*", &targets), false);
+        assert_eq!(out, "obdfilter.fs-OST0000\nobdfilter.fs-OST0002\n");
     }
 
     #[test]
@@ -463,6 +550,8 @@ mod tests {
             parse(&["list_param", "-F", "a"]).unwrap().cmd,
             LctlCommand::ListParam {
                 classify: true,
+                recursive: false,
+                directories: false,
                 patterns: vec!["a".into()],
             }
         );

@@ -250,13 +250,19 @@ async fn lctl_prints_like_lctl() {
     assert_eq!(out, "obdfilter.OST0000.sync_journal=0\n");
     assert!(!node.sync_journal.load(Ordering::Relaxed));
 
-    let list = LctlCommand::ListParam {
+    let list = |recursive| LctlCommand::ListParam {
         classify: true,
+        recursive,
+        directories: false,
         patterns: vec!["obdfilter".into()],
     };
-    let (out, result) = run(list).await;
+    let (out, result) = run(list(true)).await;
     result.unwrap();
     assert_eq!(out, "obdfilter.OST0000.sync_journal=\n");
+    // Without -R, what the pattern names: a directory, as Lustre's list_param -F marks it.
+    let (out, result) = run(list(false)).await;
+    result.unwrap();
+    assert_eq!(out, "obdfilter/\n");
 
     // One bad pattern does not hide the good ones; the error names each failure.
     let (out, result) = run(get(false, &["lnet.*", "fabric.tcp0.sent"])).await;
@@ -302,6 +308,8 @@ async fn connect_errors_name_the_address() {
 
     let cmd = LctlCommand::ListParam {
         classify: false,
+        recursive: false,
+        directories: false,
         patterns: vec!["*".into()],
     };
     let err = lctl::execute(addr, None, &cmd, &mut String::new())

@@ -166,9 +166,11 @@ pub fn edit_routes(node: &Node, command: &str) -> Result<(), crate::FabricError>
     }
 }
 
+/// LNet's `routes` view, in its columns and order (`proc_lnet_routes`: net, hops, priority,
+/// state, router).
 fn routes(node: &NodeInner) -> String {
     let mut out = format!(
-        "Routing {}\n{:<10} {:>4} {:>8} {:<28} {}\n",
+        "Routing {}\n{:<8} {:>4} {:>8} {:>7} {}\n",
         if node.router.is_some() {
             "enabled"
         } else {
@@ -177,43 +179,64 @@ fn routes(node: &NodeInner) -> String {
         "net",
         "hops",
         "priority",
-        "gateway",
-        "state"
+        "state",
+        "router"
     );
     for (route, alive) in node.routes.lock().expect("routes lock poisoned").routes() {
         let _ = writeln!(
             out,
-            "{:<10} {:>4} {:>8} {:<28} {}",
+            "{:<8} {:>4} {:>8} {:>7} {}",
             route.net.to_string(),
             route.hops,
             route.priority,
-            route.gateway.to_string(),
-            if alive { "up" } else { "down" }
+            if alive { "up" } else { "down" },
+            route.gateway
         );
     }
     out
 }
 
+/// LNet's `routers` view in its order (`proc_lnet_routers`), with the columns iopath keeps:
+/// `rtr_ref` (routes through the router), `alive_cnt` (times it came up), `state`,
+/// `last_ping` (seconds since it last answered; `NA` if never), `down_ni` (its interfaces it
+/// reported down), then the router; LNet's `ref` and `deadline` are left out (no reference
+/// counts; pings time out inside the checker), its `ping_sent` flag is `pings_sent`, a
+/// count, and iopath adds `downs` and `messages` before the router.
 fn routers(node: &NodeInner) -> String {
     let now = node.epoch.elapsed();
     let mut out = format!(
-        "{:<28} {:>5} {:>10} {:>10} {:>6} {:>10}\n",
-        "router", "state", "last_ping", "pings_sent", "downs", "messages"
+        "{:>7} {:>9} {:>6} {:>12} {:>10} {:>7} {:>6} {:>10} {}\n",
+        "rtr_ref",
+        "alive_cnt",
+        "state",
+        "last_ping",
+        "pings_sent",
+        "down_ni",
+        "downs",
+        "messages",
+        "router"
     );
-    for (gateway, state) in node.routes.lock().expect("routes lock poisoned").gateways() {
-        let last = state
-            .last_alive
-            .map(|t| format!("{}s ago", now.saturating_sub(t).as_secs()))
-            .unwrap_or_else(|| "never".into());
+    let table = node.routes.lock().expect("routes lock poisoned");
+    let routes = table.routes();
+    for (gateway, state) in table.gateways() {
+        let last = state.last_alive.map_or_else(
+            || "NA".into(),
+            |t| now.saturating_sub(t).as_secs().to_string(),
+        );
+        // Every time it went down it had come up; up now is one more.
+        let alive_count = state.downs + u64::from(state.alive);
         let _ = writeln!(
             out,
-            "{:<28} {:>5} {:>10} {:>10} {:>6} {:>10}",
-            gateway.to_string(),
+            "{:>7} {:>9} {:>6} {:>12} {:>10} {:>7} {:>6} {:>10} {}",
+            routes.iter().filter(|(r, _)| r.gateway == *gateway).count(),
+            alive_count,
             if state.alive { "up" } else { "down" },
             last,
             state.pings_sent,
+            state.down_nets.len(),
             state.downs,
-            state.messages
+            state.messages,
+            gateway
         );
     }
     out

@@ -364,6 +364,23 @@ fn lnetctl_adds_shows_and_refuses_routes() {
     assert_eq!(route["hop"], 10);
     assert_eq!(route["priority"], 2);
     assert_eq!(route["state"], "up");
+    // lctl's views of the same, in LNet's columns and order (proc_lnet_routes, _routers).
+    let routes = common::lctl(&admin, &["get_param", "-n", "routes"]);
+    let row = routes.lines().find(|l| l.starts_with("tcp7 ")).unwrap();
+    assert_eq!(
+        routes.lines().nth(1),
+        Some("net      hops priority   state router"),
+        "{routes}"
+    );
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["tcp7", "10", "2", "up", "127.0.0.1:9@tcp0"],
+        "{routes}"
+    );
+    let routers = common::lctl(&admin, &["get_param", "-n", "routers"]);
+    let header: Vec<&str> = routers.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header.first(), Some(&"rtr_ref"), "{routers}");
+    assert_eq!(header.last(), Some(&"router"), "{routers}");
     // The node's other views, in lnetctl's YAML too.
     let show = |what: &str| -> serde_norway::Value {
         let out = iopath()

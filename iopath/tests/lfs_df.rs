@@ -143,8 +143,18 @@ fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
         "obdfilter.scratch-OST0003.sync_journal=0\n"
     );
     assert!(
-        lctl(&["list_param", "obdfilter"]).contains("obdfilter.scratch-OST0001.last_committed\n")
+        lctl(&["list_param", "-R", "obdfilter"])
+            .contains("obdfilter.scratch-OST0001.last_committed\n")
     );
+    // As Lustre's: a pattern lists what it names, a target's directory for `obdfilter.*`.
+    for list in [&["list_param"][..], &["get_param", "-N"][..]] {
+        assert_eq!(
+            lctl(&[list, &["obdfilter.*"][..]].concat()),
+            "obdfilter.scratch-OST0001\nobdfilter.scratch-OST0003\n",
+            "{list:?}"
+        );
+    }
+    assert_eq!(lctl(&["list_param", "-F", "obdfilter"]), "obdfilter/\n");
     assert_eq!(
         lctl(&["dl"]),
         "  0 UP obdfilter scratch-OST0001 scratch-OST0001_UUID\n  \

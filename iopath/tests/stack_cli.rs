@@ -75,7 +75,7 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(up.stdout.take().unwrap()).lines();
-    let (mut mds, mut oss_admin, mut secret) = (None, None, None);
+    let (mut mds, mut oss_admin, mut secret, mut stack_file) = (None, None, None, None);
     for line in lines.by_ref() {
         let line = line.unwrap();
         let cols: Vec<&str> = line.split_whitespace().collect();
@@ -85,6 +85,10 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
             _ => {}
         }
         secret = secret.or_else(|| common::secret_file_in(&line));
+        stack_file = stack_file.or_else(|| {
+            let rest = line.strip_prefix("stack file: ")?;
+            Some(rest.split(" (").next()?.to_owned())
+        });
         if line.starts_with("ready") {
             break;
         }
@@ -148,6 +152,21 @@ fn lfs_and_lctl_work_against_a_stack_of_processes() {
         String::from_utf8_lossy(&out.stdout)
     );
     lctl_changes_need_the_stacks_secret(&oss_admin, &secret.expect("up printed its secret"));
+    // The stack file `up` advertises for tools names each node's admin service.
+    let stack_file = stack_file.expect("up printed its stack file");
+    for tool in [&["lctl", "dl"][..], &["lnetctl", "net", "show"][..]] {
+        let out = iopath()
+            .args(&tool[..1])
+            .args(["--stack", &stack_file, "--node", "oss0"])
+            .args(&tool[1..])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{tool:?} --stack: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // Bad input: a missing file is a clear error.
     let out = iopath()
         .args(["lfs", "--mds", &mds, "stat", "/nope"])

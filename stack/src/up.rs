@@ -204,9 +204,10 @@ pub async fn up_until(
             }
             let running = ProcessStack::start(&stack, storage, &launcher).await?;
             say(format!(
-                "stack file: {0} (every address resolved; each node process reads it; \
-                 `iopath lfs --stack {0} ...` reaches the stack as its clients do, routers \
-                 included)",
+                "stack file: {0} (every address resolved, each node's admin service \
+                 included; each node process reads it; `iopath lfs --stack {0} ...` reaches \
+                 the stack as its clients do, routers included, and `iopath lctl --stack {0} \
+                 --node NAME ...` a node's parameters)",
                 running.stack_file().display()
             ));
             say(secret_line(running.admin_secret_file()));

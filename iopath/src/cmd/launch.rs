@@ -332,7 +332,7 @@ fn clients_text(stack: &Stack, out: &std::path::Path) -> String {
     }
     let file = out.display();
     text.push_str(&format!(
-        "  iopath bench ior --attach {file} -w -r -F -t 1m -b 16m\n  iopath lfs --stack {file} df\n  iopath lctl --stack {file} --node NODE list_param\n"
+        "  iopath bench ior --attach {file} -w -r -F -t 1m -b 16m\n  iopath lfs --stack {file} df\n  iopath lctl --stack {file} --node NODE list_param -R '*'\n"
     ));
     text
 }
@@ -348,8 +348,8 @@ pub fn admin_of(stack: &Stack, name: &str) -> anyhow::Result<SocketAddr> {
     })?;
     stack.nodes[index].admin.with_context(|| {
         format!(
-            "{} gives {name} no admin address: use the file `iopath launch` wrote while the \
-             stack runs{}",
+            "{} gives {name} no admin address: use the file `iopath launch` or `iopath up \
+             --processes` wrote while the stack runs{}",
             stack.origin,
             if stack.nodes[index].role.kind() == RoleName::Client {
                 " (a client node has none: it runs inside the application)"

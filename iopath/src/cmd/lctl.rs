@@ -23,7 +23,8 @@ pub struct AdminTarget {
     /// The node's admin service address (printed when the node starts).
     #[arg(long, env = "IOPATH_ADMIN", required_unless_present = "stack")]
     admin: Option<SocketAddr>,
-    /// A stack file `iopath launch` wrote, where --node's admin address is read.
+    /// A stack file `iopath launch` or `iopath up --processes` wrote, where --node's admin
+    /// address is read.
     #[arg(long, requires = "node", conflicts_with = "admin")]
     stack: Option<PathBuf>,
     /// The node, by name, in --stack.

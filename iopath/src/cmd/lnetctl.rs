@@ -212,7 +212,7 @@ mod yaml {
         for row in &table.rows {
             routes.push(Route {
                 net: table.get(row, "net", 0)?.to_owned(),
-                gateway: table.get(row, "gateway", 0)?.to_owned(),
+                gateway: table.get(row, "router", 0)?.to_owned(),
                 hop: verbose.then(|| table.number(row, "hops", 0)).transpose()?,
                 priority: verbose
                     .then(|| table.number(row, "priority", 0))
@@ -379,7 +379,7 @@ mod yaml {
     mod tests {
         use super::*;
 
-        const ROUTES: &str = "routes=\nRouting disabled\nnet        hops priority gateway                      state\ntcp0          1        0 127.0.0.1:22548@tcp1         up\ntcp2          3        1 127.0.0.1:2@tcp1             down\n";
+        const ROUTES: &str = "routes=\nRouting disabled\nnet      hops priority   state router\ntcp0        1        0      up 127.0.0.1:22548@tcp1\ntcp2        3        1    down 127.0.0.1:2@tcp1\n";
         const PEERS: &str = "peers=\nnid                      refs state  last   max   rtr   min    tx   min queue\n127.0.0.1:22548@tcp1        1    up     0     8     6     5     7     3     0\n";
 
         #[test]

@@ -264,7 +264,30 @@ impl ProcessStack {
                 return Err(e);
             }
         }
+        if let Err(e) = running.write_stack_file() {
+            let _ = running.stop().await;
+            return Err(e);
+        }
         Ok(running)
+    }
+
+    /// Writes the resolved stack file again with each running node's admin address, which
+    /// the node picked as it started: the file is the one tools are given (`iopath lctl
+    /// --stack FILE --node oss0`, `lnetctl`, `lfs`), as `iopath launch`'s is. Whole or not at
+    /// all (beside it, then renamed), since a node started again reads it.
+    fn write_stack_file(&self) -> Result<(), StackError> {
+        let mut stack = self.stack.clone();
+        for child in &self.children {
+            stack.nodes[child.index].admin = Some(child.admin);
+        }
+        let partial = self.stack_file.with_extension("toml.partial");
+        std::fs::write(&partial, stack.to_toml())
+            .and_then(|()| std::fs::rename(&partial, &self.stack_file))
+            .map_err(|source| StackError::File {
+                what: "write the resolved stack file",
+                path: self.stack_file.clone(),
+                source,
+            })
     }
 
     fn spawn(&self, index: usize, launcher: &Launcher) -> Result<Pending, StackError> {
@@ -400,7 +423,8 @@ impl ProcessStack {
         match wait_ready(pending).await {
             Ok(child) => {
                 self.children.push(child);
-                Ok(())
+                // Its admin service has a port of its own again.
+                self.write_stack_file()
             }
             Err((e, child)) => {
                 if let Some(mut child) = child {
