@@ -397,3 +397,37 @@ fn the_stack_file_reference_example_runs() {
         );
     }
 }
+
+/// `demo --crash` on the default preset, whose clients write through fyods: the account says
+/// the fyod replayed the writes, not that the client replayed none.
+#[test]
+fn demo_crash_through_a_fyod_says_the_fyod_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = iopath()
+        .args(["demo", "--crash", "oss0", "--size", "8m", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("replayed"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let replayed: u64 = line
+        .split("replayed ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(line.contains("the fyod at "), "{line}");
+    assert!(
+        replayed > 0,
+        "the fyod replayed what the crash lost: {line}"
+    );
+    assert!(stdout.contains("pinned for the fyod at "), "{stdout}");
+}

@@ -190,15 +190,27 @@ async fn crash_and_restart(
     writer_name: &str,
     out: &mut dyn Write,
 ) -> Result<(), StackError> {
+    let holds = match writer.forwarder() {
+        // Through a fyod in PFS mode the fyod replays; the data stays in the writer's memory,
+        // where the restarted server pulls it from again.
+        Some(fyod) => format!(
+            "{writer_name} keeps {} of acknowledged writes pinned for the fyod at {fyod} to \
+             replay",
+            describe_size(writer.kept_bytes())
+        ),
+        None => format!(
+            "{writer_name} still holds {} of acknowledged writes to replay",
+            describe_size(writer.kept_bytes())
+        ),
+    };
     say!(
         out,
         "   {victim} crashes now ({}): what its journal had not committed is gone from its disk; \
-         {writer_name} still holds {} of acknowledged writes to replay",
+         {holds}",
         match running.mode() {
             Mode::Processes => "SIGKILL",
             _ => "its targets stop committing and it leaves the network",
-        },
-        describe_size(writer.kept_bytes())
+        }
     );
     running.crash_node(victim).await?;
     let start = Instant::now();
@@ -283,12 +295,32 @@ async fn exercise(
         describe_size(kept_after_fsync_bytes)
     );
     if crash.is_some() {
-        say!(
-            out,
-            "   {writer_name} replayed {} writes to the restarted server from the copies it \
-             kept, before the fsync's commit; the read back below shows whether any was lost",
-            writer.replayed_writes()
-        );
+        match writer.fyod() {
+            Some(fyod) => {
+                let replayed = fyod
+                    .stats()
+                    .await
+                    .map_err(|e| StackError::io("ask the fyod what it replayed", e))?
+                    .pfs_writes_replayed;
+                say!(
+                    out,
+                    "   the fyod at {} replayed {replayed} writes to the restarted server, which \
+                     pulled their data again from {writer_name}'s memory ({writer_name} itself \
+                     replays nothing through a fyod), before the fsync's commit; the read back \
+                     below shows whether any was lost",
+                    fyod.fyod()
+                );
+            }
+            None => {
+                say!(
+                    out,
+                    "   {writer_name} replayed {} writes to the restarted server from the copies \
+                     it kept, before the fsync's commit; the read back below shows whether any \
+                     was lost",
+                    writer.replayed_writes()
+                );
+            }
+        }
     }
     striped
         .close()
