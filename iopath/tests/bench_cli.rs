@@ -144,8 +144,9 @@ fn a_published_ior_line_runs_unchanged_and_its_csv_parses_with_iors_columns() {
     );
     assert!(stdout.contains("modeled: "), "{stdout}");
     assert!(!stdout.contains("access,"), "{stdout}");
-    // The progress lines are on standard error.
+    // The progress lines are on standard error, the baselines' too.
     assert!(stderr.contains("ior: test 0 write iteration 0"), "{stderr}");
+    assert!(stderr.contains("baseline: raw disk wrote "), "{stderr}");
 }
 
 /// `iopath bench ior ARGS --dir DIR` with standard output to `stdout`.

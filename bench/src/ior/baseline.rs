@@ -18,6 +18,7 @@ use iopath_stack::pattern;
 use iopath_storage_server::engine::{EngineConfig, open_engine};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::phase::Progress;
 use crate::error::BenchError;
 use crate::fio;
 use crate::raw::{RawFiles, mib_s};
@@ -54,6 +55,7 @@ pub async fn disk(
     writers: u32,
     bytes_per_writer: u64,
     request_bytes: u64,
+    progress: Progress,
 ) -> Result<DiskBaseline, BenchError> {
     let failed = |e: BenchError| BenchError::Baseline {
         what: "disk",
@@ -81,7 +83,21 @@ pub async fn disk(
         name: "raw disk",
         run: 1,
     };
-    let written = raw.write(phase, None, &|_| {}).await.map_err(failed)?;
+    // The baselines take much of a run's time: the line moves while they write.
+    let written = raw
+        .write(phase, None, &|p| {
+            progress.show(&format!("baseline: {}", p.line()), false);
+        })
+        .await
+        .map_err(failed)?;
+    progress.show(
+        &format!(
+            "baseline: raw disk wrote {} MiB at {:.0} MiB/s; reading it back",
+            written.bytes >> 20,
+            written.mib_s()
+        ),
+        true,
+    );
     let read_mib_s = raw.read().await.map_err(failed)?;
     let engine = raw.engine_name();
     raw.remove().map_err(failed)?;
@@ -182,7 +198,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn baselines_measure_something() {
         let dir = tempfile::tempdir_in(".").unwrap();
-        let disk = disk(dir.path(), 2, 1 << 20, 256 << 10).await.unwrap();
+        let disk = disk(dir.path(), 2, 1 << 20, 256 << 10, Progress::Silent)
+            .await
+            .unwrap();
         assert!(disk.write_mib_s > 0.0 && disk.read_mib_s > 0.0);
         let tcp = loopback_tcp(8 << 20, 1 << 20).await.unwrap();
         assert!(tcp > 0.0);

@@ -110,7 +110,9 @@ pub enum Progress {
 }
 
 impl Progress {
-    fn show(self, text: &str, last: bool) {
+    /// Shows `text` as the progress line: on a terminal in place (`last`: then kept, with a
+    /// newline), elsewhere only the `last` text of each step, as a line.
+    pub(crate) fn show(self, text: &str, last: bool) {
         use std::io::{IsTerminal, Write};
         if self == Progress::Silent {
             return;

@@ -288,7 +288,7 @@ async fn baselines(
         progress,
         "baseline: raw disk writes and reads (iopath's io_uring writer)",
     );
-    let disk = baseline::disk(dir, tasks, bytes_per_task, t).await?;
+    let disk = baseline::disk(dir, tasks, bytes_per_task, t, progress).await?;
     let fio = if t.is_multiple_of(fio::FIO_ALIGN_BYTES) {
         note(progress, "baseline: fio, if installed");
         baseline::fio(dir, tasks, bytes_per_task, t).await
@@ -629,6 +629,7 @@ async fn one_test(
             tasks,
             bytes_per_task,
             params.transfer_size_bytes,
+            progress,
         )
         .await?;
         baselines.disk_write_each_mib_s.push(again.write_mib_s);
