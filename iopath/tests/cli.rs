@@ -493,6 +493,19 @@ fn man_pages_are_generated_from_the_flags() {
     let mount = std::fs::read_to_string(dir.path().join("man1/iopath-mount.1")).unwrap();
     assert!(mount.contains("\\-\\-fyod"), "{mount}");
     assert!(dir.path().join("man1/iopath-lfs-setstripe.1").exists());
+    // What a man page is read for: the synopsis names each option's value, the variables
+    // the command reads, examples, and where else to look.
+    let ior = std::fs::read_to_string(dir.path().join("man1/iopath-bench-ior.1")).unwrap();
+    assert!(ior.contains("[\\fB\\-b\\fR \\fISIZE\\fR]"), "{ior}");
+    for section in [".SH ENVIRONMENT", ".SH EXAMPLES", ".SH \"SEE ALSO\""] {
+        assert!(ior.contains(section), "{section}: {ior}");
+    }
+    assert!(
+        ior.contains("IOPATH_LOG") && ior.contains("ior(1)"),
+        "{ior}"
+    );
+    assert!(mount.contains("\\fBIOPATH_MDS\\fR"), "{mount}");
+    assert!(mount.contains("iopath(1)"), "its parent: {mount}");
 }
 
 #[test]

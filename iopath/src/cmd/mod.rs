@@ -41,6 +41,7 @@ pub mod launch;
 pub mod lctl;
 pub mod lfs;
 pub mod lnetctl;
+pub mod man;
 pub mod mount;
 pub mod oss;
 pub mod placement;
@@ -240,21 +241,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `iopath man`: the top page to standard output, or every command's page into `dir`.
 fn man(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
-    use anyhow::Context as _;
     let command = <Cli as clap::CommandFactory>::command();
     match dir {
         None => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(command)
-                .render(&mut page)
-                .context("render the man page")?;
+            let page = man::top_page(command).context("render the man page")?;
             std::io::Write::write_all(&mut std::io::stdout(), &page).context("write the man page")
         }
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-            clap_mangen::generate_to(command, &dir)
-                .with_context(|| format!("write the man pages into {}", dir.display()))?;
-            Ok(())
+            man::write_pages(command, &dir)
+                .with_context(|| format!("write the man pages into {}", dir.display()))
         }
     }
 }
