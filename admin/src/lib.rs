@@ -19,6 +19,8 @@
 //! - [`http`]: a small bounded HTTP/1.1 server: one handler answers every request.
 //! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors,
 //!   and helpers that write one metric family each.
+//! - [`proc_metrics`]: the process's own families (`process_*`) and `iopath_build_info`,
+//!   in every scrape.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
 //! - [`lctl`]: the `iopath lctl get_param|set_param|list_param|dl` command line, and the
 //!   `devices` list `dl` reads.
@@ -48,6 +50,7 @@ pub mod lctl;
 pub mod lprocfs;
 pub mod metrics;
 pub mod param;
+pub mod proc_metrics;
 pub mod process;
 pub mod secret;
 pub mod service;

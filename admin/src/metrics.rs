@@ -109,10 +109,18 @@ pub fn histograms<L: EncodeLabelSet>(
     Ok(())
 }
 
-/// The registry's text, as a scrape gets it.
+/// The registry's text, as a scrape gets it, followed by the process's own families and the
+/// build ([`crate::proc_metrics`]).
 pub fn render(registry: &Registry) -> Result<String, std::fmt::Error> {
+    static PROCESS: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+    let process = PROCESS.get_or_init(|| {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(crate::proc_metrics::Process));
+        registry
+    });
     let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, registry)?;
+    prometheus_client::encoding::prometheus_text::encode(&mut text, process)?;
     Ok(text)
 }
 
@@ -290,6 +298,20 @@ mod tests {
             "iopath_test_latency_seconds_count 2",
         ] {
             assert!(answer.contains(line), "{line} missing from {answer}");
+        }
+        // Every scrape has the process's own families and the build.
+        let build = format!(
+            "iopath_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        for family in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_open_fds ",
+            "process_start_time_seconds ",
+            &build,
+        ] {
+            assert!(answer.contains(family), "{family} missing from {answer}");
         }
         let answer = get(addr, "GET /other HTTP/1.1\r\nHost: x\r\n\r\n").await;
         assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
