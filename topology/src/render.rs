@@ -13,31 +13,56 @@ use crate::presets::{JaguarSpider, TitanSpider2};
 use crate::route::Route;
 use crate::study::{AnalyzeReport, Scenario};
 
+/// A CSV table: `header`, then a record per row, each field quoted where it must be (a
+/// comma, a quote, a line break in it), by the `csv` crate.
+fn csv_table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    // Writing into memory fails only on a record of the wrong length, which the callers'
+    // fixed rows never are.
+    let _ = writer.write_record(header);
+    for row in rows {
+        let _ = writer.write_record(&row);
+    }
+    let bytes = writer.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
 /// `analyze` as CSV: one line per placement scenario.
 pub fn analyze_csv(report: &AnalyzeReport) -> String {
-    let mut s = String::from(
-        "scenario,pairs,max_pairs_per_link,used_links,saturated_links,saturated_share,initial_aggregate_mb_per_s,ior_aggregate_mb_per_s,share_of_raw,first_s,median_s,last_s,spread_s\n",
-    );
-    for c in &report.scenarios {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{:.4},{:.1},{:.1},{:.4},{:.3},{:.3},{:.3},{:.3}",
-            c.name,
-            c.pairs,
-            c.max_pairs_per_link,
-            c.used_links,
-            c.saturated_links,
-            c.saturated_share,
-            c.initial_aggregate_mb_per_s,
-            c.ior_aggregate_mb_per_s,
-            c.share_of_raw,
-            c.completion.min_s,
-            c.completion.median_s,
-            c.completion.max_s,
-            c.completion.spread_s()
-        );
-    }
-    s
+    csv_table(
+        &[
+            "scenario",
+            "pairs",
+            "max_pairs_per_link",
+            "used_links",
+            "saturated_links",
+            "saturated_share",
+            "initial_aggregate_mb_per_s",
+            "ior_aggregate_mb_per_s",
+            "share_of_raw",
+            "first_s",
+            "median_s",
+            "last_s",
+            "spread_s",
+        ],
+        report.scenarios.iter().map(|c| {
+            vec![
+                c.name.to_string(),
+                c.pairs.to_string(),
+                c.max_pairs_per_link.to_string(),
+                c.used_links.to_string(),
+                c.saturated_links.to_string(),
+                format!("{:.4}", c.saturated_share),
+                format!("{:.1}", c.initial_aggregate_mb_per_s),
+                format!("{:.1}", c.ior_aggregate_mb_per_s),
+                format!("{:.4}", c.share_of_raw),
+                format!("{:.3}", c.completion.min_s),
+                format!("{:.3}", c.completion.median_s),
+                format!("{:.3}", c.completion.max_s),
+                format!("{:.3}", c.completion.spread_s()),
+            ]
+        }),
+    )
 }
 
 /// `analyze` as the table a person reads, with the paper's figures beside the model's;
@@ -171,18 +196,23 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
 /// The plots of an `analyze` run and their data, as `(file name, contents)`: the link-load
 /// histogram and the completion-time CDF, as SVG and as CSV.
 pub fn plot_files(report: &AnalyzeReport) -> [(&'static str, String); 4] {
-    let mut hist_csv = String::from("scenario,pairs_per_link,links\n");
-    for s in &report.scenarios {
-        for b in &s.histogram {
-            let _ = writeln!(hist_csv, "{},{},{}", s.name, b.pairs, b.links);
-        }
-    }
-    let mut cdf_csv = String::from("scenario,writer,completion_s\n");
-    for s in &report.scenarios {
-        for (i, t) in s.completion_times_s.iter().enumerate() {
-            let _ = writeln!(cdf_csv, "{},{i},{t:.6}", s.name);
-        }
-    }
+    let hist_csv = csv_table(
+        &["scenario", "pairs_per_link", "links"],
+        report.scenarios.iter().flat_map(|s| {
+            s.histogram
+                .iter()
+                .map(|b| vec![s.name.to_string(), b.pairs.to_string(), b.links.to_string()])
+        }),
+    );
+    let cdf_csv = csv_table(
+        &["scenario", "writer", "completion_s"],
+        report.scenarios.iter().flat_map(|s| {
+            s.completion_times_s
+                .iter()
+                .enumerate()
+                .map(|(i, t)| vec![s.name.to_string(), i.to_string(), format!("{t:.6}")])
+        }),
+    );
     [
         ("link_histogram.svg", link_histogram(report).svg()),
         ("completion_cdf.svg", completion_cdf(report).svg()),
@@ -287,15 +317,26 @@ fn modeled(report: &AnalyzeReport) -> String {
 
 /// Routes as CSV.
 pub fn routes_csv(routes: &[Route]) -> String {
-    let mut s = String::from("net,gateway,hops,router,gateway_coord,torus_hops\n");
-    for r in routes {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},\"{}\",{}",
-            r.net, r.gateway, r.hops, r.router, r.gateway_coord, r.torus_hops
-        );
-    }
-    s
+    csv_table(
+        &[
+            "net",
+            "gateway",
+            "hops",
+            "router",
+            "gateway_coord",
+            "torus_hops",
+        ],
+        routes.iter().map(|r| {
+            vec![
+                r.net.to_string(),
+                r.gateway.to_string(),
+                r.hops.to_string(),
+                r.router.to_string(),
+                r.gateway_coord.to_string(),
+                r.torus_hops.to_string(),
+            ]
+        }),
+    )
 }
 
 /// Routes as the `lnetctl route add` commands that configure them.
@@ -335,26 +376,37 @@ pub fn routes_table(routes: &[Route], client: Coord, preset: &str) -> String {
 
 /// Titan's routers as CSV: each with its module's group, sub-group and index.
 pub fn titan_layout_csv(titan: &TitanSpider2) -> String {
-    let mut s = String::from("router,nid,x,y,z,group,sub_group,index,node,switch,net\n");
-    for r in &titan.layout.routers {
-        let m = &titan.layout.modules[r.module];
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            r.name,
-            r.nid,
-            r.coord.x,
-            r.coord.y,
-            r.coord.z,
-            m.group,
-            m.sub_group,
-            m.index,
-            r.node,
-            r.switch.name(),
-            r.switch.net()
-        );
-    }
-    s
+    csv_table(
+        &[
+            "router",
+            "nid",
+            "x",
+            "y",
+            "z",
+            "group",
+            "sub_group",
+            "index",
+            "node",
+            "switch",
+            "net",
+        ],
+        titan.layout.routers.iter().map(|r| {
+            let m = &titan.layout.modules[r.module];
+            vec![
+                r.name.to_string(),
+                r.nid.to_string(),
+                r.coord.x.to_string(),
+                r.coord.y.to_string(),
+                r.coord.z.to_string(),
+                m.group.to_string(),
+                m.sub_group.to_string(),
+                m.index.to_string(),
+                r.node.to_string(),
+                r.switch.name().to_string(),
+                r.switch.net().to_string(),
+            ]
+        }),
+    )
 }
 
 /// Titan's router modules by cabinet, as the Titan paper's Figure 3 draws them, and the
@@ -421,22 +473,20 @@ pub fn titan_layout_map(titan: &TitanSpider2) -> String {
 
 /// Jaguar's SIO nodes (routers) as CSV.
 pub fn jaguar_layout_csv(jaguar: &JaguarSpider) -> String {
-    let mut s = String::new();
-    s.push_str("router,nid,x,y,z,leaf,direct_oss\n");
-    for (i, r) in jaguar.fabric.routers.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{}",
-            r.name,
-            r.nid,
-            r.coord.x,
-            r.coord.y,
-            r.coord.z,
-            r.leaf,
-            i < DIRECT_OSS
-        );
-    }
-    s
+    csv_table(
+        &["router", "nid", "x", "y", "z", "leaf", "direct_oss"],
+        jaguar.fabric.routers.iter().enumerate().map(|(i, r)| {
+            vec![
+                r.name.to_string(),
+                r.nid.to_string(),
+                r.coord.x.to_string(),
+                r.coord.y.to_string(),
+                r.coord.z.to_string(),
+                r.leaf.to_string(),
+                (i < DIRECT_OSS).to_string(),
+            ]
+        }),
+    )
 }
 
 /// Jaguar's SIO nodes per cabinet, on iopath's assumed lattice, and the routers one per line.
