@@ -118,10 +118,20 @@ async fn a_routed_async_write_crosses_a_router_and_replies_before_its_commit() {
     })
     .unwrap();
     let (verify, _) = first(write, |h| h.role == "oss" && h.what == "verify").unwrap();
+    let (disk, written) = first(write, |h| h.layer == "disk" && h.what == "write").unwrap();
     let (record, _) = first(write, |h| h.what == "record" && h.layer == "journal").unwrap();
     let (reply, _) = first(write, |h| h.role == "oss" && h.what == "reply").unwrap();
     let (commit, _) = first(write, |h| h.what == "commit").unwrap();
-    assert!(pull < verify && verify < record && record < reply && reply < commit);
+    assert!(pull < verify && verify < disk && disk < record && record < reply && reply < commit);
+    assert!(
+        written.detail.contains("written to the target's file") && written.detail.contains(" µs"),
+        "the disk step says how long it took: {written:?}"
+    );
+    // The request's opcode is named, as its service names it.
+    assert!(
+        send.detail.contains("OST write (opcode 3, portal 46)"),
+        "{send:?}"
+    );
     // The client keeps the write for replay until a reply says it is committed (the read's).
     let (keep, _) = first(write, |h| h.node == "c0" && h.what == "keep").unwrap();
     let (release, _) = first(write, |h| h.node == "c0" && h.what == "release").unwrap();

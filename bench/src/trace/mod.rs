@@ -756,6 +756,39 @@ impl NodeNames {
     }
 }
 
+/// A service's opcode names, by opcode.
+type OpcodeNames = fn(u32) -> Option<&'static str>;
+
+/// The service a portal belongs to, and its opcodes' names: the OST's, the metadata
+/// service's, a fyod's.
+fn service_of(portal: u32) -> Option<(&'static str, OpcodeNames)> {
+    match portal {
+        iopath_ost_client::OST_PORTAL => Some(("OST", iopath_ost_client::opcode::name)),
+        iopath_mds::service::MDS_PORTAL => Some(("MDS", iopath_mds::service::opcode::name)),
+        iopath_forwarder::service::FYOD_PORTAL => {
+            Some(("fyod", iopath_forwarder::service::opcode::name))
+        }
+        _ => None,
+    }
+}
+
+/// A frame's detail with its RPC's opcode named (`opcode 3 on portal 46` becomes `OST write
+/// (opcode 3, portal 46)`): the fabric carries bare numbers, the services above it name them.
+fn name_opcode(detail: &str) -> String {
+    let named = (|| {
+        let (before, rest) = detail.split_once("opcode ")?;
+        let (opcode, rest) = rest.split_once(" on portal ")?;
+        let (portal, after) = rest.split_once(' ').unwrap_or((rest, ""));
+        let (opcode, portal) = (opcode.parse().ok()?, portal.parse().ok()?);
+        let (service, names) = service_of(portal)?;
+        let name = names(opcode)?;
+        Some(format!(
+            "{before}{service} {name} (opcode {opcode}, portal {portal}) {after}"
+        ))
+    })();
+    named.map_or_else(|| detail.to_owned(), |d| d.trim_end().to_owned())
+}
+
 /// One request's events, in time order, with sends paired to their next arrivals.
 fn traced_request(
     id: TraceId,
@@ -777,7 +810,7 @@ fn traced_request(
             role: names.role(&e.node),
             layer: e.layer.clone(),
             what: e.what.clone(),
-            detail: names.annotate(&e.detail),
+            detail: names.annotate(&name_opcode(&e.detail)),
             peer: e.peer.as_deref().map(|p| names.name(p)),
             credits: e.credits.clone(),
             waited_us: e.waited_ns as f64 / 1000.0,

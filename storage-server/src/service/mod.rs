@@ -444,11 +444,23 @@ impl OssService {
         // gave up on this request meanwhile may have written the same place since. Its bytes
         // must not land after that.
         request.begin_effect()?;
+        let (length, started) = (data.len(), std::time::Instant::now());
         let reply = target
             .write(ObjectId(op.object), op.offset, data)
             .await
             .map_err(storage_error)?;
         if let Some(id) = trace::current() {
+            // The step that takes most of a write's time, said before the journal's.
+            let what = format!(
+                "{}: {length} B at offset {} of object {} written to the target's file and the \
+                 record made, in {} µs",
+                self.oss.target_name(op.target),
+                op.offset,
+                op.object,
+                started.elapsed().as_micros()
+            );
+            node.trace_log()
+                .record(id, Step::new("disk", "write", what));
             self.trace_journal(node, id, &target, op.target, &reply);
         }
         Ok(pb::OpReply {
