@@ -138,6 +138,23 @@ fn sigterm_while_bench_ior_writes_with_node_processes_removes_its_directory() {
 
 #[test]
 fn up_returns_at_ctrl_c_with_its_standard_input_held_open() {
+    // At once, as a user may: a signal before `up` begins to wait for one counts too.
+    up_returns_at_ctrl_c(Duration::ZERO);
+}
+
+#[test]
+fn up_returns_at_a_later_ctrl_c_with_its_standard_input_held_open() {
+    // Once `up` sits waiting, as on a terminal: the read of standard input it waits on too
+    // must not hold the process after it has stopped.
+    up_returns_at_ctrl_c(UP_SETTLE);
+}
+
+/// Long enough for `up` to be waiting on its signals and its standard input.
+const UP_SETTLE: Duration = Duration::from_secs(1);
+
+/// `iopath up` with its standard input held open, SIGINT `after` it said it was ready: it
+/// must stop, say so, and exit 0.
+fn up_returns_at_ctrl_c(after: Duration) {
     let mut up = iopath()
         .args(["up", "--preset", "spider-mini"])
         // Held open for the whole test, as a terminal's is: `up` also stops at its end, which
@@ -154,7 +171,7 @@ fn up_returns_at_ctrl_c_with_its_standard_input_held_open() {
         .map_while(Result::ok)
         .any(|line| line.starts_with("ready"));
     assert!(ready, "up never said it was ready");
-    // At once, as a user may: a signal before `up` begins to wait for one counts too.
+    std::thread::sleep(after);
     signal(&up, libc::SIGINT);
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
     let status = ended(&mut up, "iopath up");
