@@ -30,12 +30,20 @@ pub const READ_BYTES_MAX: usize = 16 << 20;
 /// The shortest interval between samples.
 pub const INTERVAL_MIN: Duration = Duration::from_millis(100);
 
+/// How many sampling intervals [`LiveHandle::end`] keeps serving the last state: a page
+/// asks once per interval, so an open one reads it.
+pub const ENDED_HOLD_INTERVALS: u32 = 2;
+
 /// A running live view.
 #[derive(Debug)]
 pub struct LiveHandle {
     http: HttpHandle,
     sampler: JoinHandle<()>,
     shutdown: Shutdown,
+    latest: Arc<Mutex<Arc<String>>>,
+    last: Arc<tokio::sync::Mutex<Sampler>>,
+    started: Instant,
+    interval: Duration,
 }
 
 impl LiveHandle {
@@ -47,6 +55,23 @@ impl LiveHandle {
     /// The page's address, for a person to open.
     pub fn url(&self) -> String {
         format!("http://{}/", self.local_addr())
+    }
+
+    /// Ends the view with the run: takes a last sample, marked as ended for `reason` (`the
+    /// benchmark finished`), serves it for [`ENDED_HOLD_INTERVALS`] intervals so that an open
+    /// page draws it and says the run ended (the page then keeps it), and stops.
+    pub async fn end(self, reason: &str) {
+        // Aborted, the sampler drops its hold on the readings at its next await.
+        self.sampler.abort();
+        let state = self
+            .last
+            .lock()
+            .await
+            .sample(self.started, Some(reason.to_owned()))
+            .await;
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
+        tokio::time::sleep(self.interval * ENDED_HOLD_INTERVALS).await;
+        self.stop().await;
     }
 
     /// Stops the sampler and the server.
@@ -69,7 +94,8 @@ pub async fn serve(addr: SocketAddr, mut view: View) -> Result<LiveHandle, Admin
         Arc::new(serde_json::to_string(view.as_ref()).expect("a view serializes: plain data"));
     let started = Instant::now();
     let mut sampler = Sampler::new(Arc::clone(&view));
-    let first = sampler.sample(started).await;
+    let first = sampler.sample(started, None).await;
+    let sampler = Arc::new(tokio::sync::Mutex::new(sampler));
     let latest = Arc::new(Mutex::new(Arc::new(first)));
     let shutdown = Shutdown::new();
     let handler = {
@@ -82,13 +108,14 @@ pub async fn serve(addr: SocketAddr, mut view: View) -> Result<LiveHandle, Admin
     let http = iopath_admin::http::serve(addr, "live view", handler, shutdown.clone()).await?;
     let task = {
         let latest = Arc::clone(&latest);
+        let sampler = Arc::clone(&sampler);
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticks.tick().await; // the first tick is now: the first sample is taken
             loop {
                 ticks.tick().await;
-                let state = sampler.sample(started).await;
+                let state = sampler.lock().await.sample(started, None).await;
                 *latest.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
             }
         })
@@ -97,10 +124,15 @@ pub async fn serve(addr: SocketAddr, mut view: View) -> Result<LiveHandle, Admin
         http,
         sampler: task,
         shutdown,
+        latest,
+        last: sampler,
+        started,
+        interval,
     })
 }
 
 /// Reads every node, and keeps each one's last reading for the next sample's rates.
+#[derive(Debug)]
 struct Sampler {
     view: Arc<View>,
     seq: u64,
@@ -113,8 +145,8 @@ impl Sampler {
         Sampler { view, seq: 0, last }
     }
 
-    /// One sample of every node, read at once, as JSON.
-    async fn sample(&mut self, started: Instant) -> String {
+    /// One sample of every node, read at once, as JSON; `ended` marks the run's last.
+    async fn sample(&mut self, started: Instant, ended: Option<String>) -> String {
         let mut reads = JoinSet::new();
         for (index, node) in self.view.nodes.iter().enumerate() {
             let source = node.source.clone();
@@ -132,6 +164,7 @@ impl Sampler {
             seq: self.seq,
             at_ms: started.elapsed().as_millis() as u64,
             nodes: Vec::with_capacity(readings.len()),
+            ended,
         };
         for (index, reading) in readings.into_iter().enumerate() {
             let node = &self.view.nodes[index];

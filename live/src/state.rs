@@ -17,6 +17,9 @@ pub struct State {
     pub at_ms: u64,
     /// Every node, in the view's order.
     pub nodes: Vec<NodeState>,
+    /// Set on the last sample of a run: what ended it (`the benchmark finished`). The page
+    /// keeps this state on screen and says so.
+    pub ended: Option<String>,
 }
 
 /// One node at one moment.

@@ -225,7 +225,11 @@ async fn measure_on(
     };
     let outcome = on_stack(&running, tests, command_line, &mut streams, progress).await;
     if let Some(live) = live {
-        live.stop().await;
+        live.end(match &outcome {
+            Ok(_) => "the benchmark finished",
+            Err(_) => "the benchmark failed",
+        })
+        .await;
     }
     let stopped = running.stop().await;
     let outcome = outcome?;

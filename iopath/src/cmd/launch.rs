@@ -256,7 +256,7 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         exited = launched.exited() => { eprintln!("{exited}: stopping the stack"); Some(exited) }
     };
     if let Some(live) = live {
-        live.stop().await;
+        live.end("the stack stopped").await;
     }
     let stopped = launched.stop().await;
     let _ = std::fs::remove_file(&out);
