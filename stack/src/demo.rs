@@ -605,9 +605,9 @@ pub fn path_lines(stack: &Stack, client: usize) -> Vec<String> {
             if gateways.len() == 1 { "" } else { "s" },
             gateways.join(", "),
             name(from),
-            stack.networks[stack.nodes[from].interfaces[0].network].name,
+            stack.net_id(stack.nodes[from].interfaces[0].network),
             name(to),
-            stack.networks[target_net].name
+            stack.net_id(target_net)
         ))
     };
     let mut lines = Vec::new();

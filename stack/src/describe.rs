@@ -77,10 +77,10 @@ pub fn node_detail(stack: &Stack, index: usize) -> String {
             )
         }
         Role::Router(buffers) => {
-            let nets: Vec<&str> = stack.nodes[index]
+            let nets: Vec<String> = stack.nodes[index]
                 .interfaces
                 .iter()
-                .map(|i| stack.networks[i.network].name.as_str())
+                .map(|i| stack.net_id(i.network).to_string())
                 .collect();
             let mut what = format!("forwards between {}", nets.join(" and "));
             if buffers != RouterConfig::default() {
@@ -196,6 +196,28 @@ mod tests {
         assert!(
             table.contains("c0     client  100@mem0  0,0,0  -"),
             "{table}"
+        );
+    }
+
+    /// One name per network: a router's line names the networks its NIDs are on, as lnetctl
+    /// and lctl do, and the stack file's own names are paired with them once.
+    #[test]
+    fn a_router_names_its_networks_as_its_nids_do() {
+        let stack = crate::preset("spider-mini-routed")
+            .unwrap()
+            .stack()
+            .unwrap();
+        let rtr0 = stack.node_index("rtr0").unwrap();
+        let nids: Vec<String> = stack.nids(rtr0).iter().map(|n| n.to_string()).collect();
+        assert_eq!(nids, ["50@mem0", "50@mem1"]);
+        assert_eq!(node_detail(&stack, rtr0), "forwards between mem0 and mem1");
+        assert_eq!(
+            stack.network_names(false),
+            "mem0 (torus0), mem1 (o2ib201), mem2 (o2ib202)"
+        );
+        assert_eq!(
+            stack.network_names(true),
+            "tcp0 (torus0), tcp1 (o2ib201), tcp2 (o2ib202)"
         );
     }
 }

@@ -67,7 +67,9 @@ pub fn view(
         mode: mode.to_owned(),
         modeled: stack.modeled(),
         workload: workload.to_owned(),
-        networks: stack.networks.iter().map(|n| n.name.clone()).collect(),
+        networks: (0..stack.networks.len())
+            .map(|k| stack.net_id(k).to_string())
+            .collect(),
         nodes,
         interval_ms: LIVE_INTERVAL.as_millis() as u64,
     }

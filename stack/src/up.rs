@@ -130,6 +130,7 @@ pub async fn up_until(
     }
     say(format!("mode: {}", mode.describe()));
     say(format!("modeled: {}", stack.modeled()));
+    say(format!("networks: {}", stack.network_names(args.processes)));
     say(format!(
         "storage: {}{}",
         storage.path().display(),
@@ -191,7 +192,7 @@ pub async fn up_until(
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
             if let Some(live) = live {
-                live.stop().await;
+                live.end("the stack stopped").await;
             }
             unmount(mounted).await;
             running.stop().await?;
@@ -273,7 +274,7 @@ pub async fn up_until(
             say("ready: Ctrl-C or the end of standard input stops the stack".into());
             stop.await;
             if let Some(live) = live {
-                live.stop().await;
+                live.end("the stack stopped").await;
             }
             unmount(mounted).await;
             for client in clients {

@@ -823,10 +823,7 @@ impl Stack {
                     .interface_on(r.gateway, r.via)
                     .expect("a checked route's gateway is on the network it is reached by");
                 RouteSpec {
-                    net: iopath_fabric::NetId {
-                        net_type: self.net_type(r.net),
-                        number: self.networks[r.net].number,
-                    },
+                    net: self.net_id(r.net),
                     gateway: self.nid_of(r.gateway, gateway_interface),
                     hops: r.hops,
                     priority: r.priority,
@@ -848,6 +845,38 @@ impl Stack {
         } else {
             iopath_fabric::NetType::Mem
         }
+    }
+
+    /// `network` as every tool names it — in NIDs, lnetctl, lctl, `/metrics`, the node
+    /// table and the live view: its fabric type and number (`mem1`, `tcp1`). The stack file's
+    /// name for it (`o2ib201`) is the file's alone; [`Stack::network_names`] pairs the two.
+    pub fn net_id(&self, network: usize) -> iopath_fabric::NetId {
+        iopath_fabric::NetId {
+            net_type: self.net_type(network),
+            number: self.networks[network].number,
+        }
+    }
+
+    /// Each network as the tools name it, with the stack file's name where that differs:
+    /// `mem0 (torus0), mem1 (o2ib201)`; with `sockets`, as node processes run it, where every
+    /// network is TCP (`tcp1 (o2ib201)`).
+    pub fn network_names(&self, sockets: bool) -> String {
+        (0..self.networks.len())
+            .map(|k| {
+                let mut id = self.net_id(k);
+                if sockets {
+                    id.net_type = iopath_fabric::NetType::Tcp;
+                }
+                let id = id.to_string();
+                let named = &self.networks[k].name;
+                if *named == id {
+                    id
+                } else {
+                    format!("{id} ({named})")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// True when every address is a TCP socket: what a node process needs.
