@@ -836,6 +836,7 @@ pub fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
                 .collect(),
         ),
         y: Axis::from_zero("aggregate write (MB/s)"),
+        y2: None,
         series,
         rules: Vec::new(),
         footnote: format!(

@@ -464,6 +464,7 @@ pub fn figure(samples: &[Sample], analysis: &Analysis) -> iopath_plot::Figure {
         ),
         x: Axis::from_zero("time since the first sample (s)"),
         y: Axis::from_zero("congestion (seconds queued per second)"),
+        y2: None,
         series: lines,
         rules: Vec::new(),
         footnote: "Measured: the time messages queued to leave each router onto the next network \

@@ -644,6 +644,7 @@ pub fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
         ),
         x: Axis::around_data("completion time (modeled ms)"),
         y: Axis::from_zero("fraction of writers done").fixed(0.0, 1.0),
+        y2: None,
         series: vec![
             Series::cdf(
                 "default placement (measured)",

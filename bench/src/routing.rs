@@ -996,6 +996,7 @@ pub fn figure(report: &RoutingReport) -> Option<iopath_plot::Figure> {
         ),
         x: Axis::around_data("routing configuration").ticks_at(ticks),
         y: Axis::from_zero("aggregate MB/s (modeled time)"),
+        y2: None,
         series: vec![
             series("default placement (measured)", &|r| {
                 r.default.aggregate_mb_s

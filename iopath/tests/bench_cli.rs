@@ -304,6 +304,13 @@ fn bench_iorcd_runs_both_parts_on_the_modeled_machine_and_draws_them() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(drawing.series.len(), 2, "{name}: bandwidth and congestion");
         assert!(drawing.series.iter().all(|s| s.points.len() == 3));
+        // Congestion reads against its own axis, not scaled onto MiB/s.
+        assert!(
+            drawing
+                .texts_of("axis-label")
+                .contains(&"router congestion (s queued per s)"),
+            "{name}"
+        );
     }
     let rule =
         Drawing::read_clean(&std::fs::read_to_string(dir.path().join("iorcd-rule.svg")).unwrap())

@@ -68,6 +68,8 @@ pub struct SeriesShape {
     pub dash: Option<String>,
     /// The path's vertices, or each bar's top centre.
     pub points: Vec<(f64, f64)>,
+    /// Whether a line joins its points (a shown path); not for markers alone or bars.
+    pub joined: bool,
 }
 
 /// A plot's SVG, read back.
@@ -347,6 +349,14 @@ fn read_text(node: roxmltree::Node<'_, '_>) -> Result<Text, ReadError> {
             top: y - along.1,
             bottom: y - along.0,
         },
+        // A quarter turn clockwise (a right-hand axis's label): the baseline runs down the
+        // page and the ascent lies to its right.
+        Some(t) if t.trim_start().starts_with("rotate(90") => Rect {
+            left: x - across.1,
+            right: x - across.0,
+            top: y + along.0,
+            bottom: y + along.1,
+        },
         Some(t) => {
             return Err(ReadError::Missing(format!(
                 "a transform this reader knows (got {t:?})"
@@ -388,7 +398,9 @@ fn read_series(node: roxmltree::Node<'_, '_>) -> Result<SeriesShape, ReadError> 
         }
         (node.attribute("fill").unwrap_or("").to_owned(), points)
     };
+    let joined = node.has_tag_name("path") && node.attribute("visibility") != Some("hidden");
     Ok(SeriesShape {
+        joined,
         name,
         element,
         colour,

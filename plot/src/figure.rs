@@ -13,6 +13,9 @@ pub struct Figure {
     pub x: Axis,
     /// The vertical axis.
     pub y: Axis,
+    /// A second vertical axis, on the right, for the series in another unit
+    /// ([`Series::on_right`]); their legend entries say `(right axis)`.
+    pub y2: Option<Axis>,
     /// The data, drawn in order; each gets its own colour, dash pattern and marker shape.
     pub series: Vec<Series>,
     /// Reference lines across the plot area, each in the legend.
@@ -71,6 +74,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// How the points are drawn.
     pub draw: Draw,
+    /// Whether its y is on the figure's second axis ([`Figure::y2`]), on the right.
+    pub right: bool,
 }
 
 /// How a series is drawn.
@@ -78,6 +83,8 @@ pub struct Series {
 pub enum Draw {
     /// A line through the points, a marker on each.
     Line,
+    /// A marker on each point, no line: points that do not follow from one another.
+    Points,
     /// A cumulative step line: flat from the left edge at `y = 0`, up at each point's x to its
     /// y, flat to the right edge after the last; markers at a few quantiles, staggered between
     /// series so that curves lying on each other still show every series' markers.
@@ -180,6 +187,7 @@ impl Series {
             name: name.into(),
             points,
             draw: Draw::Line,
+            right: false,
         }
     }
 
@@ -197,6 +205,24 @@ impl Series {
                 .map(|(i, x)| (x, (i + 1) as f64 / n))
                 .collect(),
             draw: Draw::Steps,
+            right: false,
+        }
+    }
+
+    /// A marker at each of `points` and no line between them: measurements that are not a
+    /// series in x (separate runs, one after another), sorted by x.
+    pub fn points(name: impl Into<String>, points: impl IntoIterator<Item = (f64, f64)>) -> Series {
+        Series {
+            draw: Draw::Points,
+            ..Series::line(name, points)
+        }
+    }
+
+    /// This series on the figure's second axis ([`Figure::y2`]), on the right.
+    pub fn on_right(self) -> Series {
+        Series {
+            right: true,
+            ..self
         }
     }
 
@@ -206,6 +232,7 @@ impl Series {
             name: name.into(),
             points: points.into_iter().collect(),
             draw: Draw::Bars,
+            right: false,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! [`Figure::svg`]: a figure laid out and drawn as SVG text.
 //!
 //! Top to bottom the picture is: the title; the plot area, with the y axis's label and ticks
-//! to its left and the x axis's below; the legend, in a box of its own under the x axis's
+//! to its left (a second y axis's, for series in another unit, to its right) and the x
+//! axis's below; the legend, in a box of its own under the x axis's
 //! label, so it can never hide data; and the footnote. Every text is placed by its estimated
 //! width ([`crate::text`]) so that it stays inside the picture, and the elements a reader (or
 //! `plot::check`) needs to find carry a class: `plot-area`, `series` (with `data-series`,
@@ -113,9 +114,19 @@ struct Frame {
     bottom: f64,
     x: Span,
     y: Span,
+    /// The second vertical axis's span, if the figure has one.
+    y2: Option<Span>,
 }
 
 impl Frame {
+    /// The frame `series` is drawn in: its y on the second axis if it is on that one.
+    fn of(&self, series: &Series) -> Frame {
+        match (series.right, self.y2) {
+            (true, Some(y2)) => Frame { y: y2, ..*self },
+            _ => *self,
+        }
+    }
+
     fn width(&self) -> f64 {
         self.right - self.left
     }
@@ -143,6 +154,7 @@ impl Frame {
 #[derive(Debug, Clone, Copy)]
 enum Swatch {
     Line(Style),
+    Marker(Style),
     Bar(Style),
     Rule,
 }
@@ -152,7 +164,9 @@ impl Figure {
     pub fn svg(&self) -> String {
         let mut xs: Vec<f64> = Vec::new();
         let mut ys: Vec<f64> = Vec::new();
+        let mut ys_right: Vec<f64> = Vec::new();
         for series in &self.series {
+            let on_right = series.right && self.y2.is_some();
             for &(x, y) in &series.points {
                 if series.draw == Draw::Bars {
                     // A bar fills its slot, half a unit each side of its x.
@@ -160,7 +174,11 @@ impl Figure {
                 } else {
                     xs.push(x);
                 }
-                ys.push(y);
+                if on_right {
+                    ys_right.push(y);
+                } else {
+                    ys.push(y);
+                }
             }
         }
         for rule in &self.rules {
@@ -173,6 +191,11 @@ impl Figure {
         let y_span = self.y.span(ys);
         let x_ticks = self.x.tick_list(&x_span);
         let y_ticks = self.y.tick_list(&y_span);
+        let y2_span = self.y2.as_ref().map(|axis| axis.span(ys_right));
+        let y2_ticks = match (&self.y2, &y2_span) {
+            (Some(axis), Some(span)) => axis.tick_list(span),
+            _ => Vec::new(),
+        };
 
         // Horizontal layout: the y axis's label (turned on its side) and tick labels on the
         // left; on the right, room for half of an x tick label at the very edge.
@@ -187,7 +210,18 @@ impl Figure {
         let left =
             (MARGIN_PX + AXIS_LABEL_FONT_PX + 8.0 + y_tick_width + TICK_GAP_PX + TICK_LENGTH_PX)
                 .max(MARGIN_PX + x_tick_half);
-        let right = WIDTH_PX - MARGIN_PX - x_tick_half.max(8.0);
+        // A second axis takes the right as the first takes the left.
+        let y2_tick_width = y2_ticks
+            .iter()
+            .map(|(_, label)| width_px(label, TICK_FONT_PX))
+            .fold(0.0, f64::max);
+        let right_room = if self.y2.is_some() {
+            (MARGIN_PX + AXIS_LABEL_FONT_PX + 8.0 + y2_tick_width + TICK_GAP_PX + TICK_LENGTH_PX)
+                .max(MARGIN_PX + x_tick_half)
+        } else {
+            MARGIN_PX + x_tick_half.max(8.0)
+        };
+        let right = WIDTH_PX - right_room;
 
         // Vertical layout, top down.
         let page = Page::new(WIDTH_PX, &self.title, &self.footnote);
@@ -199,6 +233,7 @@ impl Figure {
             bottom: top + PLOT_HEIGHT_PX,
             x: x_span,
             y: y_span,
+            y2: y2_span,
         };
         let x_tick_baseline =
             frame.bottom + TICK_LENGTH_PX + TICK_GAP_PX + ASCENT_EM * TICK_FONT_PX;
@@ -218,6 +253,7 @@ impl Figure {
             x_tick_baseline,
             x_label_baseline,
         );
+        self.draw_right_axis(&mut svg, &frame, &y2_ticks);
         self.draw_data(&mut svg, &frame);
         let _ = writeln!(
             svg,
@@ -312,6 +348,44 @@ impl Figure {
         );
     }
 
+    /// The second axis, if any: ticks and their labels right of the plot area, and its label
+    /// turned a quarter clockwise at the right margin.
+    fn draw_right_axis(&self, svg: &mut String, frame: &Frame, ticks: &[(f64, String)]) {
+        let (Some(axis), Some(span)) = (&self.y2, frame.y2) else {
+            return;
+        };
+        let on_axis = Frame { y: span, ..*frame };
+        for (value, label) in ticks {
+            let y = on_axis.y_px(*value);
+            let _ = writeln!(
+                svg,
+                r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="black"/>"#,
+                frame.right,
+                frame.right + TICK_LENGTH_PX
+            );
+            text(
+                svg,
+                "tick",
+                frame.right + TICK_LENGTH_PX + TICK_GAP_PX,
+                y + 0.35 * TICK_FONT_PX,
+                TICK_FONT_PX,
+                "start",
+                label,
+            );
+        }
+        // Its ascent lies to the right of its baseline, placed so the ascent ends at the
+        // margin.
+        let (ax, ay) = (
+            WIDTH_PX - MARGIN_PX - ASCENT_EM * AXIS_LABEL_FONT_PX,
+            (frame.top + frame.bottom) / 2.0,
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text class="axis-label" x="{ax:.1}" y="{ay:.1}" font-size="{AXIS_LABEL_FONT_PX}" text-anchor="middle" transform="rotate(90 {ax:.1} {ay:.1})">{}</text>"#,
+            escape(&axis.label)
+        );
+    }
+
     /// Bars, then rules, then lines, then every line's markers on top.
     fn draw_data(&self, svg: &mut String, frame: &Frame) {
         let bars: Vec<(usize, &Series)> = self
@@ -330,6 +404,7 @@ impl Figure {
                 escape(&series.name),
                 style.colour
             );
+            let frame = frame.of(series);
             for &(x, y) in &series.points {
                 if !frame.drawable((x, y)) || frame.y.fraction(y) <= 0.0 {
                     continue;
@@ -367,6 +442,7 @@ impl Figure {
                 continue;
             }
             let style = self.style(index);
+            let frame = &frame.of(series);
             let points: Vec<(f64, f64)> = series
                 .points
                 .iter()
@@ -378,7 +454,7 @@ impl Figure {
             }
             let (path, marked) = match series.draw {
                 Draw::Steps => (step_path(frame, &points), self.step_markers(index, &points)),
-                Draw::Line | Draw::Bars => (
+                Draw::Line | Draw::Points | Draw::Bars => (
                     points
                         .iter()
                         .map(|&(x, y)| (frame.x_px(x), frame.y_px(y)))
@@ -391,13 +467,18 @@ impl Figure {
                 .enumerate()
                 .map(|(i, (x, y))| format!("{}{x:.1},{y:.1}", if i == 0 { "M" } else { "L" }))
                 .collect();
+            // Points not joined: the path keeps them for a reader, and is not stroked.
+            let (stroke_width, visibility) = match series.draw {
+                Draw::Points => (0.0, r#" visibility="hidden""#),
+                _ => (style.line_px, ""),
+            };
             let _ = writeln!(
                 svg,
-                r#"<path class="series" data-series="{}" d="{}" fill="none" stroke="{}" stroke-width="{:.2}"{} stroke-linejoin="round"/>"#,
+                r#"<path class="series" data-series="{}" d="{}" fill="none" stroke="{}" stroke-width="{:.2}"{}{visibility} stroke-linejoin="round"/>"#,
                 escape(&series.name),
                 d.join(" "),
                 style.colour,
-                style.line_px,
+                stroke_width,
                 style.dash_attribute()
             );
             let _ = writeln!(
@@ -462,9 +543,15 @@ impl Figure {
                 let style = self.style(index);
                 let swatch = match series.draw {
                     Draw::Bars => Swatch::Bar(style),
+                    Draw::Points => Swatch::Marker(style),
                     Draw::Line | Draw::Steps => Swatch::Line(style),
                 };
-                (series.name.clone(), swatch)
+                let name = if series.right && self.y2.is_some() {
+                    format!("{} (right axis)", series.name)
+                } else {
+                    series.name.clone()
+                };
+                (name, swatch)
             })
             .collect();
         entries.extend(self.rules.iter().map(|r| (r.name.clone(), Swatch::Rule)));
@@ -553,6 +640,21 @@ fn draw_legend(svg: &mut String, entries: &[(String, Swatch)], placed: &PlacedLe
                     style.line_px.min(3.0),
                     style.dash_attribute()
                 );
+                let _ = writeln!(
+                    svg,
+                    r#"<g fill="{}" stroke="white" stroke-width="1">"#,
+                    style.colour
+                );
+                marker(
+                    svg,
+                    style.marker,
+                    x + SWATCH_PX / 2.0,
+                    y,
+                    style.marker_px.min(4.5),
+                );
+                svg.push_str("</g>\n");
+            }
+            Swatch::Marker(style) => {
                 let _ = writeln!(
                     svg,
                     r#"<g fill="{}" stroke="white" stroke-width="1">"#,

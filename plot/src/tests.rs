@@ -29,6 +29,7 @@ fn sweep_figure(series: usize, points: usize) -> Figure {
                 .collect(),
         ),
         y: Axis::from_zero("bandwidth (MiB/s)"),
+        y2: None,
         series: (0..series)
             .map(|s| {
                 Series::line(
@@ -82,6 +83,7 @@ fn coinciding_cdfs_each_keep_their_own_line_and_markers() {
         title: "Per-writer completion time".into(),
         x: Axis::around_data("completion time (s)"),
         y: Axis::from_zero("fraction of writers done").fixed(-0.03, 1.05),
+        y2: None,
         series: vec![Series::cdf("default", &tail), Series::cdf("placed", &same)],
         rules: vec![],
         footnote: String::new(),
@@ -134,6 +136,7 @@ fn bars_on_a_log_scale_stand_side_by_side_in_their_slot() {
         title: "Pairs per torus link".into(),
         x: Axis::around_data("client-OST pairs per link"),
         y: Axis::log("links (log scale)"),
+        y2: None,
         series: vec![
             Series::bars("default", [(1.0, 1900.0), (19.0, 1.0)]),
             Series::bars("placed", [(1.0, 550.0), (3.0, 23.0)]),
@@ -211,4 +214,82 @@ fn the_reader_finds_what_reads_badly() {
     assert!(
         Drawing::read(r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"/>"#).is_err()
     );
+}
+
+/// A series in another unit goes on a second axis on the right, with its own ticks and label,
+/// instead of being scaled onto the first axis: its highest point reaches the top of the plot
+/// whatever its unit, and the legend says which axis it reads against.
+#[test]
+fn a_series_in_another_unit_reads_against_a_second_axis_on_the_right() {
+    let figure = Figure {
+        title: "bandwidth and congestion against load".into(),
+        x: Axis::log("IOR tasks"),
+        y: Axis::from_zero("IOR bandwidth (MiB/s)"),
+        y2: Some(Axis::from_zero("router congestion (s queued per s)")),
+        series: vec![
+            Series::line("IOR bandwidth (MiB/s)", [(1.0, 100.0), (2.0, 1000.0)]),
+            Series::line(
+                "router congestion (s queued per s)",
+                [(1.0, 0.5), (2.0, 2.0)],
+            )
+            .on_right(),
+        ],
+        rules: Vec::new(),
+        footnote: "made-up figures".into(),
+    };
+    let drawing = read(&figure);
+    let labels = drawing.texts_of("axis-label");
+    assert!(
+        labels.contains(&"router congestion (s queued per s)"),
+        "{labels:?}"
+    );
+    let legend = drawing.texts_of("legend-label").join("\n");
+    assert!(
+        legend.contains("router congestion (s queued per s) (right axis)"),
+        "{legend}"
+    );
+    // Congestion of 2 s/s on its own axis stands high; scaled onto 0..1000 MiB/s it would
+    // lie on the floor. Each series' top is at the top tick of its axis or below it, and
+    // the congestion's is within a tick of the top, as the bandwidth's is.
+    let top = |name: &str| {
+        drawing
+            .series(name)
+            .unwrap()
+            .points
+            .iter()
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (bandwidth_top, congestion_top) = (
+        top("IOR bandwidth (MiB/s)"),
+        top("router congestion (s queued per s)"),
+    );
+    let plot = drawing.plot_area;
+    let height = plot.bottom - plot.top;
+    assert!(
+        congestion_top < plot.top + 0.25 * height,
+        "{congestion_top} in {plot:?}"
+    );
+    assert!(bandwidth_top < plot.top + 0.25 * height);
+    // Tick labels right of the plot area: the second axis's.
+    assert!(
+        drawing
+            .texts
+            .iter()
+            .any(|t| t.class == "tick" && t.extent.left > plot.right),
+        "no ticks on the right"
+    );
+}
+
+/// Points that are separate measurements are markers, not joined by a line.
+#[test]
+fn points_are_not_joined() {
+    let figure = Figure {
+        series: vec![Series::points("runs", [(1.0, 3.0), (2.0, 5.0), (3.0, 4.0)])],
+        ..sweep_figure(1, 2)
+    };
+    let drawing = read(&figure);
+    assert_eq!(drawing.series[0].points.len(), 3);
+    assert!(!drawing.series[0].joined);
+    assert!(read(&sweep_figure(1, 2)).series[0].joined);
 }

@@ -233,6 +233,7 @@ pub fn link_histogram(report: &AnalyzeReport) -> Figure {
         ),
         x: Axis::around_data("client-OST pairs crossing the link"),
         y: Axis::log("torus links (count, log scale)"),
+        y2: None,
         series: report
             .scenarios
             .iter()
@@ -266,6 +267,7 @@ pub fn completion_cdf(report: &AnalyzeReport) -> Figure {
         x: Axis::around_data("completion time (s)"),
         // A little beyond 0 and 1, so the curves' flat ends do not lie on the frame.
         y: Axis::from_zero("fraction of writers done").fixed(-0.03, 1.05),
+        y2: None,
         series: report
             .scenarios
             .iter()

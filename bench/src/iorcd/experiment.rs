@@ -1142,6 +1142,7 @@ pub fn rule_figure(e: &Experiment) -> iopath_plot::Figure {
             "sampling interval (the runs end to end, each from the interval before it to the one after)",
         ),
         y: Axis::from_zero("congestion, summed over routers (s queued per s)"),
+        y2: None,
         series: lines
             .into_iter()
             .map(|(c, points)| Series::line(said(c), points))
@@ -1164,7 +1165,7 @@ pub fn rule_figure(e: &Experiment) -> iopath_plot::Figure {
 }
 
 /// The load series as the paper drew it (Figures 3 and 4): bandwidth and congestion against
-/// tasks, one panel per direction, congestion scaled onto the bandwidth's axis.
+/// tasks, one panel per direction, congestion on an axis of its own on the right.
 pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
     use iopath_plot::{Axis, Figure, Series};
     let phases: Vec<(u32, &PhaseSeen)> = e
@@ -1173,12 +1174,6 @@ pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
         .flat_map(|r| r.phases.iter().map(move |p| (r.tasks, p)))
         .filter(|(_, p)| p.direction == direction)
         .collect();
-    let bw_max = phases
-        .iter()
-        .map(|(_, p)| p.bandwidth_mib_s)
-        .fold(0.0, f64::max);
-    let c_max = phases.iter().map(|(_, p)| p.congestion).fold(0.0, f64::max);
-    let scale = if c_max > 0.0 { bw_max / c_max } else { 1.0 };
     let r = e
         .correlations
         .iter()
@@ -1204,6 +1199,7 @@ pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
         ),
         x: Axis::log("IOR tasks").ticks_at(ticks),
         y: Axis::from_zero("IOR bandwidth (MiB/s)"),
+        y2: Some(Axis::from_zero("router congestion (s queued per s)")),
         series: vec![
             Series::line(
                 "IOR bandwidth (MiB/s)",
@@ -1212,11 +1208,10 @@ pub fn figure(e: &Experiment, direction: Direction) -> iopath_plot::Figure {
                     .map(|(t, p)| (f64::from(*t), p.bandwidth_mib_s)),
             ),
             Series::line(
-                format!("router congestion (s queued per s) x {scale:.0}, to share the axis"),
-                phases
-                    .iter()
-                    .map(|(t, p)| (f64::from(*t), p.congestion * scale)),
-            ),
+                "router congestion (s queued per s)",
+                phases.iter().map(|(t, p)| (f64::from(*t), p.congestion)),
+            )
+            .on_right(),
         ],
         rules: Vec::new(),
         footnote: format!(

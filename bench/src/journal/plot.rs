@@ -7,8 +7,9 @@ use iopath_plot::{Axis, Figure, Rule, Series};
 use super::report::JournalReport;
 use crate::report::rate;
 
-/// The figure: one line per configuration (the raw baseline first), a point per run; fio's
-/// best as a rule when it measured the same (real) disk. Only figures the report measured.
+/// The figure: one series per configuration (the raw baseline first), a marker per run and
+/// no line between runs — separate runs, not a trend; fio's best as a rule when it measured
+/// the same (real) disk. Only figures the report measured.
 pub fn figure(report: &JournalReport) -> Figure {
     let bench = &report.bench;
     let runs = bench.runs.max(1);
@@ -16,7 +17,7 @@ pub fn figure(report: &JournalReport) -> Figure {
         .rows
         .iter()
         .map(|row| {
-            Series::line(
+            Series::points(
                 row.configuration.clone(),
                 row.runs_mib_s
                     .iter()
@@ -47,6 +48,7 @@ pub fn figure(report: &JournalReport) -> Figure {
             .fixed(0.5, f64::from(runs) + 0.5)
             .ticks_at((1..=runs).map(|r| (f64::from(r), r.to_string())).collect()),
         y: Axis::from_zero("bandwidth (MiB/s made durable)"),
+        y2: None,
         series,
         rules,
         footnote: format!(
@@ -114,7 +116,7 @@ mod tests {
     }
 
     #[test]
-    fn every_configuration_is_a_line_with_a_point_per_run() {
+    fn every_configuration_is_a_series_with_an_unjoined_point_per_run() {
         let rows = vec![
             row(
                 "block level (raw io_uring writer, O_DIRECT)",
@@ -135,6 +137,11 @@ mod tests {
         for (shape, row) in drawing.series.iter().zip(&rows) {
             assert_eq!(shape.name, row.configuration);
             assert_eq!(shape.points.len(), 3, "{}", shape.name);
+            assert!(
+                !shape.joined,
+                "separate runs are not joined: {}",
+                shape.name
+            );
         }
         // Higher rates are drawn higher: the sync line's second run lies below the async one's.
         let y = |i: usize| drawing.series[i].points[1].1;

@@ -58,6 +58,7 @@ pub fn figure(report: &SweepReport) -> Figure {
         x: Axis::log("bytes per brw RPC (log scale)")
             .ticks_at(sizes.iter().map(|&s| (s as f64, size_text(s))).collect()),
         y: Axis::from_zero("bulk bandwidth (MiB/s)"),
+        y2: None,
         series,
         rules,
         footnote: format!(
