@@ -14,7 +14,6 @@
 //! instead of the table. Run by the test suite with a tiny workload (see `tests/examples.rs`).
 
 use std::error::Error;
-use std::io::Write;
 use std::str::FromStr;
 
 use iopath_bench::journal::{JournalBenchConfig, run_journal_bench};
@@ -60,13 +59,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
     config.disk_model = disk_model.then_some(model);
     // The progress line rewrites itself on stderr.
-    let progress = |p: &BenchProgress| {
-        let mut stderr = std::io::stderr();
-        let _ = write!(stderr, "\r\x1b[2K{}", p.line());
-        let _ = stderr.flush();
-    };
+    let status = iopath_bench::status_line::StatusLine::new();
+    let progress = |p: &BenchProgress| status.set(&p.line());
     let result = run_journal_bench(&config, &progress).await?;
-    eprintln!();
+    status.clear();
     if json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {

@@ -102,20 +102,15 @@ pub fn series(samples: &[Sample], storage_nets: &[String]) -> Series {
 /// Pearson's correlation coefficient of `x` and `y`; `None` with fewer than three pairs or no
 /// variation.
 pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    use statrs::statistics::Statistics as _;
     let n = x.len().min(y.len());
     if n < 3 {
         return None;
     }
-    let mean = |v: &[f64]| v[..n].iter().sum::<f64>() / n as f64;
-    let (mx, my) = (mean(x), mean(y));
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (dx, dy) = (x[i] - mx, y[i] - my);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+    let (x, y) = (&x[..n], &y[..n]);
+    // r = cov(x, y) / (sd(x) sd(y)); the sample corrections cancel.
+    let (sx, sy) = (x.std_dev(), y.std_dev());
+    (sx > 0.0 && sy > 0.0).then(|| x.covariance(y) / (sx * sy))
 }
 
 /// An interval is part of a burst when its router forwarded at least this fraction of the most

@@ -44,6 +44,8 @@
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
 //! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
+//! - [`status_line`]: [`status_line::StatusLine`], the progress line every benchmark shows on
+//!   standard error (indicatif's, in place on a terminal).
 //! - [`units`]: sizes with IOR-style suffixes (the fabric's, which every crate shares).
 //! - [`error`]: [`BenchError`], the crate's one error type.
 
@@ -66,6 +68,7 @@ pub mod raw;
 pub mod report;
 pub mod routing;
 pub mod selftest;
+pub mod status_line;
 pub mod trace;
 pub mod writers;
 pub use iopath_fabric::units;

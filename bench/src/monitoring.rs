@@ -135,17 +135,19 @@ pub enum Verdict {
     Fails,
 }
 
-/// Student's t for a two-sided 95% interval with 1 to 9 degrees of freedom (`--rounds` is at
-/// most 10).
-const STUDENT_T_95: [f64; 9] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-];
+/// Student's t for a two-sided 95% interval with `degrees` degrees of freedom (at least 1).
+pub fn student_t_95(degrees: usize) -> f64 {
+    use statrs::distribution::{ContinuousCDF as _, StudentsT};
+    let t = StudentsT::new(0.0, 1.0, degrees.max(1) as f64)
+        .expect("a standard t with at least one degree of freedom is valid");
+    t.inverse_cdf(0.975)
+}
 
 impl Verdict {
     /// The verdict on a mean `ratio` with standard error `error` over `rounds` rounds (at
     /// least two).
     pub fn of(ratio: f64, error: f64, rounds: usize) -> Verdict {
-        let t = STUDENT_T_95[rounds.clamp(2, STUDENT_T_95.len() + 1) - 2];
+        let t = student_t_95(rounds.max(2) - 1);
         let floor = 1.0 - COST_MAX_FRACTION;
         if ratio - t * error >= floor {
             Verdict::Holds
@@ -365,12 +367,7 @@ fn overhead(runs: &[MonitoringRun], direction: &'static str, write: bool) -> Ove
     let ratio = mean(&round_ratios);
     let n = round_ratios.len() as f64;
     let ratio_error = if round_ratios.len() > 1 {
-        let variance = round_ratios
-            .iter()
-            .map(|r| (r - ratio).powi(2))
-            .sum::<f64>()
-            / (n - 1.0);
-        (variance / n).sqrt()
+        statrs::statistics::Statistics::std_dev(&round_ratios) / n.sqrt()
     } else {
         0.0
     };
@@ -678,6 +675,15 @@ mod tests {
         assert_eq!(Verdict::of(0.98, 0.004, 10), Verdict::Holds);
         assert_eq!(Verdict::of(0.975, 0.004, 10), Verdict::TooNoisy);
         assert_eq!(Verdict::of(0.95, 0.004, 10), Verdict::Fails);
+    }
+
+    #[test]
+    fn student_s_t_is_the_tables() {
+        // Two-sided 95%, as printed in every table: 1, 4 and 9 degrees of freedom.
+        for (degrees, table) in [(1, 12.706), (4, 2.776), (9, 2.262), (30, 2.042)] {
+            let t = student_t_95(degrees);
+            assert!((t - table).abs() < 5e-4, "{degrees}: {t} against {table}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use iopath_bench::BenchError;
 use iopath_bench::fio::{self, parse_fio_json};
 use iopath_bench::journal::{
-    self, FioChoice, JournalOptions, JournalReport, ProgressEvent, ProgressLine, measure,
+    self, FioChoice, JournalOptions, JournalReport, ProgressEvent, ProgressLine, Shown, measure,
 };
 use iopath_bench::writers::BenchProgress;
 use iopath_storage_server::engine::EngineKind;
@@ -446,17 +446,24 @@ fn progress(phase: &str, run: u32, done: u64) -> BenchProgress {
 #[test]
 fn on_a_terminal_the_progress_line_is_rewritten_in_place() {
     let mut line = ProgressLine::new(true);
-    assert_eq!(line.finish(), None, "nothing to clear yet");
     let half = line
         .render(ProgressEvent::Phase(&progress("sync", 1, 4)))
         .unwrap();
-    assert_eq!(half, "\r\x1b[2Ksync (run 1): 4/8 MiB, 4.0 MiB/s");
+    assert_eq!(
+        half,
+        Shown::InPlace("sync (run 1): 4/8 MiB, 4.0 MiB/s".into())
+    );
     let note = line.render(ProgressEvent::Note("fio baseline")).unwrap();
-    assert_eq!(note, "\r\x1b[2Kfio baseline\n");
-    assert_eq!(line.finish(), None, "the note ended the line");
-    line.render(ProgressEvent::Phase(&progress("async", 1, 8)))
-        .unwrap();
-    assert_eq!(line.finish().as_deref(), Some("\r\x1b[2K"));
+    assert_eq!(note, Shown::Kept("fio baseline".into()));
+}
+
+/// A kept line's text, with its newline, as a log gets it.
+fn kept(shown: Option<Shown>) -> Option<String> {
+    match shown {
+        Some(Shown::Kept(text)) => Some(format!("{text}\n")),
+        Some(Shown::InPlace(text)) => panic!("drawn in place in a log: {text}"),
+        None => None,
+    }
 }
 
 #[test]
@@ -471,12 +478,11 @@ fn in_a_log_each_phase_gets_one_line_when_it_ends() {
         progress("async", 1, 8),
         progress("sync", 2, 8),
     ] {
-        out.extend(line.render(ProgressEvent::Phase(&event)));
+        out.extend(kept(line.render(ProgressEvent::Phase(&event))));
     }
-    out.extend(line.render(ProgressEvent::Note("done")));
+    out.extend(kept(line.render(ProgressEvent::Note("done"))));
     assert_eq!(
         out,
         "sync (run 1): 8/8 MiB, 8.0 MiB/s\nasync (run 1): 8/8 MiB, 8.0 MiB/s\nsync (run 2): 8/8 MiB, 8.0 MiB/s\ndone\n"
     );
-    assert_eq!(line.finish(), None);
 }

@@ -109,21 +109,22 @@ pub enum Progress {
     Silent,
 }
 
+/// The run's progress line on standard error.
+static STDERR_LINE: std::sync::LazyLock<crate::status_line::StatusLine> =
+    std::sync::LazyLock::new(crate::status_line::StatusLine::new);
+
 impl Progress {
-    /// Shows `text` as the progress line: on a terminal in place (`last`: then kept, with a
-    /// newline), elsewhere only the `last` text of each step, as a line.
+    /// Shows `text` as the progress line: on a terminal in place (`last`: then kept, as a
+    /// line), elsewhere only the `last` text of each step, as a line.
     pub(crate) fn show(self, text: &str, last: bool) {
-        use std::io::{IsTerminal, Write};
         if self == Progress::Silent {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        if err.is_terminal() {
-            let _ = write!(err, "\r\x1b[2K{text}{}", if last { "\n" } else { "" });
-        } else if last {
-            let _ = writeln!(err, "{text}");
+        if last {
+            STDERR_LINE.keep(text);
+        } else {
+            STDERR_LINE.set(text);
         }
-        let _ = err.flush();
     }
 }
 

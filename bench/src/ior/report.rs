@@ -327,14 +327,19 @@ impl Summary {
     }
 }
 
-/// Max, min, mean and population standard deviation, as IOR computes them.
+/// Max, min, mean and population standard deviation, as IOR computes them (all zero for no
+/// values).
 fn stats(values: &[f64]) -> [f64; 4] {
-    let n = values.len().max(1) as f64;
-    let max = values.iter().copied().fold(f64::MIN, f64::max);
-    let min = values.iter().copied().fold(f64::MAX, f64::min);
-    let mean = values.iter().sum::<f64>() / n;
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-    [max, min, mean, var.sqrt()]
+    use statrs::statistics::Statistics as _;
+    if values.is_empty() {
+        return [0.0; 4];
+    }
+    [
+        values.max(),
+        values.min(),
+        values.mean(),
+        values.population_std_dev(),
+    ]
 }
 
 /// IOR's `PPDouble`: ten wide, left-justified, six decimals below 1, two below 3600, none

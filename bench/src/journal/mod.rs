@@ -30,7 +30,7 @@ pub mod result;
 pub mod run;
 
 pub use config::{JournalBenchConfig, JournalDevice};
-pub use progress::{ProgressEvent, ProgressLine};
+pub use progress::{ProgressEvent, ProgressLine, Shown};
 pub use report::{JournalReport, render};
 pub use result::{BenchRow, JournalBenchResult};
 pub use run::run_journal_bench;

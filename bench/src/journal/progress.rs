@@ -1,4 +1,5 @@
-//! The progress line on stderr, as a pure state machine: events in, text to write out.
+//! The progress line on stderr, as a pure state machine: events in, what to show out (drawn
+//! by [`crate::status_line::StatusLine`]).
 
 use crate::writers::BenchProgress;
 
@@ -11,7 +12,16 @@ pub enum ProgressEvent<'a> {
     Phase(&'a BenchProgress),
 }
 
-/// The progress line on stderr, as a pure state machine: events in, text to write out. On a
+/// What the progress line shows for an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shown {
+    /// This text in place of the line's (a terminal only).
+    InPlace(String),
+    /// This text as a line of its own, kept.
+    Kept(String),
+}
+
+/// The progress line on stderr, as a pure state machine: events in, what to show out. On a
 /// terminal one line is rewritten in place; elsewhere (a log, CI) each phase gets one line,
 /// when it ends, so logs stay short.
 #[derive(Debug)]
@@ -19,12 +29,7 @@ pub struct ProgressLine {
     terminal: bool,
     /// The last phase and run given a line (non-terminal mode).
     last_printed: Option<(String, u32)>,
-    /// Something is on the current terminal line.
-    dirty: bool,
 }
-
-/// Clears the terminal line and returns the cursor to its start.
-const CLEAR_LINE: &str = "\r\x1b[2K";
 
 impl ProgressLine {
     /// A progress line for a terminal (`terminal`) or for a log.
@@ -32,36 +37,22 @@ impl ProgressLine {
         ProgressLine {
             terminal,
             last_printed: None,
-            dirty: false,
         }
     }
 
-    /// The text to write for `event`, if any.
-    pub fn render(&mut self, event: ProgressEvent<'_>) -> Option<String> {
+    /// What to show for `event`, if anything.
+    pub fn render(&mut self, event: ProgressEvent<'_>) -> Option<Shown> {
         match event {
-            ProgressEvent::Note(text) if self.terminal => {
-                self.dirty = false;
-                Some(format!("{CLEAR_LINE}{text}\n"))
-            }
-            ProgressEvent::Note(text) => Some(format!("{text}\n")),
-            ProgressEvent::Phase(p) if self.terminal => {
-                self.dirty = true;
-                Some(format!("{CLEAR_LINE}{}", p.line()))
-            }
+            ProgressEvent::Note(text) => Some(Shown::Kept(text.to_owned())),
+            ProgressEvent::Phase(p) if self.terminal => Some(Shown::InPlace(p.line())),
             ProgressEvent::Phase(p) => {
                 let key = (p.phase.clone(), p.run);
                 if p.bytes_done < p.bytes_total || self.last_printed.as_ref() == Some(&key) {
                     return None;
                 }
                 self.last_printed = Some(key);
-                Some(format!("{}\n", p.line()))
+                Some(Shown::Kept(p.line()))
             }
         }
-    }
-
-    /// The text that leaves the terminal clean at the end.
-    pub fn finish(&mut self) -> Option<String> {
-        let dirty = std::mem::replace(&mut self.dirty, false);
-        (self.terminal && dirty).then(|| CLEAR_LINE.to_owned())
     }
 }

@@ -8,7 +8,8 @@ use std::sync::{Mutex, PoisonError};
 
 use anyhow::Context as _;
 use iopath_bench::journal::{
-    FioChoice, JournalDevice, JournalOptions, ProgressEvent, ProgressLine, measure, plot, render,
+    FioChoice, JournalDevice, JournalOptions, ProgressEvent, ProgressLine, Shown, measure, plot,
+    render,
 };
 use iopath_fabric::units::parse_size;
 use iopath_storage_server::engine::EngineKind;
@@ -161,22 +162,20 @@ impl From<&JournalArgs> for JournalOptions {
 /// stdout.
 pub async fn run(args: JournalArgs) -> anyhow::Result<()> {
     let line = Mutex::new(ProgressLine::new(std::io::stderr().is_terminal()));
-    let write = |text: Option<String>| {
-        if let Some(text) = text {
-            let mut stderr = std::io::stderr().lock();
-            let _ = stderr.write_all(text.as_bytes());
-            let _ = stderr.flush();
+    let status = iopath_bench::status_line::StatusLine::new();
+    let progress = |event: ProgressEvent<'_>| {
+        let shown = line
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .render(event);
+        match shown {
+            Some(Shown::InPlace(text)) => status.set(&text),
+            Some(Shown::Kept(text)) => status.keep(&text),
+            None => {}
         }
     };
-    let progress = |event: ProgressEvent<'_>| {
-        write(
-            line.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .render(event),
-        );
-    };
     let measured = measure(&JournalOptions::from(&args), &progress).await;
-    write(line.lock().unwrap_or_else(PoisonError::into_inner).finish());
+    status.clear();
     let report = measured?;
     if let Some(path) = &args.svg {
         std::fs::write(path, plot::figure(&report).svg())
