@@ -20,6 +20,8 @@
 //! - [`histogram`]: latency histograms in atomics, read as Prometheus's buckets.
 //! - [`rpc_stats`]: what the node's services executed, by portal and opcode (bounded).
 //! - [`gate`]: credit pools that tasks wait on, and the credits they hold.
+//! - [`peer_table`]: the per-peer credit gates of an interface or a router, each peer
+//!   forgotten once idle, as LNet ages its peers.
 //! - [`reply_cache`]: the pure core that makes a resent request execute once.
 //! - [`frame`]: the fixed wire header and its four message kinds (PUT, ACK, GET, REPLY).
 //! - [`trace`]: following one request: the trace id its frames carry, and each node's log of
@@ -74,6 +76,7 @@ pub mod ni;
 pub mod nid;
 pub mod node;
 pub mod params;
+pub mod peer_table;
 pub mod region;
 pub mod reply_cache;
 pub mod restarts;

@@ -6,10 +6,9 @@
 //! hand the message and both credits to the LND. Credits come back when the LND completes —
 //! whether the message went out or not.
 
-use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
 use tokio::sync::oneshot;
@@ -19,6 +18,7 @@ use crate::fail::{FailPoints, Injected, NetFate, Site};
 use crate::fault::{Fault, FaultHook};
 use crate::frame::Message;
 use crate::gate::{Credit, CreditGate, CreditSnapshot};
+use crate::peer_table::PeerTable;
 
 use crate::link::{Link, LinkModel};
 use crate::lnd::{Hold, Lnd, LndCounters, SendTicket};
@@ -71,7 +71,7 @@ pub struct Ni {
     credits: Arc<CreditGate>,
     peer_credits_max: u32,
     peers_max: usize,
-    peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
+    peers: PeerTable,
     fault: Option<Arc<dyn FaultHook>>,
     /// The node's fail points (`bulk.send`) and network rules, consulted on every send.
     fail: Arc<FailPoints>,
@@ -142,7 +142,7 @@ impl Ni {
             credits: CreditGate::new(credits.credits_max),
             peer_credits_max: credits.peer_credits_max,
             peers_max: credits.peers_max,
-            peers: Mutex::new(HashMap::new()),
+            peers: PeerTable::new(credits.peer_credits_max, credits.peers_max),
             fault,
             fail,
             counters: NiCounters::default(),
@@ -155,19 +155,10 @@ impl Ni {
     }
 
     fn peer_gate(&self, peer: Nid) -> Result<Arc<CreditGate>, FabricError> {
-        let mut peers = self.peers.lock().expect("peer table lock poisoned");
-        if let Some(gate) = peers.get(&peer) {
-            return Ok(Arc::clone(gate));
-        }
-        if peers.len() >= self.peers_max {
-            return Err(FabricError::LimitReached {
-                what: "peers per interface",
-                max: self.peers_max as u64,
-            });
-        }
-        let gate = CreditGate::new(self.peer_credits_max);
-        peers.insert(peer, Arc::clone(&gate));
-        Ok(gate)
+        self.peers.gate(peer).ok_or(FabricError::LimitReached {
+            what: "peers per interface",
+            max: self.peers_max as u64,
+        })
     }
 
     /// Sends `message` to `next_hop` under credits. Returns once the LND has the message,
@@ -309,11 +300,7 @@ impl Ni {
 
     /// Counters of one peer's pool, if the interface has sent to it.
     pub fn peer_snapshot(&self, peer: &Nid) -> Option<CreditSnapshot> {
-        self.peers
-            .lock()
-            .expect("peer table lock poisoned")
-            .get(peer)
-            .map(|gate| gate.snapshot())
+        self.peers.snapshot(peer)
     }
 
     /// Credits each peer's pool starts with (LNet `peer_credits`).
@@ -321,15 +308,10 @@ impl Ni {
         self.peer_credits_max
     }
 
-    /// Counters of each peer's pool (LNet `peers`), sorted by NID.
+    /// Counters of each peer's pool (LNet `peers`), sorted by NID; peers idle for
+    /// [`crate::peer_table::PEER_IDLE_MAX`] with nothing held are forgotten first.
     pub fn peers(&self) -> Vec<(Nid, CreditSnapshot)> {
-        let peers = self.peers.lock().expect("peer table lock poisoned");
-        let mut list: Vec<_> = peers
-            .iter()
-            .map(|(nid, gate)| (*nid, gate.snapshot()))
-            .collect();
-        list.sort_by_key(|(nid, _)| *nid);
-        list
+        self.peers.snapshots()
     }
 
     /// Whether this interface has lost its network, as a router reports it in ping replies:
@@ -343,11 +325,9 @@ impl Ni {
         };
         let peers: Vec<std::net::SocketAddr> = self
             .peers
-            .lock()
-            .expect("peer table lock poisoned")
-            .keys()
+            .some_peers(LINK_PROBES_MAX)
+            .iter()
             .filter_map(Nid::socket_addr)
-            .take(LINK_PROBES_MAX)
             .collect();
         if peers.is_empty() {
             return false;
@@ -365,14 +345,7 @@ impl Ni {
     /// Forgets every low-water mark.
     pub fn reset_min(&self) {
         self.credits.reset_min();
-        for gate in self
-            .peers
-            .lock()
-            .expect("peer table lock poisoned")
-            .values()
-        {
-            gate.reset_min();
-        }
+        self.peers.reset_min();
     }
 
     /// What the interface's LND counted of the payloads it received: bytes received straight
@@ -389,6 +362,8 @@ impl Ni {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
     use crate::frame::{Header, Kind};
     use bytes::Bytes;
@@ -449,5 +424,38 @@ mod tests {
         );
         assert_eq!(ni.peer_snapshot(&peer).unwrap().credits, 1);
         assert!(ni.try_send(peer, message(), Box::new(())).is_ok());
+    }
+
+    /// LNet ages peers out: a peer the interface sent to once and never again is gone from
+    /// `peers` (and so from `/metrics`) after the idle limit, once its message has left.
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_that_stopped_talking_is_forgotten() {
+        let lnd = Arc::new(Held::default());
+        let me: Nid = "1@mem0".parse().unwrap();
+        let credits = NiCredits {
+            credits_max: 4,
+            peer_credits_max: 1,
+            peers_max: 8,
+        };
+        let ni = Ni::new(
+            me,
+            Arc::clone(&lnd) as Arc<dyn Lnd>,
+            credits,
+            None,
+            FailPoints::new(),
+            None,
+        );
+        for n in 2..5 {
+            let peer = Nid::mem(n, 0);
+            let message = Message::new(Header::new(Kind::Put, me, peer), Bytes::from_static(b"hi"));
+            assert!(ni.try_send(peer, message, Box::new(())).is_ok());
+        }
+        assert_eq!(ni.peers().len(), 3);
+        tokio::time::advance(crate::peer_table::PEER_IDLE_MAX * 2).await;
+        assert_eq!(ni.peers().len(), 3, "their messages have not left");
+        for ticket in lnd.tickets.lock().unwrap().drain(..) {
+            ticket.complete();
+        }
+        assert_eq!(ni.peers(), [], "idle, nothing held: forgotten");
     }
 }

@@ -9,13 +9,13 @@
 //! stops being read — and the counts go negative by the number waiting. Memory a router holds
 //! is therefore bounded by its buffers, whatever the offered load.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::frame::Header;
 use crate::gate::{Credit, CreditGate, CreditSnapshot};
 use crate::lnd::{Admit, Grant};
 use crate::nid::Nid;
+use crate::peer_table::PeerTable;
 
 /// Largest payload a small buffer holds (one page, as LNet's small router buffers).
 pub const SMALL_BUFFER_BYTES: u32 = 4096;
@@ -99,7 +99,7 @@ pub struct RouterBuffers {
     tiny: Arc<CreditGate>,
     small: Arc<CreditGate>,
     large: Arc<CreditGate>,
-    peers: Mutex<HashMap<Nid, Arc<CreditGate>>>,
+    peers: PeerTable,
 }
 
 impl RouterBuffers {
@@ -111,7 +111,7 @@ impl RouterBuffers {
             tiny: CreditGate::new(config.tiny_buffers.max(1)),
             small: CreditGate::new(config.small_buffers.max(1)),
             large: CreditGate::new(config.large_buffers.max(1)),
-            peers: Mutex::default(),
+            peers: PeerTable::new(config.peer_buffer_credits.max(1), config.peers_max),
         }
     }
 
@@ -123,23 +123,10 @@ impl RouterBuffers {
         }
     }
 
-    fn peer(&self, peer: Nid) -> Option<Arc<CreditGate>> {
-        let mut peers = self.peers.lock().expect("router peers lock poisoned");
-        if let Some(gate) = peers.get(&peer) {
-            return Some(Arc::clone(gate));
-        }
-        if peers.len() >= self.config.peers_max {
-            return None;
-        }
-        let gate = CreditGate::new(self.config.peer_buffer_credits.max(1));
-        peers.insert(peer, Arc::clone(&gate));
-        Some(gate)
-    }
-
     /// A buffer for the message `header` announces, now or once one is free. The sender's
     /// router credit is taken first, then the buffer, in that order always.
     pub fn admit(&self, header: &Header) -> Admit {
-        let Some(peer) = self.peer(header.source) else {
+        let Some(peer) = self.peers.gate(header.source) else {
             return Admit::Refuse("router tracks too many peers");
         };
         let pool = Arc::clone(self.pool(BufferClass::of(header.payload_len)));
@@ -188,23 +175,14 @@ impl RouterBuffers {
         ]
     }
 
-    /// Counters of each peer's router credits, by NID.
+    /// Counters of each peer's router credits, by NID; peers idle for
+    /// [`crate::peer_table::PEER_IDLE_MAX`] with nothing held are forgotten first.
     pub fn peers(&self) -> Vec<(Nid, CreditSnapshot)> {
-        let peers = self.peers.lock().expect("router peers lock poisoned");
-        let mut list: Vec<_> = peers
-            .iter()
-            .map(|(nid, gate)| (*nid, gate.snapshot()))
-            .collect();
-        list.sort_by_key(|(nid, _)| *nid);
-        list
+        self.peers.snapshots()
     }
 
-    /// Router credits of one peer, if it has sent through us.
+    /// Router credits of one peer, if it has sent through us lately.
     pub fn peer_snapshot(&self, peer: &Nid) -> Option<CreditSnapshot> {
-        self.peers
-            .lock()
-            .expect("router peers lock poisoned")
-            .get(peer)
-            .map(|g| g.snapshot())
+        self.peers.snapshot(peer)
     }
 }
