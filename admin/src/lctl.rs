@@ -55,7 +55,8 @@ pub enum LctlCommand {
         assignments: Vec<String>,
     },
     /// List the node's devices — a storage server's targets, the metadata service's target —
-    /// as Lustre's `lctl dl` does (the node's `devices` parameter).
+    /// as Lustre's `lctl dl` does (the node's `devices` parameter), without Lustre's last
+    /// column, the reference count: iopath's devices keep none.
     #[command(name = "dl", alias = "device_list")]
     DeviceList,
     /// List the names matching the patterns, as Lustre's does: parameters and directories
