@@ -90,3 +90,46 @@ pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
     });
     super::print_report(&report, args.json, fyods::render, svg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: FyodsArgs,
+    }
+
+    /// An argument's help text, as `--help` prints it, on one line.
+    fn help_of(id: &str) -> String {
+        let command = <Cli as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .unwrap_or_else(|| panic!("no argument {id}"));
+        arg.get_long_help()
+            .or(arg.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default()
+            .replace('\n', " ")
+    }
+
+    /// The defaults the help texts name are the sweep's own.
+    #[test]
+    fn the_defaults_the_help_names_are_the_ones_taken() {
+        let (full, quick) = (FyodsConfig::default(), FyodsConfig::quick());
+        let sync = help_of("sync_nodes");
+        let nodes = full.sync_nodes.unwrap_or(0);
+        assert!(
+            sync.contains(&format!("(default {nodes},")),
+            "{sync} against {nodes}"
+        );
+        let scale = help_of("time_scale");
+        let named = format!(
+            "(default {}, --quick {})",
+            full.time_scale, quick.time_scale
+        );
+        assert!(scale.contains(&named), "{scale} against {named}");
+    }
+}

@@ -241,6 +241,35 @@ mod tests {
         assert_eq!(args.request_size_bytes, 1 << 20);
     }
 
+    /// An argument's help text, as `--help` prints it.
+    fn help_of(id: &str) -> String {
+        let command = <Cli as clap::CommandFactory>::command();
+        let arg = command
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .unwrap_or_else(|| panic!("no argument {id}"));
+        arg.get_long_help()
+            .or(arg.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+
+    /// The writers and objects the help texts name as defaults are the ones taken.
+    #[test]
+    fn the_defaults_the_help_names_are_the_ones_taken() {
+        let (real, modeled) = (options(&[]), options(&["--disk-model"]));
+        for (id, real, modeled) in [
+            ("threads", real.threads, modeled.threads),
+            ("objects", real.objects, modeled.objects),
+        ] {
+            let help = help_of(id).replace('\n', " ");
+            assert!(
+                help.contains(&format!("Default {real}; with --disk-model {modeled}")),
+                "--{id}: {help:?} against {real} and {modeled}"
+            );
+        }
+    }
+
     #[test]
     fn no_flags_are_the_benchmarks_defaults() {
         assert_eq!(options(&[]), JournalOptions::default());
