@@ -11,7 +11,11 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     // Lustre's `lfs find -type f` is `--type f` to the parser.
-    let cli = cmd::Cli::parse_from(cmd::lfs::lustre_spellings(std::env::args_os().collect()));
+    let cli =
+        match cmd::Cli::try_parse_from(cmd::lfs::lustre_spellings(std::env::args_os().collect())) {
+            Ok(cli) => cli,
+            Err(error) => return parse_error(&error),
+        };
     if let Err(error) = start_log() {
         eprintln!("iopath: error: {error}");
         return std::process::ExitCode::from(2);
@@ -36,6 +40,29 @@ fn main() -> std::process::ExitCode {
     match ended {
         signals::Ended::Returned(result) => exit_code(result),
         signals::Ended::Signal(signal) => signals::end_on(signal),
+    }
+}
+
+/// What clap's answer to the command line ends with: `--help` and `--version` written to
+/// standard output — a write that fails ends the run as any result's does (141 for a reader
+/// gone, 1 with the reason otherwise), where clap would exit 0 — and a usage error as clap
+/// says it.
+fn parse_error(error: &clap::Error) -> std::process::ExitCode {
+    use std::io::Write as _;
+    if error.use_stderr() || std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        // A usage error, on standard error with clap's status (2); or help for a person, in
+        // clap's colours.
+        let _ = error.print();
+        return std::process::ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+    }
+    let text = error.render().to_string();
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => exit_code(Err(anyhow::Error::new(e).context("write the help"))),
     }
 }
 

@@ -576,3 +576,25 @@ fn the_log_variables_are_documented_and_rust_log_is_honoured() {
         assert!(err.starts_with("iopath: error: IOPATH_LOG="), "{err}");
     }
 }
+
+/// `--help` and `--version` are results too: a full disk ends them with the reason and
+/// status 1, a reader gone with 141, as any command's output.
+#[test]
+fn help_that_cannot_be_written_fails_with_the_reason() {
+    for args in [&["--help"][..], &["lfs", "--help"], &["--version"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let output = iopath().args(args).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Usage errors are still clap's, on standard error, status 2.
+    let output = iopath().arg("--no-such-flag").output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
