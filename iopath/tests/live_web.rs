@@ -278,6 +278,14 @@ fn the_page_follows_the_stack_while_ior_runs_and_agrees_with_the_nodes() {
             .all(|(later, earlier)| later > earlier),
         "the page's counters did not move while IOR ran: {shown:?}"
     );
+    // Each link ends in a dot on the network it joins: one per interface drawn.
+    let interfaces: usize = view["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["interfaces"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(dom.matches("<circle").count(), interfaces, "a dot per link");
     let picture = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-view.png");
     let _ = std::fs::remove_file(&picture);
     browse(&url, &[&format!("--screenshot={}", picture.display())]);
