@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
-use iopath_mds::{DirEntry, FileType, MdsClient};
+use iopath_mds::{Attributes, DirEntry, FileType, MdsClient, Owner, SetAttributes};
 use iopath_ost_client::{ClientId, OscStats};
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
@@ -234,14 +234,28 @@ impl Client {
         &self.inner.fsname
     }
 
-    /// Makes directory `path`.
+    /// Makes directory `path` (mode 0755, its owner not recorded).
     pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
-        self.inner
-            .mds
-            .mkdir(path, MKDIR_MODE)
+        self.mkdir_as(path, MKDIR_MODE, Owner::UNRECORDED)
             .await
             .map(drop)
-            .map_err(|e| ClientError::from_mds(path, e))
+    }
+
+    /// Makes directory `path` with permission bits `mode`, owned by `owner`; returns its
+    /// attributes.
+    pub async fn mkdir_as(
+        &self,
+        path: &str,
+        mode: u32,
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .mkdir_as(path, mode, owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
     }
 
     /// Removes the empty directory `path`.
@@ -258,6 +272,22 @@ impl Client {
     /// are refused here, before any round trip. If an object cannot be created, the name is
     /// removed again and the objects made so far destroyed.
     pub async fn create(&self, path: &str, stripe: StripeRequest) -> Result<File, ClientError> {
+        self.create_as(path, stripe, CREATE_MODE, Owner::UNRECORDED)
+            .await
+            .map(|(file, _)| file)
+    }
+
+    /// [`Client::create`], the new file's permission bits `mode` and its owner `owner`; with
+    /// the open file, its attributes (size 0: it is new). Through a fyod, which creates with
+    /// its default bits and no owner, they are set at the metadata service after it created
+    /// the file.
+    pub async fn create_as(
+        &self,
+        path: &str,
+        stripe: StripeRequest,
+        mode: u32,
+        owner: Owner,
+    ) -> Result<(File, FileStat), ClientError> {
         self.check_stripe(&stripe)?;
         let span = info_span!("create", path);
         if let Some(fyod) = &self.inner.fyod {
@@ -279,13 +309,30 @@ impl Client {
                 }
                 return Err(ClientError::Exists { path: path.into() });
             }
-            return self.fyod_file(path, file);
+            let mds = &self.inner.mds;
+            let attributes = async {
+                let attributes = mds.stat(path).await?;
+                if (mode, owner) == (CREATE_MODE, Owner::UNRECORDED) {
+                    return Ok(attributes);
+                }
+                let change = SetAttributes {
+                    mode: Some(mode),
+                    uid: owner.uid,
+                    gid: owner.gid,
+                    ..SetAttributes::default()
+                };
+                mds.setattr(attributes.ino, &change).await
+            }
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+            let stat = stat::stat_from_attributes(path, &attributes)?;
+            return Ok((self.fyod_file(path, file)?, stat));
         }
         async {
             let attributes = self
                 .inner
                 .mds
-                .create(path, CREATE_MODE, stripe)
+                .create_for(path, (mode, owner), stripe, None)
                 .await
                 .map_err(|e| ClientError::from_mds(path, e))?;
             let layout = match &attributes.layout {
@@ -297,6 +344,7 @@ impl Client {
                     });
                 }
             };
+            let stat = stat::stat_from_attributes(path, &attributes)?;
             let targets = self.inner.targets().await?;
             if let Err(error) = targets.create_objects(&layout).await {
                 // Leave no name without objects behind; the error that matters is the first.
@@ -309,7 +357,8 @@ impl Client {
                 }
                 return Err(error);
             }
-            self.file(path, layout, DataPath::Direct(Arc::clone(targets)))
+            let file = self.file(path, layout, DataPath::Direct(Arc::clone(targets)))?;
+            Ok((file, stat))
         }
         .instrument(span)
         .await
@@ -330,6 +379,12 @@ impl Client {
             .open(path)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
+        self.direct_file(path, &attributes).await
+    }
+
+    /// A direct-attached file of `attributes`' layout; a directory or a layout missing is
+    /// said so.
+    async fn direct_file(&self, path: &str, attributes: &Attributes) -> Result<File, ClientError> {
         match &attributes.layout {
             Some(layout) => {
                 let layout = layout.clone();
@@ -354,18 +409,69 @@ impl Client {
             .stat(path)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
-        let mut stat = stat::stat_from_attributes(path, &attributes)?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// The attributes of the inode numbered `ino` — what a mount holding the number asks,
+    /// whatever its names are now — with a file's size glimpsed from its objects. `path` is
+    /// a name it had: the error's, and the one a fyod opens it by to glimpse.
+    pub async fn stat_ino(&self, ino: u64, path: &str) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .stat_ino(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// Changes the attributes of the inode numbered `ino` (`path`: a name it had, for
+    /// errors and a fyod's glimpse): `chmod`, `chown`, `utimensat`, and the times of writes
+    /// a mount reports when the file is closed. Returns its attributes now, a file's size
+    /// glimpsed.
+    pub async fn set_attributes(
+        &self,
+        ino: u64,
+        path: &str,
+        change: &SetAttributes,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .setattr(ino, change)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// Opens the file numbered `ino` (`path`: a name it had, which a fyod opens it by).
+    pub async fn open_ino(&self, ino: u64, path: &str) -> Result<File, ClientError> {
+        if self.inner.fyod.is_some() {
+            return self.open(path).await;
+        }
+        let attributes = self
+            .inner
+            .mds
+            .stat_ino(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.direct_file(path, &attributes).await
+    }
+
+    /// `attributes` as a [`FileStat`], a file's size glimpsed: direct-attached from the
+    /// objects of the layout in hand; through a fyod by the fyod, on a handle opened by
+    /// `path`.
+    async fn glimpsed(&self, path: &str, attributes: &Attributes) -> Result<FileStat, ClientError> {
+        let mut stat = stat::stat_from_attributes(path, attributes)?;
         let Some(layout) = &stat.layout else {
             return Ok(stat);
         };
         stat.size_bytes = if self.inner.fyod.is_some() {
-            // Through a fyod the objects are glimpsed by the fyod, on an open handle.
             let file = self.open(path).await?;
             let size = file.size().await;
             file.close().await?;
             size?
         } else {
-            // Direct-attached, the layout is in hand: glimpse its objects.
             self.inner.targets().await?.size(layout).await?
         };
         Ok(stat)

@@ -12,14 +12,28 @@ pub struct FileStat {
     pub size_bytes: u64,
     /// Whether it is a directory.
     pub is_dir: bool,
+    /// What it is.
+    pub file_type: FileType,
     /// A file's layout.
     pub layout: Option<Layout>,
     /// Its inode number at the metadata service.
     pub ino: u64,
     /// Permission bits.
     pub mode: u32,
-    /// When it last changed as the metadata service sees it (ns since the epoch).
+    /// Owner (`None`: not recorded, an inode from before owners were kept or made by a
+    /// caller that did not say).
+    pub uid: Option<u32>,
+    /// Group (`None`: not recorded).
+    pub gid: Option<u32>,
+    /// Hard links.
+    pub links: u32,
+    /// Last access, as the metadata service keeps it (ns since the epoch).
+    pub atime_ns: u64,
+    /// Last change of its contents (ns since the epoch): a directory's entries, a file's
+    /// last write that a client reported, or `utimensat`'s value.
     pub mtime_ns: u64,
+    /// Last change of its attributes or contents (ns since the epoch).
+    pub ctime_ns: u64,
     /// A directory's number of entries.
     pub entries_count: u64,
 }
@@ -51,10 +65,16 @@ pub(crate) fn stat_from_attributes(
     Ok(FileStat {
         size_bytes: 0,
         is_dir,
+        file_type: attributes.file_type,
         layout,
         ino: attributes.ino,
         mode: attributes.mode,
+        uid: attributes.uid,
+        gid: attributes.gid,
+        links: attributes.links,
+        atime_ns: attributes.atime_ns,
         mtime_ns: attributes.mtime_ns,
+        ctime_ns: attributes.ctime_ns,
         entries_count: attributes.entries_count,
     })
 }

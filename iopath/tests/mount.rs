@@ -827,3 +827,156 @@ fn a_mount_whose_stack_stops_unmounts_and_exits_1() {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(&mnt.dir.display().to_string()), "{mounts}");
 }
+
+/// Runs `line` in `dir` with sh; panics with its output if it fails; returns its output.
+fn sh_in(dir: &Path, line: &str) -> String {
+    sh(&format!("cd {} && {line}", dir.display()))
+}
+
+/// `stat -c FORMAT path`, trimmed.
+fn stat_c(format: &str, path: &Path) -> String {
+    sh(&format!("stat -c '{format}' {}", path.display()))
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn make_rebuilds_a_target_whose_input_was_written_since() {
+    require("make");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    sh_in(
+        &mnt.dir,
+        "printf 'out: in\\n\\tcp in out\\n' > Makefile && echo v1 > in && make",
+    );
+    assert_eq!(std::fs::read(mnt.path("out")).unwrap(), b"v1\n");
+    // Both into the past (rather than waiting for a clock to tick): the next write of `in`
+    // is then newer than `out` on any clock.
+    sh_in(&mnt.dir, "touch -d @1000000000 in out");
+    assert_eq!(stat_c("%Y", &mnt.path("in")), "1000000000");
+    let made = sh_in(&mnt.dir, "echo v2 > in && make");
+    assert!(made.contains("cp in out"), "make rebuilt: {made}");
+    assert_eq!(std::fs::read(mnt.path("out")).unwrap(), b"v2\n");
+    let again = sh_in(&mnt.dir, "make");
+    assert!(again.contains("up to date"), "{again}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn git_status_sees_an_in_place_edit() {
+    require("git");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let git = "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main";
+    sh_in(&mnt.dir, &format!("{git} init -q repo"));
+    let repo = mnt.path("repo");
+    // The file's time in the past, so the index's entry is not "racily clean" (which git
+    // would check by content): only its times can tell git the file changed.
+    sh_in(
+        &repo,
+        &format!("echo first > f && touch -d @1000000000 f && {git} add f && {git} commit -qm one"),
+    );
+    assert_eq!(sh_in(&repo, &format!("{git} status --porcelain")), "");
+    // An edit in place, of the same length: the name, the inode and the size stay.
+    sh_in(
+        &repo,
+        "printf 'other\\n' | dd of=f conv=notrunc status=none",
+    );
+    assert_eq!(std::fs::read(repo.join("f")).unwrap(), b"other\n");
+    assert_eq!(sh_in(&repo, &format!("{git} status --porcelain")), " M f\n");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn a_second_rsync_a_sends_nothing_and_modes_owners_and_times_are_kept() {
+    require("rsync");
+    assert_eq!(
+        sh("id -u").trim(),
+        "0",
+        "this test sets owners with chown: run it as root (as scripts/test is)"
+    );
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let tree = src.path().join("tree");
+    for (dir, files) in [("", 3), ("a", 2), ("a/b", 4)] {
+        std::fs::create_dir_all(tree.join(dir)).unwrap();
+        for i in 0..files {
+            let file = tree.join(dir).join(format!("f{i}"));
+            std::fs::write(&file, vec![b'x'; i * 1000 + 7]).unwrap();
+        }
+    }
+    sh(&format!(
+        "chmod 600 {t}/f0 && chmod 751 {t}/a && chown 1234:5678 {t}/a/f1 && touch -d @1000000000 {t}/f2 && chmod 2755 {t}/a/b",
+        t = tree.display()
+    ));
+    let rsync = format!(
+        "rsync -a -i {}/ {}/",
+        tree.display(),
+        mnt.path("copy").display()
+    );
+    let first = sh(&rsync);
+    assert!(
+        first.lines().count() >= 9,
+        "the first copies everything: {first}"
+    );
+    let second = sh(&rsync);
+    assert_eq!(second, "", "the second finds every file up to date");
+    let copy = mnt.path("copy");
+    assert_eq!(stat_c("%a", &copy.join("f0")), "600");
+    assert_eq!(stat_c("%a", &copy.join("a")), "751");
+    assert_eq!(stat_c("%a", &copy.join("a/b")), "2755");
+    assert_eq!(stat_c("%u:%g", &copy.join("a/f1")), "1234:5678");
+    assert_eq!(stat_c("%Y", &copy.join("f2")), "1000000000");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn writes_move_mtime_and_ctime_and_times_modes_and_sizes_survive_server_crashes() {
+    let mut stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let f = mnt.path("f");
+    std::fs::write(&f, vec![3u8; 3_000_001]).unwrap();
+    sh(&format!(
+        "touch -d @1000000000.5 {} && chmod 640 {}",
+        f.display(),
+        f.display()
+    ));
+    let set = stat_c("%.9Y %a %s", &f);
+    assert_eq!(set, "1000000000.500000000 640 3000001");
+    // A write moves the modification and change times, seen at once and after the close.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+    std::io::Write::write_all(&mut file, b"more").unwrap();
+    let while_open = std::fs::metadata(&f).unwrap();
+    let wrote = while_open.modified().unwrap();
+    assert!(wrote > std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_001));
+    drop(file);
+    let after_close = std::fs::metadata(&f).unwrap();
+    assert_eq!(after_close.modified().unwrap(), wrote);
+    assert!(std::os::unix::fs::MetadataExt::ctime(&after_close) >= 1_000_000_001);
+    let g = mnt.path("g");
+    std::fs::write(&g, b"g").unwrap();
+    sh(&format!("touch -d @1200000000 {}", g.display()));
+    let before = (stat_c("%.9Y %a %s", &f), stat_c("%.9Y %s", &g));
+    // The metadata service and a storage server killed and started again: the times live
+    // in the metadata service's log, the bytes in the journal and in the mount's replay.
+    stack.kill("mds");
+    stack.restart("mds");
+    stack.kill("oss1");
+    std::thread::sleep(Duration::from_millis(200));
+    stack.restart("oss1");
+    // Another mount, which has cached nothing, asks the servers.
+    let other = Mounted::new(&stack);
+    let (f, g) = (other.path("f"), other.path("g"));
+    let after = (stat_c("%.9Y %a %s", &f), stat_c("%.9Y %s", &g));
+    assert_eq!(after, before);
+    let mut expected = vec![3u8; 3_000_001];
+    expected.extend_from_slice(b"more");
+    assert_eq!(std::fs::read(&f).unwrap(), expected);
+    assert!(other.unmount());
+    assert!(mnt.unmount());
+    stack.stop();
+}

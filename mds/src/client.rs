@@ -10,7 +10,9 @@ use prost::Message;
 
 use crate::error::{MdsError, Result};
 use crate::limits::READDIR_PAGE_ENTRIES_MAX;
-use crate::namespace::inode::{Attributes, DirEntry, DirPage, StripeInfo};
+use crate::namespace::inode::{
+    Attributes, DirEntry, DirPage, Ino, Owner, SetAttributes, StripeInfo,
+};
 use crate::service::{MDS_PORTAL, MdsTarget, opcode};
 use crate::wire;
 use iopath_layout::{FsName, Layout, StripeRequest};
@@ -61,11 +63,18 @@ impl MdsClient {
         self.server
     }
 
-    /// Makes directory `path` with permission bits `mode`.
+    /// Makes directory `path` with permission bits `mode`, its owner not recorded.
     pub async fn mkdir(&self, path: &str, mode: u32) -> Result<Attributes> {
+        self.mkdir_as(path, mode, Owner::UNRECORDED).await
+    }
+
+    /// Makes directory `path` with permission bits `mode`, owned by `owner`.
+    pub async fn mkdir_as(&self, path: &str, mode: u32, owner: Owner) -> Result<Attributes> {
         let request = pb::MkdirRequest {
             path: path.to_owned(),
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
         };
         let reply: pb::AttributesReply = self.call(opcode::MKDIR, &request).await?;
         wire::attributes_from_wire(reply.attributes.as_ref())
@@ -75,23 +84,27 @@ impl MdsClient {
     /// directory's default. The objects are not created: the caller creates them on their
     /// targets. Fails with EEXIST if `path` exists.
     pub async fn create(&self, path: &str, mode: u32, stripe: StripeRequest) -> Result<Attributes> {
-        self.create_for(path, mode, stripe, None).await
+        self.create_for(path, (mode, Owner::UNRECORDED), stripe, None)
+            .await
     }
 
     /// [`MdsClient::create`], made by a proxy (a fyod) for `origin`, a compute node's
     /// request: the service answers the same origin's create again with the reply it had —
     /// when the compute node sends its open again through the proxy's next start, the create
     /// the first start made is this one's, not a file that already existed.
+    /// The new file's permission bits and owner are `mode` and `owner`.
     pub async fn create_for(
         &self,
         path: &str,
-        mode: u32,
+        (mode, owner): (u32, Owner),
         stripe: StripeRequest,
         origin: Option<&Origin>,
     ) -> Result<Attributes> {
         let request = pb::CreateRequest {
             path: path.to_owned(),
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
             stripe: Some(wire::stripe_to_wire(&stripe)),
             origin: origin.map(|o| pb::Origin {
                 client: o.client.clone(),
@@ -118,6 +131,35 @@ impl MdsClient {
     /// The attributes of `path`.
     pub async fn stat(&self, path: &str) -> Result<Attributes> {
         let reply: pb::AttributesReply = self.call(opcode::STAT, &path_request(path)).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// The attributes of the inode numbered `ino` (a file's with its layout).
+    pub async fn stat_ino(&self, ino: Ino) -> Result<Attributes> {
+        let request = pb::InoRequest { ino };
+        let reply: pb::AttributesReply = self.call(opcode::STAT_INO, &request).await?;
+        let attributes = wire::attributes_from_wire(reply.attributes.as_ref())?;
+        if attributes.ino != ino {
+            return Err(MdsError::Malformed {
+                what: "stat_ino reply",
+                why: format!("asked for inode {ino}, told of {}", attributes.ino),
+            });
+        }
+        Ok(attributes)
+    }
+
+    /// Changes the attributes of the inode numbered `ino`; returns them as they are now.
+    pub async fn setattr(&self, ino: Ino, change: &SetAttributes) -> Result<Attributes> {
+        let request = pb::SetAttrRequest {
+            ino,
+            mode: change.mode,
+            uid: change.uid,
+            gid: change.gid,
+            atime_ns: change.atime_ns,
+            mtime_ns: change.mtime_ns,
+            ctime_ns: change.ctime_ns,
+        };
+        let reply: pb::AttributesReply = self.call(opcode::SETATTR, &request).await?;
         wire::attributes_from_wire(reply.attributes.as_ref())
     }
 

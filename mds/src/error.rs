@@ -23,6 +23,12 @@ pub enum MdsError {
         /// The path as asked.
         path: String,
     },
+    /// No inode has this number (it was removed; numbers are never used again).
+    #[error("no inode numbered {ino}: it was removed")]
+    NoSuchInode {
+        /// The number asked for.
+        ino: u64,
+    },
     /// The name is already taken.
     #[error("{path}: already exists")]
     Exists {
@@ -158,7 +164,7 @@ impl MdsError {
     pub fn errno(&self) -> u32 {
         use errno::*;
         match self {
-            MdsError::NotFound { .. } => ENOENT,
+            MdsError::NotFound { .. } | MdsError::NoSuchInode { .. } => ENOENT,
             MdsError::Exists { .. } => EEXIST,
             MdsError::NotADirectory { .. } => ENOTDIR,
             MdsError::IsADirectory { .. } => EISDIR,

@@ -40,7 +40,9 @@ pub use error::{MdsError, Result};
 pub use iopath_layout as layout;
 pub use iopath_layout::{FsName, Layout, ObjectRef, StripeRequest};
 pub use limits::MdsLimits;
-pub use namespace::inode::{Attributes, DirEntry, DirPage, FileType, Ino, StripeInfo};
+pub use namespace::inode::{
+    Attributes, DirEntry, DirPage, FileType, Ino, Owner, SetAttributes, StripeInfo,
+};
 pub use namespace::op::{Op, Outcome};
 pub use namespace::{Namespace, NamespaceConfig};
 pub use path::MdsPath;

@@ -18,7 +18,7 @@ use tracing::{Instrument as _, debug, debug_span};
 use crate::error::{MdsError, Result};
 use crate::limits::{MdsLimits, NAME_LEN_MAX_BYTES};
 use crate::namespace::NamespaceConfig;
-use crate::namespace::inode::StripeInfo;
+use crate::namespace::inode::{Owner, SetAttributes, StripeInfo};
 use crate::namespace::op::{Op, Outcome};
 use crate::path::MdsPath;
 use crate::store::{MdsStore, RealDisk, RequestRef, StoreDisk};
@@ -53,6 +53,10 @@ pub mod opcode {
     pub const GETSTRIPE: u32 = 10;
     /// `TargetsRequest` → `TargetsReply`.
     pub const TARGETS: u32 = 11;
+    /// `SetAttrRequest` → `AttributesReply`.
+    pub const SETATTR: u32 = 12;
+    /// `InoRequest` → `AttributesReply` (a file's with its layout).
+    pub const STAT_INO: u32 = 13;
 
     /// The opcode's name, lower case (`write`), for per-operation counters.
     pub fn name(opcode: u32) -> Option<&'static str> {
@@ -68,6 +72,8 @@ pub mod opcode {
             SETSTRIPE => "setstripe",
             GETSTRIPE => "getstripe",
             TARGETS => "targets",
+            SETATTR => "setattr",
+            STAT_INO => "stat_ino",
             _ => return None,
         })
     }
@@ -183,6 +189,10 @@ impl MdsService {
                 let op = Op::Mkdir {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
                 };
                 attributes_reply(self.change(op, &asked).await?)
             }
@@ -209,6 +219,10 @@ impl MdsService {
                 let op = Op::Create {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
                     stripe: request
                         .stripe
                         .as_ref()
@@ -226,6 +240,35 @@ impl MdsService {
                     attributes: Some(wire::attributes_to_wire(&attributes)),
                 }
                 .encode_to_vec()
+            }
+            opcode::STAT_INO => {
+                let request: pb::InoRequest = decode(body, "stat_ino request")?;
+                let attributes = self.store.read(|ns| ns.stat_ino(request.ino))?;
+                pb::AttributesReply {
+                    attributes: Some(wire::attributes_to_wire(&attributes)),
+                }
+                .encode_to_vec()
+            }
+            opcode::SETATTR => {
+                let request: pb::SetAttrRequest = decode(body, "setattr request")?;
+                let op = Op::SetAttr {
+                    ino: request.ino,
+                    change: SetAttributes {
+                        mode: request.mode,
+                        uid: request.uid,
+                        gid: request.gid,
+                        atime_ns: request.atime_ns,
+                        mtime_ns: request.mtime_ns,
+                        ctime_ns: request.ctime_ns,
+                    },
+                };
+                match self.change(op, &asked).await? {
+                    Outcome::AttributesSet(attributes) => pb::AttributesReply {
+                        attributes: Some(wire::attributes_to_wire(&attributes)),
+                    }
+                    .encode_to_vec(),
+                    other => unexpected(other),
+                }
             }
             opcode::READDIR => {
                 let request: pb::ReaddirRequest = decode(body, "readdir request")?;

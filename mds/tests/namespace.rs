@@ -13,7 +13,7 @@ use iopath_mds::limits::PATH_DEPTH_MAX;
 use iopath_mds::namespace::op::Planned;
 use iopath_mds::{
     FileType, Layout, MdsError, MdsLimits, MdsPath, Namespace, NamespaceConfig, ObjectRef, Op,
-    Outcome, StripeInfo, StripeRequest,
+    Outcome, Owner, StripeInfo, StripeRequest,
 };
 
 const MIB: u64 = 1 << 20;
@@ -48,6 +48,7 @@ fn mkdir(ns: &mut Namespace, path: &str) -> Result<Outcome, MdsError> {
         Op::Mkdir {
             path: p(path),
             mode: 0o755,
+            owner: Owner::UNRECORDED,
         },
     )
 }
@@ -58,6 +59,7 @@ fn create(ns: &mut Namespace, path: &str, stripe: StripeRequest) -> Result<Layou
         Op::Create {
             path: p(path),
             mode: 0o644,
+            owner: Owner::UNRECORDED,
             stripe,
         },
     )? {
@@ -141,10 +143,12 @@ fn every_operation_refuses_what_posix_refuses() {
     let mkdir_op = |path: &str| Op::Mkdir {
         path: p(path),
         mode: 0o755,
+        owner: Owner::UNRECORDED,
     };
     let create_op = |path: &str| Op::Create {
         path: p(path),
         mode: 0o644,
+        owner: Owner::UNRECORDED,
         stripe: StripeRequest::INHERIT,
     };
     let unlink = |path: &str| Op::Unlink { path: p(path) };
@@ -168,6 +172,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Mkdir {
                 path: p("/m"),
                 mode: 0o10000,
+                owner: Owner::UNRECORDED,
             },
             EINVAL,
             "mode 0o10000",
@@ -277,6 +282,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(0, 5, -1),
             },
             EINVAL,
@@ -286,6 +292,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(65_537, 1, -1),
             },
             EINVAL,
@@ -295,6 +302,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(0, 1, 9),
             },
             EINVAL,
@@ -304,6 +312,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(0, i64::MAX, -1),
             },
             EINVAL,
@@ -727,6 +736,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -735,6 +746,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 7,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -743,6 +756,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "d".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -751,6 +766,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "..".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -759,6 +776,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },

@@ -534,6 +534,7 @@ async fn a_corrupt_log_stops_the_service_from_starting() {
             let op = iopath_mds::Op::Mkdir {
                 path: iopath_mds::MdsPath::parse(&format!("/d{i}")).unwrap(),
                 mode: 0o755,
+                owner: iopath_mds::Owner::UNRECORDED,
             };
             service.store().execute(&op, 1).unwrap();
         }
@@ -580,6 +581,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         body: body.into(),
     };
     let create = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/f".into(),
         mode: 0o644,
         stripe: None,
@@ -588,6 +591,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
     .encode_to_vec();
     let unlink = pb::PathRequest { path: "/g".into() }.encode_to_vec();
     let create_g = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/g".into(),
         mode: 0o644,
         stripe: None,
@@ -634,6 +639,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
     assert_eq!(restarted.store().last_seq(), 3);
     // Another request with the same xid (a client that started its xids over) runs.
     let other = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/h".into(),
         mode: 0o644,
         stripe: None,

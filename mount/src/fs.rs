@@ -6,8 +6,16 @@
 //! takes a side door: a write is `File::write_at` — a buffer descriptor, a pull by each
 //! storage server, checksums, the journal — and a read is `File::read_at`.
 //!
+//! The kernel's inode numbers are the metadata service's ([`crate::inodes`]); attributes are
+//! asked and set by number. Mode, owner and times live at the metadata service. A write's
+//! times are the client's, as a Lustre client's are: every write that lands moves the open
+//! file's modification and change times here at once (a `stat` through this mount sees them),
+//! and they reach the metadata service when the file is closed or synced — one change per
+//! close of a written file, not one per write (Lustre's close carries them the same way). An
+//! explicit time (`touch`, `utimensat`, `rsync -t`) set after the writes wins over them.
+//!
 //! What is not POSIX, and why, is in docs/mount.md: no locks, no mmap coherence between
-//! mounts, mode, owner and times not stored, an unlinked file's data gone at once.
+//! mounts, an unlinked file's data gone at once.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -23,7 +31,7 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request, TimeOrNow, WriteFlags,
 };
-use iopath_client::{Client, ClientError, File, FileStat, StripeRequest};
+use iopath_client::{Client, ClientError, File, FileStat, Owner, SetAttributes, StripeRequest};
 use tokio::runtime::Handle;
 use tracing::{debug, warn};
 
@@ -61,12 +69,62 @@ pub struct IopathFs {
 /// A directory's entries as opendir took them: inode number, type, name.
 type Listing = Vec<(u64, FileType, String)>;
 
+/// One open file handle: the client's file, and the inode it is open on.
+#[derive(Debug, Clone)]
+struct OpenHandle {
+    file: File,
+    ino: u64,
+    open: Arc<OpenInode>,
+}
+
+/// What this mount knows of an inode it has open: how many handles, and the times of writes
+/// it made that the metadata service has not been told yet.
+#[derive(Debug, Default)]
+struct OpenInode {
+    /// Open handles (changed under [`Shared::open`]'s lock).
+    handles: AtomicU64,
+    /// When the latest write through this mount landed (ns since the epoch), if the metadata
+    /// service has not been told: the file's modification and change time.
+    written_ns: Mutex<Option<u64>>,
+    /// Held while the metadata service is told of this inode's times or attributes, so a
+    /// close's report and an explicit `utimensat` reach it in the order they were made.
+    telling: tokio::sync::Mutex<()>,
+}
+
+impl OpenInode {
+    fn written(&self) -> Option<u64> {
+        *self
+            .written_ns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn take_written(&self) -> Option<u64> {
+        self.written_ns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// A write landed at `now_ns`.
+    fn wrote(&self, now_ns: u64) {
+        let mut written = self
+            .written_ns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *written = Some(written.map_or(now_ns, |t| t.max(now_ns)));
+    }
+}
+
 #[derive(Debug)]
 struct Shared {
     inodes: Mutex<Inodes>,
-    files: Mutex<HashMap<u64, File>>,
+    files: Mutex<HashMap<u64, OpenHandle>>,
+    /// The inodes with open handles, by number.
+    open: Mutex<HashMap<u64, Arc<OpenInode>>>,
     dirs: Mutex<HashMap<u64, Listing>>,
     next_handle: AtomicU64,
+    /// Who an inode whose owner was never recorded is shown as: the mounting user.
     uid: u32,
     gid: u32,
 }
@@ -76,6 +134,7 @@ impl Shared {
         self.inodes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// A name of `ino` (its latest), for the calls that need one.
     fn path(&self, ino: INodeNo) -> Result<String, Errno> {
         self.inodes()
             .path(ino.0)
@@ -90,7 +149,7 @@ impl Shared {
             .ok_or(Errno::ENOENT)
     }
 
-    fn file(&self, fh: FileHandle) -> Result<File, Errno> {
+    fn handle_of(&self, fh: FileHandle) -> Result<OpenHandle, Errno> {
         self.files
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -99,31 +158,73 @@ impl Shared {
             .ok_or(Errno::EBADF)
     }
 
-    fn handle(&self) -> u64 {
-        self.next_handle.fetch_add(1, Ordering::Relaxed)
+    /// The inode's open state, if this mount has it open.
+    fn open_inode(&self, ino: u64) -> Option<Arc<OpenInode>> {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&ino)
+            .cloned()
     }
 
-    fn attr(&self, ino: u64, stat: &FileStat) -> FileAttr {
-        let mtime = UNIX_EPOCH + Duration::from_nanos(stat.mtime_ns);
-        let (kind, default_perm, nlink) = if stat.is_dir {
-            (FileType::Directory, 0o755, 2)
-        } else {
-            (FileType::RegularFile, 0o644, 1)
+    /// Registers `file`, open on `ino`, as a new handle.
+    fn opened(&self, ino: u64, file: File) -> FileHandle {
+        let open = {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            let state = open.entry(ino).or_default();
+            state.handles.fetch_add(1, Ordering::Relaxed);
+            Arc::clone(state)
         };
-        let perm = (stat.mode & 0o7777) as u16;
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        self.files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(fh, OpenHandle { file, ino, open });
+        FileHandle(fh)
+    }
+
+    /// Handle `fh` is released; returns it, and whether it was its inode's last.
+    fn released(&self, fh: FileHandle) -> Option<(OpenHandle, bool)> {
+        let handle = self
+            .files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&fh.0)?;
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let last = handle.open.handles.fetch_sub(1, Ordering::Relaxed) == 1;
+        if last {
+            open.remove(&handle.ino);
+        }
+        Some((handle, last))
+    }
+
+    /// The kernel's view of `stat`, numbered `ino`; the times of writes this mount made and
+    /// has not reported yet stand in for the metadata service's.
+    fn attr(&self, ino: u64, stat: &FileStat) -> FileAttr {
+        let time = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
+        let written = self.open_inode(ino).and_then(|open| open.written());
+        let (mtime_ns, ctime_ns) = match written {
+            Some(t) => (t.max(stat.mtime_ns), t.max(stat.ctime_ns)),
+            None => (stat.mtime_ns, stat.ctime_ns),
+        };
+        let kind = if stat.is_dir {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        };
         FileAttr {
             ino: INodeNo(ino),
             size: stat.size_bytes,
             blocks: stat.size_bytes.div_ceil(512),
-            atime: mtime,
-            mtime,
-            ctime: mtime,
-            crtime: mtime,
+            atime: time(stat.atime_ns),
+            mtime: time(mtime_ns),
+            ctime: time(ctime_ns),
+            crtime: time(ctime_ns),
             kind,
-            perm: if perm == 0 { default_perm } else { perm },
-            nlink,
-            uid: self.uid,
-            gid: self.gid,
+            perm: (stat.mode & 0o7777) as u16,
+            nlink: stat.links,
+            uid: stat.uid.unwrap_or(self.uid),
+            gid: stat.gid.unwrap_or(self.gid),
             rdev: 0,
             // What programs size their buffers by (`cp`, `stdio`): the stripe size, as
             // Lustre reports, so they write whole stripes.
@@ -134,6 +235,19 @@ impl Shared {
             flags: 0,
         }
     }
+}
+
+/// Now, in ns since the epoch: the time a write or a `touch` is given, by this client's
+/// clock (as a Lustre client gives its writes its own time).
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn time_ns(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// The errno the kernel is given for a client error: the client's own, with the ones no
@@ -169,6 +283,7 @@ impl IopathFs {
             shared: Arc::new(Shared {
                 inodes: Mutex::new(Inodes::new()),
                 files: Mutex::new(HashMap::new()),
+                open: Mutex::new(HashMap::new()),
                 dirs: Mutex::new(HashMap::new()),
                 next_handle: AtomicU64::new(1),
                 uid,
@@ -228,8 +343,40 @@ async fn entry_of(client: &Client, shared: &Shared, path: &str) -> Result<FileAt
         .stat(path)
         .await
         .map_err(|e| failed("stat", path, &e))?;
-    let ino = shared.inodes().remember(path);
-    Ok(shared.attr(ino, &stat))
+    Ok(entry(shared, path, &stat))
+}
+
+/// `stat`, found at `path`, given to the kernel as an entry: its number is held once more.
+fn entry(shared: &Shared, path: &str, stat: &FileStat) -> FileAttr {
+    shared.inodes().remember(stat.ino, path);
+    shared.attr(stat.ino, stat)
+}
+
+/// Tells the metadata service the times of the writes this mount made to `ino` and has not
+/// reported (a close, an fsync, the last release): one change, whatever the number of writes.
+async fn report_writes(
+    client: &Client,
+    ino: u64,
+    path: &str,
+    open: &OpenInode,
+) -> Result<(), Errno> {
+    let _telling = open.telling.lock().await;
+    let Some(written_ns) = open.take_written() else {
+        return Ok(());
+    };
+    let change = SetAttributes {
+        mtime_ns: Some(written_ns),
+        ctime_ns: Some(written_ns),
+        ..SetAttributes::default()
+    };
+    match client.set_attributes(ino, path, &change).await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            // Not told: the next close or sync tries again.
+            open.wrote(written_ns);
+            Err(failed("report the times of the writes to", path, &e))
+        }
+    }
 }
 
 impl Filesystem for IopathFs {
@@ -260,7 +407,7 @@ impl Filesystem for IopathFs {
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let path = or_reply!(self.shared.path(ino), reply);
         self.spawn("getattr", move |client, shared| async move {
-            match client.stat(&path).await {
+            match client.stat_ino(ino.0, &path).await {
                 Ok(stat) => reply.attr(&TTL, &shared.attr(ino.0, &stat)),
                 Err(e) => reply.error(failed("stat", &path, &e)),
             }
@@ -271,13 +418,13 @@ impl Filesystem for IopathFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -286,15 +433,31 @@ impl Filesystem for IopathFs {
         reply: ReplyAttr,
     ) {
         let path = or_reply!(self.shared.path(ino), reply);
-        let open = fh.and_then(|fh| self.shared.file(fh).ok());
+        let handle = fh.and_then(|fh| self.shared.handle_of(fh).ok());
+        let open = self.shared.open_inode(ino.0);
         self.spawn("setattr", move |client, shared| async move {
-            // Only the size is stored: the metadata service keeps no mode, owner or times
-            // (docs/mount.md); changing them succeeds and changes nothing, as on a file
-            // system mounted without permissions.
+            let now = now_ns();
+            let when = |time: TimeOrNow| match time {
+                TimeOrNow::Now => now,
+                TimeOrNow::SpecificTime(time) => time_ns(time),
+            };
+            let mut change = SetAttributes {
+                mode: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                atime_ns: atime.map(when),
+                mtime_ns: mtime.map(when),
+                ctime_ns: ctime.map(time_ns),
+            };
+            // Told in order with this inode's reports of its writes.
+            let _telling = match &open {
+                Some(open) => Some(open.telling.lock().await),
+                None => None,
+            };
             if let Some(size) = size {
-                let file = match open {
-                    Some(file) => file,
-                    None => match client.open(&path).await {
+                let file = match handle {
+                    Some(handle) => handle.file,
+                    None => match client.open_ino(ino.0, &path).await {
                         Ok(file) => file,
                         Err(e) => return reply.error(failed("open", &path, &e)),
                     },
@@ -302,31 +465,43 @@ impl Filesystem for IopathFs {
                 if let Err(e) = file.truncate(size).await {
                     return reply.error(failed("truncate", &path, &e));
                 }
+                // A truncation changes the file now (POSIX), unless a time is given too.
+                change.mtime_ns.get_or_insert(now);
             }
-            match client.stat(&path).await {
+            if let Some(open) = &open {
+                // A time set now supersedes the writes' (`touch` after `echo >`); a change
+                // of mode or owner carries them along, as they would be told at close.
+                let written = open.take_written();
+                if change.mtime_ns.is_none() {
+                    change.mtime_ns = written;
+                }
+            }
+            if change.mtime_ns.is_some() {
+                change.ctime_ns.get_or_insert(now);
+            }
+            match client.set_attributes(ino.0, &path, &change).await {
                 Ok(stat) => reply.attr(&TTL, &shared.attr(ino.0, &stat)),
-                Err(e) => reply.error(failed("stat", &path, &e)),
+                Err(e) => reply.error(failed("setattr", &path, &e)),
             }
         });
     }
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         let path = or_reply!(self.shared.child(parent, name), reply);
-        self.spawn("mkdir", |client, shared| async move {
-            if let Err(e) = client.mkdir(&path).await {
-                return reply.error(failed("mkdir", &path, &e));
-            }
-            match entry_of(&client, &shared, &path).await {
-                Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-                Err(e) => reply.error(e),
+        let owner = Owner::new(req.uid(), req.gid());
+        let mode = mode & !umask & 0o7777;
+        self.spawn("mkdir", move |client, shared| async move {
+            match client.mkdir_as(&path, mode, owner).await {
+                Ok(stat) => reply.entry(&TTL, &entry(&shared, &path, &stat), Generation(0)),
+                Err(e) => reply.error(failed("mkdir", &path, &e)),
             }
         });
     }
@@ -381,17 +556,9 @@ impl Filesystem for IopathFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let path = or_reply!(self.shared.path(ino), reply);
-        self.spawn("open", |client, shared| async move {
-            match client.open(&path).await {
-                Ok(file) => {
-                    let fh = shared.handle();
-                    shared
-                        .files
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(fh, file);
-                    reply.opened(FileHandle(fh), FopenFlags::empty())
-                }
+        self.spawn("open", move |client, shared| async move {
+            match client.open_ino(ino.0, &path).await {
+                Ok(file) => reply.opened(shared.opened(ino.0, file), FopenFlags::empty()),
                 Err(e) => reply.error(failed("open", &path, &e)),
             }
         });
@@ -399,44 +566,40 @@ impl Filesystem for IopathFs {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
         let path = or_reply!(self.shared.child(parent, name), reply);
         let exclusive = flags & libc::O_EXCL != 0;
+        let owner = Owner::new(req.uid(), req.gid());
+        let mode = mode & !umask & 0o7777;
         self.spawn("create", move |client, shared| async move {
             // A new file takes its directory's default layout (`lfs setstripe` on the
             // directory), as Lustre's do.
-            let file = match client.create(&path, StripeRequest::INHERIT).await {
-                Ok(file) => file,
-                Err(ClientError::Exists { .. }) if !exclusive => match client.open(&path).await {
-                    Ok(file) => file,
-                    Err(e) => return reply.error(failed("open", &path, &e)),
-                },
+            let (file, attr) = match client
+                .create_as(&path, StripeRequest::INHERIT, mode, owner)
+                .await
+            {
+                Ok((file, stat)) => (file, entry(&shared, &path, &stat)),
+                Err(ClientError::Exists { .. }) if !exclusive => {
+                    let attr = match entry_of(&client, &shared, &path).await {
+                        Ok(attr) => attr,
+                        Err(e) => return reply.error(e),
+                    };
+                    match client.open_ino(attr.ino.0, &path).await {
+                        Ok(file) => (file, attr),
+                        Err(e) => return reply.error(failed("open", &path, &e)),
+                    }
+                }
                 Err(e) => return reply.error(failed("create", &path, &e)),
             };
-            let attr = match entry_of(&client, &shared, &path).await {
-                Ok(attr) => attr,
-                Err(e) => return reply.error(e),
-            };
-            let fh = shared.handle();
-            shared
-                .files
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(fh, file);
-            reply.created(
-                &TTL,
-                &attr,
-                Generation(0),
-                FileHandle(fh),
-                FopenFlags::empty(),
-            )
+            let fh = shared.opened(attr.ino.0, file);
+            reply.created(&TTL, &attr, Generation(0), fh, FopenFlags::empty())
         });
     }
 
@@ -451,11 +614,11 @@ impl Filesystem for IopathFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let file = or_reply!(self.shared.file(fh), reply);
+        let handle = or_reply!(self.shared.handle_of(fh), reply);
         self.spawn("read", move |_, _| async move {
-            match file.read_at(offset, u64::from(size)).await {
+            match handle.file.read_at(offset, u64::from(size)).await {
                 Ok(bytes) => reply.data(&bytes),
-                Err(e) => reply.error(failed("read", file.path(), &e)),
+                Err(e) => reply.error(failed("read", handle.file.path(), &e)),
             }
         });
     }
@@ -472,16 +635,20 @@ impl Filesystem for IopathFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let file = or_reply!(self.shared.file(fh), reply);
+        let handle = or_reply!(self.shared.handle_of(fh), reply);
         // The kernel's buffer is lent for this call only: one copy into memory the storage
         // servers can pull from while the write is in flight (and the client keeps for
         // replay until it is committed).
         let data = Bytes::copy_from_slice(data);
         let len = data.len() as u32;
         self.spawn("write", move |_, _| async move {
-            match file.write_at(offset, data).await {
-                Ok(_) => reply.written(len),
-                Err(e) => reply.error(failed("write", file.path(), &e)),
+            match handle.file.write_at(offset, data).await {
+                Ok(_) => {
+                    // The write landed: the file changed now.
+                    handle.open.wrote(now_ns());
+                    reply.written(len)
+                }
+                Err(e) => reply.error(failed("write", handle.file.path(), &e)),
             }
         });
     }
@@ -490,13 +657,21 @@ impl Filesystem for IopathFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
         // Every write was acknowledged before the program's write call returned; a close
-        // commits nothing more (as on Lustre: close-to-open, not close-to-disk).
-        reply.ok();
+        // commits nothing more (as on Lustre: close-to-open, not close-to-disk). It tells
+        // the metadata service the writes' times, so every client sees them after it.
+        let handle = or_reply!(self.shared.handle_of(fh), reply);
+        self.spawn("flush", move |client, _| async move {
+            let path = handle.file.path().to_owned();
+            match report_writes(&client, handle.ino, &path, &handle.open).await {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        });
     }
 
     fn release(
@@ -509,19 +684,18 @@ impl Filesystem for IopathFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let file = self
-            .shared
-            .files
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&fh.0);
-        let Some(file) = file else {
+        let Some((handle, _last)) = self.shared.released(fh) else {
             return reply.error(Errno::EBADF);
         };
-        self.spawn("release", |_, _| async move {
-            let path = file.path().to_owned();
-            match file.close().await {
-                Ok(()) => reply.ok(),
+        self.spawn("release", |client, _| async move {
+            let path = handle.file.path().to_owned();
+            // Writes of a shared mapping may come after the last close's flush.
+            let reported = report_writes(&client, handle.ino, &path, &handle.open).await;
+            match handle.file.close().await {
+                Ok(()) => match reported {
+                    Ok(()) => reply.ok(),
+                    Err(e) => reply.error(e),
+                },
                 Err(e) => reply.error(failed("close", &path, &e)),
             }
         });
@@ -535,11 +709,15 @@ impl Filesystem for IopathFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let file = or_reply!(self.shared.file(fh), reply);
-        self.spawn("fsync", |_, _| async move {
-            match file.fsync().await {
+        let handle = or_reply!(self.shared.handle_of(fh), reply);
+        self.spawn("fsync", |client, _| async move {
+            let path = handle.file.path().to_owned();
+            if let Err(e) = handle.file.fsync().await {
+                return reply.error(failed("fsync", &path, &e));
+            }
+            match report_writes(&client, handle.ino, &path, &handle.open).await {
                 Ok(()) => reply.ok(),
-                Err(e) => reply.error(failed("fsync", file.path(), &e)),
+                Err(e) => reply.error(e),
             }
         });
     }
@@ -569,22 +747,15 @@ impl Filesystem for IopathFs {
                 listing.push((ino.0, FileType::Directory, ".".to_owned()));
                 listing.push((parent_ino, FileType::Directory, "..".to_owned()));
             }
-            {
-                let inodes = shared.inodes();
-                for entry in entries {
-                    let kind = match entry.file_type {
-                        iopath_client::FileType::Directory => FileType::Directory,
-                        iopath_client::FileType::Regular => FileType::RegularFile,
-                    };
-                    // The number `stat` gives, where the kernel holds one (so `ls -i` and
-                    // `find -inum` agree with it); else the metadata service's own, a hint
-                    // the kernel does not keep.
-                    let child = crate::inodes::join(&path, &entry.name);
-                    let ino = inodes.ino_of(&child).unwrap_or(entry.ino);
-                    listing.push((ino, kind, entry.name));
-                }
+            for entry in entries {
+                let kind = match entry.file_type {
+                    iopath_client::FileType::Directory => FileType::Directory,
+                    iopath_client::FileType::Regular => FileType::RegularFile,
+                };
+                // The metadata service's number, the one `stat` gives.
+                listing.push((entry.ino, kind, entry.name));
             }
-            let fh = shared.handle();
+            let fh = shared.next_handle.fetch_add(1, Ordering::Relaxed);
             shared
                 .dirs
                 .lock()

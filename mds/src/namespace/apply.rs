@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Namespace;
-use super::inode::{Ino, Inode, InodeKind, MODE_MAX, ROOT_INO};
+use super::inode::{Ino, Inode, InodeKind, MODE_MAX, Owner, ROOT_INO};
 use super::op::{Mutation, Outcome};
 use crate::path::check_name;
 
@@ -22,6 +22,8 @@ impl Namespace {
                 name,
                 ino,
                 mode,
+                uid,
+                gid,
                 time_ns,
                 default_stripe,
             } => {
@@ -33,16 +35,28 @@ impl Namespace {
                     parent: *parent,
                     entries: BTreeMap::new(),
                     default_stripe: *default_stripe,
+                    subdirectories: 0,
                 };
-                Ok(Outcome::Created(
-                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
-                ))
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (*mode, owner),
+                    *time_ns,
+                    kind,
+                )))
             }
             Mutation::Create {
                 parent,
                 name,
                 ino,
                 mode,
+                uid,
+                gid,
                 time_ns,
                 layout,
                 round_robin_next,
@@ -65,9 +79,18 @@ impl Namespace {
                 let kind = InodeKind::File {
                     layout: layout.clone(),
                 };
-                Ok(Outcome::Created(
-                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
-                ))
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (*mode, owner),
+                    *time_ns,
+                    kind,
+                )))
             }
             Mutation::Unlink {
                 parent,
@@ -132,6 +155,44 @@ impl Namespace {
                 inode.ctime_ns = *time_ns;
                 Ok(Outcome::StripeSet)
             }
+            Mutation::SetAttr {
+                ino,
+                mode,
+                uid,
+                gid,
+                atime_ns,
+                mtime_ns,
+                ctime_ns,
+            } => {
+                if mode.is_some_and(|m| m > MODE_MAX) {
+                    return Err(format!("mode {mode:?} out of range"));
+                }
+                let inode = self
+                    .state
+                    .inodes
+                    .get_mut(ino)
+                    .ok_or_else(|| format!("no inode {ino}"))?;
+                if let Some(mode) = mode {
+                    inode.mode = *mode;
+                }
+                if uid.is_some() {
+                    inode.uid = *uid;
+                }
+                if gid.is_some() {
+                    inode.gid = *gid;
+                }
+                if atime_ns.is_some() {
+                    inode.atime_ns = *atime_ns;
+                } else if inode.atime_ns.is_none() {
+                    // Kept apart from the mtime from now on, which may be about to change.
+                    inode.atime_ns = Some(inode.mtime_ns);
+                }
+                if let Some(mtime) = mtime_ns {
+                    inode.mtime_ns = *mtime;
+                }
+                inode.ctime_ns = *ctime_ns;
+                Ok(Outcome::AttributesSet(inode.attributes()))
+            }
         }
     }
 
@@ -175,6 +236,14 @@ impl Namespace {
         if let Some(victim) = replaced {
             self.state.inodes.remove(&victim);
         }
+        if moving_dir {
+            // The moved directory leaves its old parent's count; a directory it replaces
+            // leaves the new parent's, where the moved one takes its place.
+            self.count_subdirectory(source_parent, -1);
+            if replaced.is_none() {
+                self.count_subdirectory(target_parent, 1);
+            }
+        }
         self.entries_mut(target_parent)
             .insert(target_name.to_owned(), ino);
         let moved = self.state.inodes.get_mut(&ino).expect("checked above");
@@ -217,18 +286,25 @@ impl Namespace {
         parent: Ino,
         name: &str,
         ino: Ino,
-        mode: u32,
+        (mode, owner): (u32, Owner),
         time_ns: u64,
         kind: InodeKind,
     ) -> super::inode::Attributes {
+        let directory = matches!(kind, InodeKind::Directory { .. });
         let inode = Inode {
             ino,
             kind,
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
             ctime_ns: time_ns,
             mtime_ns: time_ns,
+            atime_ns: Some(time_ns),
         };
         let attributes = inode.attributes();
+        if directory {
+            self.count_subdirectory(parent, 1);
+        }
         self.state.inodes.insert(ino, inode);
         self.state.next_ino = ino + 1;
         self.entries_mut(parent).insert(name.to_owned(), ino);
@@ -246,7 +322,10 @@ impl Namespace {
     fn remove(&mut self, parent: Ino, name: &str, ino: Ino, time_ns: u64) {
         assert!(ino != ROOT_INO, "the root has no entry to remove");
         self.entries_mut(parent).remove(name);
-        self.state.inodes.remove(&ino);
+        let removed = self.state.inodes.remove(&ino);
+        if removed.is_some_and(|inode| matches!(inode.kind, InodeKind::Directory { .. })) {
+            self.count_subdirectory(parent, -1);
+        }
         let parent = self
             .state
             .inodes
@@ -283,6 +362,18 @@ impl Namespace {
     fn dir_mut(&mut self, ino: Ino) -> Result<&mut Inode, Refusal> {
         self.dir(ino)?;
         Ok(self.state.inodes.get_mut(&ino).expect("checked just above"))
+    }
+
+    /// Directory `dir` holds one directory more (`1`) or fewer (`-1`).
+    fn count_subdirectory(&mut self, dir: Ino, change: i64) {
+        match self.state.inodes.get_mut(&dir).map(|i| &mut i.kind) {
+            Some(InodeKind::Directory { subdirectories, .. }) => {
+                *subdirectories = subdirectories
+                    .checked_add_signed(change)
+                    .expect("a directory never holds fewer than no subdirectories");
+            }
+            _ => unreachable!("callers pass checked directories"),
+        }
     }
 
     fn entries_mut(&mut self, dir: Ino) -> &mut BTreeMap<String, Ino> {

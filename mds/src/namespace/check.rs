@@ -39,8 +39,22 @@ impl Namespace {
                 InodeKind::Directory {
                     entries,
                     default_stripe,
+                    subdirectories,
                     ..
                 } => {
+                    let counted = entries
+                        .values()
+                        .filter(|child| {
+                            inodes
+                                .get(child)
+                                .is_some_and(|c| matches!(c.kind, InodeKind::Directory { .. }))
+                        })
+                        .count() as u64;
+                    if counted != *subdirectories {
+                        return Err(format!(
+                            "directory {ino} counts {subdirectories} subdirectories and holds {counted}"
+                        ));
+                    }
                     if let Some(stripe) = default_stripe {
                         stripe
                             .check()

@@ -16,6 +16,9 @@ pub const ROOT_INO: Ino = 1;
 /// Largest permission bits accepted (`0o7777`: rwx for all three, setuid, setgid, sticky).
 pub const MODE_MAX: u32 = 0o7777;
 
+/// The set-group-ID bit (`S_ISGID`): on a directory, new entries take its group.
+pub const SET_GROUP_ID: u32 = 0o2000;
+
 /// A file or a directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inode {
@@ -25,11 +28,23 @@ pub struct Inode {
     pub kind: InodeKind,
     /// Permission bits.
     pub mode: u32,
+    /// Its owner. `None` in a namespace written before owners were kept: a mount shows such
+    /// an inode as its own user's, as it showed every inode then.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// Its group (`None`: as `uid`).
+    #[serde(default)]
+    pub gid: Option<u32>,
     /// When its attributes or, for a directory, its entries last changed (ns since the epoch).
     pub ctime_ns: u64,
-    /// When its contents last changed as the MDS sees it: a directory's entries, a file's
-    /// creation. (File data changes happen on the objects.)
+    /// When its contents last changed: a directory's entries; a file's creation, truncation,
+    /// or the last write a client reported (a client sets it when it closes a file it wrote,
+    /// as a Lustre client's close carries its times), or `utimensat`'s value.
     pub mtime_ns: u64,
+    /// When it was last read, as `utimensat` or its creation set it (mounts are `noatime`).
+    /// `None` in a namespace written before access times were kept: its mtime stands in.
+    #[serde(default)]
+    pub atime_ns: Option<u64>,
 }
 
 /// What an inode is.
@@ -43,6 +58,10 @@ pub enum InodeKind {
         entries: BTreeMap<String, Ino>,
         /// The default layout of files created in it, if one was set.
         default_stripe: Option<StripeRequest>,
+        /// How many of its entries are directories (its link count is two more). Derived
+        /// from the entries: not stored, counted again when a namespace is loaded.
+        #[serde(skip)]
+        subdirectories: u64,
     },
     /// A regular file. Its size is not kept: it lives on the objects.
     File {
@@ -62,18 +81,28 @@ impl Inode {
 
     /// The view stat returns.
     pub fn attributes(&self) -> Attributes {
-        let (layout, default_stripe, entries_count) = match &self.kind {
+        let (layout, default_stripe, entries_count, links) = match &self.kind {
             InodeKind::Directory {
                 entries,
                 default_stripe,
+                subdirectories,
                 ..
-            } => (None, *default_stripe, entries.len() as u64),
-            InodeKind::File { layout } => (Some(layout.clone()), None, 0),
+            } => (
+                None,
+                *default_stripe,
+                entries.len() as u64,
+                u32::try_from(subdirectories + 2).unwrap_or(u32::MAX),
+            ),
+            InodeKind::File { layout } => (Some(layout.clone()), None, 0, 1),
         };
         Attributes {
             ino: self.ino,
             file_type: self.file_type(),
             mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            links,
+            atime_ns: self.atime_ns.unwrap_or(self.mtime_ns),
             ctime_ns: self.ctime_ns,
             mtime_ns: self.mtime_ns,
             layout,
@@ -101,6 +130,19 @@ pub struct Attributes {
     pub file_type: FileType,
     /// Permission bits.
     pub mode: u32,
+    /// Owner (`None`: not recorded, see [`Inode::uid`]).
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// Group (`None`: not recorded).
+    #[serde(default)]
+    pub gid: Option<u32>,
+    /// Hard links: the entries naming it; a directory's is two more than the directories in
+    /// it (its own `.`, and each one's `..`).
+    #[serde(default = "one")]
+    pub links: u32,
+    /// Access time, ns since the epoch.
+    #[serde(default)]
+    pub atime_ns: u64,
     /// Change time, ns since the epoch.
     pub ctime_ns: u64,
     /// Modification time, ns since the epoch.
@@ -145,4 +187,54 @@ pub enum StripeInfo {
         /// Whether it is set on this directory (false: inherited).
         set_here: bool,
     },
+}
+
+/// Serde's default link count, for attributes kept before link counts were: one.
+fn one() -> u32 {
+    1
+}
+
+/// A change of attributes (`chmod`, `chown`, `utimensat`, and the times a client reports for
+/// the writes it made): every field left `None` is kept as it is. The change time always
+/// moves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAttributes {
+    /// New permission bits.
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New access time (ns since the epoch).
+    pub atime_ns: Option<u64>,
+    /// New modification time.
+    pub mtime_ns: Option<u64>,
+    /// The change time to record; `None`: the time the service applies the change.
+    pub ctime_ns: Option<u64>,
+}
+
+/// Who a new inode belongs to: its owner and group, each `None` where the asker does not
+/// say (not recorded; a set-group-ID directory still gives its group).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// Owner.
+    pub uid: Option<u32>,
+    /// Group.
+    pub gid: Option<u32>,
+}
+
+impl Owner {
+    /// Neither recorded.
+    pub const UNRECORDED: Owner = Owner {
+        uid: None,
+        gid: None,
+    };
+
+    /// `uid` and `gid`, both recorded.
+    pub fn new(uid: u32, gid: u32) -> Owner {
+        Owner {
+            uid: Some(uid),
+            gid: Some(gid),
+        }
+    }
 }

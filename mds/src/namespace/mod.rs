@@ -100,6 +100,37 @@ pub struct NamespaceState {
 }
 
 impl NamespaceState {
+    /// Counts each directory's subdirectories (derived from the entries, not stored).
+    fn count_subdirectories(&mut self) {
+        let counts: BTreeMap<Ino, u64> = self
+            .inodes
+            .iter()
+            .filter_map(|(&ino, inode)| match &inode.kind {
+                InodeKind::Directory { entries, .. } => Some((
+                    ino,
+                    entries
+                        .values()
+                        .filter(|child| {
+                            self.inodes
+                                .get(child)
+                                .is_some_and(|c| matches!(c.kind, InodeKind::Directory { .. }))
+                        })
+                        .count() as u64,
+                )),
+                InodeKind::File { .. } => None,
+            })
+            .collect();
+        for (ino, count) in counts {
+            if let Some(Inode {
+                kind: InodeKind::Directory { subdirectories, .. },
+                ..
+            }) = self.inodes.get_mut(&ino)
+            {
+                *subdirectories = count;
+            }
+        }
+    }
+
     /// A namespace holding only an empty root directory.
     pub fn fresh() -> NamespaceState {
         let root = Inode {
@@ -108,10 +139,14 @@ impl NamespaceState {
                 parent: ROOT_INO,
                 entries: BTreeMap::new(),
                 default_stripe: None,
+                subdirectories: 0,
             },
             mode: 0o755,
+            uid: None,
+            gid: None,
             ctime_ns: 0,
             mtime_ns: 0,
+            atime_ns: None,
         };
         NamespaceState {
             inodes: BTreeMap::from([(ROOT_INO, root)]),
@@ -139,9 +174,11 @@ impl Namespace {
         })
     }
 
-    /// A namespace from a persisted `state`, which must satisfy every invariant.
-    pub fn from_state(state: NamespaceState, config: NamespaceConfig) -> Result<Namespace> {
+    /// A namespace from a persisted `state`, which must satisfy every invariant. What is
+    /// derived and not stored (each directory's count of subdirectories) is counted here.
+    pub fn from_state(mut state: NamespaceState, config: NamespaceConfig) -> Result<Namespace> {
         config.check()?;
+        state.count_subdirectories();
         let namespace = Namespace { state, config };
         namespace
             .check_invariants()
@@ -186,6 +223,20 @@ impl Namespace {
     /// `path`'s attributes.
     pub fn stat(&self, path: &MdsPath) -> Result<Attributes> {
         self.lookup(path).map(Inode::attributes)
+    }
+
+    /// The attributes of the inode numbered `ino` (with a file's layout): what a client that
+    /// holds the number asks, whatever the inode's names are now.
+    pub fn stat_ino(&self, ino: Ino) -> Result<Attributes> {
+        self.inode_numbered(ino).map(Inode::attributes)
+    }
+
+    /// The inode numbered `ino`, or [`MdsError::NoSuchInode`].
+    pub fn inode_numbered(&self, ino: Ino) -> Result<&Inode> {
+        self.state
+            .inodes
+            .get(&ino)
+            .ok_or(MdsError::NoSuchInode { ino })
     }
 
     /// A regular file's attributes, with its layout: what a client needs to do I/O on it.

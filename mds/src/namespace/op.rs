@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::inode::{Attributes, Ino};
+use super::inode::{Attributes, Ino, Owner, SetAttributes};
 use crate::path::MdsPath;
 use iopath_layout::{Layout, StripeRequest};
 
@@ -21,6 +21,8 @@ pub enum Op {
         path: MdsPath,
         /// Its permission bits.
         mode: u32,
+        /// Its owner and group.
+        owner: Owner,
     },
     /// Create a regular file and choose its layout (fails if the name exists).
     Create {
@@ -28,6 +30,8 @@ pub enum Op {
         path: MdsPath,
         /// Its permission bits.
         mode: u32,
+        /// Its owner and group.
+        owner: Owner,
         /// The layout asked for; inherited fields come from the directory's default.
         stripe: StripeRequest,
     },
@@ -55,6 +59,14 @@ pub enum Op {
         /// The default.
         stripe: Option<StripeRequest>,
     },
+    /// Change inode `ino`'s attributes (`chmod`, `chown`, `utimensat`, a client's times).
+    SetAttr {
+        /// The inode (named by number: a client holds numbers, and an open file keeps its
+        /// number whatever its names do).
+        ino: Ino,
+        /// What changes.
+        change: SetAttributes,
+    },
 }
 
 /// A decided change, as the operation log records it. Applying it makes no choices.
@@ -70,6 +82,12 @@ pub enum Mutation {
         ino: Ino,
         /// Permission bits.
         mode: u32,
+        /// Owner (absent from records written before owners were kept).
+        #[serde(default)]
+        uid: Option<u32>,
+        /// Group.
+        #[serde(default)]
+        gid: Option<u32>,
         /// When.
         time_ns: u64,
         /// The default layout it starts with (copied from its parent).
@@ -85,6 +103,12 @@ pub enum Mutation {
         ino: Ino,
         /// Permission bits.
         mode: u32,
+        /// Owner (absent from records written before owners were kept).
+        #[serde(default)]
+        uid: Option<u32>,
+        /// Group.
+        #[serde(default)]
+        gid: Option<u32>,
         /// When.
         time_ns: u64,
         /// The layout, objects allocated.
@@ -141,6 +165,24 @@ pub enum Mutation {
         /// When.
         time_ns: u64,
     },
+    /// Inode `ino`'s attributes changed: each `Some` field set, the change time set to
+    /// `ctime_ns`.
+    SetAttr {
+        /// The inode.
+        ino: Ino,
+        /// New permission bits.
+        mode: Option<u32>,
+        /// New owner.
+        uid: Option<u32>,
+        /// New group.
+        gid: Option<u32>,
+        /// New access time.
+        atime_ns: Option<u64>,
+        /// New modification time.
+        mtime_ns: Option<u64>,
+        /// The change time.
+        ctime_ns: u64,
+    },
 }
 
 /// What planning decided.
@@ -168,4 +210,6 @@ pub enum Outcome {
     },
     /// A directory's default layout changed.
     StripeSet,
+    /// An inode's attributes changed; its attributes now.
+    AttributesSet(Attributes),
 }

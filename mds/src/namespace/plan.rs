@@ -3,7 +3,8 @@
 //! without changing anything.
 
 use super::Namespace;
-use super::inode::{Ino, Inode, InodeKind, MODE_MAX, ROOT_INO};
+use super::inode::SetAttributes;
+use super::inode::{Ino, Inode, InodeKind, MODE_MAX, Owner, ROOT_INO, SET_GROUP_ID};
 use super::op::{Mutation, Op, Outcome, Planned};
 use crate::error::{MdsError, Result};
 use crate::limits::PATH_DEPTH_MAX;
@@ -15,27 +16,36 @@ impl Namespace {
     /// caller logs the mutation, then [`Namespace::apply`]s it.
     pub fn plan(&self, op: &Op, time_ns: u64) -> Result<Planned> {
         match op {
-            Op::Mkdir { path, mode } => self.plan_mkdir(path, *mode, time_ns),
-            Op::Create { path, mode, stripe } => self.plan_create(path, *mode, stripe, time_ns),
+            Op::Mkdir { path, mode, owner } => self.plan_mkdir(path, *mode, *owner, time_ns),
+            Op::Create {
+                path,
+                mode,
+                owner,
+                stripe,
+            } => self.plan_create(path, *mode, *owner, stripe, time_ns),
             Op::Unlink { path } => self.plan_unlink(path, time_ns),
             Op::Rmdir { path } => self.plan_rmdir(path, time_ns),
             Op::Rename { source, target } => self.plan_rename(source, target, time_ns),
             Op::SetStripe { path, stripe } => self.plan_setstripe(path, stripe.as_ref(), time_ns),
+            Op::SetAttr { ino, change } => self.plan_setattr(*ino, change, time_ns),
         }
     }
 
-    fn plan_mkdir(&self, path: &MdsPath, mode: u32, time_ns: u64) -> Result<Planned> {
+    fn plan_mkdir(&self, path: &MdsPath, mode: u32, owner: Owner, time_ns: u64) -> Result<Planned> {
         check_mode(mode)?;
         let Some((parent, name)) = self.new_entry(path)? else {
             return Err(MdsError::Exists {
                 path: path.to_string(),
             });
         };
+        let (mode, owner) = self.inherit_group(parent, mode, owner, true);
         Ok(Planned::Change(Mutation::Mkdir {
             parent,
             name: name.to_owned(),
             ino: self.state.next_ino,
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
             time_ns,
             // New directories start with their parent's default, as in Lustre.
             default_stripe: self.own_default(parent),
@@ -46,6 +56,7 @@ impl Namespace {
         &self,
         path: &MdsPath,
         mode: u32,
+        owner: Owner,
         stripe: &StripeRequest,
         time_ns: u64,
     ) -> Result<Planned> {
@@ -91,11 +102,14 @@ impl Namespace {
         // Distinct targets (consecutive positions in a list of distinct indices), ids ≥ 1, a
         // resolved size: the layout core checks it all again.
         let layout = Layout::new(resolved.stripe_size_bytes, objects)?;
+        let (mode, owner) = self.inherit_group(parent, mode, owner, false);
         Ok(Planned::Change(Mutation::Create {
             parent,
             name: name.to_owned(),
             ino: self.state.next_ino,
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
             time_ns,
             layout,
             round_robin_next,
@@ -246,6 +260,35 @@ impl Namespace {
             default_stripe,
             time_ns,
         }))
+    }
+
+    fn plan_setattr(&self, ino: Ino, change: &SetAttributes, time_ns: u64) -> Result<Planned> {
+        self.inode_numbered(ino)?;
+        if let Some(mode) = change.mode {
+            check_mode(mode)?;
+        }
+        Ok(Planned::Change(Mutation::SetAttr {
+            ino,
+            mode: change.mode,
+            uid: change.uid,
+            gid: change.gid,
+            atime_ns: change.atime_ns,
+            mtime_ns: change.mtime_ns,
+            ctime_ns: change.ctime_ns.unwrap_or(time_ns),
+        }))
+    }
+
+    /// A new entry's mode and owner in directory `parent`: in a set-group-ID directory it
+    /// takes the directory's group, and a new directory is set-group-ID too (as Linux and
+    /// BSD do, so a shared project directory's files stay in its group).
+    fn inherit_group(&self, parent: Ino, mode: u32, owner: Owner, directory: bool) -> (u32, Owner) {
+        let parent = self.inode(parent);
+        if parent.mode & SET_GROUP_ID == 0 {
+            return (mode, owner);
+        }
+        let gid = parent.gid.or(owner.gid);
+        let mode = if directory { mode | SET_GROUP_ID } else { mode };
+        (mode, Owner { gid, ..owner })
     }
 
     /// For a path that names a new entry: its parent directory and name, after checking the
