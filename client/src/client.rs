@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
-use iopath_mds::{Attributes, DirEntry, FileType, MdsClient, Owner, SetAttributes};
+use iopath_mds::{Attributes, DirEntry, FileType, MdsClient, Owner, SetAttributes, SpecialNode};
 use iopath_ost_client::{ClientId, OscStats};
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
@@ -349,7 +349,7 @@ impl Client {
             if let Err(error) = targets.create_objects(&layout).await {
                 // Leave no name without objects behind; the error that matters is the first.
                 warn!(%error, "creating the objects failed: removing the file again");
-                if let Err(undo) = self.inner.mds.unlink(path).await {
+                if let Err(undo) = self.inner.mds.unlink(path).await.map(drop) {
                     warn!(error = %undo, "removing the name failed too");
                 }
                 if let Err(undo) = targets.destroy_objects(&layout).await {
@@ -415,14 +415,29 @@ impl Client {
     /// The attributes of the inode numbered `ino` — what a mount holding the number asks,
     /// whatever its names are now — with a file's size glimpsed from its objects. `path` is
     /// a name it had: the error's, and the one a fyod opens it by to glimpse.
-    pub async fn stat_ino(&self, ino: u64, path: &str) -> Result<FileStat, ClientError> {
+    ///
+    /// `open`, a handle of it the caller holds, glimpses the size instead: through a fyod it
+    /// is how a file with no name left (an orphan) is glimpsed.
+    pub async fn stat_ino(
+        &self,
+        ino: u64,
+        path: &str,
+        open: Option<&File>,
+    ) -> Result<FileStat, ClientError> {
         let attributes = self
             .inner
             .mds
             .stat_ino(ino)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
-        self.glimpsed(path, &attributes).await
+        match open {
+            Some(file) if attributes.layout.is_some() => {
+                let mut stat = stat::stat_from_attributes(path, &attributes)?;
+                stat.size_bytes = file.size().await?;
+                Ok(stat)
+            }
+            _ => self.glimpsed(path, &attributes).await,
+        }
     }
 
     /// Changes the attributes of the inode numbered `ino` (`path`: a name it had, for
@@ -498,30 +513,142 @@ impl Client {
             .map_err(|e| ClientError::from_mds(path, e))
     }
 
-    /// Removes file `path` and destroys its objects.
+    /// Removes name `path` (a file, a symbolic link, a special file); a file that loses its
+    /// last name loses its objects.
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
-        let layout = self
+        self.unlink_keeping(path, None).await.map(drop)
+    }
+
+    /// [`Client::unlink`]; a file numbered `keep_ino` that loses its last name — the caller
+    /// holds it open — is kept as this client's orphan, objects and all, until
+    /// [`Client::drop_orphan`]. Returns whether it was.
+    pub async fn unlink_keeping(
+        &self,
+        path: &str,
+        keep_ino: Option<u64>,
+    ) -> Result<bool, ClientError> {
+        let removal = self
             .inner
             .mds
-            .unlink(path)
+            .unlink_keeping(path, keep_ino)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
         // The name is gone: from here a failure leaves only unreachable objects behind.
-        self.inner.targets().await?.destroy_objects(&layout).await
+        if let Some(layout) = &removal.layout {
+            self.inner.targets().await?.destroy_objects(layout).await?;
+        }
+        Ok(removal.orphaned)
     }
 
-    /// Renames `from` to `to`; a file `to` replaces loses its objects.
+    /// Renames `from` to `to`; a file `to` replaces loses its objects if that was its last
+    /// name.
     pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
-        let replaced = self
+        self.rename_keeping(from, to, None).await.map(drop)
+    }
+
+    /// [`Client::rename`]; a replaced file numbered `keep_ino` is kept as this client's
+    /// orphan (see [`Client::unlink_keeping`]). Returns whether it was.
+    pub async fn rename_keeping(
+        &self,
+        from: &str,
+        to: &str,
+        keep_ino: Option<u64>,
+    ) -> Result<bool, ClientError> {
+        let renamed = self
             .inner
             .mds
-            .rename(from, to)
+            .rename_keeping(from, to, keep_ino)
             .await
             .map_err(|e| ClientError::from_mds(from, e))?;
-        match replaced {
-            Some(layout) => self.inner.targets().await?.destroy_objects(&layout).await,
+        if let Some(layout) = &renamed.replaced {
+            self.inner.targets().await?.destroy_objects(layout).await?;
+        }
+        Ok(renamed.orphaned)
+    }
+
+    /// Forgets this client's orphan `ino` (it closed it) and destroys its objects.
+    pub async fn drop_orphan(&self, ino: u64) -> Result<(), ClientError> {
+        let what = format!("(orphan inode {ino})");
+        let removal = self
+            .inner
+            .mds
+            .drop_orphan(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(&what, e))?;
+        match &removal.layout {
+            Some(layout) => self.inner.targets().await?.destroy_objects(layout).await,
             None => Ok(()),
         }
+    }
+
+    /// Cleans up the orphans the metadata service says are abandoned (their holders, crashed
+    /// mounts, went silent): destroys their objects, then drops them. Returns how many it
+    /// dropped. An orphan another client dropped meanwhile is skipped.
+    pub async fn reap_orphans(&self) -> Result<usize, ClientError> {
+        let abandoned = self
+            .inner
+            .mds
+            .abandoned_orphans()
+            .await
+            .map_err(|e| ClientError::from_mds("(orphans)", e))?;
+        let mut dropped = 0;
+        for (ino, layout) in abandoned {
+            // Objects first: an orphan dropped with its objects left would leak them.
+            self.inner.targets().await?.destroy_objects(&layout).await?;
+            match self.inner.mds.drop_orphan(ino).await {
+                Ok(_) => dropped += 1,
+                Err(e) if e.errno() == iopath_mds::error::errno::EINVAL => {}
+                Err(e) => return Err(ClientError::from_mds("(orphans)", e)),
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Gives inode `ino` (not a directory) another name, `path` (a hard link); returns its
+    /// attributes (a file's size glimpsed).
+    pub async fn link(&self, ino: u64, path: &str) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .link(ino, path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// Makes symbolic link `path` pointing to `target`, owned by `owner`.
+    pub async fn symlink(
+        &self,
+        path: &str,
+        target: &str,
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .symlink(path, target, owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
+    }
+
+    /// Makes a FIFO, socket or device node `path` with permission bits `mode` (and a
+    /// device's number `rdev`), owned by `owner`. The kernel serves their I/O: the file
+    /// system keeps only the name and the attributes.
+    pub async fn mknod(
+        &self,
+        path: &str,
+        node: SpecialNode,
+        (mode, rdev): (u32, u64),
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .mknod(path, node, (mode, rdev), owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
     }
 
     /// `lfs setstripe`: on a directory, sets the default layout of files created in it; on a

@@ -48,7 +48,7 @@ pub use error::ClientError;
 pub use file::File;
 pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
-pub use iopath_mds::{DirEntry, FileType, Owner, SetAttributes};
+pub use iopath_mds::{DirEntry, FileType, Owner, SetAttributes, SpecialNode};
 pub use iopath_ost_client::Capacity;
 pub use iopath_ost_client::UNREACHABLE_FOR_MAX;
 pub use layout::{FsName, Layout, LayoutError, ObjectRef, StripeRequest, TargetName};

@@ -93,16 +93,35 @@ impl Mounted {
     }
 
     fn with(stack: &Stack, extra: &[&str]) -> Mounted {
+        Self::logging(stack, extra, false)
+    }
+
+    /// Mounted, its log written to `mount.log` beside the mount point (see [`Mounted::log`]).
+    fn logged(stack: &Stack) -> Mounted {
+        Self::logging(stack, &[], true)
+    }
+
+    fn logging(stack: &Stack, extra: &[&str], to_file: bool) -> Mounted {
         require("fusermount3");
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path().join("mnt");
         std::fs::create_dir(&dir).unwrap();
-        let mut child = iopath()
+        let stderr = if to_file {
+            Stdio::from(std::fs::File::create(scratch.path().join("mount.log")).unwrap())
+        } else {
+            Stdio::inherit()
+        };
+        let mut command = iopath();
+        if to_file {
+            // Every call's failure, said or not, is in the file.
+            command.env("IOPATH_LOG", "debug");
+        }
+        let mut child = command
             .args(["mount", "--mds", &stack.mds])
             .args(extra)
             .arg(&dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         common::ready_words(child.stdout.take().unwrap())
@@ -116,6 +135,11 @@ impl Mounted {
 
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
+    }
+
+    /// What the mount logged, if it was [`Mounted::logged`].
+    fn log(&self) -> Vec<u8> {
+        std::fs::read(self._scratch.path().join("mount.log")).unwrap()
     }
 
     /// Ctrl-C: unmount, commit, leave. Returns whether `iopath mount` exited 0.
@@ -977,6 +1001,173 @@ fn writes_move_mtime_and_ctime_and_times_modes_and_sizes_survive_server_crashes(
     expected.extend_from_slice(b"more");
     assert_eq!(std::fs::read(&f).unwrap(), expected);
     assert!(other.unmount());
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+/// Every object file the stack's storage servers hold (`O/<16 hex digits>` under each
+/// target's directory).
+fn object_files(stack: &Stack) -> Vec<PathBuf> {
+    let out = sh(&format!(
+        "find {} -path '*/O/*' -type f -name '????????????????'",
+        stack.storage().display()
+    ));
+    let mut files: Vec<PathBuf> = out.lines().map(PathBuf::from).collect();
+    files.sort();
+    files
+}
+
+/// Each entry under `dir`, sorted: its path, type, link count, size, mode, and a symbolic
+/// link's target; hard links are numbered by the first path seen for their inode.
+fn tree_listing(dir: &Path) -> String {
+    let out = sh(&format!(
+        "cd {} && find . -mindepth 1 -printf '%p %y %n %s %m %l %i\\n' | sort",
+        dir.display()
+    ));
+    let mut first_of_inode = std::collections::HashMap::new();
+    out.lines()
+        .map(|line| {
+            let mut cols: Vec<String> = line.split(' ').map(str::to_owned).collect();
+            let ino = cols.pop().unwrap();
+            let path = cols[0].clone();
+            let first = first_of_inode.entry(ino).or_insert(path);
+            let size_column = 3;
+            if cols[1] == "d" {
+                cols[size_column] = "-".into(); // a directory's size is the file system's own
+            }
+            format!("{} same-as:{first}", cols.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn symlinks_hard_links_and_fifos_come_through_cp_a_and_tar() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let tree = src.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("file"), vec![9u8; 1_500_000]).unwrap();
+    sh(&format!(
+        "cd {} && ln file sub/hard && ln -s ../file sub/rel && ln -s /nowhere/at/all dangling \
+         && ln -s sub dirlink && mkfifo fifo && chmod 640 fifo",
+        tree.display()
+    ));
+    let expected = tree_listing(&tree);
+    assert!(expected.contains("./sub/hard f 2"), "{expected}");
+    sh(&format!("cp -a {} {}", tree.display(), mnt.dir.display()));
+    let copied = mnt.path("tree");
+    assert_eq!(tree_listing(&copied), expected, "cp -a");
+    assert_eq!(
+        std::fs::read_link(copied.join("sub/rel")).unwrap(),
+        Path::new("../file")
+    );
+    assert_eq!(
+        std::fs::read(copied.join("sub/rel")).unwrap(),
+        vec![9u8; 1_500_000]
+    );
+    assert_eq!(
+        std::fs::read_dir(copied.join("dirlink")).unwrap().count(),
+        2
+    );
+    sh(&format!("mkdir {}", mnt.path("untarred").display()));
+    sh(&format!(
+        "tar -C {} -cf - . | tar -C {} -xf -",
+        tree.display(),
+        mnt.path("untarred").display()
+    ));
+    assert_eq!(tree_listing(&mnt.path("untarred")), expected, "tar");
+    // And back out of the mount, by tar.
+    let back = src.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    sh(&format!(
+        "tar -C {} -cf - . | tar -C {} -xf -",
+        copied.display(),
+        back.display()
+    ));
+    assert_eq!(tree_listing(&back), expected, "tar out of the mount");
+    // A FIFO on the mount carries bytes (the kernel's pipe).
+    let fifo = mnt.path("tree/fifo");
+    let reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    sh(&format!("echo through > {}", fifo.display()));
+    assert_eq!(reader.wait_with_output().unwrap().stdout, b"through\n");
+    // Removing one name of a hard link keeps the other's bytes.
+    std::fs::remove_file(copied.join("file")).unwrap();
+    assert_eq!(stat_c("%h", &copied.join("sub/hard")), "1");
+    assert_eq!(
+        std::fs::read(copied.join("sub/hard")).unwrap(),
+        vec![9u8; 1_500_000]
+    );
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn a_file_unlinked_while_open_is_kept_until_the_last_close() {
+    require("python3");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::logged(&stack);
+    let before = object_files(&stack);
+    // Python's TemporaryFile: made, unlinked at once, then written, read back and stat'd
+    // through its descriptor.
+    let script = format!(
+        r#"
+import os, sys, tempfile
+f = tempfile.TemporaryFile(dir={dir:?})
+data = bytes(range(251)) * 20000
+f.write(data)
+f.flush()
+f.seek(0)
+assert f.read() == data, "read back"
+st = os.fstat(f.fileno())
+assert st.st_size == len(data), st
+assert st.st_nlink == 0, st
+assert os.listdir({dir:?}) == [], os.listdir({dir:?})
+print(len(os.listdir({dir:?})), flush=True)
+sys.stdin.read()
+f.close()
+"#,
+        dir = mnt.dir.display().to_string()
+    );
+    let mut python = Command::new("python3")
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(python.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "0\n", "python got as far as the open file's checks");
+    // While it is open its objects are kept; the name is gone.
+    let held = object_files(&stack);
+    assert_eq!(held.len(), before.len() + 4, "{held:?}");
+    drop(python.stdin.take());
+    assert!(python.wait().unwrap().success());
+    // The last close drops it, objects and all: when the kernel's release (which comes
+    // after close returns) is answered.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while object_files(&stack) != before {
+        assert!(
+            Instant::now() < deadline,
+            "left: {:?}",
+            object_files(&stack)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = mnt.log();
+    assert!(
+        !log.contains(&0u8),
+        "the mount's log holds a NUL: {}",
+        String::from_utf8_lossy(&log)
+    );
     assert!(mnt.unmount());
     stack.stop();
 }

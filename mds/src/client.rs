@@ -11,7 +11,7 @@ use prost::Message;
 use crate::error::{MdsError, Result};
 use crate::limits::READDIR_PAGE_ENTRIES_MAX;
 use crate::namespace::inode::{
-    Attributes, DirEntry, DirPage, Ino, Owner, SetAttributes, StripeInfo,
+    Attributes, DirEntry, DirPage, Ino, Owner, SetAttributes, SpecialNode, StripeInfo,
 };
 use crate::service::{MDS_PORTAL, MdsTarget, opcode};
 use crate::wire;
@@ -39,6 +39,43 @@ pub struct Origin {
     pub client: String,
     /// That request's number: the same every time the asker sends it again.
     pub request: u64,
+}
+
+/// What removing a name did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removal {
+    /// A file's layout, when its last name went and it was not kept: destroy its objects.
+    pub layout: Option<Layout>,
+    /// The file was kept as the caller's orphan.
+    pub orphaned: bool,
+}
+
+/// What a rename did to what it replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renamed {
+    /// A replaced file's layout, when the rename took its last name and it was not kept.
+    pub replaced: Option<Layout>,
+    /// The replaced file was kept as the caller's orphan.
+    pub orphaned: bool,
+}
+
+/// An unlink's or a drop's reply, checked: a file is destroyed or kept, not both.
+fn removal(reply: &pb::UnlinkReply) -> Result<Removal> {
+    let layout = reply
+        .layout
+        .as_ref()
+        .map(wire::layout_from_wire)
+        .transpose()?;
+    if layout.is_some() && reply.orphaned {
+        return Err(MdsError::Malformed {
+            what: "unlink reply",
+            why: "a file both destroyed and kept".into(),
+        });
+    }
+    Ok(Removal {
+        layout,
+        orphaned: reply.orphaned,
+    })
 }
 
 /// A client of one metadata service.
@@ -218,14 +255,90 @@ impl MdsClient {
         })
     }
 
-    /// Removes file `path`; returns its layout so the caller can destroy its objects.
-    pub async fn unlink(&self, path: &str) -> Result<Layout> {
-        let reply: pb::UnlinkReply = self.call(opcode::UNLINK, &path_request(path)).await?;
-        let layout = reply.layout.as_ref().ok_or_else(|| MdsError::Malformed {
-            what: "unlink reply",
-            why: "no layout".into(),
-        })?;
-        wire::layout_from_wire(layout)
+    /// Removes name `path` (not a directory): when it was a file's last, returns its layout
+    /// so the caller can destroy its objects.
+    pub async fn unlink(&self, path: &str) -> Result<Removal> {
+        self.unlink_keeping(path, None).await
+    }
+
+    /// [`MdsClient::unlink`]; if the name was the last of file `keep_ino`, which the caller
+    /// holds open, the file is kept as the caller's orphan instead (objects and all) until
+    /// it drops it ([`MdsClient::drop_orphan`]).
+    pub async fn unlink_keeping(&self, path: &str, keep_ino: Option<Ino>) -> Result<Removal> {
+        let request = pb::UnlinkRequest {
+            path: path.to_owned(),
+            keep_ino,
+        };
+        let reply: pb::UnlinkReply = self.call(opcode::UNLINK, &request).await?;
+        removal(&reply)
+    }
+
+    /// Forgets orphan `ino` (closed by its holder, or abandoned); returns a file's layout so
+    /// the caller can destroy its objects.
+    pub async fn drop_orphan(&self, ino: Ino) -> Result<Removal> {
+        let request = pb::DropOrphanRequest { ino };
+        let reply: pb::UnlinkReply = self.call(opcode::DROP_ORPHAN, &request).await?;
+        removal(&reply)
+    }
+
+    /// Orphans whose holders the service has not heard from for its grace period, each with
+    /// its layout: the caller destroys their objects and drops them. Each is handed to one
+    /// caller at a time.
+    pub async fn abandoned_orphans(&self) -> Result<Vec<(Ino, Layout)>> {
+        let reply: pb::OrphansReply = self.call(opcode::ORPHANS, &pb::OrphansRequest {}).await?;
+        reply
+            .orphans
+            .iter()
+            .map(|o| {
+                let layout = o.layout.as_ref().ok_or_else(|| MdsError::Malformed {
+                    what: "orphans reply",
+                    why: format!("orphan {} without a layout", o.ino),
+                })?;
+                Ok((o.ino, wire::layout_from_wire(layout)?))
+            })
+            .collect()
+    }
+
+    /// Gives inode `ino` (not a directory) the new name `path`; returns its attributes.
+    pub async fn link(&self, ino: Ino, path: &str) -> Result<Attributes> {
+        let request = pb::LinkRequest {
+            ino,
+            path: path.to_owned(),
+        };
+        let reply: pb::AttributesReply = self.call(opcode::LINK, &request).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// Makes symbolic link `path` pointing to `target`, owned by `owner`.
+    pub async fn symlink(&self, path: &str, target: &str, owner: Owner) -> Result<Attributes> {
+        let request = pb::SymlinkRequest {
+            path: path.to_owned(),
+            target: target.to_owned(),
+            uid: owner.uid,
+            gid: owner.gid,
+        };
+        let reply: pb::AttributesReply = self.call(opcode::SYMLINK, &request).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
+    }
+
+    /// Makes a FIFO, socket or device node `path` (`rdev`: a device's number).
+    pub async fn mknod(
+        &self,
+        path: &str,
+        node: SpecialNode,
+        (mode, rdev): (u32, u64),
+        owner: Owner,
+    ) -> Result<Attributes> {
+        let request = pb::MknodRequest {
+            path: path.to_owned(),
+            node: wire::special_to_wire(node) as i32,
+            mode,
+            rdev,
+            uid: owner.uid,
+            gid: owner.gid,
+        };
+        let reply: pb::AttributesReply = self.call(opcode::MKNOD, &request).await?;
+        wire::attributes_from_wire(reply.attributes.as_ref())
     }
 
     /// Removes empty directory `path`.
@@ -234,18 +347,41 @@ impl MdsClient {
         Ok(())
     }
 
-    /// Renames `source` to `target`; returns the layout of a file it replaced, if any.
+    /// Renames `source` to `target`; returns the layout of a file it replaced, if it took
+    /// that file's last name.
     pub async fn rename(&self, source: &str, target: &str) -> Result<Option<Layout>> {
+        Ok(self.rename_keeping(source, target, None).await?.replaced)
+    }
+
+    /// [`MdsClient::rename`]; a file it replaces that is `keep_ino`, held open by the caller,
+    /// is kept as the caller's orphan if this was its last name.
+    pub async fn rename_keeping(
+        &self,
+        source: &str,
+        target: &str,
+        keep_ino: Option<Ino>,
+    ) -> Result<Renamed> {
         let request = pb::RenameRequest {
             source: source.to_owned(),
             target: target.to_owned(),
+            keep_ino,
         };
         let reply: pb::RenameReply = self.call(opcode::RENAME, &request).await?;
-        reply
+        let replaced = reply
             .replaced
             .as_ref()
             .map(wire::layout_from_wire)
-            .transpose()
+            .transpose()?;
+        if replaced.is_some() && reply.orphaned {
+            return Err(MdsError::Malformed {
+                what: "rename reply",
+                why: "a replaced file both destroyed and kept".into(),
+            });
+        }
+        Ok(Renamed {
+            replaced,
+            orphaned: reply.orphaned,
+        })
     }
 
     /// Sets directory `path`'s default layout for new files, or removes it with `None`.

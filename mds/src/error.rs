@@ -9,8 +9,10 @@ use iopath_fabric::FabricError;
 pub mod errno {
     pub use iopath_fabric::frame::status::errno::{
         EEXIST, EINVAL, EIO, EISDIR, ENAMETOOLONG, ENOENT, ENOSPC, ENOTDIR, ENOTEMPTY, EOPNOTSUPP,
-        EPROTO,
+        EPERM, EPROTO,
     };
+    /// Too many links (Linux's number).
+    pub const EMLINK: u32 = 31;
 }
 
 /// Everything the metadata service can report: namespace outcomes a caller acts on, refused
@@ -28,6 +30,19 @@ pub enum MdsError {
     NoSuchInode {
         /// The number asked for.
         ino: u64,
+    },
+    /// An operation POSIX does not permit on this kind of inode (a hard link to a
+    /// directory).
+    #[error("not permitted: {why}")]
+    NotPermitted {
+        /// What was refused.
+        why: String,
+    },
+    /// An inode has as many names as it may.
+    #[error("too many links: an inode may have at most {max} names")]
+    TooManyLinks {
+        /// The maximum.
+        max: u32,
     },
     /// The name is already taken.
     #[error("{path}: already exists")]
@@ -165,6 +180,8 @@ impl MdsError {
         use errno::*;
         match self {
             MdsError::NotFound { .. } | MdsError::NoSuchInode { .. } => ENOENT,
+            MdsError::NotPermitted { .. } => EPERM,
+            MdsError::TooManyLinks { .. } => EMLINK,
             MdsError::Exists { .. } => EEXIST,
             MdsError::NotADirectory { .. } => ENOTDIR,
             MdsError::IsADirectory { .. } => EISDIR,

@@ -103,6 +103,7 @@ fn a_new_inode_records_its_mode_owner_and_times_and_directories_count_their_link
         Op::Rename {
             source: p("/d/s"),
             target: p("/s"),
+            keep: None,
         },
         400,
     )
@@ -114,6 +115,7 @@ fn a_new_inode_records_its_mode_owner_and_times_and_directories_count_their_link
         Op::Rename {
             source: p("/s"),
             target: p("/d/t"),
+            keep: None,
         },
         500,
     )
@@ -317,13 +319,20 @@ fn a_namespace_written_before_owners_and_times_were_kept_opens_as_it_was() {
             &Op::Rename {
                 source: p("/c"),
                 target: p("/d/a"),
+                keep: None,
             },
             t + 100,
             Some(&resent),
         )
         .unwrap();
     assert!(
-        matches!(outcome, Outcome::Renamed { replaced: Some(_) }),
+        matches!(
+            outcome,
+            Outcome::Renamed {
+                replaced: Some(_),
+                ..
+            }
+        ),
         "{outcome:?}"
     );
     // And it takes new changes, owners and all.

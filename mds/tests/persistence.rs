@@ -74,10 +74,12 @@ fn workload(n: usize) -> Vec<Op> {
             3 => Op::Rename {
                 source: p(&format!("/d/f{}", i - 2)),
                 target: p(&format!("/d/sub{}/moved", i - 3)),
+                keep: None,
             },
             4 => Op::Rename {
                 source: p(&format!("/g{}", i - 2)),
                 target: p("/d/replaced"),
+                keep: None,
             },
             5 => Op::Mkdir {
                 path: p("/d"),
@@ -86,6 +88,7 @@ fn workload(n: usize) -> Vec<Op> {
             }, // fails: exists
             6 => Op::Unlink {
                 path: p(&format!("/d/sub{}/moved", i - 6)),
+                keep: None,
             },
             _ => Op::Rmdir {
                 path: p(&format!("/d/sub{}", i - 7)),

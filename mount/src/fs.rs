@@ -14,13 +14,16 @@
 //! close of a written file, not one per write (Lustre's close carries them the same way). An
 //! explicit time (`touch`, `utimensat`, `rsync -t`) set after the writes wins over them.
 //!
+//! A file this mount holds open when its last name goes is kept by the metadata service as
+//! this mount's orphan, and dropped (objects and all) at its last release.
+//!
 //! What is not POSIX, and why, is in docs/mount.md: no locks, no mmap coherence between
-//! mounts, an unlinked file's data gone at once.
+//! mounts, an unlinked file kept only for the mount that unlinked it.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -31,7 +34,9 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request, TimeOrNow, WriteFlags,
 };
-use iopath_client::{Client, ClientError, File, FileStat, Owner, SetAttributes, StripeRequest};
+use iopath_client::{
+    Client, ClientError, File, FileStat, Owner, SetAttributes, SpecialNode, StripeRequest,
+};
 use tokio::runtime::Handle;
 use tracing::{debug, warn};
 
@@ -77,12 +82,18 @@ struct OpenHandle {
     open: Arc<OpenInode>,
 }
 
-/// What this mount knows of an inode it has open: how many handles, and the times of writes
-/// it made that the metadata service has not been told yet.
+/// What this mount knows of an inode it has open: how many handles, the times of writes it
+/// made that the metadata service has not been told yet, and whether it lost its last name
+/// while open.
 #[derive(Debug, Default)]
 struct OpenInode {
     /// Open handles (changed under [`Shared::open`]'s lock).
     handles: AtomicU64,
+    /// Its last name was removed while this mount held it open: the metadata service keeps it
+    /// as this mount's orphan, and the last release drops it (and its objects).
+    orphaned: AtomicBool,
+    /// One of its handles, for glimpsing its size when it has no name (through a fyod).
+    any_file: Mutex<Option<File>>,
     /// When the latest write through this mount landed (ns since the epoch), if the metadata
     /// service has not been told: the file's modification and change time.
     written_ns: Mutex<Option<u64>>,
@@ -104,6 +115,13 @@ impl OpenInode {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+
+    fn file(&self) -> Option<File> {
+        self.any_file
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// A write landed at `now_ns`.
@@ -158,6 +176,12 @@ impl Shared {
             .ok_or(Errno::EBADF)
     }
 
+    /// `ino`, if this mount holds it open: an unlink or rename that takes its last name asks
+    /// the metadata service to keep it.
+    fn held_open(&self, ino: Option<u64>) -> Option<u64> {
+        ino.filter(|ino| self.open_inode(*ino).is_some())
+    }
+
     /// The inode's open state, if this mount has it open.
     fn open_inode(&self, ino: u64) -> Option<Arc<OpenInode>> {
         self.open
@@ -173,6 +197,11 @@ impl Shared {
             let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
             let state = open.entry(ino).or_default();
             state.handles.fetch_add(1, Ordering::Relaxed);
+            state
+                .any_file
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert_with(|| file.clone());
             Arc::clone(state)
         };
         let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
@@ -181,6 +210,15 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(fh, OpenHandle { file, ino, open });
         FileHandle(fh)
+    }
+
+    /// The metadata service kept `keep` as this mount's orphan (if `orphaned`).
+    fn orphaned(&self, keep: Option<u64>, orphaned: bool) {
+        if let (Some(ino), true) = (keep, orphaned)
+            && let Some(open) = self.open_inode(ino)
+        {
+            open.orphaned.store(true, Ordering::Release);
+        }
     }
 
     /// Handle `fh` is released; returns it, and whether it was its inode's last.
@@ -207,11 +245,7 @@ impl Shared {
             Some(t) => (t.max(stat.mtime_ns), t.max(stat.ctime_ns)),
             None => (stat.mtime_ns, stat.ctime_ns),
         };
-        let kind = if stat.is_dir {
-            FileType::Directory
-        } else {
-            FileType::RegularFile
-        };
+        let kind = kernel_type(stat.file_type);
         FileAttr {
             ino: INodeNo(ino),
             size: stat.size_bytes,
@@ -225,7 +259,8 @@ impl Shared {
             nlink: stat.links,
             uid: stat.uid.unwrap_or(self.uid),
             gid: stat.gid.unwrap_or(self.gid),
-            rdev: 0,
+            // Linux's dev_t is 32 bits in FUSE's attributes.
+            rdev: stat.rdev as u32,
             // What programs size their buffers by (`cp`, `stdio`): the stripe size, as
             // Lustre reports, so they write whole stripes.
             blksize: stat
@@ -234,6 +269,20 @@ impl Shared {
                 .map_or(4096, |l| l.stripe_size_bytes().min(4 << 20) as u32),
             flags: 0,
         }
+    }
+}
+
+/// The kernel's name for a file type.
+fn kernel_type(file_type: iopath_client::FileType) -> FileType {
+    use iopath_client::FileType as Mds;
+    match file_type {
+        Mds::Regular => FileType::RegularFile,
+        Mds::Directory => FileType::Directory,
+        Mds::Symlink => FileType::Symlink,
+        Mds::Fifo => FileType::NamedPipe,
+        Mds::Socket => FileType::Socket,
+        Mds::CharDevice => FileType::CharDevice,
+        Mds::BlockDevice => FileType::BlockDevice,
     }
 }
 
@@ -304,19 +353,23 @@ impl IopathFs {
 }
 
 impl IopathFs {
-    /// unlink (a file) or rmdir (an empty directory); either way the name is forgotten.
+    /// unlink (a name of a file, a link, a special file) or rmdir (an empty directory);
+    /// either way the name is forgotten. A file this mount holds open that loses its last
+    /// name is kept until its last release, as Lustre keeps orphans.
     fn remove(&self, directory: bool, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let path = or_reply!(self.shared.child(parent, name), reply);
         let what = if directory { "rmdir" } else { "unlink" };
+        let keep = self.shared.held_open(self.shared.inodes().ino_of(&path));
         self.spawn(what, move |client, shared| async move {
             let removed = if directory {
-                client.rmdir(&path).await
+                client.rmdir(&path).await.map(|()| false)
             } else {
-                client.unlink(&path).await
+                client.unlink_keeping(&path, keep).await
             };
             match removed {
-                Ok(()) => {
+                Ok(orphaned) => {
                     shared.inodes().unlinked(&path);
+                    shared.orphaned(keep, orphaned);
                     reply.ok()
                 }
                 Err(e) => reply.error(failed(what, &path, &e)),
@@ -406,8 +459,9 @@ impl Filesystem for IopathFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let path = or_reply!(self.shared.path(ino), reply);
+        let open = self.shared.open_inode(ino.0).and_then(|o| o.file());
         self.spawn("getattr", move |client, shared| async move {
-            match client.stat_ino(ino.0, &path).await {
+            match client.stat_ino(ino.0, &path, open.as_ref()).await {
                 Ok(stat) => reply.attr(&TTL, &shared.attr(ino.0, &stat)),
                 Err(e) => reply.error(failed("stat", &path, &e)),
             }
@@ -536,6 +590,7 @@ impl Filesystem for IopathFs {
             // RENAME_EXCHANGE, RENAME_WHITEOUT: the metadata service has no such rename.
             return reply.error(Errno::EINVAL);
         }
+        let keep = self.shared.held_open(self.shared.inodes().ino_of(&to));
         self.spawn("rename", move |client, shared| async move {
             if no_replace {
                 match client.stat(&to).await {
@@ -544,12 +599,107 @@ impl Filesystem for IopathFs {
                     Err(e) => return reply.error(failed("stat", &to, &e)),
                 }
             }
-            match client.rename(&from, &to).await {
-                Ok(()) => {
+            match client.rename_keeping(&from, &to, keep).await {
+                Ok(orphaned) => {
                     shared.inodes().renamed(&from, &to);
+                    shared.orphaned(keep, orphaned);
                     reply.ok()
                 }
                 Err(e) => reply.error(failed("rename", &format!("{from} -> {to}"), &e)),
+            }
+        });
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let path = or_reply!(self.shared.child(newparent, newname), reply);
+        self.spawn("link", move |client, shared| async move {
+            match client.link(ino.0, &path).await {
+                Ok(stat) => reply.entry(&TTL, &entry(&shared, &path, &stat), Generation(0)),
+                Err(e) => reply.error(failed("link", &path, &e)),
+            }
+        });
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        let path = or_reply!(self.shared.child(parent, link_name), reply);
+        // The metadata service keeps names as text: a target that is not UTF-8 is refused.
+        let target = or_reply!(target.to_str().ok_or(Errno::EINVAL), reply).to_owned();
+        let owner = Owner::new(req.uid(), req.gid());
+        self.spawn("symlink", move |client, shared| async move {
+            match client.symlink(&path, &target, owner).await {
+                Ok(stat) => reply.entry(&TTL, &entry(&shared, &path, &stat), Generation(0)),
+                Err(e) => reply.error(failed("symlink", &path, &e)),
+            }
+        });
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let path = or_reply!(self.shared.path(ino), reply);
+        self.spawn("readlink", move |client, _| async move {
+            match client.stat_ino(ino.0, &path, None).await {
+                Ok(stat) => match stat.symlink_target {
+                    Some(target) => reply.data(target.as_bytes()),
+                    None => reply.error(Errno::EINVAL),
+                },
+                Err(e) => reply.error(failed("readlink", &path, &e)),
+            }
+        });
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let path = or_reply!(self.shared.child(parent, name), reply);
+        let owner = Owner::new(req.uid(), req.gid());
+        let bits = mode & !umask & 0o7777;
+        let node = match mode & libc::S_IFMT {
+            libc::S_IFREG => None,
+            libc::S_IFIFO => Some(SpecialNode::Fifo),
+            libc::S_IFSOCK => Some(SpecialNode::Socket),
+            libc::S_IFCHR => Some(SpecialNode::CharDevice),
+            libc::S_IFBLK => Some(SpecialNode::BlockDevice),
+            _ => return reply.error(Errno::EINVAL),
+        };
+        self.spawn("mknod", move |client, shared| async move {
+            let made = match node {
+                Some(node) => {
+                    client
+                        .mknod(&path, node, (bits, u64::from(rdev)), owner)
+                        .await
+                }
+                // A regular file made by mknod(2): created, not opened.
+                None => match client
+                    .create_as(&path, StripeRequest::INHERIT, bits, owner)
+                    .await
+                {
+                    Ok((file, stat)) => file.close().await.map(|()| stat),
+                    Err(e) => Err(e),
+                },
+            };
+            match made {
+                Ok(stat) => reply.entry(&TTL, &entry(&shared, &path, &stat), Generation(0)),
+                Err(e) => reply.error(failed("mknod", &path, &e)),
             }
         });
     }
@@ -684,19 +834,31 @@ impl Filesystem for IopathFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let Some((handle, _last)) = self.shared.released(fh) else {
+        let Some((handle, last)) = self.shared.released(fh) else {
             return reply.error(Errno::EBADF);
         };
-        self.spawn("release", |client, _| async move {
+        self.spawn("release", move |client, _| async move {
             let path = handle.file.path().to_owned();
-            // Writes of a shared mapping may come after the last close's flush.
-            let reported = report_writes(&client, handle.ino, &path, &handle.open).await;
-            match handle.file.close().await {
-                Ok(()) => match reported {
-                    Ok(()) => reply.ok(),
-                    Err(e) => reply.error(e),
-                },
-                Err(e) => reply.error(failed("close", &path, &e)),
+            let orphan = last && handle.open.orphaned.load(Ordering::Acquire);
+            // Writes of a shared mapping may come after the last close's flush (an orphan's
+            // times go with it).
+            let reported = if orphan {
+                Ok(())
+            } else {
+                report_writes(&client, handle.ino, &path, &handle.open).await
+            };
+            if let Err(e) = handle.file.close().await {
+                return reply.error(failed("close", &path, &e));
+            }
+            if orphan {
+                // Its last holder let go: the file and its objects go now.
+                if let Err(e) = client.drop_orphan(handle.ino).await {
+                    return reply.error(failed("drop the unlinked file", &path, &e));
+                }
+            }
+            match reported {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
             }
         });
     }
@@ -748,10 +910,7 @@ impl Filesystem for IopathFs {
                 listing.push((parent_ino, FileType::Directory, "..".to_owned()));
             }
             for entry in entries {
-                let kind = match entry.file_type {
-                    iopath_client::FileType::Directory => FileType::Directory,
-                    iopath_client::FileType::Regular => FileType::RegularFile,
-                };
+                let kind = kernel_type(entry.file_type);
                 // The metadata service's number, the one `stat` gives.
                 listing.push((entry.ino, kind, entry.name));
             }

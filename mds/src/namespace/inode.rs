@@ -1,5 +1,5 @@
-//! Inodes: what the namespace holds for each file and directory, and the views of them that
-//! leave the service.
+//! Inodes: what the namespace holds for each directory, file, symbolic link and special file
+//! (FIFO, socket, device node), and the views of them that leave the service.
 
 use std::collections::BTreeMap;
 
@@ -19,13 +19,21 @@ pub const MODE_MAX: u32 = 0o7777;
 /// The set-group-ID bit (`S_ISGID`): on a directory, new entries take its group.
 pub const SET_GROUP_ID: u32 = 0o2000;
 
-/// A file or a directory.
+/// Longest symbolic link target accepted, in bytes (Linux's `PATH_MAX` less its NUL).
+pub const SYMLINK_TARGET_MAX_BYTES: usize = 4095;
+
+/// A directory, a file, a symbolic link or a special file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inode {
     /// Its number.
     pub ino: Ino,
-    /// File or directory, and what each holds.
+    /// What it is, and what it holds.
     pub kind: InodeKind,
+    /// How many entries name it (hard links), for all but directories: 0 for an orphan (a
+    /// file unlinked while a client holds it open). Derived from the entries: not stored,
+    /// counted again when a namespace is loaded.
+    #[serde(skip)]
+    pub names: u32,
     /// Permission bits.
     pub mode: u32,
     /// Its owner. `None` in a namespace written before owners were kept: a mount shows such
@@ -68,14 +76,66 @@ pub enum InodeKind {
         /// Its layout, fixed at creation.
         layout: Layout,
     },
+    /// A symbolic link. The kernel follows it; the service never does (a path through one
+    /// is not a directory).
+    Symlink {
+        /// What it points to, as given (1 to [`SYMLINK_TARGET_MAX_BYTES`] bytes, no NUL).
+        target: String,
+    },
+    /// A FIFO, a socket or a device node: a name and attributes, whose I/O the kernel
+    /// serves (a pipe's buffer, a socket, a device's driver) without the file system.
+    Special {
+        /// Which.
+        node: SpecialNode,
+        /// A device node's device number (Linux's `dev_t`); 0 for the others.
+        rdev: u64,
+    },
+}
+
+/// What a special file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SpecialNode {
+    /// A named pipe (`mkfifo`).
+    Fifo,
+    /// A Unix domain socket's name (`bind`).
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+}
+
+impl SpecialNode {
+    /// Its file type.
+    pub fn file_type(self) -> FileType {
+        match self {
+            SpecialNode::Fifo => FileType::Fifo,
+            SpecialNode::Socket => FileType::Socket,
+            SpecialNode::CharDevice => FileType::CharDevice,
+            SpecialNode::BlockDevice => FileType::BlockDevice,
+        }
+    }
+}
+
+/// A file unlinked while a client held it open, kept (with its objects) until that client
+/// closes it, as Lustre keeps orphans: its owner drops it then, or — if the owner is gone, a
+/// crashed mount — whoever the service hands it to (see `crate::orphans`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Orphan {
+    /// The client that holds it open: its NID, as the service saw the unlink come from.
+    pub owner: String,
+    /// When it lost its last name.
+    pub since_ns: u64,
 }
 
 impl Inode {
-    /// File or directory.
+    /// What it is.
     pub fn file_type(&self) -> FileType {
         match self.kind {
             InodeKind::Directory { .. } => FileType::Directory,
             InodeKind::File { .. } => FileType::Regular,
+            InodeKind::Symlink { .. } => FileType::Symlink,
+            InodeKind::Special { node, .. } => node.file_type(),
         }
     }
 
@@ -93,7 +153,13 @@ impl Inode {
                 entries.len() as u64,
                 u32::try_from(subdirectories + 2).unwrap_or(u32::MAX),
             ),
-            InodeKind::File { layout } => (Some(layout.clone()), None, 0, 1),
+            InodeKind::File { layout } => (Some(layout.clone()), None, 0, self.names),
+            InodeKind::Symlink { .. } | InodeKind::Special { .. } => (None, None, 0, self.names),
+        };
+        let (symlink_target, rdev) = match &self.kind {
+            InodeKind::Symlink { target } => (Some(target.clone()), 0),
+            InodeKind::Special { rdev, .. } => (None, *rdev),
+            _ => (None, 0),
         };
         Attributes {
             ino: self.ino,
@@ -108,17 +174,29 @@ impl Inode {
             layout,
             default_stripe,
             entries_count,
+            symlink_target,
+            rdev,
         }
     }
 }
 
-/// File or directory.
+/// What an inode is, as `stat` and `readdir` say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileType {
     /// A regular file.
     Regular,
     /// A directory.
     Directory,
+    /// A symbolic link.
+    Symlink,
+    /// A named pipe.
+    Fifo,
+    /// A socket.
+    Socket,
+    /// A character device.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
 }
 
 /// What stat returns. No size: clients glimpse it from the objects.
@@ -126,7 +204,7 @@ pub enum FileType {
 pub struct Attributes {
     /// Inode number.
     pub ino: Ino,
-    /// File or directory.
+    /// What it is.
     pub file_type: FileType,
     /// Permission bits.
     pub mode: u32,
@@ -153,6 +231,12 @@ pub struct Attributes {
     pub default_stripe: Option<StripeRequest>,
     /// A directory's number of entries.
     pub entries_count: u64,
+    /// A symbolic link's target.
+    #[serde(default)]
+    pub symlink_target: Option<String>,
+    /// A device node's device number.
+    #[serde(default)]
+    pub rdev: u64,
 }
 
 /// One directory entry.
@@ -162,7 +246,7 @@ pub struct DirEntry {
     pub name: String,
     /// The inode it names.
     pub ino: Ino,
-    /// File or directory.
+    /// What it names.
     pub file_type: FileType,
 }
 
