@@ -573,10 +573,34 @@ fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
     require("fio");
     require("bindfs");
     let dir = tempfile::tempdir_in(".").unwrap();
+    // A small tree for tar: files, a directory, a symbolic link.
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    for i in 0..5 {
+        std::fs::write(tree.join(format!("sub/f{i}")), vec![b'x'; 100 * i + 1]).unwrap();
+    }
+    std::os::unix::fs::symlink("sub/f1", tree.join("link")).unwrap();
     let out = iopath()
         .args([
-            "bench", "mount", "--jobs", "2", "--size", "8m", "--json", "--dir",
+            "bench",
+            "mount",
+            "--jobs",
+            "2",
+            "--size",
+            "8m",
+            "--small-size",
+            "256k",
+            "--runs",
+            "2",
+            "--create-jobs",
+            "2",
+            "--create-files",
+            "20",
+            "--json",
+            "--tar-source",
         ])
+        .arg(&tree)
+        .arg("--dir")
         .arg(dir.path())
         .output()
         .unwrap();
@@ -586,17 +610,47 @@ fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["stack"], "spider-mini", "the default the help names");
     let places = json["places"].as_array().unwrap();
     let names: Vec<&str> = places.iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
         ["iopath mount", "bindfs passthrough", "raw directory"]
     );
+    let metrics = [
+        "seq_write_mib_s",
+        "seq_read_mib_s",
+        "rand4k_write_mib_s",
+        "rand4k_read_mib_s",
+        "tar_x_s",
+        "creates_per_s",
+    ];
     for p in places {
-        assert!(p["write_mib_s"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["read_mib_s"].as_f64().unwrap() > 0.0, "{p}");
+        let measured = p["measured"].as_array().unwrap();
+        let found: Vec<&str> = measured
+            .iter()
+            .map(|m| m["metric"].as_str().unwrap())
+            .collect();
+        assert_eq!(found, metrics, "{p}");
+        for m in measured {
+            let runs: Vec<f64> = m["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert_eq!(runs.len(), 2, "{m}");
+            assert!(runs.iter().all(|v| *v > 0.0), "{m}");
+            assert_eq!(m["median"].as_f64().unwrap(), (runs[0] + runs[1]) / 2.0);
+        }
     }
-    assert!(json["write_vs_passthrough"].as_f64().unwrap() > 0.0);
+    let ratios = json["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), metrics.len());
+    assert!(
+        ratios
+            .iter()
+            .all(|r| r["vs_passthrough"].as_f64().unwrap() > 0.0)
+    );
     assert!(json["modeled"].as_str().unwrap().contains("nothing"));
     // Nothing is left mounted, and the temporary directory is gone.
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
