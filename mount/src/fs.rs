@@ -14,6 +14,16 @@
 //! close of a written file, not one per write (Lustre's close carries them the same way). An
 //! explicit time (`touch`, `utimensat`, `rsync -t`) set after the writes wins over them.
 //!
+//! Small writes are kept here, not sent at once ([`iopath_client::writeback::Dirty`], the
+//! mount's write-back, as a Lustre client keeps dirty pages): a write of less than
+//! [`WRITEBACK_WRITE_MAX_BYTES`] is copied into its inode's dirty extents and answered, and
+//! the extents — adjacent writes merged, so a run of small writes becomes full RPCs — are sent
+//! together, concurrently, when [`WRITEBACK_FLUSH_BYTES`] are dirty, and at every `fsync`,
+//! close (`flush`), truncate, last release, unmount, and read that touches them. A send that
+//! fails is kept dirty and its error given to the `fsync` or close, as a kernel's write-back
+//! error is. Once sent, a write is kept for replay by the client library as any other. A
+//! file opened `O_SYNC` or `O_DSYNC` is written through.
+//!
 //! A file this mount holds open when its last name goes is kept by the metadata service as
 //! this mount's orphan, and dropped (objects and all) at its last release.
 //!
@@ -34,6 +44,7 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
     Request, TimeOrNow, WriteFlags,
 };
+use iopath_client::writeback::Dirty;
 use iopath_client::{
     Client, ClientError, File, FileStat, Owner, SetAttributes, SpecialNode, StripeRequest,
 };
@@ -62,6 +73,15 @@ const BLOCK_BYTES: u32 = 4096;
 /// The largest write the kernel sends in one call: a Lustre RPC's worth, so a program's
 /// large writes reach the client library whole and become one RPC per object.
 pub const MAX_WRITE_BYTES: u32 = 1 << 20;
+
+/// Writes shorter than this are kept in the write-back and answered at once; longer ones
+/// are full RPCs already and go straight to the servers.
+pub const WRITEBACK_WRITE_MAX_BYTES: usize = 1 << 20;
+
+/// When an inode's dirty bytes reach this, they are sent (a Lustre client's `max_dirty_mb`
+/// per file, in small): enough to gather a few full RPCs, little enough that a crash of the
+/// mount loses no more.
+pub const WRITEBACK_FLUSH_BYTES: u64 = 4 << 20;
 
 /// The mount's state: the client, the inode numbers the kernel holds, the open files.
 #[derive(Debug)]
@@ -100,6 +120,12 @@ struct OpenInode {
     /// Held while the metadata service is told of this inode's times or attributes, so a
     /// close's report and an explicit `utimensat` reach it in the order they were made.
     telling: tokio::sync::Mutex<()>,
+    /// Its writes not sent yet (the write-back); held while they are sent, so a later write
+    /// or read of the same bytes waits rather than overtakes them.
+    dirty: tokio::sync::Mutex<Dirty>,
+    /// The end of the furthest write made through this mount while open, cut by a truncate:
+    /// the file is at least this long, whether or not the servers have those bytes yet.
+    size_floor_bytes: AtomicU64,
 }
 
 impl OpenInode {
@@ -122,6 +148,23 @@ impl OpenInode {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The file is at least `end_bytes` long (a write reached there).
+    fn grew(&self, end_bytes: u64) {
+        self.size_floor_bytes.fetch_max(end_bytes, Ordering::AcqRel);
+    }
+
+    /// The file was cut (or extended) to `size_bytes`.
+    fn resized(&self, size_bytes: u64) {
+        self.size_floor_bytes
+            .fetch_min(size_bytes, Ordering::AcqRel);
+    }
+
+    /// Sends every dirty write through `file`; on failure the unsent ones stay dirty.
+    async fn flush_dirty(&self, file: &File) -> Result<(), ClientError> {
+        let mut dirty = self.dirty.lock().await;
+        send_dirty(file, &mut dirty).await
     }
 
     /// A write landed at `now_ns`.
@@ -240,7 +283,13 @@ impl Shared {
     /// has not reported yet stand in for the metadata service's.
     fn attr(&self, ino: u64, stat: &FileStat) -> FileAttr {
         let time = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
-        let written = self.open_inode(ino).and_then(|open| open.written());
+        let open = self.open_inode(ino);
+        let written = open.as_ref().and_then(|open| open.written());
+        // Writes still in the write-back (or just sent) count for the size.
+        let size_bytes = open.map_or(stat.size_bytes, |open| {
+            stat.size_bytes
+                .max(open.size_floor_bytes.load(Ordering::Acquire))
+        });
         let (mtime_ns, ctime_ns) = match written {
             Some(t) => (t.max(stat.mtime_ns), t.max(stat.ctime_ns)),
             None => (stat.mtime_ns, stat.ctime_ns),
@@ -248,8 +297,8 @@ impl Shared {
         let kind = kernel_type(stat.file_type);
         FileAttr {
             ino: INodeNo(ino),
-            size: stat.size_bytes,
-            blocks: stat.size_bytes.div_ceil(512),
+            size: size_bytes,
+            blocks: size_bytes.div_ceil(512),
             atime: time(stat.atime_ns),
             mtime: time(mtime_ns),
             ctime: time(ctime_ns),
@@ -405,6 +454,45 @@ fn entry(shared: &Shared, path: &str, stat: &FileStat) -> FileAttr {
     shared.attr(stat.ino, stat)
 }
 
+/// Sends `dirty`'s extents through `file`, all at once (the client bounds the RPCs in flight
+/// to each target), and waits for every one. The ones that fail are put back, under any
+/// write made since; the first error is returned.
+async fn send_dirty(file: &File, dirty: &mut Dirty) -> Result<(), ClientError> {
+    if dirty.is_empty() {
+        return Ok(());
+    }
+    let mut sends = tokio::task::JoinSet::new();
+    for (offset, data) in dirty.take() {
+        let file = file.clone();
+        sends.spawn(async move {
+            let result = file.write_at(offset, Bytes::from(data.clone())).await;
+            (offset, data, result)
+        });
+    }
+    let mut unsent = Vec::new();
+    let mut first_error = None;
+    while let Some(joined) = sends.join_next().await {
+        match joined {
+            Ok((_, _, Ok(_))) => {}
+            Ok((offset, data, Err(e))) => {
+                unsent.push((offset, data));
+                first_error.get_or_insert(e);
+            }
+            // A send that panicked: the client library's bug, said as such.
+            Err(e) => {
+                first_error.get_or_insert(ClientError::TaskStopped {
+                    what: "write-back write",
+                    why: e.to_string(),
+                });
+            }
+        }
+    }
+    if !unsent.is_empty() {
+        dirty.restore(unsent);
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
 /// Tells the metadata service the times of the writes this mount made to `ino` and has not
 /// reported (a close, an fsync, the last release): one change, whatever the number of writes.
 async fn report_writes(
@@ -516,8 +604,22 @@ impl Filesystem for IopathFs {
                         Err(e) => return reply.error(failed("open", &path, &e)),
                     },
                 };
+                // The write-back's writes land before the cut, which then applies to them.
+                let _dirty = match &open {
+                    Some(open) => {
+                        let mut dirty = open.dirty.lock().await;
+                        if let Err(e) = send_dirty(&file, &mut dirty).await {
+                            return reply.error(failed("write back", &path, &e));
+                        }
+                        Some(dirty)
+                    }
+                    None => None,
+                };
                 if let Err(e) = file.truncate(size).await {
                     return reply.error(failed("truncate", &path, &e));
+                }
+                if let Some(open) = &open {
+                    open.resized(size);
                 }
                 // A truncation changes the file now (POSIX), unless a time is given too.
                 change.mtime_ns.get_or_insert(now);
@@ -766,6 +868,15 @@ impl Filesystem for IopathFs {
     ) {
         let handle = or_reply!(self.shared.handle_of(fh), reply);
         self.spawn("read", move |_, _| async move {
+            {
+                // Dirty bytes it would read are sent first: the servers hold the truth.
+                let mut dirty = handle.open.dirty.lock().await;
+                if dirty.overlaps(offset, u64::from(size))
+                    && let Err(e) = send_dirty(&handle.file, &mut dirty).await
+                {
+                    return reply.error(failed("write back before a read", handle.file.path(), &e));
+                }
+            }
             match handle.file.read_at(offset, u64::from(size)).await {
                 Ok(bytes) => reply.data(&bytes),
                 Err(e) => reply.error(failed("read", handle.file.path(), &e)),
@@ -781,20 +892,48 @@ impl Filesystem for IopathFs {
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let handle = or_reply!(self.shared.handle_of(fh), reply);
+        let len = data.len() as u32;
+        let end = offset + u64::from(len);
+        let write_through = data.len() >= WRITEBACK_WRITE_MAX_BYTES
+            || flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+        if !write_through {
+            // Kept: the kernel's buffer is lent for this call only, so it is copied into the
+            // write-back, and sent with its neighbours later.
+            let data = data.to_vec();
+            self.spawn("write", move |_, _| async move {
+                let mut dirty = handle.open.dirty.lock().await;
+                dirty.write(offset, &data);
+                handle.open.grew(end);
+                handle.open.wrote(now_ns());
+                if dirty.bytes() >= WRITEBACK_FLUSH_BYTES
+                    && let Err(e) = send_dirty(&handle.file, &mut dirty).await
+                {
+                    // Kept dirty for the next try; the program learns of it now.
+                    return reply.error(failed("write back", handle.file.path(), &e));
+                }
+                reply.written(len)
+            });
+            return;
+        }
         // The kernel's buffer is lent for this call only: one copy into memory the storage
         // servers can pull from while the write is in flight (and the client keeps for
         // replay until it is committed).
         let data = Bytes::copy_from_slice(data);
-        let len = data.len() as u32;
         self.spawn("write", move |_, _| async move {
+            // Dirty bytes go first, so that this write's bytes land over theirs.
+            let mut dirty = handle.open.dirty.lock().await;
+            if let Err(e) = send_dirty(&handle.file, &mut dirty).await {
+                return reply.error(failed("write back", handle.file.path(), &e));
+            }
             match handle.file.write_at(offset, data).await {
                 Ok(_) => {
                     // The write landed: the file changed now.
+                    handle.open.grew(end);
                     handle.open.wrote(now_ns());
                     reply.written(len)
                 }
@@ -811,12 +950,15 @@ impl Filesystem for IopathFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // Every write was acknowledged before the program's write call returned; a close
-        // commits nothing more (as on Lustre: close-to-open, not close-to-disk). It tells
+        // A close sends the write-back's writes and waits for the servers' acknowledgements,
+        // but commits nothing more (as on Lustre: close-to-open, not close-to-disk). It tells
         // the metadata service the writes' times, so every client sees them after it.
         let handle = or_reply!(self.shared.handle_of(fh), reply);
         self.spawn("flush", move |client, _| async move {
             let path = handle.file.path().to_owned();
+            if let Err(e) = handle.open.flush_dirty(&handle.file).await {
+                return reply.error(failed("write back", &path, &e));
+            }
             match report_writes(&client, handle.ino, &path, &handle.open).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
@@ -840,6 +982,14 @@ impl Filesystem for IopathFs {
         self.spawn("release", move |client, _| async move {
             let path = handle.file.path().to_owned();
             let orphan = last && handle.open.orphaned.load(Ordering::Acquire);
+            // Writes of a shared mapping may come after the last close's flush.
+            if let Err(e) = handle.open.flush_dirty(&handle.file).await {
+                if last {
+                    let lost = handle.open.dirty.lock().await.bytes();
+                    warn!("{path}: {lost} written bytes could not be sent and are lost: {e}");
+                }
+                return reply.error(failed("write back", &path, &e));
+            }
             // Writes of a shared mapping may come after the last close's flush (an orphan's
             // times go with it).
             let reported = if orphan {
@@ -874,6 +1024,9 @@ impl Filesystem for IopathFs {
         let handle = or_reply!(self.shared.handle_of(fh), reply);
         self.spawn("fsync", |client, _| async move {
             let path = handle.file.path().to_owned();
+            if let Err(e) = handle.open.flush_dirty(&handle.file).await {
+                return reply.error(failed("write back", &path, &e));
+            }
             if let Err(e) = handle.file.fsync().await {
                 return reply.error(failed("fsync", &path, &e));
             }
