@@ -118,6 +118,7 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<()> {
 
 /// `iopath bench iorcd`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.help(super::stack::preset_help(iopath_stack::ROUTED_PRESET))))]
 pub struct ExperimentArgs {
     /// The stack (a routed one; default: the spider-mini-routed preset).
     #[command(flatten)]
@@ -215,6 +216,7 @@ pub async fn experiment(args: ExperimentArgs) -> anyhow::Result<()> {
 
 /// `iopath bench monitoring`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.help(super::stack::preset_help(iopath_stack::ROUTED_PRESET))))]
 pub struct MonitoringArgs {
     /// The stack (default: the spider-mini-routed preset).
     #[command(flatten)]

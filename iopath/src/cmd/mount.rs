@@ -113,6 +113,7 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
 
 /// `iopath bench mount`'s options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("preset", |a| a.help(super::stack::preset_help(iopath_bench::mount::DEFAULT_PRESET))))]
 pub struct BenchMountArgs {
     /// The stack (default spider-mini, direct-attached).
     #[command(flatten)]

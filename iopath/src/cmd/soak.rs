@@ -13,6 +13,7 @@ use super::stack::StackArgs;
 
 /// `iopath soak`'s options.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("preset", |a| a.help(super::stack::preset_help(iopath_stack::ROUTED_PRESET))))]
 pub struct SoakArgs {
     /// The stack (default spider-mini-routed; asci-red-mini goes through fyods).
     #[command(flatten)]

@@ -11,6 +11,22 @@ use iopath_stack::demo::DemoConfig;
 use iopath_stack::up::{NodeProcessConfig, UpConfig};
 use tokio::io::AsyncReadExt;
 
+/// `--preset`'s help for a command whose default preset is `default`: a command that
+/// defaults to another preset than asci-red-mini says so with
+/// `#[command(mut_arg("preset", |a| a.help(preset_help(PRESET))))]`.
+pub fn preset_help(default: &str) -> String {
+    let names = ["asci-red-mini", "spider-mini", "spider-mini-routed"]
+        .map(|name| {
+            if name == default {
+                format!("{name} (the default)")
+            } else {
+                name.to_owned()
+            }
+        })
+        .join(", ");
+    format!("A preset: {names}")
+}
+
 /// Where a stack comes from: `--preset NAME` or `--stack FILE`, and `--route-set`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct StackArgs {

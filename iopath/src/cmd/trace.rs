@@ -18,6 +18,7 @@ const DEFAULT_NTH: u64 = 16;
 
 /// `iopath trace`'s options.
 #[derive(clap::Args, Debug, Clone)]
+#[command(mut_arg("preset", |a| a.help(super::stack::preset_help(iopath_stack::ROUTED_PRESET))))]
 pub struct TraceArgs {
     /// The stack (default spider-mini-routed: client, router, storage servers).
     #[command(flatten)]
