@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use iopath_fabric::{ChecksumKind, Nid, Node};
 use iopath_forwarder::{CallKind, FyodClient, IoMode, OpenOptions};
-use iopath_mds::{DirEntry, FileType, MdsClient};
+use iopath_mds::{Attributes, DirEntry, FileType, MdsClient, Owner, SetAttributes, SpecialNode};
 use iopath_ost_client::{ClientId, OscStats};
 use tokio::sync::OnceCell;
 use tracing::{Instrument as _, info_span, warn};
@@ -234,14 +234,28 @@ impl Client {
         &self.inner.fsname
     }
 
-    /// Makes directory `path`.
+    /// Makes directory `path` (mode 0755, its owner not recorded).
     pub async fn mkdir(&self, path: &str) -> Result<(), ClientError> {
-        self.inner
-            .mds
-            .mkdir(path, MKDIR_MODE)
+        self.mkdir_as(path, MKDIR_MODE, Owner::UNRECORDED)
             .await
             .map(drop)
-            .map_err(|e| ClientError::from_mds(path, e))
+    }
+
+    /// Makes directory `path` with permission bits `mode`, owned by `owner`; returns its
+    /// attributes.
+    pub async fn mkdir_as(
+        &self,
+        path: &str,
+        mode: u32,
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .mkdir_as(path, mode, owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
     }
 
     /// Removes the empty directory `path`.
@@ -258,6 +272,22 @@ impl Client {
     /// are refused here, before any round trip. If an object cannot be created, the name is
     /// removed again and the objects made so far destroyed.
     pub async fn create(&self, path: &str, stripe: StripeRequest) -> Result<File, ClientError> {
+        self.create_as(path, stripe, CREATE_MODE, Owner::UNRECORDED)
+            .await
+            .map(|(file, _)| file)
+    }
+
+    /// [`Client::create`], the new file's permission bits `mode` and its owner `owner`; with
+    /// the open file, its attributes (size 0: it is new). Through a fyod, which creates with
+    /// its default bits and no owner, they are set at the metadata service after it created
+    /// the file.
+    pub async fn create_as(
+        &self,
+        path: &str,
+        stripe: StripeRequest,
+        mode: u32,
+        owner: Owner,
+    ) -> Result<(File, FileStat), ClientError> {
         self.check_stripe(&stripe)?;
         let span = info_span!("create", path);
         if let Some(fyod) = &self.inner.fyod {
@@ -279,13 +309,30 @@ impl Client {
                 }
                 return Err(ClientError::Exists { path: path.into() });
             }
-            return self.fyod_file(path, file);
+            let mds = &self.inner.mds;
+            let attributes = async {
+                let attributes = mds.stat(path).await?;
+                if (mode, owner) == (CREATE_MODE, Owner::UNRECORDED) {
+                    return Ok(attributes);
+                }
+                let change = SetAttributes {
+                    mode: Some(mode),
+                    uid: owner.uid,
+                    gid: owner.gid,
+                    ..SetAttributes::default()
+                };
+                mds.setattr(attributes.ino, &change).await
+            }
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+            let stat = stat::stat_from_attributes(path, &attributes)?;
+            return Ok((self.fyod_file(path, file)?, stat));
         }
         async {
             let attributes = self
                 .inner
                 .mds
-                .create(path, CREATE_MODE, stripe)
+                .create_for(path, (mode, owner), stripe, None)
                 .await
                 .map_err(|e| ClientError::from_mds(path, e))?;
             let layout = match &attributes.layout {
@@ -297,11 +344,12 @@ impl Client {
                     });
                 }
             };
+            let stat = stat::stat_from_attributes(path, &attributes)?;
             let targets = self.inner.targets().await?;
             if let Err(error) = targets.create_objects(&layout).await {
                 // Leave no name without objects behind; the error that matters is the first.
                 warn!(%error, "creating the objects failed: removing the file again");
-                if let Err(undo) = self.inner.mds.unlink(path).await {
+                if let Err(undo) = self.inner.mds.unlink(path).await.map(drop) {
                     warn!(error = %undo, "removing the name failed too");
                 }
                 if let Err(undo) = targets.destroy_objects(&layout).await {
@@ -309,7 +357,8 @@ impl Client {
                 }
                 return Err(error);
             }
-            self.file(path, layout, DataPath::Direct(Arc::clone(targets)))
+            let file = self.file(path, layout, DataPath::Direct(Arc::clone(targets)))?;
+            Ok((file, stat))
         }
         .instrument(span)
         .await
@@ -330,6 +379,12 @@ impl Client {
             .open(path)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
+        self.direct_file(path, &attributes).await
+    }
+
+    /// A direct-attached file of `attributes`' layout; a directory or a layout missing is
+    /// said so.
+    async fn direct_file(&self, path: &str, attributes: &Attributes) -> Result<File, ClientError> {
         match &attributes.layout {
             Some(layout) => {
                 let layout = layout.clone();
@@ -354,18 +409,84 @@ impl Client {
             .stat(path)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
-        let mut stat = stat::stat_from_attributes(path, &attributes)?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// The attributes of the inode numbered `ino` — what a mount holding the number asks,
+    /// whatever its names are now — with a file's size glimpsed from its objects. `path` is
+    /// a name it had: the error's, and the one a fyod opens it by to glimpse.
+    ///
+    /// `open`, a handle of it the caller holds, glimpses the size instead: through a fyod it
+    /// is how a file with no name left (an orphan) is glimpsed.
+    pub async fn stat_ino(
+        &self,
+        ino: u64,
+        path: &str,
+        open: Option<&File>,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .stat_ino(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        match open {
+            Some(file) if attributes.layout.is_some() => {
+                let mut stat = stat::stat_from_attributes(path, &attributes)?;
+                stat.size_bytes = file.size().await?;
+                Ok(stat)
+            }
+            _ => self.glimpsed(path, &attributes).await,
+        }
+    }
+
+    /// Changes the attributes of the inode numbered `ino` (`path`: a name it had, for
+    /// errors and a fyod's glimpse): `chmod`, `chown`, `utimensat`, and the times of writes
+    /// a mount reports when the file is closed. Returns its attributes now, a file's size
+    /// glimpsed.
+    pub async fn set_attributes(
+        &self,
+        ino: u64,
+        path: &str,
+        change: &SetAttributes,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .setattr(ino, change)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// Opens the file numbered `ino` (`path`: a name it had, which a fyod opens it by).
+    pub async fn open_ino(&self, ino: u64, path: &str) -> Result<File, ClientError> {
+        if self.inner.fyod.is_some() {
+            return self.open(path).await;
+        }
+        let attributes = self
+            .inner
+            .mds
+            .stat_ino(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.direct_file(path, &attributes).await
+    }
+
+    /// `attributes` as a [`FileStat`], a file's size glimpsed: direct-attached from the
+    /// objects of the layout in hand; through a fyod by the fyod, on a handle opened by
+    /// `path`.
+    async fn glimpsed(&self, path: &str, attributes: &Attributes) -> Result<FileStat, ClientError> {
+        let mut stat = stat::stat_from_attributes(path, attributes)?;
         let Some(layout) = &stat.layout else {
             return Ok(stat);
         };
         stat.size_bytes = if self.inner.fyod.is_some() {
-            // Through a fyod the objects are glimpsed by the fyod, on an open handle.
             let file = self.open(path).await?;
             let size = file.size().await;
             file.close().await?;
             size?
         } else {
-            // Direct-attached, the layout is in hand: glimpse its objects.
             self.inner.targets().await?.size(layout).await?
         };
         Ok(stat)
@@ -392,30 +513,142 @@ impl Client {
             .map_err(|e| ClientError::from_mds(path, e))
     }
 
-    /// Removes file `path` and destroys its objects.
+    /// Removes name `path` (a file, a symbolic link, a special file); a file that loses its
+    /// last name loses its objects.
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
-        let layout = self
+        self.unlink_keeping(path, None).await.map(drop)
+    }
+
+    /// [`Client::unlink`]; a file numbered `keep_ino` that loses its last name — the caller
+    /// holds it open — is kept as this client's orphan, objects and all, until
+    /// [`Client::drop_orphan`]. Returns whether it was.
+    pub async fn unlink_keeping(
+        &self,
+        path: &str,
+        keep_ino: Option<u64>,
+    ) -> Result<bool, ClientError> {
+        let removal = self
             .inner
             .mds
-            .unlink(path)
+            .unlink_keeping(path, keep_ino)
             .await
             .map_err(|e| ClientError::from_mds(path, e))?;
         // The name is gone: from here a failure leaves only unreachable objects behind.
-        self.inner.targets().await?.destroy_objects(&layout).await
+        if let Some(layout) = &removal.layout {
+            self.inner.targets().await?.destroy_objects(layout).await?;
+        }
+        Ok(removal.orphaned)
     }
 
-    /// Renames `from` to `to`; a file `to` replaces loses its objects.
+    /// Renames `from` to `to`; a file `to` replaces loses its objects if that was its last
+    /// name.
     pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
-        let replaced = self
+        self.rename_keeping(from, to, None).await.map(drop)
+    }
+
+    /// [`Client::rename`]; a replaced file numbered `keep_ino` is kept as this client's
+    /// orphan (see [`Client::unlink_keeping`]). Returns whether it was.
+    pub async fn rename_keeping(
+        &self,
+        from: &str,
+        to: &str,
+        keep_ino: Option<u64>,
+    ) -> Result<bool, ClientError> {
+        let renamed = self
             .inner
             .mds
-            .rename(from, to)
+            .rename_keeping(from, to, keep_ino)
             .await
             .map_err(|e| ClientError::from_mds(from, e))?;
-        match replaced {
-            Some(layout) => self.inner.targets().await?.destroy_objects(&layout).await,
+        if let Some(layout) = &renamed.replaced {
+            self.inner.targets().await?.destroy_objects(layout).await?;
+        }
+        Ok(renamed.orphaned)
+    }
+
+    /// Forgets this client's orphan `ino` (it closed it) and destroys its objects.
+    pub async fn drop_orphan(&self, ino: u64) -> Result<(), ClientError> {
+        let what = format!("(orphan inode {ino})");
+        let removal = self
+            .inner
+            .mds
+            .drop_orphan(ino)
+            .await
+            .map_err(|e| ClientError::from_mds(&what, e))?;
+        match &removal.layout {
+            Some(layout) => self.inner.targets().await?.destroy_objects(layout).await,
             None => Ok(()),
         }
+    }
+
+    /// Cleans up the orphans the metadata service says are abandoned (their holders, crashed
+    /// mounts, went silent): destroys their objects, then drops them. Returns how many it
+    /// dropped. An orphan another client dropped meanwhile is skipped.
+    pub async fn reap_orphans(&self) -> Result<usize, ClientError> {
+        let abandoned = self
+            .inner
+            .mds
+            .abandoned_orphans()
+            .await
+            .map_err(|e| ClientError::from_mds("(orphans)", e))?;
+        let mut dropped = 0;
+        for (ino, layout) in abandoned {
+            // Objects first: an orphan dropped with its objects left would leak them.
+            self.inner.targets().await?.destroy_objects(&layout).await?;
+            match self.inner.mds.drop_orphan(ino).await {
+                Ok(_) => dropped += 1,
+                Err(e) if e.errno() == iopath_mds::error::errno::EINVAL => {}
+                Err(e) => return Err(ClientError::from_mds("(orphans)", e)),
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Gives inode `ino` (not a directory) another name, `path` (a hard link); returns its
+    /// attributes (a file's size glimpsed).
+    pub async fn link(&self, ino: u64, path: &str) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .link(ino, path)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        self.glimpsed(path, &attributes).await
+    }
+
+    /// Makes symbolic link `path` pointing to `target`, owned by `owner`.
+    pub async fn symlink(
+        &self,
+        path: &str,
+        target: &str,
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .symlink(path, target, owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
+    }
+
+    /// Makes a FIFO, socket or device node `path` with permission bits `mode` (and a
+    /// device's number `rdev`), owned by `owner`. The kernel serves their I/O: the file
+    /// system keeps only the name and the attributes.
+    pub async fn mknod(
+        &self,
+        path: &str,
+        node: SpecialNode,
+        (mode, rdev): (u32, u64),
+        owner: Owner,
+    ) -> Result<FileStat, ClientError> {
+        let attributes = self
+            .inner
+            .mds
+            .mknod(path, node, (mode, rdev), owner)
+            .await
+            .map_err(|e| ClientError::from_mds(path, e))?;
+        stat::stat_from_attributes(path, &attributes)
     }
 
     /// `lfs setstripe`: on a directory, sets the default layout of files created in it; on a

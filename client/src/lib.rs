@@ -19,6 +19,8 @@
 //! - [`aio`]: `iwrite`/`iread`/`iodone`/`iowait` and `cwrite`/`cread`: one worker per open
 //!   file, in order per file, concurrent across files.
 //! - [`stream`]: [`BufferedStream`], stdio buffering with `setvbuf`.
+//! - [`writeback`]: [`writeback::Dirty`], a file's small writes not yet sent (a mount's
+//!   write-back), a pure core.
 //! - [`stat`]: what `stat` and `getstripe` report.
 //! - [`config`]: [`ClientConfig`] and every limit; [`error`]: [`ClientError`].
 //!
@@ -40,6 +42,7 @@ pub use iopath_layout as layout;
 pub mod stat;
 pub mod stream;
 pub mod targets;
+pub mod writeback;
 
 pub use aio::{AsyncStats, IoHandle, IoResult};
 pub use client::Client;
@@ -48,7 +51,7 @@ pub use error::ClientError;
 pub use file::File;
 pub use iopath_fabric::{ChecksumKind, Checksummed};
 pub use iopath_forwarder::{CallKind, FileSystem, IoMode};
-pub use iopath_mds::{DirEntry, FileType};
+pub use iopath_mds::{DirEntry, FileType, Owner, SetAttributes, SpecialNode};
 pub use iopath_ost_client::Capacity;
 pub use iopath_ost_client::UNREACHABLE_FOR_MAX;
 pub use layout::{FsName, Layout, LayoutError, ObjectRef, StripeRequest, TargetName};

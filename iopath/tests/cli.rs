@@ -598,3 +598,32 @@ fn help_that_cannot_be_written_fails_with_the_reason() {
     let output = iopath().arg("--no-such-flag").output().unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn each_commands_help_names_the_preset_it_runs_by_default() {
+    for (command, default) in [
+        (&["up"][..], "asci-red-mini"),
+        (&["demo"][..], "asci-red-mini"),
+        (&["bench", "mount"][..], "spider-mini"),
+        (&["bench", "iorcd"][..], "spider-mini-routed"),
+        (&["bench", "monitoring"][..], "spider-mini-routed"),
+        (&["soak"][..], "spider-mini-routed"),
+        (&["trace"][..], "spider-mini-routed"),
+    ] {
+        let out = iopath().args(command).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{command:?} --help");
+        let help = String::from_utf8_lossy(&out.stdout);
+        // The option's help, which may wrap, up to the next option.
+        let from = help
+            .find("--preset <PRESET>")
+            .unwrap_or_else(|| panic!("{command:?} --help has no --preset: {help}"));
+        let rest = &help[from..];
+        let end = rest.find("--stack <").unwrap_or(rest.len());
+        let line = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            line.contains(&format!("[default: {default}]")),
+            "{command:?}: {line}"
+        );
+        assert_eq!(line.matches("[default:").count(), 1, "{command:?}: {line}");
+    }
+}

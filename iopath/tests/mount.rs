@@ -93,16 +93,35 @@ impl Mounted {
     }
 
     fn with(stack: &Stack, extra: &[&str]) -> Mounted {
+        Self::logging(stack, extra, false)
+    }
+
+    /// Mounted, its log written to `mount.log` beside the mount point (see [`Mounted::log`]).
+    fn logged(stack: &Stack) -> Mounted {
+        Self::logging(stack, &[], true)
+    }
+
+    fn logging(stack: &Stack, extra: &[&str], to_file: bool) -> Mounted {
         require("fusermount3");
         let scratch = tempfile::tempdir().unwrap();
         let dir = scratch.path().join("mnt");
         std::fs::create_dir(&dir).unwrap();
-        let mut child = iopath()
+        let stderr = if to_file {
+            Stdio::from(std::fs::File::create(scratch.path().join("mount.log")).unwrap())
+        } else {
+            Stdio::inherit()
+        };
+        let mut command = iopath();
+        if to_file {
+            // Every call's failure, said or not, is in the file.
+            command.env("IOPATH_LOG", "debug");
+        }
+        let mut child = command
             .args(["mount", "--mds", &stack.mds])
             .args(extra)
             .arg(&dir)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         common::ready_words(child.stdout.take().unwrap())
@@ -116,6 +135,11 @@ impl Mounted {
 
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
+    }
+
+    /// What the mount logged, if it was [`Mounted::logged`].
+    fn log(&self) -> Vec<u8> {
+        std::fs::read(self._scratch.path().join("mount.log")).unwrap()
     }
 
     /// Ctrl-C: unmount, commit, leave. Returns whether `iopath mount` exited 0.
@@ -549,10 +573,34 @@ fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
     require("fio");
     require("bindfs");
     let dir = tempfile::tempdir_in(".").unwrap();
+    // A small tree for tar: files, a directory, a symbolic link.
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    for i in 0..5 {
+        std::fs::write(tree.join(format!("sub/f{i}")), vec![b'x'; 100 * i + 1]).unwrap();
+    }
+    std::os::unix::fs::symlink("sub/f1", tree.join("link")).unwrap();
     let out = iopath()
         .args([
-            "bench", "mount", "--jobs", "2", "--size", "8m", "--json", "--dir",
+            "bench",
+            "mount",
+            "--jobs",
+            "2",
+            "--size",
+            "8m",
+            "--small-size",
+            "256k",
+            "--runs",
+            "2",
+            "--create-jobs",
+            "2",
+            "--create-files",
+            "20",
+            "--json",
+            "--tar-source",
         ])
+        .arg(&tree)
+        .arg("--dir")
         .arg(dir.path())
         .output()
         .unwrap();
@@ -562,17 +610,50 @@ fn bench_mount_measures_the_mount_the_passthrough_and_the_raw_directory() {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["stack"], "spider-mini", "the default the help names");
     let places = json["places"].as_array().unwrap();
     let names: Vec<&str> = places.iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
         ["iopath mount", "bindfs passthrough", "raw directory"]
     );
+    let metrics = [
+        "seq_write_mib_s",
+        "seq_read_mib_s",
+        "rand4k_write_mib_s",
+        "rand4k_read_mib_s",
+        "tar_x_s",
+        "creates_per_s",
+    ];
     for p in places {
-        assert!(p["write_mib_s"].as_f64().unwrap() > 0.0, "{p}");
-        assert!(p["read_mib_s"].as_f64().unwrap() > 0.0, "{p}");
+        let measured = p["measured"].as_array().unwrap();
+        let found: Vec<&str> = measured
+            .iter()
+            .map(|m| m["metric"].as_str().unwrap())
+            .collect();
+        assert_eq!(found, metrics, "{p}");
+        for m in measured {
+            let runs: Vec<f64> = m["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            assert_eq!(runs.len(), 2, "{m}");
+            assert!(runs.iter().all(|v| *v > 0.0), "{m}");
+            // The median of two runs is their mean (to rounding: the sum's order differs).
+            let mean = (runs[0] + runs[1]) / 2.0;
+            let median = m["median"].as_f64().unwrap();
+            assert!((median - mean).abs() <= mean * 1e-12, "{m}");
+        }
     }
-    assert!(json["write_vs_passthrough"].as_f64().unwrap() > 0.0);
+    let ratios = json["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), metrics.len());
+    assert!(
+        ratios
+            .iter()
+            .all(|r| r["vs_passthrough"].as_f64().unwrap() > 0.0)
+    );
     assert!(json["modeled"].as_str().unwrap().contains("nothing"));
     // Nothing is left mounted, and the temporary directory is gone.
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
@@ -826,4 +907,324 @@ fn a_mount_whose_stack_stops_unmounts_and_exits_1() {
     assert!(!status.success(), "a mount that lost its stack exits 1");
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     assert!(!mounts.contains(&mnt.dir.display().to_string()), "{mounts}");
+}
+
+/// Runs `line` in `dir` with sh; panics with its output if it fails; returns its output.
+fn sh_in(dir: &Path, line: &str) -> String {
+    sh(&format!("cd {} && {line}", dir.display()))
+}
+
+/// `stat -c FORMAT path`, trimmed.
+fn stat_c(format: &str, path: &Path) -> String {
+    sh(&format!("stat -c '{format}' {}", path.display()))
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn make_rebuilds_a_target_whose_input_was_written_since() {
+    require("make");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    sh_in(
+        &mnt.dir,
+        "printf 'out: in\\n\\tcp in out\\n' > Makefile && echo v1 > in && make",
+    );
+    assert_eq!(std::fs::read(mnt.path("out")).unwrap(), b"v1\n");
+    // Both into the past (rather than waiting for a clock to tick): the next write of `in`
+    // is then newer than `out` on any clock.
+    sh_in(&mnt.dir, "touch -d @1000000000 in out");
+    assert_eq!(stat_c("%Y", &mnt.path("in")), "1000000000");
+    let made = sh_in(&mnt.dir, "echo v2 > in && make");
+    assert!(made.contains("cp in out"), "make rebuilt: {made}");
+    assert_eq!(std::fs::read(mnt.path("out")).unwrap(), b"v2\n");
+    let again = sh_in(&mnt.dir, "make");
+    assert!(again.contains("up to date"), "{again}");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn git_status_sees_an_in_place_edit() {
+    require("git");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let git = "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main";
+    sh_in(&mnt.dir, &format!("{git} init -q repo"));
+    let repo = mnt.path("repo");
+    // The file's time in the past, so the index's entry is not "racily clean" (which git
+    // would check by content): only its times can tell git the file changed.
+    sh_in(
+        &repo,
+        &format!("echo first > f && touch -d @1000000000 f && {git} add f && {git} commit -qm one"),
+    );
+    assert_eq!(sh_in(&repo, &format!("{git} status --porcelain")), "");
+    // An edit in place, of the same length: the name, the inode and the size stay.
+    sh_in(
+        &repo,
+        "printf 'other\\n' | dd of=f conv=notrunc status=none",
+    );
+    assert_eq!(std::fs::read(repo.join("f")).unwrap(), b"other\n");
+    assert_eq!(sh_in(&repo, &format!("{git} status --porcelain")), " M f\n");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn a_second_rsync_a_sends_nothing_and_modes_owners_and_times_are_kept() {
+    require("rsync");
+    assert_eq!(
+        sh("id -u").trim(),
+        "0",
+        "this test sets owners with chown: run it as root (as scripts/test is)"
+    );
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let tree = src.path().join("tree");
+    for (dir, files) in [("", 3), ("a", 2), ("a/b", 4)] {
+        std::fs::create_dir_all(tree.join(dir)).unwrap();
+        for i in 0..files {
+            let file = tree.join(dir).join(format!("f{i}"));
+            std::fs::write(&file, vec![b'x'; i * 1000 + 7]).unwrap();
+        }
+    }
+    sh(&format!(
+        "chmod 600 {t}/f0 && chmod 751 {t}/a && chown 1234:5678 {t}/a/f1 && touch -d @1000000000 {t}/f2 && chmod 2755 {t}/a/b",
+        t = tree.display()
+    ));
+    let rsync = format!(
+        "rsync -a -i {}/ {}/",
+        tree.display(),
+        mnt.path("copy").display()
+    );
+    let first = sh(&rsync);
+    assert!(
+        first.lines().count() >= 9,
+        "the first copies everything: {first}"
+    );
+    let second = sh(&rsync);
+    assert_eq!(second, "", "the second finds every file up to date");
+    let copy = mnt.path("copy");
+    assert_eq!(stat_c("%a", &copy.join("f0")), "600");
+    assert_eq!(stat_c("%a", &copy.join("a")), "751");
+    assert_eq!(stat_c("%a", &copy.join("a/b")), "2755");
+    assert_eq!(stat_c("%u:%g", &copy.join("a/f1")), "1234:5678");
+    assert_eq!(stat_c("%Y", &copy.join("f2")), "1000000000");
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn writes_move_mtime_and_ctime_and_times_modes_and_sizes_survive_server_crashes() {
+    let mut stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let f = mnt.path("f");
+    std::fs::write(&f, vec![3u8; 3_000_001]).unwrap();
+    sh(&format!(
+        "touch -d @1000000000.5 {} && chmod 640 {}",
+        f.display(),
+        f.display()
+    ));
+    let set = stat_c("%.9Y %a %s", &f);
+    assert_eq!(set, "1000000000.500000000 640 3000001");
+    // A write moves the modification and change times, seen at once and after the close.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+    std::io::Write::write_all(&mut file, b"more").unwrap();
+    let while_open = std::fs::metadata(&f).unwrap();
+    let wrote = while_open.modified().unwrap();
+    assert!(wrote > std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_001));
+    drop(file);
+    let after_close = std::fs::metadata(&f).unwrap();
+    assert_eq!(after_close.modified().unwrap(), wrote);
+    assert!(std::os::unix::fs::MetadataExt::ctime(&after_close) >= 1_000_000_001);
+    let g = mnt.path("g");
+    std::fs::write(&g, b"g").unwrap();
+    sh(&format!("touch -d @1200000000 {}", g.display()));
+    let before = (stat_c("%.9Y %a %s", &f), stat_c("%.9Y %s", &g));
+    // The metadata service and a storage server killed and started again: the times live
+    // in the metadata service's log, the bytes in the journal and in the mount's replay.
+    stack.kill("mds");
+    stack.restart("mds");
+    stack.kill("oss1");
+    std::thread::sleep(Duration::from_millis(200));
+    stack.restart("oss1");
+    // Another mount, which has cached nothing, asks the servers.
+    let other = Mounted::new(&stack);
+    let (f, g) = (other.path("f"), other.path("g"));
+    let after = (stat_c("%.9Y %a %s", &f), stat_c("%.9Y %s", &g));
+    assert_eq!(after, before);
+    let mut expected = vec![3u8; 3_000_001];
+    expected.extend_from_slice(b"more");
+    assert_eq!(std::fs::read(&f).unwrap(), expected);
+    assert!(other.unmount());
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+/// Every object file the stack's storage servers hold (`O/<16 hex digits>` under each
+/// target's directory).
+fn object_files(stack: &Stack) -> Vec<PathBuf> {
+    let out = sh(&format!(
+        "find {} -path '*/O/*' -type f -name '????????????????'",
+        stack.storage().display()
+    ));
+    let mut files: Vec<PathBuf> = out.lines().map(PathBuf::from).collect();
+    files.sort();
+    files
+}
+
+/// Each entry under `dir`, sorted: its path, type, link count, size, mode, and a symbolic
+/// link's target; hard links are numbered by the first path seen for their inode.
+fn tree_listing(dir: &Path) -> String {
+    let out = sh(&format!(
+        "cd {} && find . -mindepth 1 -printf '%p %y %n %s %m %l %i\\n' | sort",
+        dir.display()
+    ));
+    let mut first_of_inode = std::collections::HashMap::new();
+    out.lines()
+        .map(|line| {
+            let mut cols: Vec<String> = line.split(' ').map(str::to_owned).collect();
+            let ino = cols.pop().unwrap();
+            let path = cols[0].clone();
+            let first = first_of_inode.entry(ino).or_insert(path);
+            let size_column = 3;
+            if cols[1] == "d" {
+                cols[size_column] = "-".into(); // a directory's size is the file system's own
+            }
+            format!("{} same-as:{first}", cols.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn symlinks_hard_links_and_fifos_come_through_cp_a_and_tar() {
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::new(&stack);
+    let src = tempfile::tempdir_in(".").unwrap();
+    let tree = src.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("file"), vec![9u8; 1_500_000]).unwrap();
+    sh(&format!(
+        "cd {} && ln file sub/hard && ln -s ../file sub/rel && ln -s /nowhere/at/all dangling \
+         && ln -s sub dirlink && mkfifo fifo && chmod 640 fifo",
+        tree.display()
+    ));
+    let expected = tree_listing(&tree);
+    assert!(expected.contains("./sub/hard f 2"), "{expected}");
+    sh(&format!("cp -a {} {}", tree.display(), mnt.dir.display()));
+    let copied = mnt.path("tree");
+    assert_eq!(tree_listing(&copied), expected, "cp -a");
+    assert_eq!(
+        std::fs::read_link(copied.join("sub/rel")).unwrap(),
+        Path::new("../file")
+    );
+    assert_eq!(
+        std::fs::read(copied.join("sub/rel")).unwrap(),
+        vec![9u8; 1_500_000]
+    );
+    assert_eq!(
+        std::fs::read_dir(copied.join("dirlink")).unwrap().count(),
+        2
+    );
+    sh(&format!("mkdir {}", mnt.path("untarred").display()));
+    sh(&format!(
+        "tar -C {} -cf - . | tar -C {} -xf -",
+        tree.display(),
+        mnt.path("untarred").display()
+    ));
+    assert_eq!(tree_listing(&mnt.path("untarred")), expected, "tar");
+    // And back out of the mount, by tar.
+    let back = src.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    sh(&format!(
+        "tar -C {} -cf - . | tar -C {} -xf -",
+        copied.display(),
+        back.display()
+    ));
+    assert_eq!(tree_listing(&back), expected, "tar out of the mount");
+    // A FIFO on the mount carries bytes (the kernel's pipe).
+    let fifo = mnt.path("tree/fifo");
+    let reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    sh(&format!("echo through > {}", fifo.display()));
+    assert_eq!(reader.wait_with_output().unwrap().stdout, b"through\n");
+    // Removing one name of a hard link keeps the other's bytes.
+    std::fs::remove_file(copied.join("file")).unwrap();
+    assert_eq!(stat_c("%h", &copied.join("sub/hard")), "1");
+    assert_eq!(
+        std::fs::read(copied.join("sub/hard")).unwrap(),
+        vec![9u8; 1_500_000]
+    );
+    assert!(mnt.unmount());
+    stack.stop();
+}
+
+#[test]
+fn a_file_unlinked_while_open_is_kept_until_the_last_close() {
+    require("python3");
+    let stack = Stack::start(&stack_file());
+    let mnt = Mounted::logged(&stack);
+    let before = object_files(&stack);
+    // Python's TemporaryFile: made, unlinked at once, then written, read back and stat'd
+    // through its descriptor.
+    let script = format!(
+        r#"
+import os, sys, tempfile
+f = tempfile.TemporaryFile(dir={dir:?})
+data = bytes(range(251)) * 20000
+f.write(data)
+f.flush()
+f.seek(0)
+assert f.read() == data, "read back"
+st = os.fstat(f.fileno())
+assert st.st_size == len(data), st
+assert st.st_nlink == 0, st
+assert os.listdir({dir:?}) == [], os.listdir({dir:?})
+print(len(os.listdir({dir:?})), flush=True)
+sys.stdin.read()
+f.close()
+"#,
+        dir = mnt.dir.display().to_string()
+    );
+    let mut python = Command::new("python3")
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(python.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "0\n", "python got as far as the open file's checks");
+    // While it is open its objects are kept; the name is gone.
+    let held = object_files(&stack);
+    assert_eq!(held.len(), before.len() + 4, "{held:?}");
+    drop(python.stdin.take());
+    assert!(python.wait().unwrap().success());
+    // The last close drops it, objects and all: when the kernel's release (which comes
+    // after close returns) is answered.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while object_files(&stack) != before {
+        assert!(
+            Instant::now() < deadline,
+            "left: {:?}",
+            object_files(&stack)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = mnt.log();
+    assert!(
+        !log.contains(&0u8),
+        "the mount's log holds a NUL: {}",
+        String::from_utf8_lossy(&log)
+    );
+    assert!(mnt.unmount());
+    stack.stop();
 }

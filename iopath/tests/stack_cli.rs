@@ -431,3 +431,71 @@ fn demo_crash_through_a_fyod_says_the_fyod_replayed() {
     );
     assert!(stdout.contains("pinned for the fyod at "), "{stdout}");
 }
+
+#[test]
+fn up_stops_cleanly_after_a_storage_server_was_killed_and_started_again_by_hand() {
+    let stack = common::Stack::start(&common::crash_stack("async"));
+    stack.kill("oss0");
+    let storage = stack.storage();
+    // Started again as an operator would: `iopath node` on the stack's file, secret and
+    // directory, running until told to stop. Another test's stack may hold the freed port
+    // for a moment: then it is tried again, for a bounded time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (mut by_hand, log) = loop {
+        let log = stack.dir.path().join("oss0-by-hand.log");
+        let mut child = iopath()
+            .args(["node", "--stack"])
+            .arg(storage.join("stack.toml"))
+            .arg("--secret-file")
+            .arg(stack.secret_file())
+            .args(["--name", "oss0", "--dir"])
+            .arg(storage.join("oss0"))
+            .env("IOPATH_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        if common::wait_ready(child.stdout.take().unwrap()).is_some() {
+            break (child, log);
+        }
+        let _ = child.wait();
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            said.contains("Address already in use") && std::time::Instant::now() < deadline,
+            "oss0 did not start again: {said}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    let mut up = stack.up;
+    // End of standard input: the stack stops.
+    drop(up.stdin.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = up.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "up did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let up_log = std::fs::read_to_string(stack.dir.path().join("up.log")).unwrap_or_default();
+    // The oss0 started by hand is stopped with the stack, and up says nothing failed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let stopped = loop {
+        if let Some(status) = by_hand.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = by_hand.kill();
+            let _ = by_hand.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "the oss0 started by hand was not stopped with the stack ({stopped:?}): {said}\nup: {up_log}"
+    );
+    assert!(status.success(), "up exited {status}: {up_log}");
+}

@@ -9,8 +9,10 @@ use iopath_fabric::FabricError;
 pub mod errno {
     pub use iopath_fabric::frame::status::errno::{
         EEXIST, EINVAL, EIO, EISDIR, ENAMETOOLONG, ENOENT, ENOSPC, ENOTDIR, ENOTEMPTY, EOPNOTSUPP,
-        EPROTO,
+        EPERM, EPROTO,
     };
+    /// Too many links (Linux's number).
+    pub const EMLINK: u32 = 31;
 }
 
 /// Everything the metadata service can report: namespace outcomes a caller acts on, refused
@@ -22,6 +24,25 @@ pub enum MdsError {
     NotFound {
         /// The path as asked.
         path: String,
+    },
+    /// No inode has this number (it was removed; numbers are never used again).
+    #[error("no inode numbered {ino}: it was removed")]
+    NoSuchInode {
+        /// The number asked for.
+        ino: u64,
+    },
+    /// An operation POSIX does not permit on this kind of inode (a hard link to a
+    /// directory).
+    #[error("not permitted: {why}")]
+    NotPermitted {
+        /// What was refused.
+        why: String,
+    },
+    /// An inode has as many names as it may.
+    #[error("too many links: an inode may have at most {max} names")]
+    TooManyLinks {
+        /// The maximum.
+        max: u32,
     },
     /// The name is already taken.
     #[error("{path}: already exists")]
@@ -158,7 +179,9 @@ impl MdsError {
     pub fn errno(&self) -> u32 {
         use errno::*;
         match self {
-            MdsError::NotFound { .. } => ENOENT,
+            MdsError::NotFound { .. } | MdsError::NoSuchInode { .. } => ENOENT,
+            MdsError::NotPermitted { .. } => EPERM,
+            MdsError::TooManyLinks { .. } => EMLINK,
             MdsError::Exists { .. } => EEXIST,
             MdsError::NotADirectory { .. } => ENOTDIR,
             MdsError::IsADirectory { .. } => EISDIR,

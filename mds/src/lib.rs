@@ -15,6 +15,8 @@
 //!   reply and replayed at start, with periodic snapshots that bound restart time; each record
 //!   names the request behind it, so a change resent after a restart is answered with the
 //!   reply it was given instead of running again.
+//! - [`orphans`]: which orphans (files unlinked while a client held them open) are abandoned
+//!   by a holder that went silent — a pure core the service feeds with who it heard from.
 //! - [`wire`]: between the typed values and `iopath_proto::mds`.
 //! - [`service`]: [`MdsService`], the RPC service on [`MDS_PORTAL`].
 //! - [`client`]: [`MdsClient`], typed calls to it.
@@ -29,19 +31,24 @@ pub mod client;
 pub mod error;
 pub mod limits;
 pub mod namespace;
+pub mod orphans;
 pub mod path;
 pub mod service;
 pub mod store;
 pub mod wire;
 
 pub use client::{MdsClient, Origin};
+pub use client::{Removal, Renamed};
 pub use error::{MdsError, Result};
 /// The stripe layout core (`iopath_layout`).
 pub use iopath_layout as layout;
 pub use iopath_layout::{FsName, Layout, ObjectRef, StripeRequest};
 pub use limits::MdsLimits;
-pub use namespace::inode::{Attributes, DirEntry, DirPage, FileType, Ino, StripeInfo};
-pub use namespace::op::{Op, Outcome};
+pub use namespace::inode::{
+    Attributes, DirEntry, DirPage, FileType, Ino, Orphan, Owner, SetAttributes, SpecialNode,
+    StripeInfo,
+};
+pub use namespace::op::{Keep, Op, Outcome};
 pub use namespace::{Namespace, NamespaceConfig};
 pub use path::MdsPath;
 pub use service::{MDS_PORTAL, MdsConfig, MdsService, MdsTarget};

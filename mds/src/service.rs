@@ -4,8 +4,8 @@
 //! store's work runs in the request's own task instead.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use iopath_fabric::fail::{FailPoints, Site};
@@ -18,8 +18,9 @@ use tracing::{Instrument as _, debug, debug_span};
 use crate::error::{MdsError, Result};
 use crate::limits::{MdsLimits, NAME_LEN_MAX_BYTES};
 use crate::namespace::NamespaceConfig;
-use crate::namespace::inode::StripeInfo;
-use crate::namespace::op::{Op, Outcome};
+use crate::namespace::inode::{Owner, SetAttributes, StripeInfo};
+use crate::namespace::op::{Keep, Op, Outcome};
+use crate::orphans::{ORPHAN_GRACE, OrphanWatch};
 use crate::path::MdsPath;
 use crate::store::{MdsStore, RealDisk, RequestRef, StoreDisk};
 use crate::wire;
@@ -41,7 +42,7 @@ pub mod opcode {
     pub const STAT: u32 = 4;
     /// `ReaddirRequest` → `ReaddirReply`.
     pub const READDIR: u32 = 5;
-    /// `PathRequest` → `UnlinkReply` (the removed file's layout).
+    /// `UnlinkRequest` → `UnlinkReply` (the removed file's layout).
     pub const UNLINK: u32 = 6;
     /// `PathRequest` → `EmptyReply`.
     pub const RMDIR: u32 = 7;
@@ -53,6 +54,20 @@ pub mod opcode {
     pub const GETSTRIPE: u32 = 10;
     /// `TargetsRequest` → `TargetsReply`.
     pub const TARGETS: u32 = 11;
+    /// `SetAttrRequest` → `AttributesReply`.
+    pub const SETATTR: u32 = 12;
+    /// `InoRequest` → `AttributesReply` (a file's with its layout).
+    pub const STAT_INO: u32 = 13;
+    /// `LinkRequest` → `AttributesReply`.
+    pub const LINK: u32 = 14;
+    /// `SymlinkRequest` → `AttributesReply`.
+    pub const SYMLINK: u32 = 15;
+    /// `MknodRequest` → `AttributesReply`.
+    pub const MKNOD: u32 = 16;
+    /// `DropOrphanRequest` → `UnlinkReply`.
+    pub const DROP_ORPHAN: u32 = 17;
+    /// `OrphansRequest` → `OrphansReply`.
+    pub const ORPHANS: u32 = 18;
 
     /// The opcode's name, lower case (`write`), for per-operation counters.
     pub fn name(opcode: u32) -> Option<&'static str> {
@@ -68,6 +83,13 @@ pub mod opcode {
             SETSTRIPE => "setstripe",
             GETSTRIPE => "getstripe",
             TARGETS => "targets",
+            SETATTR => "setattr",
+            STAT_INO => "stat_ino",
+            LINK => "link",
+            SYMLINK => "symlink",
+            MKNOD => "mknod",
+            DROP_ORPHAN => "drop_orphan",
+            ORPHANS => "orphans",
             _ => return None,
         })
     }
@@ -99,6 +121,9 @@ pub struct MdsConfig {
     /// Where the store's appends and fsyncs land: the file system ([`RealDisk`]), or the
     /// seeded simulation's crash model, whose store calls run inline.
     pub disk: Arc<dyn StoreDisk>,
+    /// How long an orphan's holder may go unheard before the orphan is handed out for
+    /// cleaning ([`ORPHAN_GRACE`]).
+    pub orphan_grace: Duration,
 }
 
 impl MdsConfig {
@@ -112,6 +137,7 @@ impl MdsConfig {
             limits: MdsLimits::default(),
             fsname: FsName::default(),
             disk: Arc::new(RealDisk),
+            orphan_grace: ORPHAN_GRACE,
         }
     }
 
@@ -132,6 +158,8 @@ pub struct MdsService {
     fsname: FsName,
     /// The serving node's fail points (`mds.after_log`).
     fail: Arc<FailPoints>,
+    /// Who was heard from when: which orphans are abandoned.
+    orphan_watch: Mutex<OrphanWatch>,
 }
 
 impl MdsService {
@@ -160,6 +188,7 @@ impl MdsService {
             targets: config.targets,
             fsname: config.fsname,
             fail: FailPoints::new(),
+            orphan_watch: Mutex::new(OrphanWatch::new(config.orphan_grace, now())),
         })
     }
 
@@ -183,6 +212,10 @@ impl MdsService {
                 let op = Op::Mkdir {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
                 };
                 attributes_reply(self.change(op, &asked).await?)
             }
@@ -209,6 +242,10 @@ impl MdsService {
                 let op = Op::Create {
                     path: MdsPath::parse_new(&request.path)?,
                     mode: request.mode,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
                     stripe: request
                         .stripe
                         .as_ref()
@@ -226,6 +263,35 @@ impl MdsService {
                     attributes: Some(wire::attributes_to_wire(&attributes)),
                 }
                 .encode_to_vec()
+            }
+            opcode::STAT_INO => {
+                let request: pb::InoRequest = decode(body, "stat_ino request")?;
+                let attributes = self.store.read(|ns| ns.stat_ino(request.ino))?;
+                pb::AttributesReply {
+                    attributes: Some(wire::attributes_to_wire(&attributes)),
+                }
+                .encode_to_vec()
+            }
+            opcode::SETATTR => {
+                let request: pb::SetAttrRequest = decode(body, "setattr request")?;
+                let op = Op::SetAttr {
+                    ino: request.ino,
+                    change: SetAttributes {
+                        mode: request.mode,
+                        uid: request.uid,
+                        gid: request.gid,
+                        atime_ns: request.atime_ns,
+                        mtime_ns: request.mtime_ns,
+                        ctime_ns: request.ctime_ns,
+                    },
+                };
+                match self.change(op, &asked).await? {
+                    Outcome::AttributesSet(attributes) => pb::AttributesReply {
+                        attributes: Some(wire::attributes_to_wire(&attributes)),
+                    }
+                    .encode_to_vec(),
+                    other => unexpected(other),
+                }
             }
             opcode::READDIR => {
                 let request: pb::ReaddirRequest = decode(body, "readdir request")?;
@@ -248,16 +314,73 @@ impl MdsService {
                 .encode_to_vec()
             }
             opcode::UNLINK => {
+                let request: pb::UnlinkRequest = decode(body, "unlink request")?;
                 let op = Op::Unlink {
-                    path: decode_path(body)?,
+                    path: MdsPath::parse(&request.path)?,
+                    keep: keep(request.keep_ino, &asked),
                 };
-                match self.change(op, &asked).await? {
-                    Outcome::Unlinked(layout) => pb::UnlinkReply {
-                        layout: Some(wire::layout_to_wire(&layout)),
-                    }
-                    .encode_to_vec(),
-                    other => unexpected(other),
-                }
+                unlink_reply(self.change(op, &asked).await?)
+            }
+            opcode::DROP_ORPHAN => {
+                let request: pb::DropOrphanRequest = decode(body, "drop_orphan request")?;
+                let op = Op::DropOrphan { ino: request.ino };
+                unlink_reply(self.change(op, &asked).await?)
+            }
+            opcode::ORPHANS => {
+                let _: pb::OrphansRequest = decode(body, "orphans request")?;
+                let orphans = self.store.read(|ns| ns.orphans().clone());
+                let abandoned = self
+                    .orphan_watch
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .abandoned(&orphans, now());
+                let orphans = self.store.read(|ns| {
+                    abandoned
+                        .iter()
+                        .filter_map(|&ino| {
+                            let layout = ns.stat_ino(ino).ok()?.layout?;
+                            Some(pb::AbandonedOrphan {
+                                ino,
+                                layout: Some(wire::layout_to_wire(&layout)),
+                            })
+                        })
+                        .collect()
+                });
+                pb::OrphansReply { orphans }.encode_to_vec()
+            }
+            opcode::LINK => {
+                let request: pb::LinkRequest = decode(body, "link request")?;
+                let op = Op::Link {
+                    ino: request.ino,
+                    path: MdsPath::parse_new(&request.path)?,
+                };
+                attributes_reply(self.change(op, &asked).await?)
+            }
+            opcode::SYMLINK => {
+                let request: pb::SymlinkRequest = decode(body, "symlink request")?;
+                let op = Op::Symlink {
+                    path: MdsPath::parse_new(&request.path)?,
+                    target: request.target,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
+                };
+                attributes_reply(self.change(op, &asked).await?)
+            }
+            opcode::MKNOD => {
+                let request: pb::MknodRequest = decode(body, "mknod request")?;
+                let op = Op::Mknod {
+                    path: MdsPath::parse_new(&request.path)?,
+                    node: wire::special_from_wire(request.node)?,
+                    mode: request.mode,
+                    rdev: request.rdev,
+                    owner: Owner {
+                        uid: request.uid,
+                        gid: request.gid,
+                    },
+                };
+                attributes_reply(self.change(op, &asked).await?)
             }
             opcode::RMDIR => {
                 let op = Op::Rmdir {
@@ -271,10 +394,12 @@ impl MdsService {
                 let op = Op::Rename {
                     source: MdsPath::parse(&request.source)?,
                     target: MdsPath::parse_new(&request.target)?,
+                    keep: keep(request.keep_ino, &asked),
                 };
                 match self.change(op, &asked).await? {
-                    Outcome::Renamed { replaced } => pb::RenameReply {
+                    Outcome::Renamed { replaced, orphaned } => pb::RenameReply {
                         replaced: replaced.as_ref().map(wire::layout_to_wire),
+                        orphaned,
                     }
                     .encode_to_vec(),
                     other => unexpected(other),
@@ -367,6 +492,11 @@ impl Service for MdsService {
             opcode = request.opcode,
             source = %request.source
         );
+        // Every request counts as its sender's ping: whose orphans are still held.
+        self.orphan_watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .heard(&request.source.to_string(), now());
         Box::pin(
             async move {
                 self.dispatch(&request).await.map_err(|error| {
@@ -407,6 +537,29 @@ fn decode<M: Message + Default>(body: &[u8], what: &'static str) -> Result<M> {
 fn decode_path(body: &[u8]) -> Result<MdsPath> {
     let request: pb::PathRequest = decode(body, "path request")?;
     MdsPath::parse(&request.path)
+}
+
+/// The orphan to keep: `keep_ino`, held open by the request's sender.
+fn keep(keep_ino: Option<u64>, asked: &RequestRef) -> Option<Keep> {
+    keep_ino.map(|ino| Keep {
+        ino,
+        owner: asked.client.clone(),
+    })
+}
+
+/// Now, on the runtime's clock (paused in tests and in the simulation).
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+fn unlink_reply(outcome: Outcome) -> Vec<u8> {
+    let (layout, orphaned) = match outcome {
+        Outcome::Unlinked(layout) => (Some(wire::layout_to_wire(&layout)), false),
+        Outcome::Removed => (None, false),
+        Outcome::Orphaned => (None, true),
+        other => return unexpected(other),
+    };
+    pb::UnlinkReply { layout, orphaned }.encode_to_vec()
 }
 
 fn attributes_reply(outcome: Outcome) -> Vec<u8> {

@@ -5,7 +5,7 @@
 use iopath_proto::mds as pb;
 
 use crate::error::{MdsError, Result};
-use crate::namespace::inode::{Attributes, DirEntry, FileType};
+use crate::namespace::inode::{Attributes, DirEntry, FileType, SpecialNode};
 use iopath_layout::{Layout, ObjectRef, StripeRequest};
 
 /// Stripe values onto the wire.
@@ -71,6 +71,11 @@ pub fn file_type_to_wire(file_type: FileType) -> pb::FileType {
     match file_type {
         FileType::Regular => pb::FileType::Regular,
         FileType::Directory => pb::FileType::Directory,
+        FileType::Symlink => pb::FileType::Symlink,
+        FileType::Fifo => pb::FileType::Fifo,
+        FileType::Socket => pb::FileType::Socket,
+        FileType::CharDevice => pb::FileType::CharDevice,
+        FileType::BlockDevice => pb::FileType::BlockDevice,
     }
 }
 
@@ -79,9 +84,37 @@ pub fn file_type_from_wire(value: i32) -> Result<FileType> {
     match pb::FileType::try_from(value) {
         Ok(pb::FileType::Regular) => Ok(FileType::Regular),
         Ok(pb::FileType::Directory) => Ok(FileType::Directory),
-        _ => Err(MdsError::Malformed {
+        Ok(pb::FileType::Symlink) => Ok(FileType::Symlink),
+        Ok(pb::FileType::Fifo) => Ok(FileType::Fifo),
+        Ok(pb::FileType::Socket) => Ok(FileType::Socket),
+        Ok(pb::FileType::CharDevice) => Ok(FileType::CharDevice),
+        Ok(pb::FileType::BlockDevice) => Ok(FileType::BlockDevice),
+        Ok(pb::FileType::Unspecified) | Err(_) => Err(MdsError::Malformed {
             what: "file type",
-            why: format!("{value} is neither a regular file nor a directory"),
+            why: format!("{value} is no file type"),
+        }),
+    }
+}
+
+/// A special file's kind onto the wire.
+pub fn special_to_wire(node: SpecialNode) -> pb::SpecialNode {
+    match node {
+        SpecialNode::Fifo => pb::SpecialNode::Fifo,
+        SpecialNode::Socket => pb::SpecialNode::Socket,
+        SpecialNode::CharDevice => pb::SpecialNode::CharDevice,
+        SpecialNode::BlockDevice => pb::SpecialNode::BlockDevice,
+    }
+}
+
+/// A special file's kind off the wire (a request: refused as invalid if unknown).
+pub fn special_from_wire(value: i32) -> Result<SpecialNode> {
+    match pb::SpecialNode::try_from(value) {
+        Ok(pb::SpecialNode::Fifo) => Ok(SpecialNode::Fifo),
+        Ok(pb::SpecialNode::Socket) => Ok(SpecialNode::Socket),
+        Ok(pb::SpecialNode::CharDevice) => Ok(SpecialNode::CharDevice),
+        Ok(pb::SpecialNode::BlockDevice) => Ok(SpecialNode::BlockDevice),
+        Ok(pb::SpecialNode::Unspecified) | Err(_) => Err(MdsError::InvalidArgument {
+            why: format!("{value} is not a FIFO, a socket or a device node"),
         }),
     }
 }
@@ -92,11 +125,17 @@ pub fn attributes_to_wire(attributes: &Attributes) -> pb::Attributes {
         ino: attributes.ino,
         file_type: file_type_to_wire(attributes.file_type) as i32,
         mode: attributes.mode,
+        uid: attributes.uid,
+        gid: attributes.gid,
+        atime_ns: attributes.atime_ns,
+        links: attributes.links,
         ctime_ns: attributes.ctime_ns,
         mtime_ns: attributes.mtime_ns,
         layout: attributes.layout.as_ref().map(layout_to_wire),
         default_stripe: attributes.default_stripe.as_ref().map(stripe_to_wire),
         entries_count: attributes.entries_count,
+        symlink_target: attributes.symlink_target.clone().unwrap_or_default(),
+        rdev: attributes.rdev,
     }
 }
 
@@ -111,18 +150,30 @@ pub fn attributes_from_wire(attributes: Option<&pb::Attributes>) -> Result<Attri
     let layout = a.layout.as_ref().map(layout_from_wire).transpose()?;
     match (file_type, &layout) {
         (FileType::Regular, None) => return Err(malformed("a regular file without a layout")),
-        (FileType::Directory, Some(_)) => return Err(malformed("a directory with a layout")),
-        _ => {}
+        (FileType::Regular, Some(_)) | (_, None) => {}
+        (_, Some(_)) => return Err(malformed("a layout on what is not a regular file")),
     }
+    let symlink_target = match (file_type, a.symlink_target.as_str()) {
+        (FileType::Symlink, "") => return Err(malformed("a symbolic link without a target")),
+        (FileType::Symlink, target) => Some(target.to_owned()),
+        (_, "") => None,
+        (_, _) => return Err(malformed("a target on what is not a symbolic link")),
+    };
     Ok(Attributes {
         ino: a.ino,
         file_type,
         mode: a.mode,
+        uid: a.uid,
+        gid: a.gid,
+        links: a.links,
+        atime_ns: a.atime_ns,
         ctime_ns: a.ctime_ns,
         mtime_ns: a.mtime_ns,
         layout,
         default_stripe: a.default_stripe.as_ref().map(stripe_from_wire),
         entries_count: a.entries_count,
+        symlink_target,
+        rdev: a.rdev,
     })
 }
 

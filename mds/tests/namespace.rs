@@ -13,7 +13,7 @@ use iopath_mds::limits::PATH_DEPTH_MAX;
 use iopath_mds::namespace::op::Planned;
 use iopath_mds::{
     FileType, Layout, MdsError, MdsLimits, MdsPath, Namespace, NamespaceConfig, ObjectRef, Op,
-    Outcome, StripeInfo, StripeRequest,
+    Outcome, Owner, StripeInfo, StripeRequest,
 };
 
 const MIB: u64 = 1 << 20;
@@ -48,6 +48,7 @@ fn mkdir(ns: &mut Namespace, path: &str) -> Result<Outcome, MdsError> {
         Op::Mkdir {
             path: p(path),
             mode: 0o755,
+            owner: Owner::UNRECORDED,
         },
     )
 }
@@ -58,6 +59,7 @@ fn create(ns: &mut Namespace, path: &str, stripe: StripeRequest) -> Result<Layou
         Op::Create {
             path: p(path),
             mode: 0o644,
+            owner: Owner::UNRECORDED,
             stripe,
         },
     )? {
@@ -141,17 +143,23 @@ fn every_operation_refuses_what_posix_refuses() {
     let mkdir_op = |path: &str| Op::Mkdir {
         path: p(path),
         mode: 0o755,
+        owner: Owner::UNRECORDED,
     };
     let create_op = |path: &str| Op::Create {
         path: p(path),
         mode: 0o644,
+        owner: Owner::UNRECORDED,
         stripe: StripeRequest::INHERIT,
     };
-    let unlink = |path: &str| Op::Unlink { path: p(path) };
+    let unlink = |path: &str| Op::Unlink {
+        path: p(path),
+        keep: None,
+    };
     let rmdir = |path: &str| Op::Rmdir { path: p(path) };
     let rename = |s: &str, t: &str| Op::Rename {
         source: p(s),
         target: p(t),
+        keep: None,
     };
     let cases: Vec<(Op, u32, &str)> = vec![
         (mkdir_op("/"), EEXIST, "/: already exists"),
@@ -168,6 +176,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Mkdir {
                 path: p("/m"),
                 mode: 0o10000,
+                owner: Owner::UNRECORDED,
             },
             EINVAL,
             "mode 0o10000",
@@ -269,6 +278,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(65_537, 1, -1),
             },
             EINVAL,
@@ -278,6 +288,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(0, 1, 9),
             },
             EINVAL,
@@ -287,6 +298,7 @@ fn every_operation_refuses_what_posix_refuses() {
             Op::Create {
                 path: p("/d/z"),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: stripe(0, i64::MAX, -1),
             },
             EINVAL,
@@ -328,7 +340,14 @@ fn unlink_and_rmdir_return_what_the_caller_must_clean_up() {
     mkdir(&mut ns, "/d").unwrap();
     let layout = create(&mut ns, "/d/f", stripe(0, -1, -1)).unwrap();
     assert_eq!(
-        run(&mut ns, Op::Unlink { path: p("/d/f") }).unwrap(),
+        run(
+            &mut ns,
+            Op::Unlink {
+                path: p("/d/f"),
+                keep: None,
+            }
+        )
+        .unwrap(),
         Outcome::Unlinked(layout)
     );
     assert_eq!(ns.stat(&p("/d/f")).unwrap_err().errno(), ENOENT);
@@ -352,11 +371,12 @@ fn rename_moves_replaces_and_keeps_layouts() {
         Op::Rename {
             source: p(s),
             target: p(t),
+            keep: None,
         },
     )
     .unwrap()
     {
-        Outcome::Renamed { replaced } => replaced,
+        Outcome::Renamed { replaced, .. } => replaced,
         other => panic!("{other:?}"),
     };
     // Same directory, new name.
@@ -408,7 +428,14 @@ fn round_robin_spreads_single_stripe_files_over_every_target() {
         })
         .collect();
     assert_eq!(ids, [1, 1, 1, 1, 2, 2, 2, 2, 3]);
-    run(&mut ns, Op::Unlink { path: p("/f8") }).unwrap();
+    run(
+        &mut ns,
+        Op::Unlink {
+            path: p("/f8"),
+            keep: None,
+        },
+    )
+    .unwrap();
     // A start index does not move the round-robin cursor; -1 continues from it.
     assert_eq!(
         targets_of(&create(&mut ns, "/x", stripe(0, 2, 3)).unwrap()),
@@ -601,16 +628,25 @@ fn limits_are_enforced_with_clear_errors() {
         Op::Rename {
             source: p("/a"),
             target: p("/a2"),
+            keep: None,
         },
     )
     .unwrap();
-    run(&mut ns, Op::Unlink { path: p("/a2/f") }).unwrap();
+    run(
+        &mut ns,
+        Op::Unlink {
+            path: p("/a2/f"),
+            keep: None,
+        },
+    )
+    .unwrap();
     file(&mut ns, "/a2/f");
     let error = run(
         &mut ns,
         Op::Rename {
             source: p("/a2/f"),
             target: p("/f"),
+            keep: None,
         },
     )
     .unwrap_err();
@@ -636,6 +672,7 @@ fn directories_cannot_be_moved_deeper_than_the_depth_limit() {
         Op::Rename {
             source: p("/x"),
             target: p("/d/d/x"),
+            keep: None,
         },
     )
     .unwrap();
@@ -646,6 +683,7 @@ fn directories_cannot_be_moved_deeper_than_the_depth_limit() {
         Op::Rename {
             source: p("/d/d/x"),
             target: p(&format!("{deep_parent}/x")),
+            keep: None,
         },
     )
     .unwrap_err();
@@ -706,6 +744,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -714,6 +754,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 7,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -722,6 +764,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "d".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -730,6 +774,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "..".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -738,6 +784,8 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "x".into(),
             ino: 4,
             mode: 0,
+            uid: None,
+            gid: None,
             time_ns: 0,
             default_stripe: None,
         },
@@ -746,12 +794,14 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             name: "f".into(),
             ino: 2,
             time_ns: 0,
+            orphan_owner: None,
         },
         Mutation::Unlink {
             parent: 1,
             name: "d".into(),
             ino: 2,
             time_ns: 0,
+            orphan_owner: None,
         },
         Mutation::Rmdir {
             parent: 1,
@@ -767,6 +817,7 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             ino: 3,
             replaced: None,
             time_ns: 0,
+            orphan_owner: None,
         },
         Mutation::Rename {
             source_parent: 1,
@@ -776,6 +827,7 @@ fn mutations_that_do_not_fit_are_refused_and_change_nothing() {
             ino: 2,
             replaced: None,
             time_ns: 0,
+            orphan_owner: None,
         },
         Mutation::SetStripe {
             dir: 3,
@@ -961,6 +1013,7 @@ fn tree(ns: &Namespace) -> BTreeMap<String, Node> {
                     Node::Dir
                 }
                 FileType::Regular => Node::File(ns.open(&p(&path)).unwrap().layout.unwrap()),
+                other => panic!("the walk makes no {other:?}"),
             };
             found.insert(path, node);
         }
@@ -1029,12 +1082,18 @@ fn random_walks_agree_with_a_path_map_model() {
                         (result.map(|_| None), expected.map(|()| None))
                     }
                     3 => {
-                        let result = run(&mut ns, Op::Unlink { path: p(&path) })
-                            .map_err(|e| e.errno())
-                            .map(|o| match o {
-                                Outcome::Unlinked(layout) => Some(layout),
-                                other => panic!("{other:?}"),
-                            });
+                        let result = run(
+                            &mut ns,
+                            Op::Unlink {
+                                path: p(&path),
+                                keep: None,
+                            },
+                        )
+                        .map_err(|e| e.errno())
+                        .map(|o| match o {
+                            Outcome::Unlinked(layout) => Some(layout),
+                            other => panic!("{other:?}"),
+                        });
                         (result, model.unlink(&path).map(Some))
                     }
                     4 => {
@@ -1049,11 +1108,12 @@ fn random_walks_agree_with_a_path_map_model() {
                             Op::Rename {
                                 source: p(&path),
                                 target: p(&other),
+                                keep: None,
                             },
                         )
                         .map_err(|e| e.errno())
                         .map(|o| match o {
-                            Outcome::Renamed { replaced } => replaced,
+                            Outcome::Renamed { replaced, .. } => replaced,
                             other => panic!("{other:?}"),
                         });
                         (result, model.rename(&path, &other))

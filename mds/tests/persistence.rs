@@ -10,7 +10,9 @@ use std::path::Path;
 use iopath_mds::namespace::NamespaceState;
 use iopath_mds::namespace::op::Mutation;
 use iopath_mds::store::{LOG_FILE, SNAPSHOT_FILE, log, snapshot};
-use iopath_mds::{MdsError, MdsLimits, MdsPath, MdsStore, NamespaceConfig, Op, StripeRequest};
+use iopath_mds::{
+    MdsError, MdsLimits, MdsPath, MdsStore, NamespaceConfig, Op, Owner, StripeRequest,
+};
 
 fn config(snapshot_every_records: u64) -> NamespaceConfig {
     let mut config = NamespaceConfig::new(vec![0, 1, 2, 3]);
@@ -32,6 +34,7 @@ fn workload(n: usize) -> Vec<Op> {
         Op::Mkdir {
             path: p("/d"),
             mode: 0o755,
+            owner: Owner::UNRECORDED,
         },
         Op::SetStripe {
             path: p("/d"),
@@ -50,15 +53,18 @@ fn workload(n: usize) -> Vec<Op> {
             0 => Op::Mkdir {
                 path: p(&format!("/d/sub{i}")),
                 mode: 0o700,
+                owner: Owner::UNRECORDED,
             },
             1 => Op::Create {
                 path: p(&format!("/d/f{i}")),
                 mode: 0o644,
+                owner: Owner::UNRECORDED,
                 stripe: StripeRequest::INHERIT,
             },
             2 => Op::Create {
                 path: p(&format!("/g{i}")),
                 mode: 0o600,
+                owner: Owner::UNRECORDED,
                 stripe: StripeRequest {
                     stripe_size_bytes: 0,
                     stripe_count: -1,
@@ -68,17 +74,21 @@ fn workload(n: usize) -> Vec<Op> {
             3 => Op::Rename {
                 source: p(&format!("/d/f{}", i - 2)),
                 target: p(&format!("/d/sub{}/moved", i - 3)),
+                keep: None,
             },
             4 => Op::Rename {
                 source: p(&format!("/g{}", i - 2)),
                 target: p("/d/replaced"),
+                keep: None,
             },
             5 => Op::Mkdir {
                 path: p("/d"),
                 mode: 0o755,
+                owner: Owner::UNRECORDED,
             }, // fails: exists
             6 => Op::Unlink {
                 path: p(&format!("/d/sub{}/moved", i - 6)),
+                keep: None,
             },
             _ => Op::Rmdir {
                 path: p(&format!("/d/sub{}", i - 7)),
@@ -154,6 +164,7 @@ fn every_acknowledged_change_survives_a_crash() {
             &Op::Mkdir {
                 path: p("/after"),
                 mode: 0o755,
+                owner: Owner::UNRECORDED,
             },
             9,
         )
@@ -231,6 +242,7 @@ fn a_torn_last_record_is_cut_off_at_every_length() {
                     &Op::Mkdir {
                         path: p("/after-crash"),
                         mode: 0o755,
+                        owner: Owner::UNRECORDED,
                     },
                     7,
                 )
@@ -338,6 +350,8 @@ fn intact_records_that_cannot_be_right_are_refused() {
         name: "x".into(),
         ino: 50,
         mode: 0,
+        uid: None,
+        gid: None,
         time_ns: 0,
         default_stripe: None,
     };
@@ -454,6 +468,7 @@ fn a_crash_inside_compaction_recovers() {
             &Op::Mkdir {
                 path: p("/later"),
                 mode: 0o755,
+                owner: Owner::UNRECORDED,
             },
             5,
         )

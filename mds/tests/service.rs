@@ -176,7 +176,7 @@ async fn every_operation_works_through_the_client() {
     assert_eq!(c.open("/e/a").await.unwrap().layout.unwrap(), inherited);
 
     // unlink returns the layout; rmdir removes an empty directory.
-    assert_eq!(c.unlink("/d/wide").await.unwrap(), wide);
+    assert_eq!(c.unlink("/d/wide").await.unwrap().layout, Some(wide));
     c.rmdir("/d").await.unwrap();
     assert_eq!(names(c.readdir("/").await.unwrap()), ["e"]);
 
@@ -524,6 +524,7 @@ async fn a_corrupt_log_stops_the_service_from_starting() {
             let op = iopath_mds::Op::Mkdir {
                 path: iopath_mds::MdsPath::parse(&format!("/d{i}")).unwrap(),
                 mode: 0o755,
+                owner: iopath_mds::Owner::UNRECORDED,
             };
             service.store().execute(&op, 1).unwrap();
         }
@@ -570,6 +571,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
         body: body.into(),
     };
     let create = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/f".into(),
         mode: 0o644,
         stripe: None,
@@ -578,6 +581,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
     .encode_to_vec();
     let unlink = pb::PathRequest { path: "/g".into() }.encode_to_vec();
     let create_g = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/g".into(),
         mode: 0o644,
         stripe: None,
@@ -624,6 +629,8 @@ async fn a_change_resent_after_a_restart_is_answered_as_it_was_not_run_again() {
     assert_eq!(restarted.store().last_seq(), 3);
     // Another request with the same xid (a client that started its xids over) runs.
     let other = pb::CreateRequest {
+        uid: None,
+        gid: None,
         path: "/h".into(),
         mode: 0o644,
         stripe: None,

@@ -9,7 +9,8 @@
 //!
 //! - [`inodes`]: the kernel's inode numbers for the client's paths (a pure core).
 //! - [`fs`]: the calls, answered on the client's runtime.
-//! - [`Mount`]: mounts, reports a stale mount with the command that clears it, unmounts.
+//! - [`Mount`]: mounts, reports a stale mount with the command that clears it, cleans up the
+//!   orphans of crashed mounts while mounted, unmounts.
 
 pub mod fs;
 pub mod inodes;
@@ -54,11 +55,18 @@ pub enum MountError {
     },
 }
 
+/// How often a mount asks the metadata service for abandoned orphans to clean up — which
+/// also tells the service, well within its grace period, that this mount is alive and still
+/// holds its own.
+pub const ORPHAN_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A mounted stack. Dropping it unmounts (as [`Mount::unmount`] does, without the answer).
 #[derive(Debug)]
 pub struct Mount {
     session: Option<BackgroundSession>,
     path: PathBuf,
+    /// Cleans up orphans whose holders crashed, while mounted.
+    reaper: tokio::task::JoinHandle<()>,
 }
 
 impl Mount {
@@ -69,6 +77,7 @@ impl Mount {
         // The source names the stack and its file system, as Lustre's `mgsnode:/fsname`
         // does: `iopath lfs` finds the metadata service of a path under the mount from it.
         let source = format!("{}:/{}", client.mds(), client.fsname());
+        let reaper = runtime.spawn(reap_orphans(client.clone()));
         let fs = IopathFs::new(client, runtime);
         let mut config = fuser::Config::default();
         config.mount_options = vec![
@@ -87,14 +96,20 @@ impl Mount {
         // Several threads take calls from the kernel: one blocked reading a large write's
         // bytes does not hold the next call back.
         config.n_threads = Some(4);
-        let session =
-            fuser::spawn_mount(fs, mountpoint, &config).map_err(|source| MountError::Fuse {
-                path: mountpoint.to_owned(),
-                source,
-            })?;
+        let session = match fuser::spawn_mount(fs, mountpoint, &config) {
+            Ok(session) => session,
+            Err(source) => {
+                reaper.abort();
+                return Err(MountError::Fuse {
+                    path: mountpoint.to_owned(),
+                    source,
+                });
+            }
+        };
         Ok(Mount {
             session: Some(session),
             path: mountpoint.to_owned(),
+            reaper,
         })
     }
 
@@ -110,6 +125,7 @@ impl Mount {
 
     /// Unmounts and waits for the calls in progress to be answered.
     pub fn unmount(mut self) -> std::io::Result<()> {
+        self.reaper.abort();
         match self.session.take() {
             Some(session) => session.umount_and_join(),
             None => Ok(()),
@@ -119,10 +135,27 @@ impl Mount {
 
 impl Drop for Mount {
     fn drop(&mut self) {
+        self.reaper.abort();
         if let Some(session) = self.session.take()
             && let Err(e) = session.umount_and_join()
         {
             tracing::warn!("unmount {}: {e}", self.path.display());
+        }
+    }
+}
+
+/// Every [`ORPHAN_CHECK_EVERY`], cleans up the orphans the metadata service says are
+/// abandoned: files a crashed mount held open after their last name went.
+async fn reap_orphans(client: Client) {
+    let mut tick = tokio::time::interval(ORPHAN_CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match client.reap_orphans().await {
+            Ok(0) => {}
+            Ok(dropped) => tracing::info!(dropped, "cleaned up files a crashed client held open"),
+            // Said by the next try, or by the calls the stack's absence fails anyway.
+            Err(error) => tracing::debug!(%error, "looking for abandoned orphans"),
         }
     }
 }

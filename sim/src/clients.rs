@@ -281,7 +281,15 @@ async fn unlink(client: &mut SimClient, op: u32, f: usize, shared: &Shared) {
     let c = client.index;
     let file = client.files.remove(f);
     match mds.unlink(&file.path).await {
-        Ok(layout) => {
+        Ok(removal) => {
+            // A file of one name, its only one removed: its layout comes back, to destroy.
+            let Some(layout) = removal.layout else {
+                shared.fail(format!(
+                    "client {c}: the unlink of {} gave no layout to destroy",
+                    file.path
+                ));
+                return;
+            };
             shared.events.record(
                 "mds_unlink_ok",
                 format_args!("c{c} op{op} {}: {}", file.path, objects_of(&layout)),

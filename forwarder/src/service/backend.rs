@@ -27,7 +27,7 @@ use iopath_fabric::trace;
 use iopath_fabric::{BufferDescriptor, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_mds::error::errno::EEXIST;
-use iopath_mds::{Attributes, MdsClient, ObjectRef, Origin, StripeRequest};
+use iopath_mds::{Attributes, MdsClient, ObjectRef, Origin, Owner, StripeRequest};
 use iopath_ost_client::{ClientId, DescriptorReply, OscStats, OstClient, OstConnections};
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
@@ -240,7 +240,11 @@ impl Backend {
         origin: Option<&Origin>,
     ) -> Result<(Attributes, bool)> {
         let (attributes, created) = if create {
-            match self.mds.create_for(path, mode, stripe, origin).await {
+            match self
+                .mds
+                .create_for(path, (mode, Owner::UNRECORDED), stripe, origin)
+                .await
+            {
                 Ok(attributes) => (attributes, true),
                 Err(e) if e.errno() == EEXIST => (self.mds.open(path).await?, false),
                 Err(e) => return Err(e.into()),

@@ -111,20 +111,39 @@ pub async fn run(args: MountArgs) -> anyhow::Result<()> {
 
 /// `iopath bench mount`'s options.
 #[derive(clap::Args, Debug, Clone)]
-#[command(mut_arg("preset", |a| a.default_value("spider-mini")))]
+#[command(mut_arg("preset", |a| a.default_value(iopath_bench::mount::DEFAULT_PRESET)))]
 pub struct BenchMountArgs {
     /// The stack (direct-attached, without fyods, by default).
     #[command(flatten)]
     choice: super::stack::StackArgs,
+    /// The workloads, comma-separated: seq (fio, sequential, --bs), rand4k (fio, random
+    /// 4 KiB), tar (tar -x of --tar-source), creates (mdtest-like file creates).
+    #[arg(long, value_delimiter = ',', default_value = "seq,rand4k,tar,creates")]
+    workloads: Vec<iopath_bench::mount::Workload>,
+    /// Runs of each workload in each place; the table and ratios use the medians.
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
     /// fio jobs, each writing and reading its own file.
     #[arg(long, default_value_t = 4)]
     jobs: u32,
-    /// Bytes each job writes and reads (k, m, g suffixes).
+    /// Bytes each job writes and reads sequentially (k, m, g suffixes).
     #[arg(long, default_value = "256m", value_parser = iopath_fabric::units::parse_size)]
     size: u64,
-    /// Bytes per request (a multiple of 4k: the runs are O_DIRECT).
+    /// Bytes per sequential request (a multiple of 4k: the runs are O_DIRECT).
     #[arg(long, default_value = "1m", value_parser = iopath_fabric::units::parse_size)]
     bs: u64,
+    /// Bytes each job writes and reads in random 4 KiB requests.
+    #[arg(long, default_value = "16m", value_parser = iopath_fabric::units::parse_size)]
+    small_size: u64,
+    /// The tree `tar` extracts (archived once first).
+    #[arg(long, default_value = "/usr/share/doc")]
+    tar_source: PathBuf,
+    /// Threads creating files, each in a directory of its own.
+    #[arg(long, default_value_t = 4)]
+    create_jobs: u32,
+    /// Files each creating thread makes.
+    #[arg(long, default_value_t = 1000)]
+    create_files: u32,
     /// Directory for the stack's storage and the baselines' files; default: a temporary
     /// directory in the current one.
     #[arg(long)]
@@ -140,9 +159,15 @@ pub async fn bench(args: BenchMountArgs) -> anyhow::Result<()> {
     let choice = args.choice.into();
     let options = iopath_bench::mount::MountOptions {
         choice,
+        workloads: args.workloads,
+        runs: args.runs,
         jobs: args.jobs,
         size_bytes: args.size,
         block_bytes: args.bs,
+        small_size_bytes: args.small_size,
+        tar_source: args.tar_source,
+        create_jobs: args.create_jobs,
+        create_files: args.create_files,
         dir: args.dir,
     };
     let mut progress = |line: &str| eprintln!("{line}");

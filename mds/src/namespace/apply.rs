@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Namespace;
-use super::inode::{Ino, Inode, InodeKind, MODE_MAX, ROOT_INO};
+use super::inode::{Ino, Inode, InodeKind, MODE_MAX, Orphan, Owner, ROOT_INO};
 use super::op::{Mutation, Outcome};
 use crate::path::check_name;
 
@@ -22,6 +22,8 @@ impl Namespace {
                 name,
                 ino,
                 mode,
+                uid,
+                gid,
                 time_ns,
                 default_stripe,
             } => {
@@ -33,16 +35,28 @@ impl Namespace {
                     parent: *parent,
                     entries: BTreeMap::new(),
                     default_stripe: *default_stripe,
+                    subdirectories: 0,
                 };
-                Ok(Outcome::Created(
-                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
-                ))
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (*mode, owner),
+                    *time_ns,
+                    kind,
+                )))
             }
             Mutation::Create {
                 parent,
                 name,
                 ino,
                 mode,
+                uid,
+                gid,
                 time_ns,
                 layout,
                 round_robin_next,
@@ -65,24 +79,132 @@ impl Namespace {
                 let kind = InodeKind::File {
                     layout: layout.clone(),
                 };
-                Ok(Outcome::Created(
-                    self.insert(*parent, name, *ino, *mode, *time_ns, kind),
-                ))
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (*mode, owner),
+                    *time_ns,
+                    kind,
+                )))
             }
             Mutation::Unlink {
                 parent,
                 name,
                 ino,
                 time_ns,
+                orphan_owner,
             } => {
-                let layout = match &self.entry_inode(*parent, name, *ino)?.kind {
-                    InodeKind::File { layout } => layout.clone(),
-                    InodeKind::Directory { .. } => {
-                        return Err(format!("unlink of directory {ino}"));
+                if let InodeKind::Directory { .. } = self.entry_inode(*parent, name, *ino)?.kind {
+                    return Err(format!("unlink of directory {ino}"));
+                }
+                self.entries_mut(*parent).remove(name.as_str());
+                self.touch_directory(*parent, *time_ns);
+                Ok(self.unname(*ino, *time_ns, orphan_owner.as_deref()))
+            }
+            Mutation::Link {
+                parent,
+                name,
+                ino,
+                time_ns,
+            } => {
+                self.dir(*parent)?;
+                check_name(name).map_err(|_| format!("invalid name {name:?}"))?;
+                if self.entries(*parent).contains_key(name) {
+                    return Err(format!("{name:?} already exists in directory {parent}"));
+                }
+                match self.state.inodes.get(ino) {
+                    None => return Err(format!("link to no inode {ino}")),
+                    Some(inode) if matches!(inode.kind, InodeKind::Directory { .. }) => {
+                        return Err(format!("link to directory {ino}"));
                     }
+                    Some(inode) if inode.names == 0 => {
+                        return Err(format!("link to orphan {ino}"));
+                    }
+                    Some(_) => {}
+                }
+                self.entries_mut(*parent).insert(name.clone(), *ino);
+                self.touch_directory(*parent, *time_ns);
+                let inode = self.state.inodes.get_mut(ino).expect("checked above");
+                inode.names += 1;
+                inode.ctime_ns = *time_ns;
+                Ok(Outcome::Created(inode.attributes()))
+            }
+            Mutation::Symlink {
+                parent,
+                name,
+                ino,
+                target,
+                uid,
+                gid,
+                time_ns,
+            } => {
+                self.fits_new_entry(*parent, name, *ino, 0o777)?;
+                if target.is_empty() || target.contains('\0') {
+                    return Err(format!("symbolic link target {target:?}"));
+                }
+                let kind = InodeKind::Symlink {
+                    target: target.clone(),
                 };
-                self.remove(*parent, name, *ino, *time_ns);
-                Ok(Outcome::Unlinked(layout))
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (0o777, owner),
+                    *time_ns,
+                    kind,
+                )))
+            }
+            Mutation::Mknod {
+                parent,
+                name,
+                ino,
+                node,
+                rdev,
+                mode,
+                uid,
+                gid,
+                time_ns,
+            } => {
+                self.fits_new_entry(*parent, name, *ino, *mode)?;
+                let kind = InodeKind::Special {
+                    node: *node,
+                    rdev: *rdev,
+                };
+                let owner = Owner {
+                    uid: *uid,
+                    gid: *gid,
+                };
+                Ok(Outcome::Created(self.insert(
+                    *parent,
+                    name,
+                    *ino,
+                    (*mode, owner),
+                    *time_ns,
+                    kind,
+                )))
+            }
+            Mutation::DropOrphan { ino } => {
+                if self.state.orphans.remove(ino).is_none() {
+                    return Err(format!("inode {ino} is not an orphan"));
+                }
+                let inode = self
+                    .state
+                    .inodes
+                    .remove(ino)
+                    .ok_or_else(|| format!("orphan {ino} has no inode"))?;
+                Ok(match inode.kind {
+                    InodeKind::File { layout } => Outcome::Unlinked(layout),
+                    _ => Outcome::Removed,
+                })
             }
             Mutation::Rmdir {
                 parent,
@@ -105,12 +227,13 @@ impl Namespace {
                 ino,
                 replaced,
                 time_ns,
+                orphan_owner,
             } => self.apply_rename(
                 (*source_parent, source_name),
                 (*target_parent, target_name),
-                *ino,
-                *replaced,
+                (*ino, *replaced),
                 *time_ns,
+                orphan_owner.as_deref(),
             ),
             Mutation::SetStripe {
                 dir,
@@ -132,6 +255,44 @@ impl Namespace {
                 inode.ctime_ns = *time_ns;
                 Ok(Outcome::StripeSet)
             }
+            Mutation::SetAttr {
+                ino,
+                mode,
+                uid,
+                gid,
+                atime_ns,
+                mtime_ns,
+                ctime_ns,
+            } => {
+                if mode.is_some_and(|m| m > MODE_MAX) {
+                    return Err(format!("mode {mode:?} out of range"));
+                }
+                let inode = self
+                    .state
+                    .inodes
+                    .get_mut(ino)
+                    .ok_or_else(|| format!("no inode {ino}"))?;
+                if let Some(mode) = mode {
+                    inode.mode = *mode;
+                }
+                if uid.is_some() {
+                    inode.uid = *uid;
+                }
+                if gid.is_some() {
+                    inode.gid = *gid;
+                }
+                if atime_ns.is_some() {
+                    inode.atime_ns = *atime_ns;
+                } else if inode.atime_ns.is_none() {
+                    // Kept apart from the mtime from now on, which may be about to change.
+                    inode.atime_ns = Some(inode.mtime_ns);
+                }
+                if let Some(mtime) = mtime_ns {
+                    inode.mtime_ns = *mtime;
+                }
+                inode.ctime_ns = *ctime_ns;
+                Ok(Outcome::AttributesSet(inode.attributes()))
+            }
         }
     }
 
@@ -139,9 +300,9 @@ impl Namespace {
         &mut self,
         (source_parent, source_name): (Ino, &str),
         (target_parent, target_name): (Ino, &str),
-        ino: Ino,
-        replaced: Option<Ino>,
+        (ino, replaced): (Ino, Option<Ino>),
         time_ns: u64,
+        orphan_owner: Option<&str>,
     ) -> Result<Outcome, Refusal> {
         // Check everything first.
         let moving_dir = matches!(
@@ -162,18 +323,48 @@ impl Namespace {
                 "rename target {target_name:?} in {target_parent} holds {existing:?}, the log says {replaced:?}"
             ));
         }
-        let mut replaced_layout = None;
         if let Some(victim) = replaced {
+            if victim == ino {
+                return Err("rename between two names of one inode is never logged".into());
+            }
             match (&self.inode(victim).kind, moving_dir) {
-                (InodeKind::File { layout }, false) => replaced_layout = Some(layout.clone()),
                 (InodeKind::Directory { entries, .. }, true) if entries.is_empty() => {}
-                _ => return Err(format!("rename cannot replace inode {victim}")),
+                (InodeKind::Directory { .. }, _) | (_, true) => {
+                    return Err(format!("rename cannot replace inode {victim}"));
+                }
+                _ => {}
             }
         }
         // Then change: unhook the source, drop what is replaced, hook in the target.
         self.entries_mut(source_parent).remove(source_name);
+        let mut outcome = Outcome::Renamed {
+            replaced: None,
+            orphaned: false,
+        };
         if let Some(victim) = replaced {
-            self.state.inodes.remove(&victim);
+            if moving_dir {
+                self.state.inodes.remove(&victim);
+            } else {
+                outcome = match self.unname(victim, time_ns, orphan_owner) {
+                    Outcome::Unlinked(layout) => Outcome::Renamed {
+                        replaced: Some(layout),
+                        orphaned: false,
+                    },
+                    Outcome::Orphaned => Outcome::Renamed {
+                        replaced: None,
+                        orphaned: true,
+                    },
+                    _ => outcome,
+                };
+            }
+        }
+        if moving_dir {
+            // The moved directory leaves its old parent's count; a directory it replaces
+            // leaves the new parent's, where the moved one takes its place.
+            self.count_subdirectory(source_parent, -1);
+            if replaced.is_none() {
+                self.count_subdirectory(target_parent, 1);
+            }
         }
         self.entries_mut(target_parent)
             .insert(target_name.to_owned(), ino);
@@ -187,9 +378,49 @@ impl Namespace {
             inode.mtime_ns = time_ns;
             inode.ctime_ns = time_ns;
         }
-        Ok(Outcome::Renamed {
-            replaced: replaced_layout,
-        })
+        Ok(outcome)
+    }
+
+    /// Inode `ino` (not a directory) lost a name, already taken out of its directory: one
+    /// name fewer and its change time moved; at its last, it is kept as `orphan_owner`'s
+    /// orphan if that is set and it is a file (only files are held open), else removed.
+    fn unname(&mut self, ino: Ino, time_ns: u64, orphan_owner: Option<&str>) -> Outcome {
+        let inode = self
+            .state
+            .inodes
+            .get_mut(&ino)
+            .expect("callers check the entry names it");
+        assert!(inode.names > 0, "an inode named by an entry counts it");
+        inode.names -= 1;
+        inode.ctime_ns = time_ns;
+        if inode.names > 0 {
+            return Outcome::Removed;
+        }
+        if let (Some(owner), InodeKind::File { .. }) = (orphan_owner, &inode.kind) {
+            self.state.orphans.insert(
+                ino,
+                Orphan {
+                    owner: owner.to_owned(),
+                    since_ns: time_ns,
+                },
+            );
+            return Outcome::Orphaned;
+        }
+        match self.state.inodes.remove(&ino).map(|i| i.kind) {
+            Some(InodeKind::File { layout }) => Outcome::Unlinked(layout),
+            _ => Outcome::Removed,
+        }
+    }
+
+    /// Directory `dir`'s entries changed at `time_ns`.
+    fn touch_directory(&mut self, dir: Ino, time_ns: u64) {
+        let inode = self
+            .state
+            .inodes
+            .get_mut(&dir)
+            .expect("callers check the directory");
+        inode.mtime_ns = time_ns;
+        inode.ctime_ns = time_ns;
     }
 
     /// Checks that a new inode `ino` named `name` fits in `parent`.
@@ -217,18 +448,26 @@ impl Namespace {
         parent: Ino,
         name: &str,
         ino: Ino,
-        mode: u32,
+        (mode, owner): (u32, Owner),
         time_ns: u64,
         kind: InodeKind,
     ) -> super::inode::Attributes {
+        let directory = matches!(kind, InodeKind::Directory { .. });
         let inode = Inode {
             ino,
             kind,
+            names: 1,
             mode,
+            uid: owner.uid,
+            gid: owner.gid,
             ctime_ns: time_ns,
             mtime_ns: time_ns,
+            atime_ns: Some(time_ns),
         };
         let attributes = inode.attributes();
+        if directory {
+            self.count_subdirectory(parent, 1);
+        }
         self.state.inodes.insert(ino, inode);
         self.state.next_ino = ino + 1;
         self.entries_mut(parent).insert(name.to_owned(), ino);
@@ -246,7 +485,10 @@ impl Namespace {
     fn remove(&mut self, parent: Ino, name: &str, ino: Ino, time_ns: u64) {
         assert!(ino != ROOT_INO, "the root has no entry to remove");
         self.entries_mut(parent).remove(name);
-        self.state.inodes.remove(&ino);
+        let removed = self.state.inodes.remove(&ino);
+        if removed.is_some_and(|inode| matches!(inode.kind, InodeKind::Directory { .. })) {
+            self.count_subdirectory(parent, -1);
+        }
         let parent = self
             .state
             .inodes
@@ -283,6 +525,18 @@ impl Namespace {
     fn dir_mut(&mut self, ino: Ino) -> Result<&mut Inode, Refusal> {
         self.dir(ino)?;
         Ok(self.state.inodes.get_mut(&ino).expect("checked just above"))
+    }
+
+    /// Directory `dir` holds one directory more (`1`) or fewer (`-1`).
+    fn count_subdirectory(&mut self, dir: Ino, change: i64) {
+        match self.state.inodes.get_mut(&dir).map(|i| &mut i.kind) {
+            Some(InodeKind::Directory { subdirectories, .. }) => {
+                *subdirectories = subdirectories
+                    .checked_add_signed(change)
+                    .expect("a directory never holds fewer than no subdirectories");
+            }
+            _ => unreachable!("callers pass checked directories"),
+        }
     }
 
     fn entries_mut(&mut self, dir: Ino) -> &mut BTreeMap<String, Ino> {

@@ -10,8 +10,9 @@ use crate::path::check_name;
 
 impl Namespace {
     /// Checks what must always hold: the root is a directory that is its own parent; every
-    /// entry has a valid name and names an existing inode; every other inode is named by
-    /// exactly one entry; a directory's parent pointer names the directory holding it; every
+    /// entry has a valid name and names an existing inode; every other directory is named by
+    /// exactly one entry, anything else by as many as it counts — none only for an orphan,
+    /// which is a file; a directory's parent pointer names the directory holding it; every
     /// directory reaches the root within the depth limit; inode numbers are below `next_ino`;
     /// layouts are valid, objects are unique and below their target's next object id.
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -20,7 +21,9 @@ impl Namespace {
             Some(InodeKind::Directory { parent, .. }) if *parent == ROOT_INO => {}
             _ => return Err("the root is missing, not a directory, or not its own parent".into()),
         }
-        let mut named_by: BTreeMap<u64, u64> = BTreeMap::new();
+        // How many entries name each inode, and the directory naming each directory.
+        let mut names: BTreeMap<u64, u32> = BTreeMap::new();
+        let mut directory_named_by: BTreeMap<u64, u64> = BTreeMap::new();
         let mut objects = HashSet::new();
         for (&ino, inode) in inodes {
             if inode.ino != ino {
@@ -39,8 +42,22 @@ impl Namespace {
                 InodeKind::Directory {
                     entries,
                     default_stripe,
+                    subdirectories,
                     ..
                 } => {
+                    let counted = entries
+                        .values()
+                        .filter(|child| {
+                            inodes
+                                .get(child)
+                                .is_some_and(|c| matches!(c.kind, InodeKind::Directory { .. }))
+                        })
+                        .count() as u64;
+                    if counted != *subdirectories {
+                        return Err(format!(
+                            "directory {ino} counts {subdirectories} subdirectories and holds {counted}"
+                        ));
+                    }
                     if let Some(stripe) = default_stripe {
                         stripe
                             .check()
@@ -55,17 +72,18 @@ impl Namespace {
                         if *child == ROOT_INO {
                             return Err(format!("{name:?} in directory {ino} names the root"));
                         }
-                        if let Some(other) = named_by.insert(*child, ino) {
-                            return Err(format!(
-                                "inode {child} is named in directories {other} and {ino}"
-                            ));
-                        }
-                        if let InodeKind::Directory { parent, .. } = child_inode.kind
-                            && parent != ino
-                        {
-                            return Err(format!(
-                                "directory {child} is in {ino} but its parent says {parent}"
-                            ));
+                        *names.entry(*child).or_default() += 1;
+                        if let InodeKind::Directory { parent, .. } = child_inode.kind {
+                            if let Some(other) = directory_named_by.insert(*child, ino) {
+                                return Err(format!(
+                                    "directory {child} is named in directories {other} and {ino}"
+                                ));
+                            }
+                            if parent != ino {
+                                return Err(format!(
+                                    "directory {child} is in {ino} but its parent says {parent}"
+                                ));
+                            }
                         }
                     }
                 }
@@ -83,14 +101,42 @@ impl Namespace {
                         }
                     }
                 }
+                InodeKind::Symlink { target } => {
+                    if target.is_empty() || target.contains('\0') {
+                        return Err(format!("symbolic link {ino} points to {target:?}"));
+                    }
+                }
+                InodeKind::Special { .. } => {}
             }
         }
-        if named_by.len() + 1 != inodes.len() {
-            return Err(format!(
-                "{} inodes but {} are named by an entry (plus the root)",
-                inodes.len(),
-                named_by.len()
-            ));
+        // Every inode but the root and the orphans is named; a directory once, anything
+        // else as often as it counts; an orphan is a file named by nothing.
+        for (&ino, inode) in inodes {
+            let named = names.get(&ino).copied().unwrap_or(0);
+            let orphan = self.state.orphans.contains_key(&ino);
+            let expected = match &inode.kind {
+                _ if ino == ROOT_INO => 0,
+                InodeKind::Directory { .. } => 1,
+                _ => inode.names,
+            };
+            if named != expected || (ino == ROOT_INO && inode.names != 1) {
+                return Err(format!(
+                    "inode {ino} is named by {named} entries and counts {} names",
+                    inode.names
+                ));
+            }
+            if (named == 0 && ino != ROOT_INO) != orphan {
+                return Err(format!(
+                    "inode {ino} is named by {named} entries and {} an orphan",
+                    if orphan { "is" } else { "is not" }
+                ));
+            }
+            if orphan && !matches!(inode.kind, InodeKind::File { .. }) {
+                return Err(format!("orphan {ino} is not a regular file"));
+            }
+        }
+        if let Some(ino) = self.state.orphans.keys().find(|o| !inodes.contains_key(o)) {
+            return Err(format!("orphan {ino} has no inode"));
         }
         // Every directory reaches the root by parent pointers within the depth limit.
         for (&ino, inode) in inodes {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{MdsError, Result};
 use crate::limits::{MdsLimits, READDIR_PAGE_ENTRIES_MAX, TARGETS_MAX};
 use crate::path::MdsPath;
-use inode::{Attributes, DirEntry, DirPage, Ino, Inode, InodeKind, ROOT_INO, StripeInfo};
+use inode::{Attributes, DirEntry, DirPage, Ino, Inode, InodeKind, Orphan, ROOT_INO, StripeInfo};
 use iopath_layout::StripeRequest;
 
 /// What the namespace is configured with (not persisted: it comes from the stack file at
@@ -97,9 +97,47 @@ pub struct NamespaceState {
     /// Round-robin placement's cursor: the next file without a starting target starts at
     /// position `round_robin_next mod targets`.
     pub round_robin_next: u64,
+    /// Inodes with no name left that a client still holds open, by number.
+    #[serde(default)]
+    pub orphans: BTreeMap<Ino, Orphan>,
 }
 
 impl NamespaceState {
+    /// Counts what is derived from the entries and not stored: how many entries name each
+    /// inode, and how many directories each directory holds.
+    fn count_names(&mut self) {
+        let mut names: BTreeMap<Ino, u32> = BTreeMap::new();
+        let mut subdirectories: BTreeMap<Ino, u64> = BTreeMap::new();
+        for (&ino, inode) in &self.inodes {
+            if let InodeKind::Directory { entries, .. } = &inode.kind {
+                for child in entries.values() {
+                    *names.entry(*child).or_default() += 1;
+                    if self
+                        .inodes
+                        .get(child)
+                        .is_some_and(|c| matches!(c.kind, InodeKind::Directory { .. }))
+                    {
+                        *subdirectories.entry(ino).or_default() += 1;
+                    }
+                }
+            }
+        }
+        for (ino, inode) in &mut self.inodes {
+            inode.names = if *ino == ROOT_INO {
+                1
+            } else {
+                names.get(ino).copied().unwrap_or(0)
+            };
+            if let InodeKind::Directory {
+                subdirectories: count,
+                ..
+            } = &mut inode.kind
+            {
+                *count = subdirectories.get(ino).copied().unwrap_or(0);
+            }
+        }
+    }
+
     /// A namespace holding only an empty root directory.
     pub fn fresh() -> NamespaceState {
         let root = Inode {
@@ -108,16 +146,22 @@ impl NamespaceState {
                 parent: ROOT_INO,
                 entries: BTreeMap::new(),
                 default_stripe: None,
+                subdirectories: 0,
             },
+            names: 1,
             mode: 0o755,
+            uid: None,
+            gid: None,
             ctime_ns: 0,
             mtime_ns: 0,
+            atime_ns: None,
         };
         NamespaceState {
             inodes: BTreeMap::from([(ROOT_INO, root)]),
             next_ino: ROOT_INO + 1,
             next_object_ids: BTreeMap::new(),
             round_robin_next: 0,
+            orphans: BTreeMap::new(),
         }
     }
 }
@@ -139,9 +183,11 @@ impl Namespace {
         })
     }
 
-    /// A namespace from a persisted `state`, which must satisfy every invariant.
-    pub fn from_state(state: NamespaceState, config: NamespaceConfig) -> Result<Namespace> {
+    /// A namespace from a persisted `state`, which must satisfy every invariant. What is
+    /// derived and not stored (each directory's count of subdirectories) is counted here.
+    pub fn from_state(mut state: NamespaceState, config: NamespaceConfig) -> Result<Namespace> {
         config.check()?;
+        state.count_names();
         let namespace = Namespace { state, config };
         namespace
             .check_invariants()
@@ -188,6 +234,25 @@ impl Namespace {
         self.lookup(path).map(Inode::attributes)
     }
 
+    /// The attributes of the inode numbered `ino` (with a file's layout): what a client that
+    /// holds the number asks, whatever the inode's names are now.
+    pub fn stat_ino(&self, ino: Ino) -> Result<Attributes> {
+        self.inode_numbered(ino).map(Inode::attributes)
+    }
+
+    /// The orphans: inodes with no name left that a client holds open.
+    pub fn orphans(&self) -> &BTreeMap<Ino, Orphan> {
+        &self.state.orphans
+    }
+
+    /// The inode numbered `ino`, or [`MdsError::NoSuchInode`].
+    pub fn inode_numbered(&self, ino: Ino) -> Result<&Inode> {
+        self.state
+            .inodes
+            .get(&ino)
+            .ok_or(MdsError::NoSuchInode { ino })
+    }
+
     /// A regular file's attributes, with its layout: what a client needs to do I/O on it.
     pub fn open(&self, path: &MdsPath) -> Result<Attributes> {
         let inode = self.lookup(path)?;
@@ -196,6 +261,11 @@ impl Namespace {
             InodeKind::Directory { .. } => Err(MdsError::IsADirectory {
                 path: path.to_string(),
             }),
+            InodeKind::Symlink { .. } | InodeKind::Special { .. } => {
+                Err(MdsError::InvalidArgument {
+                    why: format!("{path} is not a regular file"),
+                })
+            }
         }
     }
 
@@ -227,6 +297,11 @@ impl Namespace {
         let inode = self.lookup(path)?;
         match &inode.kind {
             InodeKind::File { layout } => Ok(StripeInfo::File(layout.clone())),
+            InodeKind::Symlink { .. } | InodeKind::Special { .. } => {
+                Err(MdsError::InvalidArgument {
+                    why: format!("{path} has no layout: it is not a regular file"),
+                })
+            }
             InodeKind::Directory { default_stripe, .. } => Ok(StripeInfo::Directory {
                 default_stripe: default_stripe
                     .unwrap_or(StripeRequest::INHERIT)
@@ -246,14 +321,14 @@ impl Namespace {
     fn own_default(&self, dir: Ino) -> Option<StripeRequest> {
         match &self.inode(dir).kind {
             InodeKind::Directory { default_stripe, .. } => *default_stripe,
-            InodeKind::File { .. } => None,
+            _ => None,
         }
     }
 
     fn directory_entries(&self, path: &MdsPath) -> Result<&BTreeMap<String, Ino>> {
         match &self.lookup(path)?.kind {
             InodeKind::Directory { entries, .. } => Ok(entries),
-            InodeKind::File { .. } => Err(MdsError::NotADirectory {
+            _ => Err(MdsError::NotADirectory {
                 path: path.to_string(),
             }),
         }

@@ -485,6 +485,20 @@ impl ProcessStack {
     async fn stop_children_checked(&self, children: Vec<ChildNode>) -> Result<(), StackError> {
         let mut first_error = None;
         for mut child in children.into_iter().rev() {
+            // A node process that ended before the stop (killed or crashed by hand, a test's
+            // fault) is no failure of the stop — but someone may have started the node again
+            // by hand on its addresses, which this stack then stops as well.
+            if let Ok(Some(status)) = child.child.try_wait() {
+                tracing::info!(node = %child.name, "had already stopped ({status}) before the stack was stopped");
+                if let Err(why) = self.stop_restarted_by_hand(&child).await {
+                    tracing::warn!(node = %child.name, "{why}");
+                    first_error.get_or_insert(StackError::Process {
+                        node: child.name.clone(),
+                        why,
+                    });
+                }
+                continue;
+            }
             // Closing standard input is the stop signal.
             drop(child.stdin.take());
             if let Err(why) = wait_stopped(&mut child.child, "and was killed").await {
@@ -497,6 +511,91 @@ impl ProcessStack {
         }
         first_error.map_or(Ok(()), Err)
     }
+}
+
+impl ProcessStack {
+    /// `child`'s process is gone; if node `child.name` was started again by hand on this
+    /// stack's directory for it (`iopath node --name NAME --dir DIR`, as an operator restarts
+    /// a crashed server), that process is stopped as its parent would stop it — SIGTERM,
+    /// which a node takes as its stop — and waited for, at most [`STOP_TIMEOUT`].
+    async fn stop_restarted_by_hand(&self, child: &ChildNode) -> Result<(), String> {
+        let dir = self.storage.node(&child.name);
+        let Some(pid) = node_process(&child.name, &dir) else {
+            // Nothing serves it: the node stays down, as it was left.
+            return Ok(());
+        };
+        tracing::info!(node = %child.name, pid, "was started again by hand: stopping it with the stack");
+        let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+            return Err(format!("was started again as pid {pid}, which is no pid"));
+        };
+        // SAFETY: kill(2) with a pid and a signal number touches no memory.
+        if unsafe { libc::kill(raw_pid, libc::SIGTERM) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(format!(
+                "was started again (pid {pid}) and could not be told to stop: {e}"
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + STOP_TIMEOUT;
+        while tokio::time::Instant::now() < deadline {
+            if !process_runs(pid) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(format!(
+            "was started again (pid {pid}) and still runs {} s after SIGTERM",
+            STOP_TIMEOUT.as_secs()
+        ))
+    }
+}
+
+/// The pid of a running `iopath node --name NAME --dir DIR` process serving `dir` (its
+/// `--dir` resolved against its working directory), if there is one: found in `/proc`.
+fn node_process(name: &str, dir: &Path) -> Option<u32> {
+    let dir = dir.canonicalize().ok()?;
+    let own = std::process::id();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        let value = |flag: &str| {
+            args.windows(2)
+                .find(|w| w[0] == flag.as_bytes())
+                .map(|w| String::from_utf8_lossy(w[1]).into_owned())
+        };
+        if !args.iter().any(|a| *a == b"node") || value("--name").as_deref() != Some(name) {
+            continue;
+        }
+        let Some(node_dir) = value("--dir") else {
+            continue;
+        };
+        let node_dir = match std::fs::read_link(entry.path().join("cwd")) {
+            Ok(cwd) => cwd.join(node_dir),
+            Err(_) => PathBuf::from(node_dir),
+        };
+        if node_dir.canonicalize().is_ok_and(|d| d == dir) && process_runs(pid) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Whether process `pid` exists and has not ended (a zombie has ended: its parent has not
+/// yet waited for it).
+fn process_runs(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
 
 /// Waits up to [`STOP_TIMEOUT`] for a node process told to stop; one that has not stopped by
