@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use iopath_fabric::Checksummed;
 use iopath_forwarder::{CallKind, FyodFile};
+use iopath_ost_client::LossesTold;
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tracing::{Instrument as _, debug_span};
@@ -109,9 +110,8 @@ pub(crate) struct FileCore {
     closed: std::sync::atomic::AtomicBool,
     /// Asynchronous calls issued and not yet answered.
     pending: Arc<AtomicUsize>,
-    /// Lost writes to the file's objects this handle has been told of by `fsync`: it is not
-    /// told of them again (a handle opened later is told once too).
-    lost_reported: AtomicUsize,
+    /// Lost writes to the file's objects this handle has been told of by `fsync`.
+    lost_told: LossesTold,
     pub(crate) async_counters: AsyncCounters,
     pub(crate) client_counters: Arc<AsyncCounters>,
 }
@@ -250,7 +250,7 @@ impl File {
                     pointer: Mutex::new(0),
                     closed: Default::default(),
                     pending: Arc::default(),
-                    lost_reported: AtomicUsize::new(0),
+                    lost_told: LossesTold::default(),
                     async_counters: AsyncCounters::default(),
                     client_counters: Arc::clone(client_counters),
                 }),
@@ -336,7 +336,7 @@ impl File {
         match &core.data {
             DataPath::Direct(targets) => {
                 targets.sync(&core.layout).await?;
-                targets.check_lost(&core.layout, &core.lost_reported)
+                targets.check_lost(&core.layout, &core.lost_told)
             }
             DataPath::Fyod(file) => file
                 .fsync()

@@ -23,7 +23,6 @@
 
 use iopath_fabric::trace;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
@@ -32,7 +31,7 @@ use iopath_fabric::frame::status::errno;
 use iopath_fabric::{Checksummed, FabricError, Nid, Node};
 use iopath_layout::TargetMap;
 use iopath_ost_client::{
-    Capacity, ClientId, LostWrites, OscStats, OstClient, OstConnections, TargetStats,
+    Capacity, ClientId, LossesTold, LostWrites, OscStats, OstClient, OstConnections, TargetStats,
 };
 use tokio::sync::{AcquireError, Semaphore, SemaphorePermit};
 use tokio::task::JoinSet;
@@ -141,42 +140,33 @@ impl Targets {
         self.connections.lost_writes()
     }
 
-    /// Acknowledged writes to `layout`'s objects found lost so far (writes to other objects
-    /// of the same servers do not concern this file), with the first server that lost any.
-    pub fn lost_to(&self, layout: &Layout) -> (usize, Option<String>) {
+    /// Fails if writes to `layout`'s objects were found lost (writes to other objects of the
+    /// same servers do not concern this file) that the handle `told` keeps count for has not
+    /// been told of.
+    pub fn check_lost(&self, layout: &Layout, told: &LossesTold) -> Result<(), ClientError> {
         let lost = self.connections.lost_writes();
         let links = self.lock_links();
-        let mut count = 0;
+        let mut found = 0;
         let mut first = None;
         for object in layout.objects() {
             // A target never used has lost nothing of this client's.
             let Some(server) = links.get(&object.target).map(|l| l.oss.server()) else {
                 continue;
             };
-            let here = lost
+            let here: usize = lost
                 .iter()
                 .filter(|l| l.server == server)
-                .flat_map(|l| &l.writes)
-                .filter(|w| w.target == object.target && w.object == object.object_id)
-                .count();
+                .map(|l| l.to_object(object.target, object.object_id))
+                .sum();
             if here > 0 {
-                count += here;
-                first.get_or_insert_with(|| server.to_string());
+                found += here;
+                first.get_or_insert(server);
             }
         }
-        (count, first)
-    }
-
-    /// Fails if writes to `layout`'s objects were found lost since the handle last heard of
-    /// it: `reported` is how many it has heard of (as Linux reports a write-back error once
-    /// to each open file description, not at every later `fsync`).
-    pub fn check_lost(&self, layout: &Layout, reported: &AtomicUsize) -> Result<(), ClientError> {
-        let (count, server) = self.lost_to(layout);
-        let before = reported.fetch_max(count, Ordering::AcqRel);
-        match server {
-            Some(server) if count > before => Err(ClientError::WritesLost {
-                server,
-                count: count - before,
+        match (first, told.untold(found)) {
+            (Some(server), count) if count > 0 => Err(ClientError::WritesLost {
+                server: server.to_string(),
+                count,
             }),
             _ => Ok(()),
         }

@@ -5,6 +5,7 @@
 //! writes it forwards by descriptor).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,6 +28,31 @@ pub struct LostWrites {
     pub server: Nid,
     /// Each write: its target, its object and its transno.
     pub writes: Vec<LostWrite>,
+}
+
+impl LostWrites {
+    /// How many of them were writes to `object` on `target`.
+    pub fn to_object(&self, target: u32, object: u64) -> usize {
+        self.writes
+            .iter()
+            .filter(|w| w.target == target && w.object == object)
+            .count()
+    }
+}
+
+/// How many of a file's lost writes one open handle of it has been told of. Each is told
+/// once, as Linux reports a write-back error once to each open file: a handle's next fsync
+/// succeeds unless more were lost since. A handle starts told of none, so one opened after
+/// a loss is told too, and no loss goes unreported.
+#[derive(Debug, Default)]
+pub struct LossesTold(AtomicUsize);
+
+impl LossesTold {
+    /// Of `found` lost writes found so far, how many this handle had not been told of; from
+    /// now on they count as told.
+    pub fn untold(&self, found: usize) -> usize {
+        found.saturating_sub(self.0.fetch_max(found, Ordering::AcqRel))
+    }
 }
 
 /// One connection per storage server of a file system, under one client id.
@@ -191,5 +217,20 @@ impl OstConnections {
             }
         }
         first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_lost_write_is_told_to_a_handle_once() {
+        let told = LossesTold::default();
+        assert_eq!(told.untold(0), 0);
+        assert_eq!(told.untold(3), 3, "the first fsync is told all");
+        assert_eq!(told.untold(3), 0, "the next, nothing new");
+        assert_eq!(told.untold(5), 2, "only what was lost since");
+        assert_eq!(told.untold(4), 0, "an older count takes nothing back");
     }
 }

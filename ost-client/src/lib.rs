@@ -42,7 +42,7 @@ pub mod wire;
 
 pub use capacity::Capacity;
 pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, Stamp, UNREACHABLE_FOR_MAX};
-pub use connections::{LostWrites, OstConnections};
+pub use connections::{LossesTold, LostWrites, OstConnections};
 pub use counters::{OscCounters, OstOp, UnderWay};
 pub use error::OstClientError;
 pub use id::ClientId;

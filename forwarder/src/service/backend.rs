@@ -433,45 +433,33 @@ impl Backend {
             .collect()
     }
 
-    /// Acknowledged writes to `objects` found lost so far — a connection's pinger replayed
-    /// what the fyod kept to a restarted server, which would not take it back — with where
-    /// the first of them was.
-    pub(crate) fn lost_to(&self, objects: &[ObjectRef]) -> (usize, Option<(Nid, ObjectRef)>) {
+    /// Fails if acknowledged writes to `objects` were found lost that `file`'s handle has not
+    /// been told of: a connection's pinger replayed what the fyod kept to a restarted server,
+    /// which would not take it back. Nobody's call was waiting then, so the file's next fsync
+    /// says so.
+    pub(crate) fn check_lost(&self, file: &OpenFile, objects: &[ObjectRef]) -> Result<()> {
         let Some(connections) = self.connections.get() else {
-            return (0, None);
+            return Ok(());
         };
         let lost = connections.ost.lost_writes();
         let lost_links = connections.link.lost_writes();
-        let mut count = 0;
+        let mut found = 0;
         let mut first = None;
-        for found in lost.iter().chain(&lost_links) {
+        for lost in lost.iter().chain(&lost_links) {
             for object in objects {
-                let here = found
-                    .writes
-                    .iter()
-                    .filter(|w| w.target == object.target && w.object == object.object_id)
-                    .count();
+                let here = lost.to_object(object.target, object.object_id);
                 if here > 0 {
-                    count += here;
-                    first.get_or_insert((found.server, *object));
+                    found += here;
+                    first.get_or_insert((lost.server, *object));
                 }
             }
         }
-        (count, first)
-    }
-
-    /// Fails if acknowledged writes to `file`'s objects were found lost since its handle
-    /// last heard of it. Nobody's call was waiting when they were, so the file's next fsync
-    /// says so — once, as Linux reports a write-back error to each open file once.
-    pub(crate) fn check_lost(&self, file: &OpenFile, objects: &[ObjectRef]) -> Result<()> {
-        let (count, first) = self.lost_to(objects);
-        let before = file.lost_reported.fetch_max(count, Ordering::AcqRel);
-        match first {
-            Some((server, object)) if count > before => Err(ForwarderError::WritesLost {
+        match (first, file.lost_told.untold(found)) {
+            (Some((server, object)), count) if count > 0 => Err(ForwarderError::WritesLost {
                 server,
                 target: object.target,
                 object: object.object_id,
-                count: count - before,
+                count,
             }),
             _ => Ok(()),
         }

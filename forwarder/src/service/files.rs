@@ -1,12 +1,13 @@
 //! The fyod's open files: what a handle names, and the table of them.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use iopath_fabric::Nid;
 use iopath_layout::{Layout, ObjectRef};
+use iopath_ost_client::LossesTold;
 
 use crate::error::{ForwarderError, Result};
 use crate::modes::{CallKind, IoMode};
@@ -29,10 +30,8 @@ pub(crate) struct OpenFile {
     pub(crate) io_mode: IoMode,
     /// How its calls are served when a call does not say.
     pub(crate) call_default: CallKind,
-    /// Lost writes to its objects this handle has been told of (see `Backend::check_lost`).
-    /// It starts at none: a handle opened after a loss is told once too, so a loss nobody
-    /// had open is still reported.
-    pub(crate) lost_reported: AtomicUsize,
+    /// Lost writes to its objects this handle has been told of (`Backend::check_lost`).
+    pub(crate) lost_told: LossesTold,
 }
 
 impl OpenFile {

@@ -24,7 +24,7 @@ mod ufs;
 pub use dispatch::ServiceNodeStats;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -548,7 +548,7 @@ impl FyodService {
             layout,
             io_mode,
             call_default,
-            lost_reported: AtomicUsize::new(0),
+            lost_told: Default::default(),
         });
         if self.config.mode == FileSystem::Ufs {
             self.ufs.open(&self.backend, &file).await?;
