@@ -132,7 +132,7 @@ pub struct SoakReport {
     pub memory: Vec<ProcessMemory>,
 }
 
-/// The recovery times of one role's kills.
+/// The recovery times of kills: one role's, or all of them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RoleRecovery {
     /// Its nodes killed.
@@ -436,6 +436,7 @@ async fn soak(
     }
     let end_memory = memory(running);
     let lost = tally.lost.lock().expect("tally lock poisoned").clone();
+    let all = RoleRecovery::of(&recovery_s);
     Ok(SoakReport {
         stack: running.stack().name.clone(),
         modeled: "nothing (every server node a process on loopback TCP, real disks, the clients in this process)".into(),
@@ -450,9 +451,9 @@ async fn soak(
         losses: lost.into_iter().map(|(_, what)| what).collect(),
         calls_failed: tally.failed.load(Ordering::Relaxed),
         failures_seen: tally.seen.lock().expect("tally lock poisoned").clone(),
-        recovery_p50_s: percentile(&recovery_s, 0.50),
-        recovery_p99_s: percentile(&recovery_s, 0.99),
-        recovery_max_s: recovery_s.iter().copied().fold(0.0, f64::max),
+        recovery_p50_s: all.p50_s,
+        recovery_p99_s: all.p99_s,
+        recovery_max_s: all.max_s,
         recovery_by_role: recovery_of_role
             .iter()
             .map(|(role, seconds)| (role.clone(), RoleRecovery::of(seconds)))

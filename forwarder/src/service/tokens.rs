@@ -226,12 +226,13 @@ fn next_start() -> u64 {
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_micros().max(1) as u64);
-    let previous = LAST_START
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
-            Some(clock.max(last + 1))
-        })
-        .unwrap_or_else(|last| last);
-    clock.max(previous + 1)
+    let mut start = clock;
+    // Never fails: the closure always gives a value.
+    let _ = LAST_START.fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+        start = clock.max(last + 1);
+        Some(start)
+    });
+    start
 }
 
 /// A token held for one call.
