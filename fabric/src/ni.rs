@@ -385,10 +385,10 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_send_that_need_not_wait_holds_what_it_is_given_until_the_message_has_left() {
+    /// An interface `me` over an LND that holds what it is given: 4 credits, 1 per peer,
+    /// at most 8 peers.
+    fn held_ni(me: Nid) -> (Arc<Held>, Ni) {
         let lnd = Arc::new(Held::default());
-        let (me, peer): (Nid, Nid) = ("1@mem0".parse().unwrap(), "2@mem0".parse().unwrap());
         let credits = NiCredits {
             credits_max: 4,
             peer_credits_max: 1,
@@ -402,6 +402,13 @@ mod tests {
             FailPoints::new(),
             None,
         );
+        (lnd, ni)
+    }
+
+    #[tokio::test]
+    async fn a_send_that_need_not_wait_holds_what_it_is_given_until_the_message_has_left() {
+        let (me, peer): (Nid, Nid) = ("1@mem0".parse().unwrap(), "2@mem0".parse().unwrap());
+        let (lnd, ni) = held_ni(me);
         let message = || Message::new(Header::new(Kind::Put, me, peer), Bytes::from_static(b"hi"));
         let buffer = Arc::new(());
         let sent = ni.try_send(peer, message(), Box::new(Arc::clone(&buffer)));
@@ -430,21 +437,8 @@ mod tests {
     /// `peers` (and so from `/metrics`) after the idle limit, once its message has left.
     #[tokio::test(start_paused = true)]
     async fn a_peer_that_stopped_talking_is_forgotten() {
-        let lnd = Arc::new(Held::default());
         let me: Nid = "1@mem0".parse().unwrap();
-        let credits = NiCredits {
-            credits_max: 4,
-            peer_credits_max: 1,
-            peers_max: 8,
-        };
-        let ni = Ni::new(
-            me,
-            Arc::clone(&lnd) as Arc<dyn Lnd>,
-            credits,
-            None,
-            FailPoints::new(),
-            None,
-        );
+        let (lnd, ni) = held_ni(me);
         for n in 2..5 {
             let peer = Nid::mem(n, 0);
             let message = Message::new(Header::new(Kind::Put, me, peer), Bytes::from_static(b"hi"));

@@ -223,6 +223,25 @@ async fn unknown_portals_and_opcodes_get_errors() {
     assert!(matches!(err, FabricError::TooLarge { .. }), "{err}");
 }
 
+/// Starts node `n` on the in-memory `network`, with `limits` and `fault`.
+async fn mem_node(
+    network: &Arc<iopath_fabric::MemNetwork>,
+    limits: &Limits,
+    n: u32,
+    fault: Option<Arc<dyn FaultHook>>,
+) -> Result<iopath_fabric::Node, FabricError> {
+    iopath_fabric::Node::start(iopath_fabric::NodeConfig {
+        interfaces: vec![iopath_fabric::Interface::Mem {
+            nid: iopath_fabric::Nid::mem(n, 0),
+            network: Arc::clone(network),
+        }],
+        limits: limits.clone(),
+        fault,
+        ..Default::default()
+    })
+    .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_peer_found_restarted_is_sent_the_calls_waiting_on_it_at_once() {
     // A reconnect that finds its server restarted tells the node: requests waiting for a reply
@@ -234,17 +253,7 @@ async fn a_peer_found_restarted_is_sent_the_calls_waiting_on_it_at_once() {
         ..Limits::default()
     };
     let network = iopath_fabric::MemNetwork::new();
-    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| {
-        iopath_fabric::Node::start(iopath_fabric::NodeConfig {
-            interfaces: vec![iopath_fabric::Interface::Mem {
-                nid: iopath_fabric::Nid::mem(n, 0),
-                network: network.clone(),
-            }],
-            limits: limits.clone(),
-            fault,
-            ..Default::default()
-        })
-    };
+    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| mem_node(&network, &limits, n, fault);
     let client = start(1, None).await.unwrap();
     let hook = Arc::new(DropFirstReplies {
         left: AtomicU64::new(1),
@@ -301,17 +310,7 @@ async fn a_watched_peer_that_restarts_is_sent_the_calls_waiting_on_it_within_a_p
         ..Limits::default()
     };
     let network = iopath_fabric::MemNetwork::new();
-    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| {
-        iopath_fabric::Node::start(iopath_fabric::NodeConfig {
-            interfaces: vec![iopath_fabric::Interface::Mem {
-                nid: iopath_fabric::Nid::mem(n, 0),
-                network: network.clone(),
-            }],
-            limits: limits.clone(),
-            fault,
-            ..Default::default()
-        })
-    };
+    let start = |n: u32, fault: Option<Arc<dyn FaultHook>>| mem_node(&network, &limits, n, fault);
     let client = start(1, None).await.unwrap();
     // The first start of the server never answers a request (it answers pings).
     let first = start(2, None).await.unwrap();
