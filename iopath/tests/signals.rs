@@ -69,14 +69,16 @@ fn ended(child: &mut Child, what: &str) -> std::process::ExitStatus {
     }
 }
 
-/// `iopath bench ior -w -b 512m -t 1m` (with `more`) in a fresh directory, signalled with
-/// `sig` once its IOR write phase has written `WRITTEN_BEFORE_SIGNAL_BYTES`: it must end by
-/// that signal, with nothing of its own left in the directory.
+/// `iopath bench ior -N 2 -w -b 512m -t 1m` (with `more`) in a fresh directory, signalled
+/// with `sig` once its IOR write phase has written `WRITTEN_BEFORE_SIGNAL_BYTES`: it must end
+/// by that signal, with nothing of its own left in the directory. Two tasks keep what the run
+/// and its disk baselines put on the disk near 2 GiB, so two of these side by side fit a small
+/// CI disk.
 fn a_signalled_benchmark_leaves_nothing(sig: libc::c_int, more: &[&str]) {
     let parent = scratch();
     let mut bench = iopath()
         .args([
-            "bench", "ior", "-w", "-b", "512m", "-t", "1m", "-v", "--dir",
+            "bench", "ior", "-N", "2", "-w", "-b", "512m", "-t", "1m", "-v", "--dir",
         ])
         .arg(parent.path())
         .args(more)
@@ -85,6 +87,13 @@ fn a_signalled_benchmark_leaves_nothing(sig: libc::c_int, more: &[&str]) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Standard error is gathered from the start, so a failure can say what the benchmark said.
+    let mut stderr_pipe = bench.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr_pipe, &mut text);
+        text
+    });
     // -v says when the write phase starts (the disk baselines before it write too).
     let stdout = bench.stdout.take().unwrap();
     let mut lines = BufReader::new(stdout).lines();
@@ -92,7 +101,13 @@ fn a_signalled_benchmark_leaves_nothing(sig: libc::c_int, more: &[&str]) {
         .by_ref()
         .map_while(Result::ok)
         .any(|line| line.starts_with("Commencing write performance test"));
-    assert!(started, "bench ior ended before its write phase");
+    if !started {
+        let status = ended(&mut bench, "bench ior");
+        panic!(
+            "bench ior ended before its write phase ({status}); stderr:\n{}",
+            stderr.join().unwrap()
+        );
+    }
     // Standard output is drained from here on, so the benchmark never blocks on it.
     let drain = std::thread::spawn(move || lines.count());
     let start = Instant::now();
@@ -110,8 +125,7 @@ fn a_signalled_benchmark_leaves_nothing(sig: libc::c_int, more: &[&str]) {
     signal(&bench, sig);
     let status = ended(&mut bench, "bench ior");
     drain.join().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut bench.stderr.take().unwrap(), &mut stderr).unwrap();
+    let stderr = stderr.join().unwrap();
     assert_eq!(
         status.signal(),
         Some(sig),
