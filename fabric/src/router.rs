@@ -33,6 +33,11 @@ pub struct RouterConfig {
     pub peer_buffer_credits: u32,
     /// Peers the router tracks.
     pub peers_max: usize,
+    /// Whether the router verifies the checksum of every bulk chunk it forwards (as Spider's
+    /// did), counting a mismatch and sending the chunk on for its receiver to refuse. Off, a
+    /// garbled chunk is still caught where it lands; only the router's count of where it was
+    /// garbled is lost. About 6% of a router's CPU at 1 MiB chunks over loopback TCP.
+    pub check_checksums: bool,
 }
 
 impl Default for RouterConfig {
@@ -45,6 +50,7 @@ impl Default for RouterConfig {
             large_buffers: 64,
             peer_buffer_credits: 16,
             peers_max: 4096,
+            check_checksums: true,
         }
     }
 }
@@ -155,6 +161,11 @@ impl RouterBuffers {
                 bytes,
             })
         }))
+    }
+
+    /// Whether bulk chunks are checked as they are forwarded.
+    pub fn checks_checksums(&self) -> bool {
+        self.config.check_checksums
     }
 
     /// Router buffers one peer may hold at once.

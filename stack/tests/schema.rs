@@ -239,6 +239,13 @@ fn bad_files_are_refused_with_the_field_named() {
             &["nodes[1] (oss).large_router_buffers", "router nodes only"],
         ),
         (
+            with(&format!("{oss}check_forwarded_checksums = false")),
+            &[
+                "nodes[1] (oss).check_forwarded_checksums",
+                "router nodes only",
+            ],
+        ),
+        (
             with(&format!(
                 "{oss}[[networks]]\nname = \"net1\"\n[[nodes]]\nname = \"r\"\nrole = \"router\"\nnids = {{ net0 = 9, net1 = 9 }}\npeer_buffer_credits = 0"
             )),
@@ -270,7 +277,7 @@ fn bad_files_are_refused_with_the_field_named() {
 fn router_buffers_are_set_as_lnet_names_them_and_default_otherwise() {
     let text = preset("spider-mini-routed").unwrap().text.replace(
         "name = \"rtr0\"\nrole = \"router\"",
-        "name = \"rtr0\"\nrole = \"router\"\nlarge_router_buffers = 2\npeer_buffer_credits = 1",
+        "name = \"rtr0\"\nrole = \"router\"\nlarge_router_buffers = 2\npeer_buffer_credits = 1\ncheck_forwarded_checksums = false",
     );
     let stack = Stack::parse(&text, "starved.toml").unwrap();
     let buffers = |name: &str| match stack.nodes.iter().find(|n| n.name == name).unwrap().role {
@@ -279,6 +286,10 @@ fn router_buffers_are_set_as_lnet_names_them_and_default_otherwise() {
     };
     let starved = buffers("rtr0");
     assert_eq!((starved.large_buffers, starved.peer_buffer_credits), (2, 1));
+    assert!(
+        !starved.check_checksums,
+        "the file turned the router's check off"
+    );
     // What the file leaves out keeps the fabric's default.
     let d = RouterConfig::default();
     assert_eq!(

@@ -57,7 +57,10 @@ impl Cluster {
                 ];
                 let node_config = NodeConfig {
                     interfaces,
-                    router: Some(RouterConfig::default()),
+                    router: Some(RouterConfig {
+                        check_checksums: config.router_checksums,
+                        ..RouterConfig::default()
+                    }),
                     ..NodeConfig::default()
                 };
                 routers.push(Node::start(node_config).await.map_err(|source| {

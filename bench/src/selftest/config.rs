@@ -39,4 +39,6 @@ pub struct SelftestConfig {
     pub routers: u32,
     /// With routers: run the same tests without them too, and report the ratio.
     pub compare_direct: bool,
+    /// Whether the routers verify the checksums of the bulk chunks they forward.
+    pub router_checksums: bool,
 }

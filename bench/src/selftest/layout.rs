@@ -19,6 +19,16 @@ pub enum Layout {
     Routed(u32),
 }
 
+impl Layout {
+    /// Routers between the clients and the servers.
+    pub fn routers(self) -> u32 {
+        match self {
+            Layout::Direct => 0,
+            Layout::Routed(count) => count,
+        }
+    }
+}
+
 /// The NID of an interface on network `net` before it is bound.
 pub(crate) fn unbound(
     transport: Transport,

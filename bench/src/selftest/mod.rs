@@ -137,8 +137,12 @@ async fn measure(
             Layout::Direct => "direct".to_owned(),
             Layout::Routed(n) => format!("routed via {n} router(s)"),
         };
+        let threads = match (config.processes, node::workers_for(config, layout)) {
+            (true, Some(n)) => format!(", {n} runtime worker thread(s) per process"),
+            _ => String::new(),
+        };
         progress(&format!(
-            "starting {} client(s), {} server(s), {label}",
+            "starting {} client(s), {} server(s), {label}{threads}",
             config.clients, config.servers
         ));
         let cluster = Cluster::start(config, layout).await?;
@@ -212,6 +216,24 @@ async fn measure(
     let direct_bare_ratio = direct_mib_s
         .zip(bare.as_ref())
         .map(|(direct, bare)| direct / bare.direct.mib_s);
+    let brw_cost = |layout: &str| {
+        tests
+            .iter()
+            .find(|t| t.test.starts_with("brw") && t.layout == layout)
+    };
+    let routed_bare_cpu_ratio = routed_cost
+        .zip(bare.as_ref().and_then(|b| b.relayed.core_s_per_gib))
+        .map(|((_, routed), relayed)| routed / relayed);
+    let bare_relay_core_s_per_gib = bare
+        .as_ref()
+        .and_then(|b| Some(b.relayed.core_s_per_gib? - b.direct.core_s_per_gib?));
+    let endpoints = |layout: &str| {
+        let split = brw_cost(layout)?.processes_cpu?.core_s_per_gib?;
+        Some(split.clients + split.servers)
+    };
+    let endpoints_routed_direct_cpu_ratio = endpoints("routed")
+        .zip(endpoints("direct"))
+        .map(|(routed, direct)| routed / direct);
     let [direct_ping_rtt_us, routed_ping_rtt_us] = rtt_us;
     let extra_latency_per_hop_us = routed_ping_rtt_us
         .zip(direct_ping_rtt_us)
@@ -244,6 +266,10 @@ async fn measure(
         routed_relay_ceiling_ratio,
         routed_bare_ratio,
         direct_bare_ratio,
+        routed_bare_cpu_ratio,
+        bare_relay_core_s_per_gib,
+        endpoints_routed_direct_cpu_ratio,
+        router_checksums: config.router_checksums,
         bare,
         baseline,
         baseline_error,

@@ -136,6 +136,10 @@ mod tests {
             routed_relay_ceiling_ratio: None,
             routed_bare_ratio: None,
             direct_bare_ratio: None,
+            routed_bare_cpu_ratio: None,
+            bare_relay_core_s_per_gib: None,
+            endpoints_routed_direct_cpu_ratio: None,
+            router_checksums: true,
             bare: None,
             baseline: baseline_mib_s.map(|mib_s| Baseline {
                 version: "iperf 3.12".into(),

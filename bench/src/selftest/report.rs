@@ -160,6 +160,17 @@ pub struct SelftestReport {
     pub routed_bare_ratio: Option<f64>,
     /// `direct_mib_s` over the bare direct streams' rate.
     pub direct_bare_ratio: Option<f64>,
+    /// The routed brw's core-s/GiB (the whole machine) over the bare relayed streams': what a
+    /// byte costs through iopath's router against through a thread that only copies.
+    pub routed_bare_cpu_ratio: Option<f64>,
+    /// Core-s/GiB the bare relay adds to the bare direct stream: what a relay that only
+    /// copies costs a byte here, the floor under a router process's core-s/GiB.
+    pub bare_relay_core_s_per_gib: Option<f64>,
+    /// The clients' and servers' core-s/GiB together, routed over direct (with
+    /// `--processes`): a router in between should not make the endpoints spend more.
+    pub endpoints_routed_direct_cpu_ratio: Option<f64>,
+    /// Whether the routers verified the checksums of the bulk chunks they forwarded.
+    pub router_checksums: bool,
     /// Bare loopback TCP measured in the same run, before the nodes started (routed TCP runs).
     pub bare: Option<BareTcp>,
     /// How the baseline was measured.
@@ -338,6 +349,14 @@ pub fn render(report: &SelftestReport) -> String {
                 "brw / bare stream: direct {direct:.2}, routed {routed:.2} (the router's hop against a relay that only copies)\n"
             ));
         }
+        if let (Some(cpu), Some(relay)) = (
+            report.routed_bare_cpu_ratio,
+            report.bare_relay_core_s_per_gib,
+        ) {
+            out.push_str(&format!(
+                "core-s/GiB, routed brw over the bare relayed stream: {cpu:.2}; the bare relay alone adds {relay:.2}\n"
+            ));
+        }
     }
     let split: Vec<&TestReport> = report
         .tests
@@ -366,6 +385,16 @@ pub fn render(report: &SelftestReport) -> String {
             ]);
         }
         out.push_str(&table.render());
+        if let Some(ratio) = report.endpoints_routed_direct_cpu_ratio {
+            out.push_str(&format!(
+                "clients and servers, core-s/GiB routed over direct: {ratio:.2}\n"
+            ));
+        }
+        if report.routers > 0 && !report.router_checksums {
+            out.push_str(
+                "the routers did not verify the bulk chunks' checksums (--no-router-checksums)\n",
+            );
+        }
     }
     if let (Some(ceiling), Some(ratio), Some(routed)) = (
         report.routed_cpu_ceiling_mib_s,

@@ -8,10 +8,12 @@
 //! Sending: one writer task per peer drains a queue whose capacity is the peer credit count —
 //! a message is only queued while holding a peer credit, so the queue can never overflow.
 //! Small frames are gathered into one buffer; a large payload goes out by `writev` straight from
-//! the sender's `Bytes`, never copied in user space. A small frame that finds its connection
-//! idle — nothing queued, no write under way — is written by the task sending it, with no
-//! hand-off to the writer: on a loopback hop in a VM, waking another task (often on another,
-//! sleeping core) costs more than the write ([`INLINE_PAYLOAD_MAX_BYTES`]).
+//! the sender's `Bytes`, never copied in user space. A frame that finds its connection idle —
+//! nothing queued, no write under way — is written by the task sending it, whatever its size,
+//! with no hand-off to the writer: on a loopback hop in a VM, waking another task (often on
+//! another, sleeping core) costs more than the write, and a router forwarding 1 MiB chunks then
+//! reads and writes on one task, as a bare relay does. What the socket does not take at once is
+//! written by a task of its own, which holds the connection until then.
 //!
 //! Receiving: one reader task per accepted connection reads into a growing buffer and splits
 //! frames off it; a small payload is a slice of that buffer. The header is checked, payload
@@ -59,11 +61,6 @@ const GATHER_PAYLOAD_MAX_BYTES: usize = 16 * 1024;
 pub const READ_AHEAD_BYTES: usize = 16 * 1024;
 /// Queued frames one writer gathers before it writes.
 const GATHER_FRAMES_MAX: usize = 64;
-/// Largest payload a sending task writes to an idle connection itself, rather than queueing
-/// it for the connection's writer: an RPC request or reply, a ping, an ACK, a small bulk
-/// chunk. So small a frame almost always fits the socket's send buffer whole; when it does
-/// not, the rest is written by a task of its own, the connection held meanwhile.
-pub const INLINE_PAYLOAD_MAX_BYTES: usize = 4096;
 /// Payloads at least this large are received into a pooled aligned buffer.
 pub const POOLED_PAYLOAD_MIN_BYTES: usize = 64 * 1024;
 /// Free receive buffers a node keeps per size class for the next payloads. A pool allocates
@@ -294,7 +291,7 @@ impl TcpLnd {
         peer
     }
 
-    /// Writes a small `message` to `peer`'s connection from the sending task, if the
+    /// Writes `message` to `peer`'s connection from the sending task, if the
     /// connection is up and idle: nothing queued for its writer and no write under way.
     /// Gives the message back otherwise, with nothing written. A frame the socket takes only
     /// in part is finished by a task of its own, which holds the connection until then.
@@ -309,9 +306,7 @@ impl TcpLnd {
         message: Message,
         ticket: SendTicket,
     ) -> Result<(), Box<(Message, SendTicket)>> {
-        if message.payload.len() > INLINE_PAYLOAD_MAX_BYTES
-            || peer.queue.capacity() != peer.queue.max_capacity()
-        {
+        if peer.queue.capacity() != peer.queue.max_capacity() {
             return Err(Box::new((message, ticket)));
         }
         let Ok(mut slot) = Arc::clone(&peer.write).try_lock_owned() else {
@@ -654,7 +649,7 @@ async fn writer_loop(
         let mut gather = BytesMut::with_capacity(64 * 1024);
         Header::new(Kind::Hello, local, target).encode(&mut gather);
         write.write_all_buf(&mut gather).await?;
-        // From now on senders may write small frames to an idle connection themselves.
+        // From now on senders may write frames to an idle connection themselves.
         *slot.lock().await = Some(write);
         let mut batch = Vec::with_capacity(GATHER_FRAMES_MAX);
         loop {

@@ -81,6 +81,10 @@ pub struct SelftestArgs {
     /// With --routers: run the same tests without routers in the same run, and compare.
     #[arg(long)]
     compare_direct: bool,
+    /// With --routers: the routers do not verify the checksum of the bulk chunks they forward
+    /// (the stack file's `check_forwarded_checksums = false`); the servers still do.
+    #[arg(long, requires = "routers")]
+    no_router_checksums: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -113,7 +117,11 @@ enum SelftestRole {
         routes: Vec<String>,
     },
     /// Forward between tcp0 and tcp1 until standard input closes.
-    Router,
+    Router {
+        /// Forward bulk chunks without verifying their checksums.
+        #[arg(long)]
+        no_checksums: bool,
+    },
     /// Run one workload and print the result as JSON.
     Client {
         #[arg(long)]
@@ -152,6 +160,7 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
         baseline: args.baseline,
         routers: args.routers,
         compare_direct: args.compare_direct,
+        router_checksums: !args.no_router_checksums,
     };
     let mut progress = |line: &str| {
         let mut err = std::io::stderr();
@@ -190,7 +199,9 @@ pub async fn run(args: SelftestArgs) -> anyhow::Result<()> {
 pub async fn node(args: SelftestNodeArgs) -> anyhow::Result<()> {
     let role = match args.role {
         SelftestRole::Serve { net, routes } => selftest::node::Role::Serve { net, routes },
-        SelftestRole::Router => selftest::node::Role::Router,
+        SelftestRole::Router { no_checksums } => selftest::node::Role::Router {
+            check_checksums: !no_checksums,
+        },
         SelftestRole::Client { workload, routes } => {
             selftest::node::Role::Client { workload, routes }
         }

@@ -394,6 +394,10 @@ pub struct NodeEntry {
     /// Router: buffers one peer may hold at once (LNet's `peer_buffer_credits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_buffer_credits: Option<u32>,
+    /// Router: whether it verifies the checksum of every bulk chunk it forwards (default
+    /// true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_forwarded_checksums: Option<bool>,
 }
 
 /// `[[routes]]`: nodes on `from` reach `net` through `gateway`.

@@ -998,6 +998,7 @@ impl Stack {
                     small_router_buffers: None,
                     large_router_buffers: None,
                     peer_buffer_credits: None,
+                    check_forwarded_checksums: None,
                 };
                 match n.role {
                     Role::Oss(spec) => {
@@ -1039,6 +1040,9 @@ impl Stack {
                         entry.small_router_buffers = Some(buffers.small_buffers);
                         entry.large_router_buffers = Some(buffers.large_buffers);
                         entry.peer_buffer_credits = Some(buffers.peer_buffer_credits);
+                        // Written only when it is not the default, as a reader would set it.
+                        entry.check_forwarded_checksums =
+                            (!buffers.check_checksums).then_some(false);
                     }
                     Role::Mds => {}
                 }
@@ -1574,6 +1578,9 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
         ("large_router_buffers", entry.large_router_buffers),
         ("peer_buffer_credits", entry.peer_buffer_credits),
     ];
+    if entry.role != RoleName::Router && entry.check_forwarded_checksums.is_some() {
+        return Err(only("check_forwarded_checksums", "router"));
+    }
     for (leaf, value) in buffers {
         match value {
             Some(_) if entry.role != RoleName::Router => return Err(only(leaf, "router")),
@@ -1592,6 +1599,7 @@ fn role_of(entry: &NodeEntry) -> Result<Role, (String, String)> {
                 small_buffers: entry.small_router_buffers.unwrap_or(d.small_buffers),
                 large_buffers: entry.large_router_buffers.unwrap_or(d.large_buffers),
                 peer_buffer_credits: entry.peer_buffer_credits.unwrap_or(d.peer_buffer_credits),
+                check_checksums: entry.check_forwarded_checksums.unwrap_or(d.check_checksums),
                 ..d
             })
         }
