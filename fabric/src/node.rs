@@ -38,7 +38,7 @@ use crate::ni::{Ni, NiCredits, SendCredits, WireModel};
 use crate::nid::{NID_WIRE_BYTES, NetId, Nid};
 use crate::region::Regions;
 use crate::reply_cache::ReplyCache;
-use crate::router::{RouterBuffers, RouterConfig};
+use crate::router::{RouterBuffers, RouterConfig, SMALL_BUFFER_BYTES};
 use crate::routing::{RouteSpec, RouteTable};
 use crate::rpc_stats::RpcStats;
 use crate::torus::TorusNetwork;
@@ -995,12 +995,15 @@ impl NodeInner {
             .fetch_add(message.payload.len() as u64, Ordering::Relaxed);
         let bulk = message.header.is_bulk() && !message.payload.is_empty();
         let fate = self.fail.pass_frame(Site::RouterForward, bulk);
-        // A message no fail point holds up is checked and handed to the next hop's LND right
-        // here, on the task that read it, when the credits are free, as a bare relay reads
-        // and writes on: no task to spawn and schedule per message, which is most of what
-        // forwarding a small message costs in CPU (routed pings at 8 in flight: a third more
-        // RPC/s), and a wake-up per bulk chunk.
-        let checked = matches!(fate, Ok(None));
+        // A small message no fail point holds up is checked and handed to the next hop's
+        // LND right here, on the task that read it, when the credits are free: no task to
+        // spawn and schedule per message, which is most of what forwarding a small message
+        // costs in CPU (routed pings at 8 in flight: a third more RPC/s). A bulk chunk is
+        // checked and sent on from a task of its own, which writes it to an idle connection
+        // itself: forwarding bulk on the reading task too measured no better, and slowed a
+        // router many writers share (`bench routing`'s placed run).
+        let small = message.payload.len() <= SMALL_BUFFER_BYTES as usize;
+        let checked = matches!(fate, Ok(None)) && small;
         if checked {
             self.check_forwarded(&message);
             match self.try_send_on(message, buffer) {

@@ -295,11 +295,10 @@ async fn every_daemon_serves_its_families_with_values_that_agree_with_what_was_w
     );
     assert!(commits > 0.0, "no journal commits");
     assert!(forwarded > 0.0, "the routers forwarded nothing");
-    // A router sends a message on from the task that read it when the next hop's credits
-    // are free, and from a task of its own when it must wait: some went each way or all
-    // inline, never more than were forwarded.
+    // Requests, GETs and replies are small: a router sends most on from the task that read
+    // them; the bulk it forwards from tasks of their own.
     assert!(
-        forwarded_inline > 0.0 && forwarded_inline <= forwarded,
+        forwarded_inline > 0.0 && forwarded_inline < forwarded,
         "forwarded inline {forwarded_inline} of {forwarded}"
     );
 
