@@ -490,15 +490,14 @@ fn run_place(
     ))
 }
 
-/// The median of `values` (the mean of the middle two for an even count).
+/// The median of `values` (the mean of the middle two for an even count; 0 for none), as
+/// statrs reckons it.
 pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    use statrs::statistics::{Data, Median as _};
+    if values.is_empty() {
+        return 0.0;
     }
+    Data::new(values.to_vec()).median()
 }
 
 /// One fio job set: its directory, jobs, request and file sizes.
@@ -667,6 +666,7 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[7.0]), 7.0);
+        assert_eq!(median(&[]), 0.0, "none: 0, not NaN");
     }
 
     #[test]

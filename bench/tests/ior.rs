@@ -776,11 +776,12 @@ async fn a_modeled_stack_says_so_and_runs_at_its_links_rate() {
         outcome
             .facts
             .modeled
-            .starts_with("the links of o2ib0 (64 MB/s, 10 us)"),
+            .starts_with("the links of mem0 (o2ib0): 64 MB/s, 10 us"),
         "{}",
         outcome.facts.modeled
     );
-    assert!(out.contains("modeled: the links of o2ib0"), "{out}");
+    // Named as its NIDs name it, the stack file's name beside.
+    assert!(out.contains("modeled: the links of mem0 (o2ib0)"), "{out}");
     // The client's interface carries every byte it writes: 8 MiB at 64 MB/s is 131 ms at
     // least, however fast this host is.
     let write = &outcome.tests[0].results[0];

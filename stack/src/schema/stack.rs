@@ -624,33 +624,30 @@ impl Stack {
         Some(self.nodes.get(index)?.service()?.model(self.time_scale))
     }
 
-    /// What is modeled, in words, for every result: `the links of torus0 (5000 MB/s, 2 us)
-    /// (...); the disks of oss0, oss1 (200 MiB/s, seek 8 ms) at time scale 20 (...)`, or
-    /// `nothing`.
+    /// What is modeled, in words, for every result: `the links of mem0 (net0): 5000 MB/s,
+    /// 2 us (...); the disks of oss0, oss1 (200 MiB/s, seek 8 ms) at time scale 20 (...)`,
+    /// or `nothing`. Networks are named as their NIDs name them, the stack file's name beside.
     pub fn modeled(&self) -> String {
-        let tori: Vec<String> = self
-            .networks
-            .iter()
-            .filter(|n| n.hop_by_hop)
-            .filter_map(|n| {
+        let tori: Vec<String> = (0..self.networks.len())
+            .filter(|&k| self.networks[k].hop_by_hop)
+            .filter_map(|k| {
+                let n = &self.networks[k];
                 let (l, [x, y, z]) = (n.link?, n.torus?);
                 Some(format!(
-                    "{} ({x}x{y}x{z}, {:.0} MB/s per directed link, {} us per hop)",
-                    n.name,
+                    "{}: {x}x{y}x{z}, {:.0} MB/s per directed link, {} us per hop",
+                    self.network_name(k),
                     l.bandwidth_bytes_s as f64 / 1e6,
                     l.latency_us
                 ))
             })
             .collect();
-        let links: Vec<String> = self
-            .networks
-            .iter()
-            .filter(|n| !n.hop_by_hop)
-            .filter_map(|n| {
-                let l = n.link?;
+        let links: Vec<String> = (0..self.networks.len())
+            .filter(|&k| !self.networks[k].hop_by_hop)
+            .filter_map(|k| {
+                let l = self.networks[k].link?;
                 Some(format!(
-                    "{} ({:.0} MB/s, {} us)",
-                    n.name,
+                    "{}: {:.0} MB/s, {} us",
+                    self.network_name(k),
                     l.bandwidth_bytes_s as f64 / 1e6,
                     l.latency_us
                 ))
@@ -672,13 +669,13 @@ impl Stack {
             parts.push(format!(
                 "the torus of {} (messages cross their dimension-order route link by link, each \
                  link serving its input ports in turn; the nodes' injection and ejection)",
-                tori.join(", ")
+                tori.join("; ")
             ));
         }
         if !links.is_empty() {
             parts.push(format!(
                 "the links of {} (each interface's sending side; switches and receive sides are not modeled)",
-                links.join(", ")
+                links.join("; ")
             ));
         }
         if !nics.is_empty() {
@@ -862,21 +859,30 @@ impl Stack {
     /// network is TCP (`tcp1 (o2ib201)`).
     pub fn network_names(&self, sockets: bool) -> String {
         (0..self.networks.len())
-            .map(|k| {
-                let mut id = self.net_id(k);
-                if sockets {
-                    id.net_type = iopath_fabric::NetType::Tcp;
-                }
-                let id = id.to_string();
-                let named = &self.networks[k].name;
-                if *named == id {
-                    id
-                } else {
-                    format!("{id} ({named})")
-                }
-            })
+            .map(|k| self.named_as(k, sockets))
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// `network` as the tools name it in this stack as it is (`tcp1` once its addresses are
+    /// sockets), with the stack file's name where that differs: `mem1 (o2ib201)`. What a
+    /// result says is modeled names networks so.
+    pub fn network_name(&self, network: usize) -> String {
+        self.named_as(network, false)
+    }
+
+    fn named_as(&self, network: usize, sockets: bool) -> String {
+        let mut id = self.net_id(network);
+        if sockets {
+            id.net_type = iopath_fabric::NetType::Tcp;
+        }
+        let id = id.to_string();
+        let named = &self.networks[network].name;
+        if *named == id {
+            id
+        } else {
+            format!("{id} ({named})")
+        }
     }
 
     /// True when every address is a TCP socket: what a node process needs.
