@@ -52,7 +52,11 @@ pub mod opcode {
 }
 
 /// Whether `error` means the server could not be reached (gone, restarting, shutting down),
-/// so a client should reconnect and replay rather than give up.
+/// or could not reach this client (an answer of `EHOSTUNREACH`: the server's routes to our
+/// network were marked down when it pulled or pushed the bulk), so a client should reconnect,
+/// replay and send again rather than give up. A path that went silent for a while is marked
+/// down and comes back up at its next answered ping, as LNet's router health does; a call
+/// that met it in between waits for it as long as a client waits for an unreachable server.
 pub fn is_connection_error(error: &FabricError) -> bool {
     matches!(
         error,
@@ -60,7 +64,8 @@ pub fn is_connection_error(error: &FabricError) -> bool {
             | FabricError::Timeout { .. }
             | FabricError::NoRoute { .. }
             | FabricError::ShuttingDown
-    ) || matches!(error, FabricError::Remote { code, .. } if *code == errno::ESHUTDOWN)
+    ) || matches!(error, FabricError::Remote { code, .. }
+        if *code == errno::ESHUTDOWN || *code == errno::EHOSTUNREACH)
         // A restarting server's node answers before its OST service is registered.
         || error.is_no_service()
 }

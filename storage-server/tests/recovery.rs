@@ -1090,3 +1090,43 @@ async fn a_replay_sent_to_a_start_that_crashed_does_not_run_ahead_at_the_next() 
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_write_the_server_could_not_reach_the_client_for_is_sent_again_not_failed() {
+    // Found by a silent 10 s drop on a storage host (issue 42): the server marked its routers
+    // down, answered a resent write with EHOSTUNREACH (it could not pull the bulk), and the
+    // client gave up on that first answer with resends left. An answer that the server could
+    // not reach this client is a path problem: the call reconnects and sends again.
+    let (server, _node, client) = one_client_with_a_committed_object().await;
+    let server_node = server.node.clone();
+    for (i, op) in ["write", "read"].into_iter().enumerate() {
+        let data = pattern(4096, 7 + i as u8);
+        if op == "read" {
+            client.write(0, 1, 0, data.clone()).await.unwrap();
+        }
+        server_node.fail_points().arm(&FailSpec {
+            site: Site::OssBeforeReply,
+            action: Action::Errno(errno::EHOSTUNREACH),
+            when: When::Once,
+            seed: 1,
+        });
+        if op == "write" {
+            client
+                .write(0, 1, 0, data.clone())
+                .await
+                .unwrap_or_else(|e| panic!("the write was sent again: {e}"));
+        } else {
+            let read = client
+                .read(0, 1, 0, 4096)
+                .await
+                .unwrap_or_else(|e| panic!("the read was sent again: {e}"));
+            assert_eq!(read, data, "the read, sent again, got the bytes");
+        }
+        assert_eq!(
+            client.read(0, 1, 0, 4096).await.unwrap(),
+            data,
+            "{op}: the data is there"
+        );
+    }
+    assert!(client.lost_writes().is_empty());
+}
