@@ -21,6 +21,10 @@ use crate::routing::RouteTable;
 
 /// What the router checker needs from the node whose gateways it checks.
 pub(crate) trait Checked: Send + Sync + 'static {
+    /// The node's own NID, which its log lines carry: in a job log many nodes share, a line
+    /// says which node marked a router down.
+    fn nid(&self) -> Nid;
+
     /// The routing table whose gateways are pinged and marked up or down.
     fn routes(&self) -> &Mutex<RouteTable>;
 
@@ -70,14 +74,15 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
                         let back = routes.ping_answered(gateway, now);
                         (back, routes.set_down_nets(gateway, down))
                     };
+                    let me = node.nid();
                     if back {
-                        info!(%gateway, "router answers again: marked alive");
+                        info!(node = %me, %gateway, "router answers again: marked alive");
                     }
                     for net in lost {
-                        warn!(%gateway, %net, "router reports it cannot reach {net}: routes to it through this router are not used");
+                        warn!(node = %me, %gateway, %net, "router reports it cannot reach {net}: routes to it through this router are not used");
                     }
                     for net in regained {
-                        info!(%gateway, %net, "router reaches {net} again");
+                        info!(node = %me, %gateway, %net, "router reaches {net} again");
                     }
                 }
             });
@@ -88,7 +93,7 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
             routes.expire(now, dead_timeout)
         };
         for gateway in dead {
-            warn!(%gateway, timeout = ?dead_timeout, "router silent: marked down");
+            warn!(node = %inner.nid(), %gateway, timeout = ?dead_timeout, "router silent: marked down");
         }
     }
 }

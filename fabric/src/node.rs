@@ -626,7 +626,7 @@ impl NodeInner {
                     .expect("routes lock poisoned")
                     .set_alive(next_hop, false)
             {
-                warn!(gateway = %next_hop, "router marked down: a send through it failed");
+                warn!(node = %node.nid, gateway = %next_hop, "router marked down: a send through it failed");
             }
             if let Some(notify) = notify {
                 let _ = notify.send(outcome);
@@ -1093,6 +1093,10 @@ impl NodeInner {
 }
 
 impl Checked for NodeInner {
+    fn nid(&self) -> Nid {
+        self.nid
+    }
+
     fn routes(&self) -> &Mutex<RouteTable> {
         &self.routes
     }

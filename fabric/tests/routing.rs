@@ -632,3 +632,51 @@ async fn a_router_holds_a_small_messages_buffer_until_it_has_left() {
         );
     }
 }
+
+/// Log lines gathered by a subscriber of their own, for a test to read.
+#[derive(Clone, Default)]
+struct Logged(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logged {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_node_that_marks_a_silent_router_down_names_itself_in_the_log() {
+    // Found in a Slurm job's log, which every node of the job writes to: "router silent:
+    // marked down" did not say which node had marked it.
+    let logged = Logged::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer({
+            let logged = logged.clone();
+            move || logged.clone()
+        })
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let fabric = Fabric::new();
+    let router = fabric.router(1, RouterConfig::default()).await;
+    let client = fabric.endpoint(100, true, &[(1, 1)], None).await;
+    router.shutdown();
+    let text = || String::from_utf8_lossy(&logged.0.lock().unwrap()).into_owned();
+    wait_until("the client marks its silent router down", || {
+        text().contains("router silent: marked down")
+    })
+    .await;
+    let line = text()
+        .lines()
+        .find(|l| l.contains("router silent: marked down"))
+        .unwrap()
+        .to_owned();
+    assert!(
+        line.contains(&format!("node={}", client.nid())) && line.contains("gateway=1@mem0"),
+        "the line names the node and the router: {line}"
+    );
+}

@@ -735,6 +735,24 @@ fn a_stack_of_the_most_nodes_is_accepted() {
     ));
     let stack = Stack::parse(&text, "test.toml").unwrap();
     assert_eq!(stack.nodes.len(), NODES_MAX);
+    // One node past it is refused, naming the entry that went past: by its count where it
+    // has one, by itself where it has none (it has no `count` to blame).
+    let over = with(&format!(
+        "{oss}[[nodes]]\nname = \"c\"\nrole = \"client\"\ncount = {}\nnids = {{ net0 = 100 }}",
+        clients + 1
+    ));
+    let error = refused(&over);
+    assert!(
+        error.contains("nodes[2] (c).count") && error.contains("more than 20000 nodes"),
+        "{error}"
+    );
+    let last_one =
+        format!("{text}\n[[nodes]]\nname = \"late\"\nrole = \"client\"\nnids = {{ net0 = 99 }}");
+    let error = refused(&last_one);
+    assert!(
+        error.contains("nodes[3] (late)") && !error.contains("late).count"),
+        "{error}"
+    );
 }
 
 /// `--stack /dev/zero` read 2.1 GB before it failed with ENOMEM: a stack file (or hostfile)

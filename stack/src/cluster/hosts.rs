@@ -17,7 +17,7 @@ use std::process::Command;
 
 use crate::error::StackError;
 
-/// Most hosts in one allocation (far beyond any stack's 1,024 nodes; a bound on a file read).
+/// Most hosts in one allocation (far beyond any stack's 20,000 nodes; a bound on a file read).
 pub const HOSTS_MAX: usize = 65_536;
 
 /// One host: its name and, once known, its addresses.

@@ -1294,9 +1294,18 @@ fn expand_nodes(
             return Err((field("count"), "must be at least 1".into()));
         }
         if nodes.len() + count as usize > NODES_MAX {
+            // Named by its count where it has one; an entry of one node is named itself.
+            let at = if entry.count.is_some() {
+                field("count")
+            } else {
+                format!("nodes[{e}] ({})", entry.name)
+            };
             return Err((
-                field("count"),
-                format!("the stack would have more than {NODES_MAX} nodes"),
+                at,
+                format!(
+                    "the stack would have more than {NODES_MAX} nodes ({} before this entry)",
+                    nodes.len()
+                ),
             ));
         }
         let role = role_of(entry).map_err(|(leaf, why)| (field(&leaf), why))?;
