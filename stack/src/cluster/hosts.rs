@@ -98,12 +98,19 @@ impl Hosts {
             if hosts.iter().any(|h| h.name == name) {
                 return Err(bad(line_no, format!("host {name:?} is listed twice")));
             }
+            // An MPI hostfile's `slots=N` and `max_slots=N` (Open MPI's spelling) say how
+            // many ranks a host takes; launch places nodes by the stack's hosts, so they are
+            // read and set aside.
             let addrs = words
+                .filter(|w| !is_mpi_slots(w))
                 .map(|w| {
                     w.parse::<IpAddr>().map_err(|_| {
                         bad(
                             line_no,
-                            format!("{w:?} is not an IP address (a line is: name [address ...])"),
+                            format!(
+                                "{w:?} is not an IP address (a line is: name [address ...], \
+                                 and an MPI hostfile's slots=N)"
+                            ),
                         )
                     })
                 })
@@ -208,6 +215,13 @@ fn scontrol(args: &[&str]) -> Result<String, StackError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Open MPI's `slots=N` or `max_slots=N`, with N a count.
+fn is_mpi_slots(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(key, count)| {
+        matches!(key, "slots" | "max_slots") && count.parse::<u32>().is_ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +241,17 @@ mod tests {
             vec!["10.0.0.9".parse::<IpAddr>().unwrap()]
         );
         assert!(!Host::named("localhost").addresses().unwrap().is_empty());
+        // An MPI hostfile (Open MPI's spelling) works as it is: the slots are set aside.
+        let mpi = Hosts::parse_hostfile(
+            "node1 slots=2\nnode2 10.77.1.9 slots=4 max_slots=8\n",
+            "hostfile h",
+        )
+        .unwrap();
+        assert!(mpi.hosts[0].addrs.is_empty());
+        assert_eq!(
+            mpi.hosts[1].addrs,
+            vec!["10.77.1.9".parse::<IpAddr>().unwrap()]
+        );
     }
 
     #[test]
@@ -235,6 +260,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2") && e.contains("\"ten\""), "{e}");
+        let e = Hosts::parse_hostfile("a slots=two\n", "hostfile h")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"slots=two\"") && e.contains("slots=N"), "{e}");
         let e = Hosts::parse_hostfile("a\na\n", "hostfile h")
             .unwrap_err()
             .to_string();

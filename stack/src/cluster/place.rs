@@ -58,7 +58,9 @@ pub fn place(stack: &Stack, hosts: &Hosts, port_base: u16) -> Result<Stack, Stac
             let ip = address_on(&addrs, network.subnet.as_ref()).ok_or_else(|| {
                 bad(format!(
                     "placed on {} ({}), which has no address in {}'s subnet {}: put it on a \
-                     host with an interface there",
+                     host with an interface there, or, if this host has one that its name does \
+                     not resolve to, name the host's addresses in a hostfile (`--hostfile`, \
+                     a line `NAME ADDRESS ...`)",
                     host.name,
                     list(&addrs),
                     network.name,
@@ -204,6 +206,8 @@ gateway = "rtr1"
             e.contains("rtr0") && e.contains("s0") && e.contains("10.77.1.0/24"),
             "{e}"
         );
+        // A host that has the interface but whose name resolves to another is told how to say so.
+        assert!(e.contains("--hostfile"), "{e}");
         let mut stack = Stack::parse(ROUTED, "t").unwrap();
         let oss = stack.node_index("oss").unwrap();
         stack.nodes[oss].host = Some(HostRef::Index(9));
