@@ -15,6 +15,8 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 use std::process::Command;
 
+use tracing::warn;
+
 use crate::error::StackError;
 
 /// Most hosts in one allocation (far beyond any stack's 20,000 nodes; a bound on a file read).
@@ -149,10 +151,14 @@ impl Hosts {
         let names = scontrol(&["show", "hostnames", &list])?;
         // Every node's record in one call (not one process per host): `NodeName=... NodeAddr=...`.
         let records = scontrol(&["show", "node", "--oneliner"])?;
-        let node_addr: std::collections::HashMap<&str, &str> = records
-            .lines()
-            .filter_map(|r| Some((field(r, "NodeName")?, field(r, "NodeAddr")?)))
-            .collect();
+        let (node_addr, unknown) = node_addrs(&names, &records);
+        for name in unknown {
+            warn!(
+                host = name,
+                "{name} is in the job's node list but Slurm has no record of it (scontrol show \
+                 node): its addresses are only what its name resolves to"
+            );
+        }
         let mut hosts = Vec::new();
         for name in names.split_whitespace().take(HOSTS_MAX) {
             let mut addrs = Vec::new();
@@ -186,6 +192,28 @@ impl Hosts {
     pub fn by_name(&self, name: &str) -> Option<&Host> {
         self.hosts.iter().find(|h| h.name == name)
     }
+}
+
+/// Each node's `NodeAddr` from `scontrol show node --oneliner`'s `records`, and the job's
+/// hosts (`names`, as `scontrol show hostnames` lists them) that have no record at all: not in
+/// slurm.conf, which a launch should say.
+fn node_addrs<'a>(
+    names: &'a str,
+    records: &'a str,
+) -> (std::collections::HashMap<&'a str, &'a str>, Vec<&'a str>) {
+    let recorded: std::collections::HashSet<&str> = records
+        .lines()
+        .filter_map(|r| field(r, "NodeName"))
+        .collect();
+    let addrs = records
+        .lines()
+        .filter_map(|r| Some((field(r, "NodeName")?, field(r, "NodeAddr")?)))
+        .collect();
+    let unknown = names
+        .split_whitespace()
+        .filter(|name| !recorded.contains(name))
+        .collect();
+    (addrs, unknown)
 }
 
 /// The value of `key=` in one of `scontrol`'s one-line records.
@@ -272,6 +300,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("lists no host"), "{e}");
+    }
+
+    #[test]
+    fn a_job_host_slurm_has_no_record_of_is_named() {
+        let records = "NodeName=n1 NodeAddr=10.77.1.2 State=IDLE\nNodeName=n2 NodeAddr=10.77.1.3\n";
+        let (addrs, unknown) = node_addrs("n1\nn2\nghost\n", records);
+        assert_eq!(addrs.get("n2"), Some(&"10.77.1.3"));
+        assert_eq!(unknown, vec!["ghost"]);
     }
 
     #[test]
