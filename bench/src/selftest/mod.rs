@@ -173,12 +173,13 @@ async fn measure(
         router_peak_rss_mib.extend(cluster.router_peak_rss_mib());
         cluster.stop().await;
     }
-    let brw_of = |layout: &str| {
+    // The brw test of a layout, and its rate.
+    let brw = |layout: &str| {
         tests
             .iter()
             .find(|t| t.test.starts_with("brw") && t.layout == layout)
-            .map(|t| t.mib_s)
     };
+    let brw_of = |layout: &str| brw(layout).map(|t| t.mib_s);
     let direct_mib_s = brw_of("direct");
     let routed_mib_s = brw_of("routed");
     let bulk_mib_s = routed_mib_s.or(direct_mib_s);
@@ -190,10 +191,7 @@ async fn measure(
     let routed_ratio = routed_mib_s
         .zip(direct_mib_s)
         .map(|(routed, direct)| routed / direct);
-    let routed_cost = tests
-        .iter()
-        .find(|t| t.test.starts_with("brw") && t.layout == "routed")
-        .and_then(|t| Some((t.cpu?.cpus, t.core_s_per_gib?)));
+    let routed_cost = brw("routed").and_then(|t| Some((t.cpu?.cpus, t.core_s_per_gib?)));
     // Every core busy at the routed test's own cost per GiB.
     let routed_cpu_ceiling_mib_s = routed_cost.map(|(cpus, cost)| f64::from(cpus) / cost * 1024.0);
     let routed_ceiling_ratio = routed_mib_s
@@ -216,11 +214,6 @@ async fn measure(
     let direct_bare_ratio = direct_mib_s
         .zip(bare.as_ref())
         .map(|(direct, bare)| direct / bare.direct.mib_s);
-    let brw_cost = |layout: &str| {
-        tests
-            .iter()
-            .find(|t| t.test.starts_with("brw") && t.layout == layout)
-    };
     let routed_bare_cpu_ratio = routed_cost
         .zip(bare.as_ref().and_then(|b| b.relayed.core_s_per_gib))
         .map(|((_, routed), relayed)| routed / relayed);
@@ -228,7 +221,7 @@ async fn measure(
         .as_ref()
         .and_then(|b| Some(b.relayed.core_s_per_gib? - b.direct.core_s_per_gib?));
     let endpoints = |layout: &str| {
-        let split = brw_cost(layout)?.processes_cpu?.core_s_per_gib?;
+        let split = brw(layout)?.processes_cpu?.core_s_per_gib?;
         Some(split.clients + split.servers)
     };
     let endpoints_routed_direct_cpu_ratio = endpoints("routed")
