@@ -22,7 +22,9 @@ pub const PORTS_PER_NETWORK: u32 = 1_000;
 /// `host` names the host it landed on. Errors name the node, its host and what is missing.
 pub fn place(stack: &Stack, hosts: &Hosts, port_base: u16) -> Result<Stack, StackError> {
     let mut placed = stack.clone();
-    let mut next = 0usize;
+    // Servers and routers without a host are dealt out from the second host on: the first
+    // runs the application and its clients. With one host, everything shares it.
+    let mut next = usize::from(hosts.hosts.len() > 1);
     let mut taken: BTreeMap<SocketAddr, String> = BTreeMap::new();
     for (index, node) in placed.nodes.iter_mut().enumerate() {
         let bad =
@@ -240,5 +242,17 @@ gateway = "rtr1"
         .unwrap();
         let e = place(&stack, &hosts(), 21_000).unwrap_err().to_string();
         assert!(e.contains("oss") && e.contains("nosuch.invalid"), "{e}");
+        // A stack without host lines keeps its servers and routers off the first host, where
+        // the clients and the application run (spider-mini-routed put its routers there).
+        let bare = ROUTED
+            .replace("host = 3\n", "")
+            .replace("host = [\"r0\", \"r1\"]\n", "")
+            .replace("host = 0\n", "");
+        let placed = place(&Stack::parse(&bare, "t").unwrap(), &hosts(), 21_000).unwrap();
+        for node in &placed.nodes {
+            let on = node.host.clone().unwrap().to_string();
+            let client = node.role.kind() == RoleName::Client;
+            assert_eq!(on == "c0", client, "{} is on {on}", node.name);
+        }
     }
 }
