@@ -136,7 +136,14 @@ async fn a_loaded_routers_peers_view_shows_negative_router_credits() {
     let tree = ParamTree::new();
     iopath_fabric::params::register(&router, &tree, "").unwrap();
 
-    let tasks = start_writers(&client, server.nid(), 32, 8);
+    // The router holds every message it forwards 20 ms before sending it on, so the queue
+    // behind its two large buffers lasts the whole run instead of moments a sampler on a
+    // busy machine can miss (CI once sampled 0.4 s of a faster router and never saw it).
+    router
+        .fail_points()
+        .set_fail_loc("router.forward:delay=20ms")
+        .unwrap();
+    let tasks = start_writers(&client, server.nid(), 32, 2);
     // While loaded: some peer's router credits are below zero right now.
     let mut negative_seen = None;
     while negative_seen.is_none() && !tasks.iter().all(|t| t.is_finished()) {
@@ -154,6 +161,7 @@ async fn a_loaded_routers_peers_view_shows_negative_router_credits() {
     for task in tasks {
         task.await.unwrap();
     }
+    router.fail_points().disarm_all();
     let during = negative_seen
         .expect("no negative router credits seen under 16x overload of the large buffers");
     println!("peers under load:\n{during}");
