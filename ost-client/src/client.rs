@@ -44,6 +44,7 @@ use crate::import::{
 };
 use crate::replay::{Kept, KeptData};
 use crate::stats::{OscStats, TargetStats};
+use crate::unanswered::Unanswered;
 use crate::wire::{OST_PORTAL, is_connection_error, opcode};
 use iopath_fabric::trace::{self, Step};
 
@@ -158,6 +159,9 @@ pub struct OstClient {
     /// Held through a reconnect and its replay, so that callers who notice a restart at once
     /// replay one after the other: the later ones find the new start replayed to.
     replaying: tokio::sync::Mutex<()>,
+    /// New writes sent and not answered yet: named at every reconnect, so that a server that
+    /// cut their bytes in its recovery does not count them lost.
+    unanswered: Unanswered,
     /// The node's osc counters, if it keeps them: every request about a target is counted
     /// in that target's row.
     stats: Option<Arc<OscStats>>,
@@ -203,6 +207,7 @@ impl OstClient {
             replayed: AtomicU64::new(0),
             lost: Mutex::default(),
             replaying: tokio::sync::Mutex::new(()),
+            unanswered: Unanswered::default(),
             stats,
         };
         // A server whose node is up but whose service is not registered yet is starting
@@ -269,6 +274,7 @@ impl OstClient {
         self.check_connected()?;
         let body = pb::ConnectRequest {
             client: self.client.get(),
+            unanswered: self.unanswered.now(),
         }
         .encode_to_vec()
         .into();
@@ -700,6 +706,10 @@ impl OstClient {
         let rpc = stats
             .as_deref()
             .map(|stats| stats.rpc(Rw::Write, buffer.length, kept.offset));
+        // Unanswered until the loop ends: a reconnect meanwhile names it to the server.
+        let under_way = self
+            .unanswered
+            .sent(target, kept.object, kept.offset, buffer.length);
         let mut answers_from_ended_starts = 0;
         let reply = loop {
             let reply = self.call(Some(target), opcode::WRITE, body.clone()).await?;
@@ -725,6 +735,7 @@ impl OstClient {
             }
             info!(server = %self.server, target, transno = reply.transno, "a write was acknowledged by a server start that has ended, before its commit: sending it again");
         };
+        drop(under_way);
         if let Some(rpc) = rpc {
             rpc.done(buffer.length);
         }

@@ -38,6 +38,7 @@ pub mod params;
 pub mod ping;
 pub mod replay;
 pub mod stats;
+pub mod unanswered;
 pub mod wire;
 
 pub use capacity::Capacity;

@@ -412,27 +412,28 @@ async fn read(
             if !last || shared.oracle().has_reported_loss(key) {
                 return;
             }
-            let lost = match &error {
-                FabricError::Remote { code, message, .. } if *code == errno::EIO => {
-                    lost_ranges(message)
-                }
+            let who = format!("client {c}");
+            let refused = match &error {
+                FabricError::Remote { code, message, .. } => Some((*code, message.as_str())),
                 _ => None,
             };
-            let Some(lost) = lost else {
-                shared.fail(format!(
-                    "read by client {c} of {key} failed after the final recovery: {error}"
-                ));
+            let Some(lost) = refusal_is_honest(&who, key, refused, &error, shared) else {
                 return;
             };
-            // The server refused bytes it marked lost: they must hold nothing acknowledged
-            // that nobody was told of, and everything around them must read back.
-            if let Err(violation) = shared.oracle().check_lost(key, &lost) {
-                shared.fail(format!(
-                    "read by client {c} after the final recovery: {violation} ({error})"
-                ));
-                return;
-            }
-            read_around(client, connection, key, offset, length, &lost, shared).await;
+            read_around(
+                &who,
+                key,
+                (offset, length),
+                &lost,
+                shared,
+                |start, len| async move {
+                    connection
+                        .read(key.target, key.object, start, len)
+                        .await
+                        .map_err(|e| e.to_string())
+                },
+            )
+            .await;
         }
     }
 }
@@ -455,17 +456,18 @@ fn lost_ranges(message: &str) -> Option<Vec<(u64, u64)>> {
 }
 
 /// Reads and checks `[offset, offset + length)` of `key` around the `lost` ranges the server
-/// refuses to serve.
-async fn read_around(
-    client: &SimClient,
-    connection: &OstClient,
+/// refuses to serve, each gap by `read_gap(start, length)`; `who` names the reader.
+async fn read_around<F, Fut>(
+    who: &str,
     key: ObjectKey,
-    offset: u64,
-    length: u64,
+    (offset, length): (u64, u64),
     lost: &[(u64, u64)],
     shared: &Shared,
-) {
-    let c = client.index;
+    mut read_gap: F,
+) where
+    F: FnMut(u64, u64) -> Fut,
+    Fut: std::future::Future<Output = Result<Bytes, String>>,
+{
     let mut gaps = Vec::new();
     let mut at = offset;
     for &(start, end) in lost {
@@ -476,10 +478,7 @@ async fn read_around(
     }
     gaps.push((at, offset + length));
     for (start, end) in gaps.into_iter().filter(|(s, e)| s < e) {
-        let checked = match connection
-            .read(key.target, key.object, start, end - start)
-            .await
-        {
+        let checked = match read_gap(start, end - start).await {
             Ok(bytes) => shared
                 .oracle()
                 .check_read(key, start, end - start, &bytes)
@@ -488,15 +487,45 @@ async fn read_around(
         };
         shared.events.record(
             "read_around_lost",
-            format_args!("c{c} {key} @{start}+{}: {}", end - start, checked.is_ok()),
+            format_args!("{who} {key} @{start}+{}: {}", end - start, checked.is_ok()),
         );
         if let Err(why) = checked {
             shared.fail(format!(
-                "read by client {c} around the bytes the server marked lost, after the final \
+                "read by {who} around the bytes the server marked lost, after the final \
                  recovery: {why}"
             ));
         }
     }
+}
+
+/// A read after the final recovery refused with EIO (`code`, `message`): whether the refusal
+/// is honest — it names lost ranges, and they hold no acknowledged write nobody was told of
+/// (then the caller reads around them). Records the failure otherwise.
+pub(crate) fn refusal_is_honest(
+    who: &str,
+    key: ObjectKey,
+    refused: Option<(u32, &str)>,
+    error: &dyn std::fmt::Display,
+    shared: &Shared,
+) -> Option<Vec<(u64, u64)>> {
+    let lost = refused
+        .filter(|(code, _)| *code == errno::EIO)
+        .and_then(|(_, message)| lost_ranges(message));
+    let Some(lost) = lost else {
+        shared.fail(format!(
+            "read by {who} of {key} failed after the final recovery: {error}"
+        ));
+        return None;
+    };
+    // The server refused bytes it marked lost: they must hold nothing acknowledged that
+    // nobody was told of, and everything around them must read back.
+    if let Err(violation) = shared.oracle().check_lost(key, &lost) {
+        shared.fail(format!(
+            "read by {who} after the final recovery: {violation} ({error})"
+        ));
+        return None;
+    }
+    Some(lost)
 }
 
 /// A client told "acknowledged writes were lost" (evicted in a server's recovery: the

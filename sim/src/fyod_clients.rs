@@ -20,13 +20,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use iopath_fabric::FabricError;
 use iopath_fabric::fault::SplitMix64;
 use iopath_fabric::frame::status::errno;
 use iopath_forwarder::{CallKind, ForwarderError, FyodClient, FyodFile, OpenOptions};
 use iopath_mds::{Layout, StripeRequest};
 
 use crate::SimError;
-use crate::clients::{objects_of, reported_loss};
+use crate::clients::{objects_of, refusal_is_honest, reported_loss};
 use crate::oracle::Outcome;
 use crate::pattern::{self, ObjectKey, WORD_BYTES};
 use crate::run::{BLOCK_BYTES, OBJECT_BLOCKS, Shared, error_class};
@@ -298,10 +299,24 @@ async fn read(
                 format_args!("y{c} op{op} {key}: {}", fyod_error_class(&error)),
             );
             failed(client, f, &error, shared);
-            if last && !shared.oracle().has_reported_loss(key) {
-                shared.fail(format!(
-                    "read by fyod client {c} of {key} failed after the final recovery: {error}"
-                ));
+            if !last || shared.oracle().has_reported_loss(key) {
+                return;
+            }
+            // As on the storage path, the server may refuse bytes it marked lost if they hold
+            // nothing acknowledged that nobody was told of. The bytes around them cannot be
+            // read through a fyod: it asks the object's size first, which the server refuses
+            // while any of it is lost.
+            let refused = match &error {
+                ForwarderError::Fabric(FabricError::Remote { code, message, .. }) => {
+                    Some((*code, message.as_str()))
+                }
+                _ => None,
+            };
+            let who = format!("fyod client {c}");
+            if refusal_is_honest(&who, key, refused, &error, shared).is_some() {
+                shared
+                    .events
+                    .record("fyod_read_refused_lost", format_args!("y{c} {key}"));
             }
         }
     }

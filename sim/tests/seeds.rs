@@ -104,8 +104,10 @@ fn seeds_that_found_bugs_past_the_suite_keep_every_acknowledged_write() {
 /// pulling its bytes when its client gave up on it and wrote again, whose stale bytes then
 /// landed over a later acknowledged write (docs/simulation.md, finding 17); 3000230 — a
 /// replay that could not run in a window a crash then ended, whose range the next start
-/// forgot (finding 18); 4000787 — an eviction a call found, told by fsync (finding 19).
-const FOUND_PAST_THE_SUITE_EVERY_ROLE: [u64; 4] = [26004, 32209, 3000230, 4000787];
+/// forgot (finding 18); 4000787 — an eviction a call found, told by fsync (finding 19);
+/// 5086626 — a fyod's write whose reply a crash lost, marked lost when another client was
+/// evicted, so every read of its file failed (finding 20).
+const FOUND_PAST_THE_SUITE_EVERY_ROLE: [u64; 5] = [26004, 32209, 3000230, 4000787, 5086626];
 
 #[test]
 fn seeds_that_found_bugs_with_every_role_keep_every_acknowledged_write() {

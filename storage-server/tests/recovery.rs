@@ -294,7 +294,10 @@ async fn a_replay_claiming_another_clients_id_from_another_nid_is_refused() {
         fresh: false,
         boot_id: 0,
     };
-    let connect = pb::ConnectRequest { client: 1 };
+    let connect = pb::ConnectRequest {
+        client: 1,
+        ..Default::default()
+    };
     let disconnect = pb::DisconnectRequest { client: 1 };
     for (what, op, body) in [
         ("replay done", opcode::REPLAY_DONE, done.encode_to_vec()),
@@ -418,7 +421,10 @@ async fn an_end_of_replay_meant_for_an_earlier_start_is_refused() {
     let stamp = client.write(0, 1, 0, data.clone()).await.unwrap();
     assert!(stamp.last_committed < stamp.transno, "kept for replay");
     // The start the client is connected to, as a CONNECT tells it.
-    let connect = pb::ConnectRequest { client: 1 };
+    let connect = pb::ConnectRequest {
+        client: 1,
+        ..Default::default()
+    };
     let reply = node
         .call(
             server.nid(),
@@ -489,7 +495,10 @@ async fn a_replay_after_the_window_closed_is_lost_not_committed_though_below_las
     // bookkeeping wrong; a raw request here), so client 2's higher transno runs, the window
     // closes, and a commit takes last_committed past client 1's transno.
     let call = |op, body: Vec<u8>| late_node.call(server.nid(), OST_PORTAL, op, body.into());
-    let connect = pb::ConnectRequest { client: 1 };
+    let connect = pb::ConnectRequest {
+        client: 1,
+        ..Default::default()
+    };
     let reply = call(opcode::CONNECT, connect.encode_to_vec())
         .await
         .unwrap();
@@ -607,7 +616,10 @@ async fn an_evicted_client_put_back_on_the_list_before_it_replayed_still_loses_i
 
     // The evicted client's connect reaches the server, which lists it again; its answer is
     // lost with the server (a raw request here, whose reply the client never sees).
-    let connect = pb::ConnectRequest { client: 1 };
+    let connect = pb::ConnectRequest {
+        client: 1,
+        ..Default::default()
+    };
     evicted_node
         .call(
             server.nid(),
@@ -1129,4 +1141,79 @@ async fn a_write_the_server_could_not_reach_the_client_for_is_sent_again_not_fai
         );
     }
     assert!(client.lost_writes().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_whose_reply_the_crash_lost_is_not_marked_lost_when_another_client_is_evicted() {
+    // Found by the seeded simulation (seed 5086626): a fyod's write ran, its reply was lost,
+    // and the server crashed before the commit. Another client stayed away and was evicted,
+    // so the window marked every cut range lost — the fyod's too, though nobody had been told
+    // it was written. The fyod crashed before sending it again, and every later read of that
+    // file failed with EIO. A client now names at its reconnect the writes it has had no
+    // answer to, and the window forgets their cut bytes instead.
+    let window = Duration::from_secs(5);
+    let mut server = Server::start(ServiceConfig {
+        recovery_window: window,
+        ..ServiceConfig::default()
+    })
+    .await;
+    let away = OstClient::connect(server.client_node(11).await, server.nid(), 1)
+        .await
+        .unwrap();
+    let back_node = server.client_node(12).await;
+    let back = Arc::new(
+        OstClient::connect(back_node.clone(), server.nid(), 2)
+            .await
+            .unwrap(),
+    );
+    away.create(0, 1).await.unwrap();
+    back.create(0, 2).await.unwrap();
+    back.sync(0).await.unwrap();
+    let kept = away.write(0, 1, 0, pattern(4096, 1)).await.unwrap();
+    assert!(
+        kept.last_committed < kept.transno,
+        "acknowledged, kept for replay"
+    );
+    // The write runs; its reply is lost.
+    server.node.fail_points().arm(&FailSpec {
+        site: Site::OssBeforeReply,
+        action: Action::Drop,
+        when: When::Once,
+        seed: 1,
+    });
+    let unanswered = tokio::spawn({
+        let back = Arc::clone(&back);
+        async move { back.write(0, 2, 0, pattern(4096, 2)).await }
+    });
+    server
+        .wait_for("the write ran and its reply was dropped", |_| {
+            server.node.fail_points().injected() == 1
+        })
+        .await;
+    server.crash_and_restart().await;
+    let report = back.reconnect_and_replay().await.unwrap();
+    assert!(report.restarted && report.lost.is_empty(), "{report:?}");
+    // Its caller gives up before the window closes: the write is never sent again.
+    unanswered.abort();
+    let _ = unanswered.await;
+
+    // `away` never comes back: evicted at the deadline, its acknowledged write lost.
+    tokio::time::sleep(window + Duration::from_secs(1)).await;
+    assert!(!server.service.recovering(0));
+    let (code, message) = refusal("the evicted client's bytes", back.read(0, 1, 0, 4096).await);
+    assert_eq!(code, errno::EIO, "{message}");
+    assert!(
+        message.contains("lost 4096 acknowledged bytes"),
+        "{message}"
+    );
+    // The unanswered write's bytes were never acknowledged: not lost, just not there.
+    let read = back
+        .read(0, 2, 0, 4096)
+        .await
+        .unwrap_or_else(|e| panic!("the unanswered write's object reads: {e}"));
+    assert!(
+        read.iter().all(|&b| b == 0),
+        "the write nobody was told of is not there: {} bytes",
+        read.len()
+    );
 }

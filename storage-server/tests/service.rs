@@ -182,6 +182,39 @@ async fn bad_input_gets_clear_errors_and_stored_data_stays_intact() {
             .unwrap_err(),
     );
     assert_eq!(code, errno::ERANGE, "{message}");
+    // A CONNECT naming unanswered writes that cannot be, or more than the server takes.
+    let unanswered = |offset, length| pb::UnansweredWrite {
+        target: 0,
+        object: 1,
+        offset,
+        length,
+    };
+    for (writes, says) in [
+        (vec![unanswered(0, 0)], "empty"),
+        (vec![unanswered(u64::MAX, 2)], "past the largest offset"),
+        (
+            vec![unanswered(0, 4096); iopath_storage_server::service::UNANSWERED_WRITES_MAX + 1],
+            "at most",
+        ),
+    ] {
+        let body = pb::ConnectRequest {
+            client: 78,
+            unanswered: writes,
+        };
+        let (code, message) = code_of(
+            s.client_node
+                .call(
+                    s.server,
+                    OST_PORTAL,
+                    opcode::CONNECT,
+                    body.encode_to_vec().into(),
+                )
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(code, errno::EINVAL, "{message}");
+        assert!(message.contains(says), "{message}");
+    }
     // Malformed bodies, for every opcode, and an unknown opcode.
     for op in 1..=9 {
         let err = s

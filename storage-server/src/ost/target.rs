@@ -299,6 +299,14 @@ impl Ost {
             .map_err(|e| StorageError::io("record lost ranges", &self.config.dir, e))?
     }
 
+    /// A client back in the recovery window sent a write over `range` of `object` and had no
+    /// answer: what startup cut there was never acknowledged and is forgotten
+    /// ([`LostRanges::unanswered`]). Returns whether anything was; the caller records the
+    /// ranges ([`Ost::persist_lost`]).
+    pub fn unanswered(&self, object: ObjectId, range: ByteRange) -> bool {
+        self.lock_lost().unanswered(object, range)
+    }
+
     fn lock_lost(&self) -> std::sync::MutexGuard<'_, LostRanges> {
         self.lost.lock().unwrap_or_else(PoisonError::into_inner)
     }

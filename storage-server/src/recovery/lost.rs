@@ -280,6 +280,24 @@ impl LostRanges {
         written
     }
 
+    /// A client that came back to the window says it sent a write over `range` of `object`
+    /// and never had an answer: nobody was told those bytes were written, so what startup cut
+    /// there is not pending a replay — it is forgotten, and the client sends the write again
+    /// once the window has closed. Without this, a window that evicts anyone would mark the
+    /// bytes lost, and every read of them fail, though no write over them was ever
+    /// acknowledged (the simulation, seed 5086626: a fyod's write whose reply the crash lost,
+    /// and the fyod crashed itself before sending it again). Bytes already lost stay lost: an
+    /// acknowledged write of someone else's may have been among them. Returns whether anything
+    /// pending was forgotten.
+    pub fn unanswered(&mut self, object: ObjectId, range: ByteRange) -> bool {
+        let Some(ranges) = self.objects.get_mut(&object) else {
+            return false;
+        };
+        let forgotten = ranges.pending.remove(range);
+        self.prune(object);
+        forgotten
+    }
+
     /// `object` was cut or extended to `size_bytes`: nothing at or past it is pending or lost.
     /// Returns what changed.
     pub fn punched(&mut self, object: ObjectId, size_bytes: u64) -> Written {
@@ -463,6 +481,28 @@ mod tests {
         assert_eq!(lost.lost_in(A, r(MIB, 2 * MIB)), None, "past the cut");
         assert_eq!(lost.lost_in(B, r(0, MIB)), None, "another object");
         assert_eq!(lost.lost_bytes(), MIB);
+    }
+
+    #[test]
+    fn an_unanswered_write_takes_its_range_out_of_pending_but_not_out_of_lost() {
+        let mut lost = LostRanges::new();
+        lost.cut(A, r(0, 3 * 4096));
+        lost.cut(B, r(0, 4096));
+        assert!(lost.unanswered(A, r(0, 2 * 4096)), "its bytes were pending");
+        assert!(
+            !lost.unanswered(A, r(MIB, 2 * MIB)),
+            "nothing pending there"
+        );
+        let outcome = lost.window_closed(true);
+        assert_eq!(
+            outcome.lost,
+            vec![(A, r(2 * 4096, 3 * 4096)), (B, r(0, 4096))],
+            "only what no unanswered write covered is lost"
+        );
+        assert_eq!(lost.lost_in(A, r(0, 2 * 4096)), None);
+        // Once lost, an unanswered write does not clear it: whose bytes they were is unknown.
+        assert!(!lost.unanswered(B, r(0, 4096)));
+        assert_eq!(lost.lost_bytes(), 2 * 4096);
     }
 
     #[test]

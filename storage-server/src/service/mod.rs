@@ -83,6 +83,10 @@ impl Default for ServiceConfig {
 /// Bulk pool accounting unit: permits are 4 KiB pages.
 const POOL_PAGE_BYTES: u64 = 4096;
 
+/// Most unanswered writes one CONNECT may name: far above what a client has in flight to
+/// one server, so that what a peer asks the server to look through stays bounded.
+pub const UNANSWERED_WRITES_MAX: usize = 4096;
+
 /// The OSS service.
 #[derive(Debug)]
 pub struct OssService {
@@ -237,12 +241,15 @@ impl OssService {
         let reply = match request.opcode {
             opcode::CONNECT => {
                 let connect = decode::<pb::ConnectRequest>(body)?;
+                let unanswered = unanswered_writes(&connect)?;
                 // The client is recorded (and made durable) before it is told it is connected,
                 // so a crash after this reply still waits for it in recovery.
                 let session = self
                     .clients
                     .add(connect.client, request.source)
                     .map_err(storage_error)?;
+                // What it has had no answer to first: its arrival may close a window.
+                self.recovery.unanswered(connect.client, &unanswered);
                 self.recovery.client_connected(connect.client);
                 let targets = self
                     .oss
@@ -680,6 +687,47 @@ impl Service for OssService {
             }
         })
     }
+}
+
+/// The writes a CONNECT says its client has had no answer to, checked: at most
+/// [`UNANSWERED_WRITES_MAX`], none empty or past the end of an object.
+fn unanswered_writes(
+    connect: &pb::ConnectRequest,
+) -> Result<Vec<(u32, ObjectId, ByteRange)>, ServiceError> {
+    if connect.unanswered.len() > UNANSWERED_WRITES_MAX {
+        return Err(ServiceError::new(
+            errno::EINVAL,
+            format!(
+                "CONNECT names {} unanswered writes; at most {UNANSWERED_WRITES_MAX} are taken",
+                connect.unanswered.len()
+            ),
+        ));
+    }
+    connect
+        .unanswered
+        .iter()
+        .map(|write| {
+            let end = write
+                .offset
+                .checked_add(write.length)
+                .filter(|_| write.length > 0)
+                .ok_or_else(|| {
+                    ServiceError::new(
+                        errno::EINVAL,
+                        format!(
+                            "CONNECT names an unanswered write of {} bytes at {}: empty or past \
+                             the largest offset",
+                            write.length, write.offset
+                        ),
+                    )
+                })?;
+            Ok((
+                write.target,
+                ObjectId(write.object),
+                ByteRange::new(write.offset, end),
+            ))
+        })
+        .collect()
 }
 
 fn decode<M: prost::Message + Default>(body: &[u8]) -> Result<M, ServiceError> {

@@ -268,6 +268,30 @@ impl Recovery {
         self.each_window(|window| window.client_reconnected(ClientId(client)));
     }
 
+    /// `client`, back in the window, sent these writes — (target, object, range) — and had no
+    /// answer: where startup cut their bytes, the cut is forgotten rather than left pending,
+    /// so an eviction does not mark lost what nobody was told was written. The client sends
+    /// each again once the window has closed. Only open windows take it: once a window has
+    /// closed, what it marked lost stays lost.
+    pub fn unanswered(&self, client: u64, writes: &[(u32, ObjectId, ByteRange)]) {
+        for (index, target) in &self.windows.targets {
+            if !target.is_open() {
+                continue;
+            }
+            let mut forgotten = 0u64;
+            for &(_, object, range) in writes.iter().filter(|(t, ..)| t == index) {
+                if target.ost.unanswered(object, range) {
+                    forgotten += 1;
+                    info!(target = index, client, %object, %range, "a write its client never had an answer to: its cut bytes are not lost, the client sends it again");
+                }
+            }
+            if forgotten > 0 {
+                let ost = Arc::clone(&target.ost);
+                tokio::spawn(async move { persist(&ost).await });
+            }
+        }
+    }
+
     /// `client` has replayed everything it kept, on every target.
     pub fn client_done(&self, client: u64) {
         self.each_window(|window| window.client_done(ClientId(client)));
@@ -365,7 +389,9 @@ impl Recovery {
             // was done (seed 3000230).
             ReplayDecision::AlreadyCommitted => match ost.lost_in(object, range) {
                 Some(lost) => ReplayDecision::Refused(format!(
-                    "transno {transno} is below last_committed {}, but {} of its bytes in                      object {} were lost when this server restarted and no replay ran: the                      write is lost",
+                    "transno {transno} is below last_committed {}, but {} of its bytes in \
+                     object {} were lost when this server restarted and no replay ran: the \
+                     write is lost",
                     ost.last_committed().0,
                     lost.bytes(),
                     object
