@@ -30,7 +30,8 @@ pub struct JournalArgs {
     /// Directory on the file system to measure; each phase writes into a fresh temporary
     /// directory inside it. Default: a temporary directory `iopath-bench-journal-*` in the
     /// current directory (so on its file system, not on /tmp, which may be tmpfs), removed
-    /// afterwards.
+    /// afterwards; with --disk-model, in /dev/shm when it has room, so that the host's disk
+    /// adds nothing to the model.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Also measure with the journal in a temporary directory here (the external journal, on
