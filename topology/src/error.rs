@@ -82,6 +82,16 @@ pub enum TopologyError {
         /// Largest allowed.
         max: usize,
     },
+    /// A real number outside the range its setting allows.
+    #[error("{what} must be in {range}, got {value}")]
+    NotInRange {
+        /// What the number was for.
+        what: &'static str,
+        /// The value given.
+        value: f64,
+        /// The allowed range, as text.
+        range: &'static str,
+    },
     /// The operation does not apply to this preset.
     #[error("{what} is not available for preset {preset}")]
     NotForPreset {

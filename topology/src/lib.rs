@@ -31,6 +31,7 @@
 //!   functions of the model's results.
 //! - [`error`]: [`TopologyError`], the crate's one error type.
 
+pub mod allocation;
 pub mod coord;
 pub mod direction;
 pub mod error;

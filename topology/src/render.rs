@@ -143,6 +143,51 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
             100.0 * share
         );
     }
+    if !r.runs.busy.is_empty() {
+        let _ = writeln!(
+            s,
+            "on a busy machine (the job given the free nodes between other jobs', in launcher order; occupancy assumed, the paper gives none), {} draws per OSS count:",
+            r.runs.busy[0].draws
+        );
+        let thresholds: Vec<String> = r
+            .runs
+            .share_over
+            .iter()
+            .map(|(t, _)| format!("over {t}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:<26} {:>8} {:>8} {:>8} {:>8} {:>9}",
+            "busy, mean free run",
+            thresholds[0],
+            thresholds[1],
+            thresholds[2],
+            thresholds[3],
+            "busiest"
+        );
+        let _ = writeln!(
+            s,
+            "  {:<26} {:>7.0}% {:>7.0}% {:>7.0}% {:>7.0}% {:>9}",
+            "paper (Jaguar in service)", paper[0], paper[1], paper[2], paper[3], "-"
+        );
+        for b in &r.runs.busy {
+            let shares: Vec<f64> = b.share_over.iter().map(|(_, v)| 100.0 * v).collect();
+            let _ = writeln!(
+                s,
+                "  {:<26} {:>7.0}% {:>7.0}% {:>7.0}% {:>7.0}% {:>9.0}",
+                format!(
+                    "{:.0}%, {:.0} nodes",
+                    100.0 * b.machine.busy_share,
+                    b.machine.free_run_nodes
+                ),
+                shares[0],
+                shares[1],
+                shares[2],
+                shares[3],
+                b.max_pairs
+            );
+        }
+    }
 
     if !r.confined.is_empty() {
         let _ = writeln!(

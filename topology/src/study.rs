@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::allocation::BusyMachine;
 use crate::coord::Coord;
 use crate::direction::Axis;
 use crate::error::{Result, TopologyError};
@@ -41,6 +42,8 @@ pub struct AnalyzeOptions {
     /// Also model the routed configurations (slower: baseline spreads each writer over 192
     /// routers).
     pub routed: bool,
+    /// Allocations drawn per OSS count and occupancy in the runs study's busy machines.
+    pub busy_draws: usize,
 }
 
 impl Default for AnalyzeOptions {
@@ -52,6 +55,7 @@ impl Default for AnalyzeOptions {
             run_offsets: 16,
             confined_offsets: 4,
             routed: false,
+            busy_draws: 8,
         }
     }
 }
@@ -131,7 +135,28 @@ pub struct RunsStudy {
     pub share_over: Vec<(u32, f64)>,
     /// The busiest link's pair count in every run, OSS-count-major.
     pub max_pairs: Vec<f64>,
+    /// The same OSS counts with jobs on a machine other jobs share, one row per occupancy
+    /// ([`BUSY_MACHINES`]): the job's nodes are the free ones in launcher order, scattered.
+    pub busy: Vec<BusyRuns>,
 }
+
+/// The runs study on a busy machine of one occupancy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusyRuns {
+    /// How busy the machine is, and in what runs (assumed, not from the paper).
+    pub machine: BusyMachine,
+    /// Allocations drawn per OSS count.
+    pub draws: usize,
+    /// As [`RunsStudy::share_over`].
+    pub share_over: Vec<(u32, f64)>,
+    /// The busiest link over every run.
+    pub max_pairs: f64,
+}
+
+/// The occupancies the runs study tries, `(busy share, mean free run in nodes)`: assumed, as
+/// the paper says nothing of Jaguar's load during its runs — from half busy in runs of a
+/// blade's worth to nine tenths busy in runs of a cabinet's.
+pub const BUSY_MACHINES: [(f64, f64); 4] = [(0.5, 8.0), (0.7, 8.0), (0.7, 64.0), (0.9, 16.0)];
 
 /// One position of the confined study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -260,7 +285,12 @@ pub fn analyze(machine: &JaguarSpider, options: &AnalyzeOptions) -> Result<Analy
         direct_scenario(machine, "placed", &placed, options.data_per_writer_mb)?,
     ];
 
-    let runs = runs_study(machine, &saturation, options.run_offsets)?;
+    let runs = runs_study(
+        machine,
+        &saturation,
+        options.run_offsets,
+        options.busy_draws,
+    )?;
     let confined = confined_study(machine, options)?;
     let routed = if options.routed {
         routed_study(machine, options)?
@@ -341,37 +371,69 @@ fn spread_offsets(machine: &JaguarSpider, job_size: usize, count: usize) -> Vec<
     (0..count).map(|i| room * i / count).collect()
 }
 
-/// The §4 runs study: OSS counts 8, 16, ..., 96 at `offsets` job positions each.
+/// The §4 runs study: OSS counts 8, 16, ..., 96 at `offsets` job positions each, each job one
+/// stretch of launcher order; then on busy machines ([`BUSY_MACHINES`]), `busy_draws`
+/// scattered allocations per OSS count.
 pub fn runs_study(
     machine: &JaguarSpider,
     saturation: &Saturation,
     offsets: usize,
+    busy_draws: usize,
 ) -> Result<RunsStudy> {
     let oss_counts: Vec<usize> = (1..=DIRECT_OSS / 8).map(|i| i * 8).collect();
     let offsets = spread_offsets(machine, DIRECT_OSS * OSTS_PER_OSS, offsets);
+    let thresholds = [saturation.pairs_at_saturation(), 34, 60, 70];
+    let busiest = |clients: &[Coord], targets: &[Target]| -> Result<f64> {
+        let placement = Placement::launcher_order(clients, targets)?;
+        Ok(pair_loads(machine, &placement.pairs).max_pairs())
+    };
     let mut max_pairs = Vec::new();
     for &n in &oss_counts {
         let targets = machine.direct_targets(n)?;
         for &offset in &offsets {
-            let clients = machine.job_nodes(offset, targets.len())?;
-            let placement = Placement::launcher_order(clients, &targets)?;
-            max_pairs.push(pair_loads(machine, &placement.pairs).max_pairs());
+            max_pairs.push(busiest(
+                machine.job_nodes(offset, targets.len())?,
+                &targets,
+            )?);
         }
     }
-    let thresholds = [saturation.pairs_at_saturation(), 34, 60, 70];
-    let share_over = thresholds
-        .iter()
-        .map(|&t| {
-            let over = max_pairs.iter().filter(|&&m| m > f64::from(t)).count();
-            (t, over as f64 / max_pairs.len().max(1) as f64)
-        })
-        .collect();
+    let mut busy = Vec::new();
+    for (busy_share, free_run_nodes) in BUSY_MACHINES {
+        let occupancy = BusyMachine::new(busy_share, free_run_nodes)?;
+        let mut runs = Vec::new();
+        for &n in &oss_counts {
+            let targets = machine.direct_targets(n)?;
+            for draw in 0..busy_draws as u64 {
+                let seed = (n as u64) << 32 | draw;
+                let clients = occupancy.allocate(&machine.launcher_order, targets.len(), seed)?;
+                runs.push(busiest(&clients, &targets)?);
+            }
+        }
+        busy.push(BusyRuns {
+            machine: occupancy,
+            draws: busy_draws,
+            share_over: shares_over(&thresholds, &runs),
+            max_pairs: runs.iter().copied().fold(0.0, f64::max),
+        });
+    }
     Ok(RunsStudy {
         oss_counts,
         offsets,
-        share_over,
+        share_over: shares_over(&thresholds, &max_pairs),
         max_pairs,
+        busy,
     })
+}
+
+/// For each threshold, the share of `runs` whose busiest link carries more pairs.
+fn shares_over(thresholds: &[u32], runs: &[f64]) -> Vec<(u32, f64)> {
+    thresholds
+        .iter()
+        .map(|&t| {
+            let over = runs.iter().filter(|&&m| m > f64::from(t)).count();
+            (t, over as f64 / runs.len().max(1) as f64)
+        })
+        .collect()
 }
 
 /// The §5 confined study: launcher order vs placement within the job's own nodes.

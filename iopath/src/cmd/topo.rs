@@ -68,6 +68,10 @@ pub struct AnalyzeArgs {
     /// Also model the routed LNET configurations (slower).
     #[arg(long)]
     pub routed: bool,
+    /// Scattered allocations drawn per OSS count for each busy-machine occupancy of the runs
+    /// study (a job given the free nodes between other jobs').
+    #[arg(long, default_value_t = 8)]
+    pub busy_draws: usize,
     /// Write the plots here, with their data as CSV: link_histogram.svg (links per pair count,
     /// log scale, with the saturation point) and completion_cdf.svg (the share of writers done
     /// by each time), each footnoted as modeled.
@@ -152,6 +156,7 @@ fn analyze(args: &AnalyzeArgs) -> anyhow::Result<String> {
         run_offsets: args.runs,
         confined_offsets: args.confined,
         routed: args.routed,
+        busy_draws: args.busy_draws,
     };
     let report = study::analyze(&machine, &options).context("analyze jaguar-spider")?;
     if let Some(dir) = &args.out_dir {
