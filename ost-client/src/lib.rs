@@ -50,4 +50,4 @@ pub use id::ClientId;
 pub use ping::ping;
 pub use replay::{Kept, KeptData, Noted, ReplayList};
 pub use stats::{OscStats, TargetStats};
-pub use wire::{OST_PORTAL, is_connection_error, opcode};
+pub use wire::{OST_PORTAL, UNANSWERED_WRITES_MAX, is_connection_error, opcode};

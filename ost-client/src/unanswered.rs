@@ -8,6 +8,8 @@ use std::sync::{Mutex, PoisonError};
 
 use iopath_proto::ost as pb;
 
+use crate::wire::UNANSWERED_WRITES_MAX;
+
 /// The writes under way, each from its send until its answer (or its caller gives up).
 #[derive(Debug, Default)]
 pub struct Unanswered {
@@ -39,9 +41,15 @@ impl Unanswered {
         UnderWay { of: self, key }
     }
 
-    /// Every write under way now, oldest first.
+    /// The writes under way now, oldest first: at most [`UNANSWERED_WRITES_MAX`], what a
+    /// server takes in one CONNECT (more would have the reconnect refused).
     pub fn now(&self) -> Vec<pb::UnansweredWrite> {
-        self.lock().writes.values().copied().collect()
+        self.lock()
+            .writes
+            .values()
+            .take(UNANSWERED_WRITES_MAX)
+            .copied()
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -81,5 +89,20 @@ mod tests {
         );
         drop(second);
         assert!(unanswered.now().is_empty());
+    }
+
+    #[test]
+    fn a_reconnect_names_no_more_than_a_server_takes_the_oldest_first() {
+        let unanswered = Unanswered::default();
+        let under_way: Vec<UnderWay<'_>> = (0..UNANSWERED_WRITES_MAX as u64 + 10)
+            .map(|i| unanswered.sent(0, 1, i * 4096, 4096))
+            .collect();
+        let now = unanswered.now();
+        assert_eq!(now.len(), UNANSWERED_WRITES_MAX);
+        assert_eq!(
+            (now[0].offset, now[now.len() - 1].offset),
+            (0, (UNANSWERED_WRITES_MAX as u64 - 1) * 4096)
+        );
+        drop(under_way);
     }
 }

@@ -7,6 +7,12 @@ use iopath_fabric::frame::status::errno;
 /// The portal OSS requests go to.
 pub const OST_PORTAL: u32 = 46;
 
+/// Most unanswered writes one CONNECT names (`ConnectRequest.unanswered`): a server refuses
+/// more, so that what a peer asks it to look through stays bounded, and a client with more in
+/// flight names its oldest this many — the rest are left for the server to count lost if it
+/// must, which only ever says more is lost, never less.
+pub const UNANSWERED_WRITES_MAX: usize = 4096;
+
 /// Opcodes of the OST service.
 pub mod opcode {
     /// Open a connection (and learn whether the server is recovering).

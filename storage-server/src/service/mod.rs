@@ -83,9 +83,7 @@ impl Default for ServiceConfig {
 /// Bulk pool accounting unit: permits are 4 KiB pages.
 const POOL_PAGE_BYTES: u64 = 4096;
 
-/// Most unanswered writes one CONNECT may name: far above what a client has in flight to
-/// one server, so that what a peer asks the server to look through stays bounded.
-pub const UNANSWERED_WRITES_MAX: usize = 4096;
+pub use iopath_ost_client::UNANSWERED_WRITES_MAX;
 
 /// The OSS service.
 #[derive(Debug)]
