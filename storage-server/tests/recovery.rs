@@ -1160,9 +1160,8 @@ async fn a_write_whose_reply_the_crash_lost_is_not_marked_lost_when_another_clie
     let away = OstClient::connect(server.client_node(11).await, server.nid(), 1)
         .await
         .unwrap();
-    let back_node = server.client_node(12).await;
     let back = Arc::new(
-        OstClient::connect(back_node.clone(), server.nid(), 2)
+        OstClient::connect(server.client_node(12).await, server.nid(), 2)
             .await
             .unwrap(),
     );

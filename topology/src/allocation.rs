@@ -10,6 +10,7 @@
 
 use crate::coord::Coord;
 use crate::error::{Result, TopologyError};
+use crate::random::SplitMix64;
 
 /// A machine whose nodes, in launcher order, alternate busy runs (other jobs) and free runs.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -67,9 +68,9 @@ impl BusyMachine {
         let mut walked = 0;
         while walked < n && nodes.len() < count {
             if busy_mean > 0.0 {
-                walked += rng.geometric(busy_mean);
+                walked += run_length(&mut rng, busy_mean);
             }
-            let free = rng.geometric(self.free_run_nodes);
+            let free = run_length(&mut rng, self.free_run_nodes);
             let end = (walked + free).min(n);
             for i in walked..end {
                 if nodes.len() == count {
@@ -89,27 +90,10 @@ impl BusyMachine {
     }
 }
 
-/// SplitMix64: small, seedable, and the same on every platform.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A draw in `(0, 1]`.
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// A run length of at least 1 with mean about `mean` (an exponential draw, rounded up).
-    fn geometric(&mut self, mean: f64) -> usize {
-        ((-self.unit().ln()) * mean).ceil().max(1.0) as usize
-    }
+/// A run length of at least 1 with mean about `mean`: an exponential draw, rounded up.
+fn run_length(rng: &mut SplitMix64, mean: f64) -> usize {
+    // `unit` is in [0, 1): 1 − it is in (0, 1], whose logarithm is finite.
+    ((-(1.0 - rng.unit()).ln()) * mean).ceil().max(1.0) as usize
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ pub mod flow_model;
 pub mod link_loads;
 pub mod placement;
 pub mod presets;
+pub mod random;
 pub mod render;
 pub mod route;
 pub mod router_layout;

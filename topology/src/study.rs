@@ -137,6 +137,7 @@ pub struct RunsStudy {
     pub max_pairs: Vec<f64>,
     /// The same OSS counts with jobs on a machine other jobs share, one row per occupancy
     /// ([`BUSY_MACHINES`]): the job's nodes are the free ones in launcher order, scattered.
+    /// Empty when no draws were asked for.
     pub busy: Vec<BusyRuns>,
 }
 
@@ -398,7 +399,8 @@ pub fn runs_study(
         }
     }
     let mut busy = Vec::new();
-    for (busy_share, free_run_nodes) in BUSY_MACHINES {
+    // No draws, no rows: a row of 0% over nothing would read as a finding.
+    for (busy_share, free_run_nodes) in BUSY_MACHINES.into_iter().filter(|_| busy_draws > 0) {
         let occupancy = BusyMachine::new(busy_share, free_run_nodes)?;
         let mut runs = Vec::new();
         for &n in &oss_counts {

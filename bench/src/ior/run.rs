@@ -34,9 +34,12 @@ const REAL: &str = "real bytes through the fabric, real files, O_DIRECT writes a
 /// What was modeled and what real: `nothing: real bytes ...`, or the stack's modeled links
 /// first; and the tori that are only recorded.
 fn modeled(stack: &Stack) -> String {
-    let recorded: Vec<String> = (0..stack.networks.len())
-        .filter(|&k| stack.networks[k].torus.is_some() && !stack.networks[k].hop_by_hop)
-        .map(|k| stack.network_name(k))
+    let recorded: Vec<String> = stack
+        .networks
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.torus.is_some() && !n.hop_by_hop)
+        .map(|(k, _)| stack.network_name(k))
         .collect();
     let recorded = if recorded.is_empty() {
         String::new()

@@ -201,14 +201,17 @@ fn node_addrs<'a>(
     names: &'a str,
     records: &'a str,
 ) -> (std::collections::HashMap<&'a str, &'a str>, Vec<&'a str>) {
-    let recorded: std::collections::HashSet<&str> = records
+    let mut recorded = std::collections::HashSet::new();
+    let mut addrs = std::collections::HashMap::new();
+    for (name, record) in records
         .lines()
-        .filter_map(|r| field(r, "NodeName"))
-        .collect();
-    let addrs = records
-        .lines()
-        .filter_map(|r| Some((field(r, "NodeName")?, field(r, "NodeAddr")?)))
-        .collect();
+        .filter_map(|r| Some((field(r, "NodeName")?, r)))
+    {
+        recorded.insert(name);
+        if let Some(addr) = field(record, "NodeAddr") {
+            addrs.insert(name, addr);
+        }
+    }
     let unknown = names
         .split_whitespace()
         .filter(|name| !recorded.contains(name))

@@ -628,10 +628,12 @@ impl Stack {
     /// 2 us (...); the disks of oss0, oss1 (200 MiB/s, seek 8 ms) at time scale 20 (...)`,
     /// or `nothing`. Networks are named as their NIDs name them, the stack file's name beside.
     pub fn modeled(&self) -> String {
-        let tori: Vec<String> = (0..self.networks.len())
-            .filter(|&k| self.networks[k].hop_by_hop)
-            .filter_map(|k| {
-                let n = &self.networks[k];
+        let tori: Vec<String> = self
+            .networks
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.hop_by_hop)
+            .filter_map(|(k, n)| {
                 let (l, [x, y, z]) = (n.link?, n.torus?);
                 Some(format!(
                     "{}: {x}x{y}x{z}, {:.0} MB/s per directed link, {} us per hop",
@@ -641,10 +643,13 @@ impl Stack {
                 ))
             })
             .collect();
-        let links: Vec<String> = (0..self.networks.len())
-            .filter(|&k| !self.networks[k].hop_by_hop)
-            .filter_map(|k| {
-                let l = self.networks[k].link?;
+        let links: Vec<String> = self
+            .networks
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !n.hop_by_hop)
+            .filter_map(|(k, n)| {
+                let l = n.link?;
                 Some(format!(
                     "{}: {:.0} MB/s, {} us",
                     self.network_name(k),

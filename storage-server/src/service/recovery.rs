@@ -278,14 +278,14 @@ impl Recovery {
             if !target.is_open() {
                 continue;
             }
-            let mut forgotten = 0u64;
+            let mut forgotten = false;
             for &(_, object, range) in writes.iter().filter(|(t, ..)| t == index) {
                 if target.ost.unanswered(object, range) {
-                    forgotten += 1;
+                    forgotten = true;
                     info!(target = index, client, %object, %range, "a write its client never had an answer to: its cut bytes are not lost, the client sends it again");
                 }
             }
-            if forgotten > 0 {
+            if forgotten {
                 let ost = Arc::clone(&target.ost);
                 tokio::spawn(async move { persist(&ost).await });
             }
