@@ -11,7 +11,7 @@
 //! **A run impeded behind the routers looks like low congestion that lasts.** The paper's
 //! degraded runs showed low congestion over more than two samples, where healthy runs spiked
 //! within one; the cause was an OSS slowed by a locking problem, which throttled the routers'
-//! traffic through LNet's credits. Here the same short IOR run (sized to take half an interval
+//! traffic through LNet's credits. Here the same short IOR run (sized to take at least half an interval
 //! at the healthy rate) runs on the stack as it is, on the stack with its storage servers
 //! impeded (each target's modeled disk at a fraction of the healthy run's rate), and on the
 //! stack with its routers starved of buffers (few large router buffers, one per sender);
@@ -732,13 +732,14 @@ fn healthy_write_mib_s(config: &ExperimentConfig, loads: &[LoadRun]) -> f64 {
         .map_or(0.0, |r| r.phases[0].bandwidth_mib_s)
 }
 
-/// Bytes per task of the runs the rule reads: at the healthy write rate, half an interval's
-/// worth, in whole transfers.
+/// Bytes per task of the runs the rule reads: at the healthy write rate, at least half an
+/// interval's worth, in whole transfers (rounded up: rounded down, 7.7 MiB of 4 MiB transfers
+/// became 4 MiB and the impeded runs fell inside two samples, where the rule cannot see them).
 fn fixed_bytes_per_task(config: &ExperimentConfig, loads: &[LoadRun]) -> u64 {
     let mib_s = healthy_write_mib_s(config, loads);
     let total = mib_s * (1u64 << 20) as f64 * config.interval.as_secs_f64() / 2.0;
     let per_task = (total / f64::from(config.degraded_tasks)) as u64;
-    (per_task / config.transfer_bytes).max(1) * config.transfer_bytes
+    per_task.div_ceil(config.transfer_bytes).max(1) * config.transfer_bytes
 }
 
 async fn rule_runs(
@@ -1249,6 +1250,39 @@ mod tests {
             credit_wait_s: 0.0,
             bytes: 1,
         }
+    }
+
+    #[test]
+    fn the_rules_runs_last_at_least_half_an_interval_at_the_healthy_rate() {
+        let config = ExperimentConfig::default();
+        let at = |mib_s: f64| {
+            let mut write = phase(Direction::Write, 0.0, 1.0);
+            write.bandwidth_mib_s = mib_s;
+            let loads = [LoadRun {
+                tasks: config.degraded_tasks,
+                nodes: config.degraded_tasks,
+                phases: vec![write],
+            }];
+            fixed_bytes_per_task(&config, &loads)
+        };
+        let half_interval_mib = |mib_s: f64| mib_s * config.interval.as_secs_f64() / 2.0;
+        // CI's machine: 245 MiB/s is 61 MiB in half an interval, 7.7 MiB a task; 8 of 4 MiB
+        // transfers, not 4.
+        for mib_s in [10.0, 245.0, 355.0, 1000.0] {
+            let per_task = at(mib_s);
+            assert_eq!(per_task % config.transfer_bytes, 0, "{mib_s}");
+            let total_mib = (per_task * u64::from(config.degraded_tasks)) as f64 / 1048576.0;
+            assert!(
+                total_mib >= half_interval_mib(mib_s),
+                "{mib_s}: {total_mib}"
+            );
+            let spare = (config.transfer_bytes * u64::from(config.degraded_tasks)) as f64;
+            assert!(
+                total_mib < half_interval_mib(mib_s) + spare / 1048576.0,
+                "{mib_s}: {total_mib}"
+            );
+        }
+        assert_eq!(at(245.0), 8 << 20);
     }
 
     #[test]
