@@ -17,8 +17,8 @@
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
 //! - [`http`]: a small bounded HTTP/1.1 server: one handler answers every request.
-//! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors,
-//!   and helpers that write one metric family each.
+//! - [`families`]: helpers that write one metric family each, called by every collector.
+//! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors.
 //! - [`proc_metrics`]: the process's own families (`process_*`) and `iopath_build_info`,
 //!   in every scrape.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
@@ -44,6 +44,7 @@
 
 pub mod client;
 pub mod error;
+pub mod families;
 pub mod glob;
 pub mod http;
 pub mod lctl;

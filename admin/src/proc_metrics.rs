@@ -5,7 +5,7 @@
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use crate::metrics::{Labels, counters, gauges};
+use crate::families::{Labels, counters, gauges};
 
 /// Clock ticks per second in `/proc`'s CPU times: the kernel's USER_HZ, 100 on Linux, as
 /// Prometheus's own procfs reader takes it.

@@ -39,8 +39,8 @@ use tracing::{info, warn};
 use crate::counters::OstOp;
 use crate::id::ClientId;
 use crate::import::{
-    self, CallFailure, CallLimits, CallStep, CallWait, ConnectFacts, Import, ReplayAnswer,
-    ReplayStep, WriteAnswer,
+    self, CallFailure, CallLimits, CallStep, CallWait, ConnectFacts, Import, LostWrite,
+    ReplayAnswer, ReplayStep, Stamp, WriteAnswer,
 };
 use crate::replay::{Kept, KeptData};
 use crate::stats::{OscStats, TargetStats};
@@ -68,15 +68,6 @@ const CONNECT_TIMEOUT_DIVISOR: u32 = 20;
 /// How many times one reconnect starts its replay over because the server restarted again
 /// before the replay was done: a bound of our own on a peer that keeps crashing.
 const REPLAY_ROUNDS_MAX: u32 = 8;
-
-/// The stamp every state-changing reply carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    /// The operation's transno (0 for operations that change nothing).
-    pub transno: u64,
-    /// The target's highest committed transno when it replied.
-    pub last_committed: u64,
-}
 
 impl Stamp {
     fn of(reply: &pb::OpReply) -> Stamp {
@@ -128,17 +119,6 @@ pub struct ReplayReport {
     pub replayed: u64,
     /// Kept writes the server no longer had and would not take back: lost.
     pub lost: Vec<LostWrite>,
-}
-
-/// An acknowledged write found lost in replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LostWrite {
-    /// The target's index on its server.
-    pub target: u32,
-    /// The object written.
-    pub object: u64,
-    /// The write's transno.
-    pub transno: u64,
 }
 
 /// A connection to one OSS.

@@ -14,9 +14,10 @@ use iopath_layout::TargetMap;
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
-use crate::client::{LostWrite, OstClient};
+use crate::client::OstClient;
 use crate::error::OstClientError;
 use crate::id::ClientId;
+use crate::import::LostWrite;
 use crate::ping::ping;
 use crate::stats::OscStats;
 

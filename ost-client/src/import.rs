@@ -15,8 +15,27 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{LostWrite, Stamp};
 use crate::replay::{Kept, KeptKey, Noted, ReplayList};
+
+/// The stamp every state-changing reply carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The operation's transno (0 for operations that change nothing).
+    pub transno: u64,
+    /// The target's highest committed transno when it replied.
+    pub last_committed: u64,
+}
+
+/// An acknowledged write found lost in replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostWrite {
+    /// The target's index on its server.
+    pub target: u32,
+    /// The object written.
+    pub object: u64,
+    /// The write's transno.
+    pub transno: u64,
+}
 
 /// What a CONNECT's reply says, as the import uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,11 +42,12 @@ pub mod unanswered;
 pub mod wire;
 
 pub use capacity::Capacity;
-pub use client::{DescriptorReply, LostWrite, OstClient, ReplayReport, Stamp, UNREACHABLE_FOR_MAX};
+pub use client::{DescriptorReply, OstClient, ReplayReport, UNREACHABLE_FOR_MAX};
 pub use connections::{LossesTold, LostWrites, OstConnections};
 pub use counters::{OscCounters, OstOp, UnderWay};
 pub use error::OstClientError;
 pub use id::ClientId;
+pub use import::{LostWrite, Stamp};
 pub use ping::ping;
 pub use replay::{Kept, KeptData, Noted, ReplayList};
 pub use stats::{OscStats, TargetStats};

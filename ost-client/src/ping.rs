@@ -8,7 +8,8 @@ use std::time::Duration;
 use iopath_fabric::Nid;
 use tracing::{info, warn};
 
-use crate::client::{LostWrite, OstClient};
+use crate::client::OstClient;
+use crate::import::LostWrite;
 
 /// How often a client pings each storage server it is connected to (Lustre's pinger, every
 /// `obd_timeout / 4` = 25 s against a 300 s recovery window; here 1 s against the storage

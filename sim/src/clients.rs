@@ -19,7 +19,7 @@ use crate::SimError;
 use crate::namespace::Found;
 use crate::oracle::Outcome;
 use crate::pattern::{self, ObjectKey, WORD_BYTES};
-use crate::run::{BLOCK_BYTES, OBJECT_BLOCKS, Shared, error_class};
+use crate::shared::{BLOCK_BYTES, OBJECT_BLOCKS, Shared, error_class};
 use crate::world::{FIRST_CLIENT, World, WorldConfig};
 
 /// Objects each client owns (and alone writes) from the start.

@@ -30,7 +30,7 @@ use crate::SimError;
 use crate::clients::{objects_of, refusal_is_honest, reported_loss};
 use crate::oracle::Outcome;
 use crate::pattern::{self, ObjectKey, WORD_BYTES};
-use crate::run::{BLOCK_BYTES, OBJECT_BLOCKS, Shared, error_class};
+use crate::shared::{BLOCK_BYTES, OBJECT_BLOCKS, Shared, error_class};
 use crate::world::{FIRST_FYOD_CLIENT, World};
 
 /// Files each fyod client owns.

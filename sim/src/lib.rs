@@ -17,6 +17,7 @@
 //! - [`faults`]: the network's fault hook: drops, delays, bit flips, partitions.
 //! - [`world`]: networks, routers, storage servers and the metadata server on simulated
 //!   disks, fyods, client nodes; crash, restart.
+//! - `shared`: what a seed's clients share — the oracles, the event log, the failures.
 //! - `clients`: the direct clients' workload — objects, and files made at the metadata
 //!   server — and their final check.
 //! - `fyod_clients`: the clients behind fyods, what a fyod promises them, their final check.
@@ -36,6 +37,7 @@ pub mod namespace;
 pub mod oracle;
 pub mod pattern;
 pub mod run;
+mod shared;
 pub mod sweep;
 pub mod world;
 

@@ -6,12 +6,12 @@
 //! ([`draw_roles`]), so a seed without them runs exactly as it did before they existed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use iopath_fabric::Limits;
 use iopath_fabric::fault::SplitMix64;
-use iopath_fabric::{FabricError, Limits};
 use iopath_forwarder::FileSystem;
 use iopath_mds::MdsClient;
 
@@ -20,18 +20,13 @@ use crate::events::EventLog;
 use crate::executions::ExecutionLog;
 use crate::faults::NetworkFaults;
 use crate::fyod_clients::{self, FyodSimClient};
-use crate::namespace::NamespaceOracle;
-use crate::oracle::Oracle;
+use crate::shared::Shared;
 use crate::world::{
     EngineWrap, FIRST_CLIENT, FIRST_FYOD, FIRST_FYOD_CLIENT, FIRST_SERVER, MDS_NODE, World,
     WorldConfig,
 };
 use crate::{SeedReport, SimConfig, SimError};
 
-/// Bytes per block: writes and reads are whole blocks.
-pub(crate) const BLOCK_BYTES: u64 = 4096;
-/// Blocks per object (and per fyod client's file).
-pub(crate) const OBJECT_BLOCKS: u64 = 8;
 /// How long the final recovery waits, faults over, for every node to see its routers alive.
 const ROUTES_SETTLE: Duration = Duration::from_secs(5);
 /// Mixed into the seed for the stream the other roles are drawn from.
@@ -125,78 +120,13 @@ fn draw_roles(seed: u64, world: &mut WorldConfig) -> Roles {
     Roles { fyod_clients, rng }
 }
 
-/// What every client task shares.
-pub(crate) struct Shared {
-    oracle: Mutex<Oracle>,
-    names: Mutex<NamespaceOracle>,
-    pub(crate) events: Arc<EventLog>,
-    failures: Mutex<Vec<String>>,
-}
-
-impl Shared {
-    pub(crate) fn oracle(&self) -> std::sync::MutexGuard<'_, Oracle> {
-        self.oracle.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn names(&self) -> std::sync::MutexGuard<'_, NamespaceOracle> {
-        self.names.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Checks the bytes a read of `key` returned, records the read as event `kind` (`label`
-    /// names the op), and fails the seed, naming `reader`, if the oracle finds them wrong.
-    #[allow(clippy::too_many_arguments)] // one read's what and where, and who did it
-    pub(crate) fn read_back(
-        &self,
-        kind: &'static str,
-        reader: &str,
-        label: &str,
-        key: crate::pattern::ObjectKey,
-        offset: u64,
-        length: u64,
-        bytes: &[u8],
-        last: bool,
-    ) {
-        let checked = self.oracle().check_read(key, offset, length, bytes);
-        self.events.record(
-            kind,
-            format_args!("{label} {key} @{offset}+{length}: {} bytes", bytes.len()),
-        );
-        if let Err(violation) = checked {
-            let when = if last {
-                "after the final recovery"
-            } else {
-                "during the run"
-            };
-            self.fail(format!("read {when} by {reader}: {violation}"));
-        }
-    }
-
-    pub(crate) fn fail(&self, failure: String) {
-        self.events.record("violation", &failure);
-        self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(failure);
-    }
-}
-
 async fn simulate(seed: u64, config: SimConfig) -> SeedReport {
     let events = Arc::new(EventLog::new());
-    let shared = Arc::new(Shared {
-        oracle: Mutex::new(Oracle::new()),
-        names: Mutex::new(NamespaceOracle::new()),
-        events: Arc::clone(&events),
-        failures: Mutex::default(),
-    });
+    let shared = Arc::new(Shared::new(Arc::clone(&events)));
     let executions = ExecutionLog::new();
     let run = simulate_in(seed, &config, &shared, &executions);
     let outcome = tokio::time::timeout(config.virtual_time_max, run).await;
-    let mut failures = std::mem::take(
-        &mut *shared
-            .failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner),
-    );
+    let mut failures = shared.take_failures();
     match outcome {
         Ok(Ok(twice)) => failures.extend(twice),
         Ok(Err(error)) => failures.push(error.to_string()),
@@ -384,17 +314,6 @@ async fn final_checks(
     }
     if let Some(mds) = names_client {
         clients::check_names(&mds, shared).await;
-    }
-}
-
-/// An error's kind, without the parts (xids, wall-clock numbers) that differ run to run.
-pub(crate) fn error_class(error: &FabricError) -> String {
-    match error {
-        FabricError::Remote { code, .. } => format!("remote errno {code}"),
-        other => {
-            let text = other.to_string();
-            text.split(':').next().unwrap_or_default().to_string()
-        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! A position in the 3D torus.
+//! A position in the 3D torus, and the axes it is measured along.
 
 use std::fmt;
 use std::str::FromStr;
@@ -6,6 +6,31 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::TopologyError;
+
+/// One of the three torus axes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Axis {
+    /// The X axis (cabinet columns on Jaguar and Titan).
+    X,
+    /// The Y axis (cabinet rows and nodes or Geminis on a blade).
+    Y,
+    /// The Z axis (blades within a cabinet).
+    Z,
+}
+
+impl Axis {
+    /// All three axes, X first.
+    pub const ALL: [Axis; 3] = [Axis::X, Axis::Y, Axis::Z];
+
+    /// 0 for X, 1 for Y, 2 for Z.
+    pub const fn index(self) -> usize {
+        match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
+        }
+    }
+}
 
 /// The position of one torus router (a SeaStar NIC on Jaguar, a Gemini on Titan) as
 /// topological X, Y, Z — the coordinates the routing tables use, not cabinet positions.
@@ -26,11 +51,11 @@ impl Coord {
     }
 
     /// The component along `axis`.
-    pub const fn along(self, axis: crate::direction::Axis) -> u32 {
+    pub const fn along(self, axis: Axis) -> u32 {
         match axis {
-            crate::direction::Axis::X => self.x,
-            crate::direction::Axis::Y => self.y,
-            crate::direction::Axis::Z => self.z,
+            Axis::X => self.x,
+            Axis::Y => self.y,
+            Axis::Z => self.z,
         }
     }
 }

@@ -1,35 +1,12 @@
-//! Axes, directions and the directed links between neighbouring torus routers.
+//! Directions and the directed links between neighbouring torus routers (the axes they
+//! move along are [`crate::coord`]'s, re-exported here).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::coord::Axis;
 use crate::coord::Coord;
-
-/// One of the three torus axes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Axis {
-    /// The X axis (cabinet columns on Jaguar and Titan).
-    X,
-    /// The Y axis (cabinet rows and nodes or Geminis on a blade).
-    Y,
-    /// The Z axis (blades within a cabinet).
-    Z,
-}
-
-impl Axis {
-    /// All three axes, X first.
-    pub const ALL: [Axis; 3] = [Axis::X, Axis::Y, Axis::Z];
-
-    /// 0 for X, 1 for Y, 2 for Z.
-    pub const fn index(self) -> usize {
-        match self {
-            Axis::X => 0,
-            Axis::Y => 1,
-            Axis::Z => 2,
-        }
-    }
-}
 
 /// The direction a message leaves a router in, listed in dimension order: SeaStar and Gemini
 /// route every packet through the `+` moves X, Y, Z and then the `-` moves X, Y, Z

@@ -6,8 +6,9 @@
 //! # Layout
 //!
 //! Geometry, bottom up:
-//! - [`coord`]: [`Coord`], a router's position; parses `X,Y,Z`.
-//! - [`direction`]: [`Axis`], [`Direction`] in dimension order, and directed [`Link`]s.
+//! - [`coord`]: [`Coord`], a router's position, and the [`Axis`] it is measured along;
+//!   parses `X,Y,Z`.
+//! - [`direction`]: [`Direction`] in dimension order, and directed [`Link`]s.
 //! - [`torus`]: [`Torus`]: dimensions, hop distance (shortest way round each axis) and the
 //!   dimension-order path link by link; Gemini's half-width Y links as an option.
 //!
@@ -48,8 +49,8 @@ pub mod spider_routing;
 pub mod study;
 pub mod torus;
 
-pub use coord::Coord;
-pub use direction::{Axis, Direction, Link};
+pub use coord::{Axis, Coord};
+pub use direction::{Direction, Link};
 pub use error::{Result, TopologyError};
 pub use flow_model::{Flow, FlowModel, FlowNetwork};
 pub use link_loads::{LinkLoads, Saturation};

@@ -217,55 +217,6 @@ impl Default for IorOptions {
     }
 }
 
-impl IorOptions {
-    /// The tests these options ask for, checked: the flags with the `-O` directives applied,
-    /// then, with `-f`, each test of the script. One output format and summary file serve the
-    /// whole run, as in IOR.
-    pub fn tests(&self) -> Result<Vec<IorParams>, BenchError> {
-        let mut base = self.clone();
-        for option in &self.ior_options {
-            super::directives::apply_line(&mut base, option).map_err(|why| {
-                BenchError::BadOption {
-                    option: "-O".into(),
-                    why,
-                }
-            })?;
-        }
-        let tests = match &self.script {
-            None => vec![base],
-            Some(path) => {
-                let text = read_bounded(path, SCRIPT_MAX_BYTES)
-                    .map_err(|e| BenchError::io(format!("-f: read {}", path.display()), e))?;
-                super::directives::script(&text, &base).map_err(|(line, why)| {
-                    BenchError::BadOption {
-                        option: format!("-f {}, line {line}", path.display()),
-                        why,
-                    }
-                })?
-            }
-        };
-        let checked = tests
-            .iter()
-            .enumerate()
-            .map(|(id, options)| IorParams::from_options(options, id as u32))
-            .collect::<Result<Vec<_>, _>>()?;
-        if let Some(first) = checked.first()
-            && let Some(other) = checked
-                .iter()
-                .find(|t| t.format != first.format || t.summary_file != first.summary_file)
-        {
-            return Err(BenchError::BadOption {
-                option: "-f".into(),
-                why: format!(
-                    "test {} changes summaryFormat or summaryFile: IOR writes one format to one place per run",
-                    other.test_id
-                ),
-            });
-        }
-        Ok(checked)
-    }
-}
-
 /// IOR's output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryFormat {

@@ -25,7 +25,7 @@ use iopath_fabric::aligned::BufferPool;
 
 use super::buffers;
 use super::params::{Api, IorParams, node_of, reader_source};
-use super::report::{Access, PhaseResult, Stonewall};
+use super::report::{Access, PhaseResult, Stonewall, TaskTimes};
 use crate::error::BenchError;
 use iopath_stack::pattern;
 
@@ -126,39 +126,6 @@ impl Progress {
             STDERR_LINE.set(text);
         }
     }
-}
-
-/// One task's clock readings and call times.
-#[derive(Debug, Clone, Copy)]
-pub struct TaskTimes {
-    /// The task.
-    pub task: u32,
-    /// When it began opening its file.
-    pub open_start: Instant,
-    /// When its file was open.
-    pub open_end: Instant,
-    /// When its first transfer began.
-    pub transfer_start: Instant,
-    /// When its last transfer ended.
-    pub transfer_end: Instant,
-    /// When it began closing.
-    pub close_start: Instant,
-    /// When its file was closed.
-    pub close_end: Instant,
-    /// Seconds spent in read or write calls.
-    pub call_seconds: f64,
-    /// Read or write calls made.
-    pub calls: u64,
-    /// Whether the deadline stopped it before its last transfer.
-    pub stonewalled: bool,
-    /// Calls it had made when the deadline stopped it (all of them if none did), before any
-    /// wear-out: IOR's `pairCnt` at the stonewall.
-    pub stonewall_calls: u64,
-    /// Seconds from its first transfer to the stonewall (with wear-out: to the moment every
-    /// task knew the most any had made, as IOR's `stonewall_time` ends after its reduction).
-    pub stonewall_s: f64,
-    /// Bytes read back and checked against what was written.
-    pub verified_bytes: u64,
 }
 
 /// A phase's result, with each task's times (for `-v -v`) and transfer counts.

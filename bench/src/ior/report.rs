@@ -3,7 +3,7 @@
 //! tests" table — in IOR 3.3's column layout — and the same as IOR's JSON
 //! (`-O summaryFormat=JSON`), with iopath's baselines and ratios after them.
 
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use serde::Serialize;
 
@@ -32,6 +32,39 @@ impl Access {
             Access::Read => "read",
         }
     }
+}
+
+/// One task's clock readings and call times.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskTimes {
+    /// The task.
+    pub task: u32,
+    /// When it began opening its file.
+    pub open_start: Instant,
+    /// When its file was open.
+    pub open_end: Instant,
+    /// When its first transfer began.
+    pub transfer_start: Instant,
+    /// When its last transfer ended.
+    pub transfer_end: Instant,
+    /// When it began closing.
+    pub close_start: Instant,
+    /// When its file was closed.
+    pub close_end: Instant,
+    /// Seconds spent in read or write calls.
+    pub call_seconds: f64,
+    /// Read or write calls made.
+    pub calls: u64,
+    /// Whether the deadline stopped it before its last transfer.
+    pub stonewalled: bool,
+    /// Calls it had made when the deadline stopped it (all of them if none did), before any
+    /// wear-out: IOR's `pairCnt` at the stonewall.
+    pub stonewall_calls: u64,
+    /// Seconds from its first transfer to the stonewall (with wear-out: to the moment every
+    /// task knew the most any had made, as IOR's `stonewall_time` ends after its reduction).
+    pub stonewall_s: f64,
+    /// Bytes read back and checked against what was written.
+    pub verified_bytes: u64,
 }
 
 /// What one phase of one iteration measured, timed as IOR times it: open from the first
@@ -769,7 +802,7 @@ pub fn facts_text(test_id: u32, facts: &IopathFacts) -> String {
 
 /// IOR's per-rank lines at the stonewall with wear-out and `-v`: `0: stonewalling pairs
 /// accessed: 12`.
-pub fn task_pairs_lines(tasks: &[super::phase::TaskTimes]) -> String {
+pub fn task_pairs_lines(tasks: &[TaskTimes]) -> String {
     tasks
         .iter()
         .map(|t| {
@@ -782,7 +815,7 @@ pub fn task_pairs_lines(tasks: &[super::phase::TaskTimes]) -> String {
 }
 
 /// The verbose lines (`-v -v`) of a phase: each task's times.
-pub fn task_lines(access: Access, iteration: u32, tasks: &[super::phase::TaskTimes]) -> String {
+pub fn task_lines(access: Access, iteration: u32, tasks: &[TaskTimes]) -> String {
     let mut out = String::new();
     for t in tasks {
         let span = |a: std::time::Instant, b: std::time::Instant| {

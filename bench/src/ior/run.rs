@@ -703,7 +703,7 @@ async fn flow_check(
     };
     let t = job.params.transfer_size_bytes as f64;
     let mib = |bytes_s: f64| bytes_s / f64::from(1u32 << 20);
-    let rate = |task: &phase::TaskTimes| {
+    let rate = |task: &report::TaskTimes| {
         let seconds = task
             .transfer_end
             .saturating_duration_since(task.transfer_start)

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use iopath_topology::{Coord, Direction, Torus};
+use iopath_topology::Direction;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -42,7 +42,11 @@ use crate::frame::{HEADER_BYTES, Message};
 use crate::lnd::{Lnd, SendTicket};
 use crate::nid::Nid;
 
+mod handle;
+mod model;
 pub mod switch;
+
+pub use model::{TorusModel, TorusNode};
 
 /// How far the model may run ahead of the host's clock (the host's timers tick in
 /// milliseconds; a packet takes less).
@@ -51,34 +55,6 @@ pub const AHEAD: Duration = Duration::from_millis(1);
 pub const INPUT_BUFFER_PACKETS: u32 = 2;
 /// Default packet size, bytes: a 1 MiB bulk chunk is 16 packets.
 pub const PACKET_BYTES_DEFAULT: u32 = 64 * 1024;
-
-/// One node on the torus.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TorusNode {
-    /// Its NID on the torus's network.
-    pub nid: Nid,
-    /// Its router's coordinate.
-    pub coord: Coord,
-    /// Its injection and ejection bandwidth, bytes per modeled second.
-    pub nic_bandwidth_bytes_s: f64,
-}
-
-/// A torus network as modeled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TorusModel {
-    /// The torus (its dimensions; on Gemini, Y links half as wide).
-    pub torus: Torus,
-    /// An X link's bandwidth, bytes per modeled second (others scale by their width).
-    pub link_bandwidth_bytes_s: f64,
-    /// Modeled time a packet takes from leaving a link to reaching the next router.
-    pub hop_latency: Duration,
-    /// Host seconds per modeled second.
-    pub time_scale: f64,
-    /// Bytes per packet.
-    pub packet_bytes: u32,
-    /// The nodes on it.
-    pub nodes: Vec<TorusNode>,
-}
 
 /// What one port carried.
 #[derive(Debug, Default)]
@@ -123,7 +99,7 @@ enum Via {
     /// The model's task in this process.
     Engine(mpsc::UnboundedSender<Injection>),
     /// The model runs in another process: its switch, over a connection.
-    Switch(Arc<switch::Connection>),
+    Switch(Arc<handle::Connection>),
 }
 
 struct Shared {
@@ -181,7 +157,7 @@ enum Onward {
     /// Its sender is in another process: the switch tells it, by the number it gave.
     There {
         id: u64,
-        done: mpsc::UnboundedSender<switch::Done>,
+        done: mpsc::UnboundedSender<handle::Done>,
     },
 }
 
@@ -196,9 +172,9 @@ impl Onward {
             } => lnd.send(to, message, ticket),
             Onward::There { id, done } => {
                 // A sender gone since has nothing left to tell.
-                let _ = done.send(switch::Done {
+                let _ = done.send(handle::Done {
                     id,
-                    status: switch::EJECTED,
+                    status: handle::EJECTED,
                 });
             }
         }
@@ -210,9 +186,9 @@ impl Onward {
             Onward::Here { ticket, .. } => ticket.fail(error),
             Onward::There { id, done } => {
                 // The model drops a message it took only when it stops.
-                let _ = done.send(switch::Done {
+                let _ = done.send(handle::Done {
                     id,
-                    status: switch::STOPPING,
+                    status: handle::STOPPING,
                 });
             }
         }
@@ -232,7 +208,7 @@ impl TorusNetwork {
     }
 
     /// A handle on `model` as it runs in another process, whose switch `connection` reaches.
-    fn switched(model: TorusModel, connection: Arc<switch::Connection>) -> TorusNetwork {
+    fn switched(model: TorusModel, connection: Arc<handle::Connection>) -> TorusNetwork {
         TorusNetwork {
             via: Via::Switch(connection),
             shared: Arc::new(Shared::of(model)),
@@ -293,7 +269,7 @@ impl TorusNetwork {
             Via::Switch(connection) => connection.send(
                 (from_index, to_index),
                 bytes,
-                switch::Held {
+                handle::Held {
                     to: next_hop,
                     message,
                     ticket,
@@ -336,8 +312,8 @@ impl TorusNetwork {
     }
 }
 
-/// A port's number: the torus links first (in [`Torus::link_index`] order), then each
-/// node's injection and ejection ports.
+/// A port's number: the torus links first (in [`iopath_topology::Torus::link_index`]
+/// order), then each node's injection and ejection ports.
 type PortId = u32;
 
 /// Where a packet waits at a port: which port it came from and on which virtual channel, or,

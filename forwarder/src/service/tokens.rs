@@ -21,7 +21,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::warn;
 
-use super::{FYOD_PORTAL, opcode};
+use super::wire::{FYOD_PORTAL, opcode};
 use crate::error::{ForwarderError, Result};
 use crate::limits::FyodLimits;
 use crate::policy::token::{Acquired, Grant, Holder, TokenTable, Wake};

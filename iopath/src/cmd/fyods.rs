@@ -88,7 +88,7 @@ pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
             "the write sweep",
         )
     });
-    super::print_report(&report, args.json, fyods::render, svg)
+    super::output::print_report(&report, args.json, fyods::render, svg)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! - [`trace`]: one write and one read followed hop by hop.
 //! - [`oss`]: an object storage server as a process of its own.
 //! - [`sim`]: the seeded whole-stack simulation over many seeds.
+//! - [`output`]: what every command writes to standard output, and how a write fails.
 //! - [`soak`]: a stack of processes under a verified workload, its nodes killed on a schedule.
 
 /// `print!` for a command's results: the text to standard output, flushed, or the write's error
@@ -22,14 +23,14 @@
 /// `print!`'s panic.
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::cmd::write_out(&format!($($arg)*))
+        $crate::cmd::output::write_out(&format!($($arg)*))
     };
 }
 
 /// [`out!`] with a newline.
 macro_rules! outln {
     ($($arg:tt)*) => {
-        $crate::cmd::write_out(&format!("{}\n", format_args!($($arg)*)))
+        $crate::cmd::output::write_out(&format!("{}\n", format_args!($($arg)*)))
     };
 }
 
@@ -44,6 +45,7 @@ pub mod lnetctl;
 pub mod man;
 pub mod mount;
 pub mod oss;
+pub mod output;
 pub mod placement;
 pub mod routing;
 pub mod selftest;
@@ -190,15 +192,6 @@ pub enum BenchCommand {
     Cluster(launch::BenchClusterArgs),
 }
 
-/// Writes `text` to standard output and flushes it.
-pub(crate) fn write_out(text: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("write to standard output")
-}
-
 /// Runs the command the command line names, to its end.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -253,30 +246,6 @@ fn man(dir: Option<std::path::PathBuf>) -> anyhow::Result<()> {
                 .with_context(|| format!("write the man pages into {}", dir.display()))
         }
     }
-}
-
-/// A paper's experiment's report as a user asked for it: its plot's SVG at the path given
-/// (if asked and there is one; `drawn` says what it shows), then the report on standard
-/// output, as JSON or as the table for people.
-pub(crate) fn print_report<R: serde::Serialize>(
-    report: &R,
-    json: bool,
-    table: impl FnOnce(&R) -> String,
-    svg: Option<(&std::path::Path, Option<String>, &str)>,
-) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    if let Some((path, Some(svg), drawn)) = svg {
-        std::fs::write(path, svg).with_context(|| format!("write the plot {}", path.display()))?;
-        eprintln!("{drawn} drawn in {}", path.display());
-    }
-    let mut out = std::io::stdout();
-    if json {
-        let json = serde_json::to_string_pretty(report).context("encode the report as JSON")?;
-        writeln!(out, "{json}").context("write the report")?;
-    } else {
-        write!(out, "{}", table(report)).context("write the report")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

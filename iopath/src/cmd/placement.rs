@@ -85,5 +85,5 @@ pub async fn run(args: PlacementArgs) -> anyhow::Result<()> {
             "completion times",
         )
     });
-    super::print_report(&report, args.json, placement::render, svg)
+    super::output::print_report(&report, args.json, placement::render, svg)
 }

@@ -108,5 +108,5 @@ pub async fn run(args: RoutingArgs) -> anyhow::Result<()> {
             "bandwidth by configuration",
         )
     });
-    super::print_report(&report, args.json, routing::render, svg)
+    super::output::print_report(&report, args.json, routing::render, svg)
 }

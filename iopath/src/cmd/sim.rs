@@ -210,7 +210,7 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
             ));
         }
         if !text.is_empty()
-            && let Err(error) = super::write_out(&text)
+            && let Err(error) = super::output::write_out(&text)
         {
             stop.store(true, Ordering::Relaxed);
             unwritten

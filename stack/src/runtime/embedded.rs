@@ -15,7 +15,8 @@ use iopath_admin::{AdminHandle, Secret, Shutdown};
 use iopath_fabric::fault::FaultHook;
 use iopath_fabric::{Limits, MemNetwork};
 
-use super::node::{FyodTuning, NodeTuning, RunningNode, SharedNetworks};
+use super::fyod::FyodTuning;
+use super::node::{NodeTuning, RunningNode, SharedNetworks};
 use super::storage::StorageDir;
 use crate::error::StackError;
 use crate::schema::{RoleName, Stack};

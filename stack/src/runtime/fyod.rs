@@ -6,10 +6,18 @@ use std::sync::Arc;
 
 use iopath_admin::{Param, ParamTree};
 use iopath_fabric::Node;
-use iopath_forwarder::{FileSystem, FyodConfig, FyodService};
+use iopath_forwarder::{FileSystem, FyodConfig, FyodLimits, FyodService};
 
-use super::node::FyodTuning;
 use crate::schema::{FyodMode, FyodSpec, Role, RoleName, Stack};
+
+/// A fyod's settings beyond its stack file's.
+#[derive(Debug, Clone)]
+pub struct FyodTuning {
+    /// Its bounds.
+    pub limits: FyodLimits,
+    /// The most compute nodes it serves.
+    pub clients_per_fyod: u32,
+}
 
 /// A running fyod.
 #[derive(Debug)]

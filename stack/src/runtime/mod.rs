@@ -16,7 +16,8 @@ pub mod processes;
 pub mod storage;
 
 pub use embedded::{EmbeddedOptions, EmbeddedStack};
-pub use node::{FyodTuning, NodeTuning, RunningNode, SharedNetworks};
+pub use fyod::FyodTuning;
+pub use node::{NodeTuning, RunningNode, SharedNetworks};
 pub use processes::{ChildNode, Launcher, ProcessStack};
 pub use storage::StorageDir;
 

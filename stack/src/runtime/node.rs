@@ -10,14 +10,13 @@ use iopath_fabric::fault::FaultHook;
 use iopath_fabric::router::RouterConfig;
 use iopath_fabric::torus::TorusNetwork;
 use iopath_fabric::{Interface, Limits, MemNetwork, Node, NodeConfig};
-use iopath_forwarder::FyodLimits;
 use iopath_mds::{MdsConfig, MdsService, MdsTarget, StripeRequest};
 use iopath_storage_server::engine::EngineConfig;
 use iopath_storage_server::ost::{Oss, OssConfig, OstConfig};
 use iopath_storage_server::service::{OssService, ServiceConfig};
 use tracing::info;
 
-use super::fyod::{self, FyodRunning};
+use super::fyod::{self, FyodRunning, FyodTuning};
 use crate::error::StackError;
 use crate::schema::{Address, Role, RoleName, Stack};
 
@@ -493,15 +492,6 @@ pub struct NodeTuning {
     /// The largest object an OSS's targets hold, if not the default (tests of a target that
     /// cannot take more of a file).
     pub object_size_max_bytes: Option<u64>,
-}
-
-/// A fyod's settings beyond its stack file's.
-#[derive(Debug, Clone)]
-pub struct FyodTuning {
-    /// Its bounds.
-    pub limits: FyodLimits,
-    /// The most compute nodes it serves.
-    pub clients_per_fyod: u32,
 }
 
 /// Starts what `node` serves.

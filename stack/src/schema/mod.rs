@@ -1,9 +1,12 @@
-//! Stack files: what TOML says ([`mod@file`]), what it means once checked ([`mod@stack`]),
-//! and the check that every node can reach the nodes it talks to (`reach`).
+//! Stack files: what TOML says ([`mod@file`]), what it means once checked ([`mod@stack`]: the
+//! typed values and what they answer), how one becomes the other (`read`, with the check that
+//! every node can reach the nodes it talks to, `reach`) and back (`write`).
 
 pub mod file;
 pub(crate) mod reach;
+mod read;
 pub mod stack;
+mod write;
 
 pub use file::{RoleName, StackFile};
 pub use stack::{

@@ -14,18 +14,22 @@
 //!   (unsynced writes live in a volatile cache a crash drops or tears), for the seeded
 //!   simulation.
 //!
+//! [`open_engine`] (in [`open`]) starts the real engine a server is configured with.
+//!
 //! Engines return boxed futures so that OSTs can hold any of them as `Arc<dyn DiskEngine>` and
 //! await completions from the tokio runtime while the I/O happens on other threads.
 
 pub mod aligned;
 pub mod faulty;
 pub mod modeled;
+pub mod open;
 pub mod psync;
 pub mod simulated;
 pub mod uring;
 
 use aligned::{AlignedBuf, SizedPools, is_direct_aligned};
 use bytes::Bytes;
+pub use open::{EngineConfig, EngineKind, open_engine};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -302,53 +306,6 @@ pub(crate) fn check_transfer(length: usize) -> io::Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Which real engine to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EngineKind {
-    /// io_uring, falling back to psync if the kernel refuses.
-    Uring,
-    /// pread/pwrite on blocking threads.
-    Psync,
-}
-
-/// Settings for [`open_engine`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EngineConfig {
-    /// Which engine.
-    pub kind: EngineKind,
-    /// io_uring submission queue entries per ring (also the ring's in-flight limit).
-    pub ring_entries: u32,
-    /// Dedicated ring threads (io_uring) or concurrent blocking calls (psync).
-    pub threads: usize,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            kind: EngineKind::Uring,
-            ring_entries: 64,
-            threads: 1,
-        }
-    }
-}
-
-/// Starts the configured engine. When io_uring setup is refused (seccomp, `io_uring_disabled`,
-/// old kernel) this logs a warning and returns the psync engine instead, so a server always
-/// starts.
-pub fn open_engine(config: &EngineConfig) -> Arc<dyn DiskEngine> {
-    match config.kind {
-        EngineKind::Psync => Arc::new(psync::PsyncEngine::new(config.threads)),
-        EngineKind::Uring => match uring::UringEngine::new(config.ring_entries, config.threads) {
-            Ok(engine) => Arc::new(engine),
-            Err(error) => {
-                tracing::warn!(%error, "io_uring setup refused; falling back to the pread/pwrite engine");
-                Arc::new(psync::PsyncEngine::new(config.threads))
-            }
-        },
-    }
 }
 
 #[cfg(test)]
