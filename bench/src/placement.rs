@@ -483,7 +483,9 @@ fn spread(times: &[f64]) -> f64 {
 /// does.
 fn target_index(config: &PlacementConfig, servers: u32, pair: &Pair) -> u32 {
     let local = pair.target.index % config.targets_per_server;
-    local * servers + pair.target.server
+    let counts = vec![config.targets_per_server; servers as usize];
+    iopath_layout::dealt_index(&counts, pair.target.server as usize, local)
+        .expect("a pair's target is one of its server's")
 }
 
 /// What each writer of an experiment writes.

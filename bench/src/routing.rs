@@ -718,7 +718,9 @@ fn stack_text(
 /// experiment in blocks per server).
 fn target_index(config: &RoutingConfig, pair: &Pair) -> u32 {
     let local = pair.target.index % config.targets_per_server;
-    local * config.servers() + pair.target.server
+    let counts = vec![config.targets_per_server; config.servers() as usize];
+    iopath_layout::dealt_index(&counts, pair.target.server as usize, local)
+        .expect("a pair's target is one of its server's")
 }
 
 async fn run_one(

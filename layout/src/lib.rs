@@ -31,4 +31,4 @@ pub use layout::{
 pub use names::{FSNAME_MAX_CHARS, FsName, TargetKind, TargetName};
 pub use plan::{ObjectIo, PACKET_BYTES_MAX, Packing, Segment, plan, scatter, visible_len};
 pub use request::{StripeRequest, StripeSettings};
-pub use targets::TargetMap;
+pub use targets::{TargetMap, deal, dealt_index};

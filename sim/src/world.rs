@@ -153,6 +153,7 @@ impl World {
         } else {
             MemNetwork::new()
         };
+        let counts = vec![config.targets_per_server; config.servers as usize];
         let servers = (0..config.servers)
             .map(|s| Server {
                 nid: Nid::mem(FIRST_SERVER + s, storage_net(&config)),
@@ -165,7 +166,7 @@ impl World {
                     .unwrap_or(false),
                 // Targets are dealt out in turn, as every stack deals them.
                 targets: (0..config.targets_per_server)
-                    .map(|t| t * config.servers + s)
+                    .filter_map(|t| iopath_layout::dealt_index(&counts, s as usize, t))
                     .collect(),
                 life: 0,
                 running: None,

@@ -820,16 +820,11 @@ impl Stack {
                 _ => unreachable!("nodes_of(Oss) returns OSS nodes"),
             })
             .collect();
-        let most = osss.iter().map(|&(_, t)| t).max().unwrap_or(0);
-        let mut out = Vec::new();
-        for local in 0..most {
-            for &(node, targets) in &osss {
-                if local < targets {
-                    out.push((node, local));
-                }
-            }
-        }
-        out
+        let counts: Vec<u32> = osss.iter().map(|&(_, targets)| targets).collect();
+        iopath_layout::deal(&counts)
+            .into_iter()
+            .map(|(server, local)| (osss[server].0, local))
+            .collect()
     }
 
     /// The name of the target with file-system index `global` (see [`Stack::targets`]):
