@@ -730,6 +730,12 @@ impl Client {
     /// write-behind), then commits every target. Bounded in time by the RPC layer's resends
     /// and a storage server's recovery window; on failure the error says what may not be
     /// durable. Closing twice is the same as once.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Client::close",
+        skip_all
+    )]
     pub async fn close(&self) -> Result<(), ClientError> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Ok(());

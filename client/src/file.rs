@@ -120,6 +120,12 @@ impl FileCore {
     /// Writes as a `kind` call: through a fyod, `Sync` is `write()` (served one at a time per
     /// fyod) and `Async` is `cwrite()` (concurrent across files); direct-attached they are
     /// the same.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "FileCore::write_at",
+        skip_all
+    )]
     pub(crate) async fn write_at(
         &self,
         offset_bytes: u64,
@@ -281,6 +287,12 @@ impl File {
     /// Through a fyod this is a synchronous call (`write()`): the fyod serves one at a time.
     ///
     /// `data` is `Bytes`, or [`Checksummed`] bytes whose checksum their maker computed already.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "File::write_at",
+        skip_all
+    )]
     pub async fn write_at(
         &self,
         offset: u64,

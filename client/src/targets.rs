@@ -318,6 +318,12 @@ impl Targets {
     /// Writes `data` at file offset `offset_bytes`: one RPC per packet, every object in
     /// parallel. Returns once every packet is acknowledged (or the first failure, after the
     /// others have finished: nothing of this call is still in flight when it returns).
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Targets::write",
+        skip_all
+    )]
     pub async fn write(
         &self,
         layout: &Layout,

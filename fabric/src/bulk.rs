@@ -99,6 +99,12 @@ impl Node {
     /// [`Node::bulk_get`], also returning the checksum of the bytes pulled — combined from the
     /// verified chunks', so a caller that needs it (a descriptor cut without one) does not
     /// read the data again.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "bulk_get_checked",
+        skip_all
+    )]
     pub async fn bulk_get_checked(
         &self,
         desc: &BufferDescriptor,

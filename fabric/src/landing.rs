@@ -204,6 +204,12 @@ impl Landing {
     }
 
     /// The whole transfer, once every chunk is kept: the buffer itself, page aligned.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Landing::into_bytes",
+        skip_all
+    )]
     pub fn into_bytes(self) -> Bytes {
         let mut state = self.shared.lock();
         assert!(

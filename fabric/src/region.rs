@@ -207,6 +207,12 @@ impl Regions {
 
     /// Registers `data` for peers to pull from. A checksum that comes with it is remembered,
     /// so describing the whole region does not compute it again.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "register_source",
+        skip_all
+    )]
     pub fn register_source(
         self: &Arc<Self>,
         data: impl Into<Checksummed>,
@@ -387,6 +393,12 @@ impl SourceRegion {
     }
 
     /// Describes the whole region.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "describe_all",
+        skip_all
+    )]
     pub fn describe_all(&self, kind: ChecksumKind) -> BufferDescriptor {
         self.describe(0, self.data.len() as u64, kind)
             .expect("the whole region is in range")

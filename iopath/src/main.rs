@@ -122,12 +122,20 @@ fn start_log() -> Result<(), String> {
         Ok(value) => ("IOPATH_LOG", Some(value)),
         Err(_) => ("RUST_LOG", std::env::var("RUST_LOG").ok()),
     };
-    let filter = match value {
-        Some(value) => log_filter(&value).map_err(|why| format!("{name}={value:?}: {why}"))?,
+    let filter = match &value {
+        Some(value) => log_filter(value).map_err(|why| format!("{name}={value:?}: {why}"))?,
         None => "warn".into(),
     };
+    // The walkthrough's steps are spans (docs/walkthrough.md): a filter that names their
+    // target shows each as it opens. Other spans stay silent, as they always were.
+    let steps = value.as_deref().is_some_and(|v| v.contains(WALKTHROUGH_TARGET));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(if steps {
+            tracing_subscriber::fmt::format::FmtSpan::NEW
+        } else {
+            tracing_subscriber::fmt::format::FmtSpan::NONE
+        })
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a log written to a file or a pipe is read
         // by grep and editors, where escape codes are noise.
@@ -135,6 +143,9 @@ fn start_log() -> Result<(), String> {
         .init();
     Ok(())
 }
+
+/// The target of the spans the walkthrough's steps open (`IOPATH_LOG=walkthrough=trace`).
+const WALKTHROUGH_TARGET: &str = "walkthrough";
 
 /// The levels a bare word in a log filter may be.
 const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];

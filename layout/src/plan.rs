@@ -98,6 +98,7 @@ pub struct ObjectIo {
 /// its pieces in object order, merged while they are back to back in the object and the
 /// packet stays within `packing`'s bounds. Ordered by object, then by object offset. An empty
 /// extent has none.
+#[tracing::instrument(target = "walkthrough", level = "trace", name = "plan", skip_all)]
 pub fn plan(
     layout: &Layout,
     offset_bytes: u64,

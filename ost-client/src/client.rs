@@ -395,6 +395,12 @@ impl OstClient {
     /// A server in its recovery window answers `EINPROGRESS` until every client it knew has
     /// replayed or been evicted: the call waits as long as the server says the window can
     /// last (its hard deadline, bounded by [`RECOVERY_WAIT_MAX`]), and says once that it waits.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OstClient::call",
+        skip_all
+    )]
     async fn call(
         &self,
         target: Option<u32>,
@@ -527,6 +533,12 @@ impl OstClient {
     /// not committed the write. Then nothing is noted, false is returned, and the write must
     /// be sent again. Decided under the state lock, where a replay chooses what it replays: a
     /// write is either among what the replay to the next start carries, or noted by no one.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OstClient::note_answered_by",
+        skip_all
+    )]
     fn note_answered_by(
         &self,
         answered_by: Option<u64>,
@@ -673,6 +685,12 @@ impl OstClient {
 
     /// Sends a new write the server pulls from `buffer`, and keeps it as `data` until the
     /// target commits it.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OstClient::write_kept",
+        skip_all
+    )]
     async fn write_kept(
         &self,
         target: u32,
@@ -724,6 +742,12 @@ impl OstClient {
 
     /// Writes `data` at `offset`: the server pulls it from a region registered for the call.
     /// The bytes are kept here until committed ([`OstClient::kept_bytes`]).
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OstClient::write",
+        skip_all
+    )]
     pub async fn write(
         &self,
         target: u32,
@@ -994,6 +1018,12 @@ impl OstClient {
 
     /// The pinger's reconnect ([`crate::ping`]): [`OstClient::reconnect_and_replay`], or
     /// `None`, with nothing sent, once [`OstClient::disconnect`] has begun (or is done).
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OstClient::ping",
+        skip_all
+    )]
     pub async fn ping(&self) -> Option<Result<ReplayReport, FabricError>> {
         let _one_at_a_time = self.replaying.lock().await;
         if !self.lock().may_ping() {

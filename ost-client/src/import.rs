@@ -362,6 +362,12 @@ impl Import {
     /// not committed the write — then nothing is noted and it must be sent again. Decided
     /// here, where the replay chooses what it replays: a write is either among what the
     /// replay to the next start carries, or noted by no one.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Import::write_answered",
+        skip_all
+    )]
     pub fn write_answered(
         &mut self,
         answered_by: Option<u64>,

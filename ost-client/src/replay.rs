@@ -88,6 +88,12 @@ impl ReplayList {
     /// (0 and `None` for a reply that acknowledged no write): keeps the write if it is not
     /// committed yet, and forgets every kept write of the target the commit covers. Says
     /// whether the write is newly kept, and returns the writes it forgot.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "ReplayList::note",
+        skip_all
+    )]
     pub fn note(
         &mut self,
         target: u32,

@@ -125,6 +125,12 @@ impl Node {
     /// [`Node::call_with`], counting in `sends` how often the request went out. More than
     /// once means a resend, which a server that restarted in between executes as new (its
     /// saved replies went with it): a caller whose request is not idempotent checks for that.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "call_counting_sends",
+        skip_all
+    )]
     pub async fn call_counting_sends(
         &self,
         target: Nid,

@@ -42,6 +42,7 @@ impl PortalHandler for ServicePortal {
 /// Admits a request that arrived for `service`: executes it, answers a resend from the saved
 /// reply, ignores a resend of one still executing or a late copy of one whose reply the client
 /// has, or answers BUSY. Never waits.
+#[tracing::instrument(target = "walkthrough", level = "trace", name = "admit", skip_all)]
 fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let header = message.header;
     let (client, xid) = (header.source, header.match_bits);

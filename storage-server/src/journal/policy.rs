@@ -185,6 +185,12 @@ impl CommitPolicy {
     }
 
     /// An operation's data step is done: assign its transno and decide its reply point.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "CommitPolicy::submit",
+        skip_all
+    )]
     pub fn submit(
         &mut self,
         now_ms: u64,

@@ -190,6 +190,12 @@ impl Journal {
     }
 
     /// Hands over an operation whose data step is done; resolves at its reply point.
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Journal::submit",
+        skip_all
+    )]
     pub(crate) async fn submit(
         &self,
         intent: Intent,
@@ -620,6 +626,7 @@ async fn commit_fail_point(fail: &FailPoints, site: Site) -> std::result::Result
 }
 
 /// Commits one group. Errors are strings: whatever failed, the target stops.
+#[tracing::instrument(target = "walkthrough", level = "trace", name = "run_commit", skip_all)]
 async fn run_commit(job: CommitJob) -> std::result::Result<CommitOutcome, String> {
     let journal_path = job.journal.path().display().to_string();
     // Before anything of the group is written: a process that aborts here leaves its records

@@ -606,6 +606,12 @@ impl Ost {
             .await
     }
 
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "Ost::write_inner",
+        skip_all
+    )]
     async fn write_inner(
         &self,
         object: ObjectId,

@@ -210,6 +210,12 @@ impl OssService {
         self.recovery.replays_queued(index)
     }
 
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OssService::stamp",
+        skip_all
+    )]
     fn stamp<T>(&self, reply: &OpReply<T>) -> pb::OpReply {
         pb::OpReply {
             transno: reply.transno.map(|t| t.0).unwrap_or(0),
@@ -416,6 +422,12 @@ impl OssService {
         self.oss.target(index).map_err(storage_error)
     }
 
+    #[tracing::instrument(
+        target = "walkthrough",
+        level = "trace",
+        name = "OssService::write",
+        skip_all
+    )]
     async fn write(
         &self,
         request: &Request,
