@@ -128,7 +128,9 @@ fn start_log() -> Result<(), String> {
     };
     // The walkthrough's steps are spans (docs/walkthrough.md): a filter that names their
     // target shows each as it opens. Other spans stay silent, as they always were.
-    let steps = value.as_deref().is_some_and(|v| v.contains(WALKTHROUGH_TARGET));
+    let steps = value
+        .as_deref()
+        .is_some_and(|v| v.contains(WALKTHROUGH_TARGET));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_span_events(if steps {
