@@ -111,16 +111,12 @@ async fn start_child(
         .map_err(|e| BenchError::tool(format!("a node process did not say READY in time: {e}")))?
         .map_err(|e| BenchError::system("read a node process's first line", e))?
         .ok_or_else(|| BenchError::tool("a node process exited before it was ready"))?;
+    let ready: iopath_admin::process::Ready = ready
+        .parse()
+        .map_err(|why| BenchError::tool(format!("a node process {why}")))?;
     let nids = ready
-        .strip_prefix("READY ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .ok_or_else(|| {
-            BenchError::tool(format!(
-                "unexpected first line from a node process: {ready:?}"
-            ))
-        })?;
-    let nids = nids
-        .split(',')
+        .nids
+        .iter()
         .map(|n| {
             n.parse()
                 .map_err(|e| BenchError::step(format!("parse NID {n:?}"), e))

@@ -682,32 +682,11 @@ pub(crate) async fn wait_ready(
         };
         return Err((failed(why), None));
     };
-    let mut words = line.split_whitespace();
-    let (Some("READY"), Some(nids), Some(admin)) = (words.next(), words.next(), words.next())
-    else {
-        let _ = pending.child.start_kill();
-        return Err((
-            failed(format!("said {line:?} instead of READY <nids> <admin>")),
-            None,
-        ));
-    };
-    let Ok(admin) = admin.parse::<SocketAddr>() else {
-        let _ = pending.child.start_kill();
-        return Err((
-            failed(format!("announced a bad admin address in {line:?}")),
-            None,
-        ));
-    };
-    // An optional fourth word: where it serves /metrics.
-    let metrics = match words.next().map(str::parse::<SocketAddr>) {
-        None => None,
-        Some(Ok(addr)) => Some(addr),
-        Some(Err(_)) => {
+    let ready = match line.parse::<iopath_admin::process::Ready>() {
+        Ok(ready) => ready,
+        Err(why) => {
             let _ = pending.child.start_kill();
-            return Err((
-                failed(format!("announced a bad metrics address in {line:?}")),
-                None,
-            ));
+            return Err((failed(why), None));
         }
     };
     // Whatever else it prints is drained, so it never blocks on a full pipe.
@@ -721,9 +700,9 @@ pub(crate) async fn wait_ready(
         index: pending.index,
         name: pending.name.clone(),
         role: pending.role,
-        nids: nids.to_owned(),
-        admin,
-        metrics,
+        nids: ready.nids.join(","),
+        admin: ready.admin,
+        metrics: ready.metrics,
         child: pending.child,
         stdin,
     })
