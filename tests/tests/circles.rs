@@ -19,28 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The workspace root: this crate's parent folder.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The workspace's member folders, from the root `Cargo.toml`'s `members = [...]`.
-fn members(root: &Path) -> Vec<PathBuf> {
-    let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let list = manifest
-        .split("members = [")
-        .nth(1)
-        .and_then(|rest| rest.split(']').next())
-        .expect("the workspace lists its members");
-    list.lines()
-        .filter_map(|line| line.split('#').next()?.trim().strip_prefix('"'))
-        .filter_map(|name| name.split('"').next())
-        .map(|name| root.join(name))
-        .collect()
-}
+mod workspace;
+use workspace::{members, root};
 
 /// `text` with comments, string and character literals blanked out (lines kept).
 fn code_only(text: &str) -> String {

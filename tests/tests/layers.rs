@@ -10,7 +10,8 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-use std::path::{Path, PathBuf};
+mod workspace;
+use workspace::{members, root};
 
 /// Dev-dependencies allowed to point up, as (crate, dependency): the crates whose tests run
 /// on `iopath_stack::testing::TestStack`, the one in-process stack every crate's tests share.
@@ -20,13 +21,6 @@ const DEV_ARROWS_UP: [(&str, &str); 3] = [
     ("iopath-client", "iopath-stack"),
     ("iopath-mount", "iopath-stack"),
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 /// The package names of the *Layers* table's rows, bottom floor first (`` | `fabric` | ``
 /// is `iopath-fabric`; `iopath` is itself).
@@ -118,22 +112,6 @@ fn arrows_up(floors: &[String], manifests: &[Manifest]) -> Vec<String> {
         }
     }
     found
-}
-
-fn members(root: &Path) -> Vec<PathBuf> {
-    let text = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let list = text
-        .split("members = [")
-        .nth(1)
-        .unwrap()
-        .split(']')
-        .next()
-        .unwrap();
-    list.lines()
-        .filter_map(|line| line.split('#').next()?.trim().strip_prefix('"'))
-        .filter_map(|name| name.split('"').next())
-        .map(|name| root.join(name))
-        .collect()
 }
 
 #[test]
