@@ -16,10 +16,9 @@ use workspace::{members, root};
 /// Dev-dependencies allowed to point up, as (crate, dependency): the crates whose tests run
 /// on `iopath_stack::testing::TestStack`, the one in-process stack every crate's tests share.
 /// Moving those tests up (or the fixture into a crate of its own) would empty this list.
-const DEV_ARROWS_UP: [(&str, &str); 3] = [
+const DEV_ARROWS_UP: [(&str, &str); 2] = [
     ("iopath-forwarder", "iopath-stack"),
     ("iopath-client", "iopath-stack"),
-    ("iopath-mount", "iopath-stack"),
 ];
 
 /// The package names of the *Layers* table's rows, bottom floor first (`` | `fabric` | ``
