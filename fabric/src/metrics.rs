@@ -85,6 +85,8 @@ fn gate_families(
 }
 
 impl Collector for FabricCollector {
+    /// Long (231 lines) on purpose: one family after another, each a few lines over what the
+    /// node's views already hold; the order is the order of `/metrics` (docs/metrics.md).
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let Some(node) = self.node.upgrade() else {
             return Ok(());

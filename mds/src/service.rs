@@ -202,6 +202,9 @@ impl MdsService {
         &self.targets
     }
 
+    /// Decodes a request, runs it, encodes its reply. Long (256 lines) on purpose: one arm per
+    /// opcode, each the decode, the operation and the reply of one RPC, as ptlrpc's handler
+    /// table reads.
     async fn dispatch(&self, request: &Request) -> Result<Bytes> {
         let (opcode, body) = (request.opcode, request.body.as_ref());
         // Who asked, in the change's log record: its resend is answered from it.

@@ -15,6 +15,9 @@ type Refusal = String;
 
 impl Namespace {
     /// Applies `mutation`. Refuses, changing nothing, one that does not fit the namespace.
+    ///
+    /// Long (280 lines) on purpose: one arm per kind of mutation, each a few checks and the
+    /// change, so that every way the namespace changes is read in one place, in one order.
     pub fn apply(&mut self, mutation: &Mutation) -> Result<Outcome, Refusal> {
         match mutation {
             Mutation::Mkdir {

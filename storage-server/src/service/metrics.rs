@@ -31,6 +31,8 @@ impl OssCollector {
 }
 
 impl Collector for OssCollector {
+    /// Long (174 lines) on purpose: one family after another, as the fabric's collector is,
+    /// in the order `/metrics` shows them.
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let Some(service) = self.service.upgrade() else {
             return Ok(());
