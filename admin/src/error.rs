@@ -147,6 +147,12 @@ pub enum AdminError {
         /// What the source said.
         detail: String,
     },
+    /// A node process's first line was not a READY line ([`crate::process::Ready`]).
+    #[error("{why}")]
+    NotReady {
+        /// What the line said, and what was wrong with it.
+        why: String,
+    },
 }
 
 /// Names already set before a refusal, so a partial set is never silent.

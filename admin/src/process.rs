@@ -40,29 +40,32 @@ impl std::fmt::Display for Ready {
 }
 
 impl std::str::FromStr for Ready {
-    type Err = String;
+    type Err = AdminError;
 
     /// Parses a READY line; the error says what was wrong with it.
-    fn from_str(line: &str) -> Result<Ready, String> {
+    fn from_str(line: &str) -> Result<Ready, AdminError> {
+        let bad = |why: String| AdminError::NotReady { why };
         let mut words = line.split_whitespace();
         let (Some("READY"), Some(nids), Some(admin)) = (words.next(), words.next(), words.next())
         else {
-            return Err(format!("said {line:?} instead of READY <nids> <admin>"));
+            return Err(bad(format!(
+                "said {line:?} instead of READY <nids> <admin>"
+            )));
         };
         let admin = admin
             .parse()
-            .map_err(|_| format!("announced a bad admin address in {line:?}"))?;
+            .map_err(|_| bad(format!("announced a bad admin address in {line:?}")))?;
         let metrics = match words.next() {
             None => None,
             Some(word) => Some(
                 word.parse()
-                    .map_err(|_| format!("announced a bad metrics address in {line:?}"))?,
+                    .map_err(|_| bad(format!("announced a bad metrics address in {line:?}")))?,
             ),
         };
         if words.next().is_some() {
-            return Err(format!(
+            return Err(bad(format!(
                 "said more than READY <nids> <admin> [<metrics>]: {line:?}"
-            ));
+            )));
         }
         Ok(Ready {
             nids: nids.split(',').map(str::to_owned).collect(),
@@ -150,7 +153,7 @@ mod tests {
         };
         let line = ready.to_string();
         assert_eq!(line, "READY 10@tcp0,10@tcp1 127.0.0.1:7000 127.0.0.1:7001");
-        assert_eq!(line.parse::<Ready>(), Ok(ready));
+        assert_eq!(line.parse::<Ready>().unwrap(), ready);
         let plain: Ready = "READY 1@mem0 127.0.0.1:9".parse().unwrap();
         assert_eq!((plain.nids.len(), plain.metrics), (1, None));
         for (bad, why) in [
@@ -160,7 +163,7 @@ mod tests {
             ("READY 1@mem0 127.0.0.1:9 nowhere", "bad metrics address"),
             ("READY 1@mem0 127.0.0.1:9 127.0.0.1:10 more", "more than"),
         ] {
-            let error = bad.parse::<Ready>().unwrap_err();
+            let error = bad.parse::<Ready>().unwrap_err().to_string();
             assert!(error.contains(why), "{bad:?}: {error}");
         }
     }

@@ -686,7 +686,7 @@ pub(crate) async fn wait_ready(
         Ok(ready) => ready,
         Err(why) => {
             let _ = pending.child.start_kill();
-            return Err((failed(why), None));
+            return Err((failed(why.to_string()), None));
         }
     };
     // Whatever else it prints is drained, so it never blocks on a full pipe.
