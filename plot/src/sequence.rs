@@ -165,6 +165,157 @@ impl Sequence {
     /// If a message or mark names a lane that is not in [`Sequence::lanes`], or a time that
     /// is not finite: the caller built the sequence wrong.
     pub fn svg(&self) -> String {
+        self.check();
+        let lane_count = self.lanes.len();
+        let Drawn {
+            arrows,
+            dots,
+            hidden,
+            last_us,
+        } = self.drawn();
+        let rows = distinct_times(&arrows, &dots);
+        let row_of = |t: f64| rows.partition_point(|&r| r < t);
+        let breaks = breaks(&rows);
+        let time_labels = time_labels(&rows);
+        let columns = Columns::new(&time_labels, &breaks, lane_count);
+        let lane_x = |lane: usize| columns.lane_x(lane);
+
+        // Each row's labels, stacked where they would cover each other.
+        let mut labels: Vec<Label> = arrows
+            .iter()
+            .map(|arrow| columns.arrow_label(arrow, row_of(arrow.sent_us)))
+            .chain(
+                dots.iter()
+                    .map(|dot| columns.dot_label(dot, row_of(dot.at_us), lane_count)),
+            )
+            .collect();
+        let lines_per_row = stack(&mut labels, rows.len());
+
+        // Vertical layout, top down: the title, the lanes' names, the rows, then what was left
+        // out, the key and the footnote.
+        let page = Page::new(columns.width, &self.title, &self.footnote);
+        let header_top = page.title_bottom() + 8.0;
+        let lane_names: Vec<Vec<String>> = self
+            .lanes
+            .iter()
+            .map(|name| lane_name_lines(name, columns.lane_px - 2.0 * LABEL_INSET_PX))
+            .collect();
+        let name_lines = lane_names.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let header_bottom = header_top + LANE_FONT_PX * LINE_SPACING * name_lines as f64 + 10.0;
+        let rows_top = header_bottom + 6.0;
+        let mut row_y = Vec::with_capacity(rows.len());
+        let mut y = rows_top;
+        for (row, &lines) in lines_per_row.iter().enumerate() {
+            if breaks[row].is_some() {
+                y += BREAK_PX;
+            }
+            y += ROW_MIN_PX.max(2.0 * LABEL_RISE_PX + LABEL_LINE_PX * lines as f64);
+            row_y.push(y);
+        }
+        let rows_bottom = if rows.is_empty() { y + 40.0 } else { y + 14.0 };
+        let label_line_px = LABEL_FONT_PX * LINE_SPACING;
+        let mut bottom = rows_bottom;
+        let more_baseline = (hidden > 0).then(|| {
+            bottom += label_line_px;
+            bottom - DESCENT_EM * LABEL_FONT_PX
+        });
+        let key_centre = arrows.iter().any(|a| a.queued).then(|| {
+            bottom += 8.0 + label_line_px;
+            bottom - label_line_px / 2.0
+        });
+        let (left, right) = (columns.lanes_left, columns.lanes_right);
+        let mut svg = String::new();
+        page.open(&mut svg, bottom);
+        // The rows' area, unstroked: where arrows and marks are drawn.
+        let _ = writeln!(
+            svg,
+            r#"<rect class="plot-area" x="{left:.1}" y="{rows_top:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
+            right - left,
+            rows_bottom - rows_top
+        );
+        // A faint line along each row, from its time across the lanes.
+        for &y in &row_y {
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{left:.1}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}" stroke="#f0f0f0"/>"##
+            );
+        }
+        let header = (header_top, header_bottom);
+        for (lane, (name, lines)) in self.lanes.iter().zip(&lane_names).enumerate() {
+            let lifeline_bottom = (!rows.is_empty()).then_some(rows_bottom);
+            columns.draw_lane(&mut svg, lane, name, lines, header, lifeline_bottom);
+        }
+        for (row, gap) in breaks.iter().enumerate() {
+            if let Some(gap_us) = gap {
+                columns.draw_break(&mut svg, *gap_us, row_y[row - 1] + 4.0, lane_count);
+            }
+        }
+        for (label, &y) in time_labels.iter().zip(&row_y) {
+            let baseline = y + (ASCENT_EM - DESCENT_EM) / 2.0 * TIME_FONT_PX;
+            text(
+                &mut svg,
+                "time",
+                left - TIME_GAP_PX,
+                baseline,
+                TIME_FONT_PX,
+                "end",
+                label,
+            );
+        }
+        for arrow in &arrows {
+            draw_arrow(
+                &mut svg,
+                arrow,
+                (lane_x(arrow.from), row_y[row_of(arrow.sent_us)]),
+                (lane_x(arrow.to), row_y[row_of(arrow.arrived_us)]),
+            );
+        }
+        for dot in &dots {
+            let (lane, y) = (&self.lanes[dot.lane], row_y[row_of(dot.at_us)]);
+            draw_dot(&mut svg, dot, lane, lane_x(dot.lane), y);
+        }
+        // Labels last, so no line is drawn across one after its halo.
+        for label in &labels {
+            draw_label(&mut svg, label, row_y[label.row]);
+        }
+        if rows.is_empty() {
+            let baseline = rows_top + 20.0 + (ASCENT_EM - DESCENT_EM) / 2.0 * LABEL_FONT_PX;
+            let centre = (left + right) / 2.0;
+            text(
+                &mut svg,
+                "empty",
+                centre,
+                baseline,
+                LABEL_FONT_PX,
+                "middle",
+                "no events",
+            );
+        }
+        if let (Some(baseline), Some(last_us)) = (more_baseline, last_us) {
+            let more = format!(
+                "… {hidden} more events, up to {}, not drawn",
+                time_label(last_us, 1)
+            );
+            text(
+                &mut svg,
+                "more",
+                left,
+                baseline,
+                LABEL_FONT_PX,
+                "start",
+                &more,
+            );
+        }
+        if let Some(centre) = key_centre {
+            draw_key(&mut svg, left, centre);
+        }
+        page.close(&mut svg, bottom);
+        svg
+    }
+
+    /// Panics on a message or mark naming a lane that is not in [`Sequence::lanes`], or a time
+    /// that is not finite.
+    fn check(&self) {
         let lane_count = self.lanes.len();
         for arrow in &self.messages {
             assert!(
@@ -193,12 +344,11 @@ impl Sequence {
                 mark.label
             );
         }
+    }
 
-        // What is drawn: messages between lanes as arrows, everything else as dots; and of
-        // them, those within the first `ROWS_MAX` rows.
-        let mut arrows: Vec<&Arrow> = self.messages.iter().filter(|a| a.from != a.to).collect();
-        let mut dots: Vec<Dot<'_>> = self
-            .marks
+    /// Every mark, and every message to its own lane, as a dot.
+    fn dots(&self) -> Vec<Dot<'_>> {
+        self.marks
             .iter()
             .map(|m| Dot {
                 lane: m.lane,
@@ -217,10 +367,17 @@ impl Sequence {
                         emphasis: false,
                     }),
             )
-            .collect();
+            .collect()
+    }
+
+    /// What is drawn: messages between lanes as arrows, everything else as dots; and of them,
+    /// those within the first `ROWS_MAX` rows.
+    fn drawn(&self) -> Drawn<'_> {
+        let mut arrows: Vec<&Arrow> = self.messages.iter().filter(|a| a.from != a.to).collect();
+        let mut dots = self.dots();
         let all_rows = distinct_times(&arrows, &dots);
-        let mut hidden = 0;
         let last_us = all_rows.last().copied();
+        let mut hidden = 0;
         if all_rows.len() > ROWS_MAX {
             let cut_us = all_rows[ROWS_MAX - 1];
             let before = arrows.len() + dots.len();
@@ -228,13 +385,34 @@ impl Sequence {
             dots.retain(|d| d.at_us <= cut_us);
             hidden = before - arrows.len() - dots.len();
         }
-        let rows = distinct_times(&arrows, &dots);
-        let row_of = |t: f64| rows.partition_point(|&r| r < t);
-        let breaks = breaks(&rows);
-        let time_labels = time_labels(&rows);
+        Drawn {
+            arrows,
+            dots,
+            hidden,
+            last_us,
+        }
+    }
+}
 
-        // Horizontal layout: the time column, then the lanes, each at least `LANE_PX` wide
-        // and together filling the picture.
+/// The arrows and dots a diagram draws, how many it leaves out, and the last time of all.
+struct Drawn<'a> {
+    arrows: Vec<&'a Arrow>,
+    dots: Vec<Dot<'a>>,
+    hidden: usize,
+    last_us: Option<f64>,
+}
+
+/// The horizontal layout: the time column, then the lanes, each at least `LANE_PX` wide and
+/// together filling the picture.
+struct Columns {
+    width: f64,
+    lanes_left: f64,
+    lanes_right: f64,
+    lane_px: f64,
+}
+
+impl Columns {
+    fn new(time_labels: &[String], breaks: &[Option<f64>], lane_count: usize) -> Columns {
         let time_width = time_labels
             .iter()
             .map(|l| width_px(l, TIME_FONT_PX))
@@ -251,278 +429,186 @@ impl Sequence {
             .ceil();
         let lanes_right = width - MARGIN_PX;
         let lane_px = (lanes_right - lanes_left) / lane_count.max(1) as f64;
-        let lane_x = |lane: usize| lanes_left + lane_px * (lane as f64 + 0.5);
-
-        // Each row's labels, stacked where they would cover each other.
-        let mut labels: Vec<Label> = Vec::new();
-        for arrow in &arrows {
-            let (x_from, x_to) = (lane_x(arrow.from), lane_x(arrow.to));
-            let room = (x_to - x_from).abs() - 2.0 * LABEL_INSET_PX;
-            let text = fit(&arrow.label, LABEL_FONT_PX, room);
-            let text_width = width_px(&text, LABEL_FONT_PX);
-            let (x, anchor, left) = if x_to > x_from {
-                let x = x_from + LABEL_INSET_PX;
-                (x, "start", x)
-            } else {
-                let x = x_from - LABEL_INSET_PX;
-                (x, "end", x - text_width)
-            };
-            labels.push(Label {
-                class: "arrow-label",
-                text,
-                row: row_of(arrow.sent_us),
-                x,
-                anchor,
-                left,
-                right: left + text_width,
-                colour: if arrow.queued {
-                    QUEUED_COLOUR
-                } else {
-                    TEXT_COLOUR
-                },
-                bold: false,
-                line: 0,
-            });
+        Columns {
+            width,
+            lanes_left,
+            lanes_right,
+            lane_px,
         }
-        for dot in &dots {
-            let lane_at = lane_x(dot.lane);
-            // Beside the dot on its right, unless that is the picture's edge; as far as
-            // `MARK_LABEL_LANES` lanes, but not past the edge.
-            let rightwards = dot.lane + 1 < lane_count || lane_count == 1;
-            let edge_px = if rightwards {
-                lanes_right - lane_at
-            } else {
-                lane_at - lanes_left
-            };
-            let room = (MARK_LABEL_LANES * lane_px).min(edge_px) - 2.0 * LABEL_INSET_PX;
-            let widening = if dot.emphasis { BOLD_WIDENING } else { 1.0 };
-            let text = fit(dot.label, LABEL_FONT_PX, room / widening);
-            let text_width = width_px(&text, LABEL_FONT_PX) * widening;
-            let (x, anchor, left) = if rightwards {
-                let x = lane_at + LABEL_INSET_PX;
-                (x, "start", x)
-            } else {
-                let x = lane_at - LABEL_INSET_PX;
-                (x, "end", x - text_width)
-            };
-            labels.push(Label {
-                class: "mark-label",
-                text,
-                row: row_of(dot.at_us),
-                x,
-                anchor,
-                left,
-                right: left + text_width,
-                colour: TEXT_COLOUR,
-                bold: dot.emphasis,
-                line: 0,
-            });
-        }
-        let lines_per_row = stack(&mut labels, rows.len());
+    }
 
-        // Vertical layout, top down: the title, the lanes' names, the rows, then what was left
-        // out, the key and the footnote.
-        let page = Page::new(width, &self.title, &self.footnote);
-        let header_top = page.title_bottom() + 8.0;
-        let lane_names: Vec<Vec<String>> = self
-            .lanes
+    /// The centre of lane `lane`.
+    fn lane_x(&self, lane: usize) -> f64 {
+        self.lanes_left + self.lane_px * (lane as f64 + 0.5)
+    }
+
+    /// An arrow's label, on row `row`: from its start, along the arrow, cut to fit between
+    /// the lanes.
+    fn arrow_label(&self, arrow: &Arrow, row: usize) -> Label {
+        let (x_from, x_to) = (self.lane_x(arrow.from), self.lane_x(arrow.to));
+        let room = (x_to - x_from).abs() - 2.0 * LABEL_INSET_PX;
+        let text = fit(&arrow.label, LABEL_FONT_PX, room);
+        let text_width = width_px(&text, LABEL_FONT_PX);
+        let (x, anchor, left) = if x_to > x_from {
+            let x = x_from + LABEL_INSET_PX;
+            (x, "start", x)
+        } else {
+            let x = x_from - LABEL_INSET_PX;
+            (x, "end", x - text_width)
+        };
+        Label {
+            class: "arrow-label",
+            text,
+            row,
+            x,
+            anchor,
+            left,
+            right: left + text_width,
+            colour: if arrow.queued {
+                QUEUED_COLOUR
+            } else {
+                TEXT_COLOUR
+            },
+            bold: false,
+            line: 0,
+        }
+    }
+
+    /// A dot's label, on row `row`: beside the dot on its right, unless that is the picture's
+    /// edge; as far as `MARK_LABEL_LANES` lanes, but not past the edge.
+    fn dot_label(&self, dot: &Dot<'_>, row: usize, lane_count: usize) -> Label {
+        let lane_at = self.lane_x(dot.lane);
+        let rightwards = dot.lane + 1 < lane_count || lane_count == 1;
+        let edge_px = if rightwards {
+            self.lanes_right - lane_at
+        } else {
+            lane_at - self.lanes_left
+        };
+        let room = (MARK_LABEL_LANES * self.lane_px).min(edge_px) - 2.0 * LABEL_INSET_PX;
+        let widening = if dot.emphasis { BOLD_WIDENING } else { 1.0 };
+        let text = fit(dot.label, LABEL_FONT_PX, room / widening);
+        let text_width = width_px(&text, LABEL_FONT_PX) * widening;
+        let (x, anchor, left) = if rightwards {
+            let x = lane_at + LABEL_INSET_PX;
+            (x, "start", x)
+        } else {
+            let x = lane_at - LABEL_INSET_PX;
+            (x, "end", x - text_width)
+        };
+        Label {
+            class: "mark-label",
+            text,
+            row,
+            x,
+            anchor,
+            left,
+            right: left + text_width,
+            colour: TEXT_COLOUR,
+            bold: dot.emphasis,
+            line: 0,
+        }
+    }
+
+    /// Lane `lane`: its name's box between `header` (top, bottom), and its lifeline down to
+    /// `lifeline_bottom` when there are rows.
+    fn draw_lane(
+        &self,
+        svg: &mut String,
+        lane: usize,
+        name: &str,
+        lines: &[String],
+        (header_top, header_bottom): (f64, f64),
+        lifeline_bottom: Option<f64>,
+    ) {
+        let x = self.lane_x(lane);
+        let _ = writeln!(svg, r#"<g class="lane" data-lane="{}">"#, escape(name));
+        if let Some(rows_bottom) = lifeline_bottom {
+            let _ = writeln!(
+                svg,
+                r#"<line class="lifeline" x1="{x:.1}" y1="{header_bottom:.1}" x2="{x:.1}" y2="{rows_bottom:.1}" stroke="{LIFELINE_COLOUR}" stroke-width="1.5"/>"#
+            );
+        }
+        // As wide as a lane of the least width, or as the name needs, up to the lane's.
+        let name_width = lines
             .iter()
-            .map(|name| lane_name_lines(name, lane_px - 2.0 * LABEL_INSET_PX))
-            .collect();
-        let lane_line_px = LANE_FONT_PX * LINE_SPACING;
-        let name_lines = lane_names.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let header_bottom = header_top + lane_line_px * name_lines as f64 + 10.0;
-        let rows_top = header_bottom + 6.0;
-        let mut row_y = Vec::with_capacity(rows.len());
-        let mut y = rows_top;
-        for (row, &lines) in lines_per_row.iter().enumerate() {
-            if breaks[row].is_some() {
-                y += BREAK_PX;
-            }
-            y += ROW_MIN_PX.max(2.0 * LABEL_RISE_PX + LABEL_LINE_PX * lines as f64);
-            row_y.push(y);
-        }
-        let rows_bottom = if rows.is_empty() { y + 40.0 } else { y + 14.0 };
-        let label_line_px = LABEL_FONT_PX * LINE_SPACING;
-        let mut bottom = rows_bottom;
-        let more_baseline = (hidden > 0).then(|| {
-            bottom += label_line_px;
-            bottom - DESCENT_EM * LABEL_FONT_PX
-        });
-        let key_centre = arrows.iter().any(|a| a.queued).then(|| {
-            bottom += 8.0 + label_line_px;
-            bottom - label_line_px / 2.0
-        });
-        let mut svg = String::new();
-        page.open(&mut svg, bottom);
-        // The rows' area, unstroked: where arrows and marks are drawn.
+            .map(|l| width_px(l, LANE_FONT_PX))
+            .fold(0.0, f64::max);
+        let box_width = (name_width + 4.0 * LABEL_INSET_PX)
+            .max(LANE_PX - LABEL_INSET_PX)
+            .min(self.lane_px - LABEL_INSET_PX);
         let _ = writeln!(
             svg,
-            r#"<rect class="plot-area" x="{lanes_left:.1}" y="{rows_top:.1}" width="{:.1}" height="{:.1}" fill="none"/>"#,
-            lanes_right - lanes_left,
-            rows_bottom - rows_top
+            r##"<rect x="{:.1}" y="{header_top:.1}" width="{box_width:.1}" height="{:.1}" rx="4" fill="#f4f4f4" stroke="#999999"/>"##,
+            x - box_width / 2.0,
+            header_bottom - header_top
         );
-        // A faint line along each row, from its time across the lanes.
-        for &y in &row_y {
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{lanes_left:.1}" y1="{y:.1}" x2="{lanes_right:.1}" y2="{y:.1}" stroke="#f0f0f0"/>"##
-            );
+        // The name's lines, centred in the box.
+        let lane_line_px = LANE_FONT_PX * LINE_SPACING;
+        let first_baseline = (header_top + header_bottom) / 2.0
+            - lane_line_px * (lines.len() as f64 - 1.0) / 2.0
+            + (ASCENT_EM - DESCENT_EM) / 2.0 * LANE_FONT_PX;
+        for (i, line) in lines.iter().enumerate() {
+            let baseline = first_baseline + lane_line_px * i as f64;
+            text(svg, "lane-name", x, baseline, LANE_FONT_PX, "middle", line);
         }
-        for (lane, (name, lines)) in self.lanes.iter().zip(&lane_names).enumerate() {
-            let x = lane_x(lane);
-            let _ = writeln!(svg, r#"<g class="lane" data-lane="{}">"#, escape(name));
-            if !rows.is_empty() {
-                let _ = writeln!(
-                    svg,
-                    r#"<line class="lifeline" x1="{x:.1}" y1="{header_bottom:.1}" x2="{x:.1}" y2="{rows_bottom:.1}" stroke="{LIFELINE_COLOUR}" stroke-width="1.5"/>"#
-                );
-            }
-            // As wide as a lane of the least width, or as the name needs, up to the lane's.
-            let name_width = lines
-                .iter()
-                .map(|l| width_px(l, LANE_FONT_PX))
-                .fold(0.0, f64::max);
-            let box_width = (name_width + 4.0 * LABEL_INSET_PX)
-                .max(LANE_PX - LABEL_INSET_PX)
-                .min(lane_px - LABEL_INSET_PX);
-            let _ = writeln!(
-                svg,
-                r##"<rect x="{:.1}" y="{header_top:.1}" width="{box_width:.1}" height="{:.1}" rx="4" fill="#f4f4f4" stroke="#999999"/>"##,
-                x - box_width / 2.0,
-                header_bottom - header_top
-            );
-            // The name's lines, centred in the box.
-            let first_baseline = (header_top + header_bottom) / 2.0
-                - lane_line_px * (lines.len() as f64 - 1.0) / 2.0
-                + (ASCENT_EM - DESCENT_EM) / 2.0 * LANE_FONT_PX;
-            for (i, line) in lines.iter().enumerate() {
-                text(
-                    &mut svg,
-                    "lane-name",
-                    x,
-                    first_baseline + lane_line_px * i as f64,
-                    LANE_FONT_PX,
-                    "middle",
-                    line,
-                );
-            }
-            svg.push_str("</g>\n");
-        }
-        for (row, gap) in breaks.iter().enumerate() {
-            let Some(gap_us) = gap else { continue };
-            let top = row_y[row - 1] + 4.0;
-            let band = BREAK_PX - 8.0;
-            let _ = writeln!(svg, r#"<g class="break" data-gap-us="{gap_us}">"#);
-            // Over the lifelines, which it interrupts; under the arrows, which cross it.
-            let _ = writeln!(
-                svg,
-                r##"<rect x="{lanes_left:.1}" y="{top:.1}" width="{:.1}" height="{band:.1}" fill="#ececec" stroke="#999999" stroke-dasharray="3 3"/>"##,
-                lanes_right - lanes_left
-            );
-            for lane in 0..lane_count {
-                let x = lane_x(lane);
-                let _ = writeln!(
-                    svg,
-                    r#"<path d="M{x:.1},{top:.1} L{:.1},{:.1} L{:.1},{:.1} L{x:.1},{:.1}" fill="none" stroke="{LIFELINE_COLOUR}" stroke-width="1.5"/>"#,
-                    x + 4.0,
-                    top + band / 3.0,
-                    x - 4.0,
-                    top + 2.0 * band / 3.0,
-                    top + band
-                );
-            }
-            text(
-                &mut svg,
-                "break-label",
-                lanes_left - TIME_GAP_PX,
-                top + band / 2.0 + (ASCENT_EM - DESCENT_EM) / 2.0 * TIME_FONT_PX,
-                TIME_FONT_PX,
-                "end",
-                &break_label(*gap_us),
-            );
-            svg.push_str("</g>\n");
-        }
-        for (label, &y) in time_labels.iter().zip(&row_y) {
-            text(
-                &mut svg,
-                "time",
-                lanes_left - TIME_GAP_PX,
-                y + (ASCENT_EM - DESCENT_EM) / 2.0 * TIME_FONT_PX,
-                TIME_FONT_PX,
-                "end",
-                label,
-            );
-        }
-        for arrow in &arrows {
-            draw_arrow(
-                &mut svg,
-                arrow,
-                (lane_x(arrow.from), row_y[row_of(arrow.sent_us)]),
-                (lane_x(arrow.to), row_y[row_of(arrow.arrived_us)]),
-            );
-        }
-        for dot in &dots {
-            draw_dot(
-                &mut svg,
-                dot,
-                &self.lanes[dot.lane],
-                lane_x(dot.lane),
-                row_y[row_of(dot.at_us)],
-            );
-        }
-        // Labels last, so no line is drawn across one after its halo.
-        for label in &labels {
-            let baseline = row_y[label.row]
-                - LABEL_RISE_PX
-                - DESCENT_EM * LABEL_FONT_PX
-                - LABEL_LINE_PX * label.line as f64;
-            let _ = writeln!(
-                svg,
-                r#"<text class="{}" x="{:.1}" y="{baseline:.1}" font-size="{LABEL_FONT_PX}" text-anchor="{}" fill="{}"{} {HALO}>{}</text>"#,
-                label.class,
-                label.x,
-                label.anchor,
-                label.colour,
-                if label.bold {
-                    r#" font-weight="bold""#
-                } else {
-                    ""
-                },
-                escape(&label.text)
-            );
-        }
-        if rows.is_empty() {
-            text(
-                &mut svg,
-                "empty",
-                (lanes_left + lanes_right) / 2.0,
-                rows_top + 20.0 + (ASCENT_EM - DESCENT_EM) / 2.0 * LABEL_FONT_PX,
-                LABEL_FONT_PX,
-                "middle",
-                "no events",
-            );
-        }
-        if let (Some(baseline), Some(last_us)) = (more_baseline, last_us) {
-            text(
-                &mut svg,
-                "more",
-                lanes_left,
-                baseline,
-                LABEL_FONT_PX,
-                "start",
-                &format!(
-                    "… {hidden} more events, up to {}, not drawn",
-                    time_label(last_us, 1)
-                ),
-            );
-        }
-        if let Some(centre) = key_centre {
-            draw_key(&mut svg, lanes_left, centre);
-        }
-        page.close(&mut svg, bottom);
-        svg
+        svg.push_str("</g>\n");
     }
+
+    /// A break of `gap_us` from `top`: a band over the lifelines, each drawn through it as a
+    /// zigzag, and how long the gap was beside it.
+    fn draw_break(&self, svg: &mut String, gap_us: f64, top: f64, lane_count: usize) {
+        let band = BREAK_PX - 8.0;
+        let _ = writeln!(svg, r#"<g class="break" data-gap-us="{gap_us}">"#);
+        // Over the lifelines, which it interrupts; under the arrows, which cross it.
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{:.1}" y="{top:.1}" width="{:.1}" height="{band:.1}" fill="#ececec" stroke="#999999" stroke-dasharray="3 3"/>"##,
+            self.lanes_left,
+            self.lanes_right - self.lanes_left
+        );
+        for lane in 0..lane_count {
+            let x = self.lane_x(lane);
+            let _ = writeln!(
+                svg,
+                r#"<path d="M{x:.1},{top:.1} L{:.1},{:.1} L{:.1},{:.1} L{x:.1},{:.1}" fill="none" stroke="{LIFELINE_COLOUR}" stroke-width="1.5"/>"#,
+                x + 4.0,
+                top + band / 3.0,
+                x - 4.0,
+                top + 2.0 * band / 3.0,
+                top + band
+            );
+        }
+        text(
+            svg,
+            "break-label",
+            self.lanes_left - TIME_GAP_PX,
+            top + band / 2.0 + (ASCENT_EM - DESCENT_EM) / 2.0 * TIME_FONT_PX,
+            TIME_FONT_PX,
+            "end",
+            &break_label(gap_us),
+        );
+        svg.push_str("</g>\n");
+    }
+}
+
+/// A label on its row, at `row_y`, on its line of the row's stack, with its halo.
+fn draw_label(svg: &mut String, label: &Label, row_y: f64) {
+    let baseline =
+        row_y - LABEL_RISE_PX - DESCENT_EM * LABEL_FONT_PX - LABEL_LINE_PX * label.line as f64;
+    let _ = writeln!(
+        svg,
+        r#"<text class="{}" x="{:.1}" y="{baseline:.1}" font-size="{LABEL_FONT_PX}" text-anchor="{}" fill="{}"{} {HALO}>{}</text>"#,
+        label.class,
+        label.x,
+        label.anchor,
+        label.colour,
+        if label.bold {
+            r#" font-weight="bold""#
+        } else {
+            ""
+        },
+        escape(&label.text)
+    );
 }
 
 /// Every time an arrow or a dot is drawn at, once each, in order.
