@@ -69,6 +69,15 @@ pub fn analyze_csv(report: &AnalyzeReport) -> String {
 /// `dims` is the torus in words ([`crate::study::dims_text`]).
 pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
     let mut s = String::new();
+    write_scenarios(&mut s, r, dims);
+    write_runs(&mut s, r);
+    write_confined(&mut s, r);
+    write_routed(&mut s, r);
+    s
+}
+
+/// The machine, the saturation point, and a row per placement scenario, beside the paper's.
+fn write_scenarios(s: &mut String, r: &AnalyzeReport, dims: &str) {
     let o = &r.options;
     let _ = writeln!(
         s,
@@ -127,7 +136,11 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
         s,
         "paper: default 61-86% of raw, placed 87-92%; placed never above 7 pairs per link; spread ~15.5 s default vs < 5 s placed\n"
     );
+}
 
+/// The runs study: how often the busiest link passes each threshold, in launcher order and on
+/// a busy machine, beside §4's shares.
+fn write_runs(s: &mut String, r: &AnalyzeReport) {
     let runs = r.runs.max_pairs.len();
     let _ = writeln!(
         s,
@@ -188,7 +201,10 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
             );
         }
     }
+}
 
+/// Jobs confined to their own nodes: launcher order against placed within them.
+fn write_confined(s: &mut String, r: &AnalyzeReport) {
     if !r.confined.is_empty() {
         let _ = writeln!(
             s,
@@ -212,7 +228,10 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
             );
         }
     }
+}
 
+/// The routed configurations, beside Fig. 10's writes.
+fn write_routed(s: &mut String, r: &AnalyzeReport) {
     if !r.routed.is_empty() {
         let _ = writeln!(
             s,
@@ -235,7 +254,6 @@ pub fn analyze_table(r: &AnalyzeReport, dims: &str) -> String {
             );
         }
     }
-    s
 }
 
 /// The plots of an `analyze` run and their data, as `(file name, contents)`: the link-load
