@@ -253,6 +253,17 @@ pub fn render(report: &SelftestReport) -> String {
         report.concurrency,
         report.checksum,
     );
+    write_tests(&mut out, report);
+    write_latency(&mut out, report);
+    write_bare(&mut out, report);
+    write_by_process(&mut out, report);
+    write_ceilings(&mut out, report);
+    out.push_str(&format!("modeled: {}\n", report.modeled));
+    out
+}
+
+/// A row per test (and the iperf3 baseline's), then each failing test's first error.
+fn write_tests(out: &mut String, report: &SelftestReport) {
     let mut table = Table::new(&[
         "test",
         "layout",
@@ -300,6 +311,10 @@ pub fn render(report: &SelftestReport) -> String {
             test.first_error.as_deref().unwrap_or("?")
         ));
     }
+}
+
+/// Routed over direct, and the ping round trips: what a router's hop adds, beside a bare relay's.
+fn write_latency(out: &mut String, report: &SelftestReport) {
     if let Some(ratio) = report.routed_ratio {
         out.push_str(&format!("routed / direct = {ratio:.3}\n"));
     }
@@ -325,6 +340,10 @@ pub fn render(report: &SelftestReport) -> String {
             ));
         }
     }
+}
+
+/// The bare loopback streams, direct and relayed, and brw against them.
+fn write_bare(out: &mut String, report: &SelftestReport) {
     if let Some(bare) = &report.bare {
         let streams = |s: &BareStreams| {
             format!(
@@ -358,6 +377,10 @@ pub fn render(report: &SelftestReport) -> String {
             ));
         }
     }
+}
+
+/// Core-seconds per GiB by process: clients, routers, servers.
+fn write_by_process(out: &mut String, report: &SelftestReport) {
     let split: Vec<&TestReport> = report
         .tests
         .iter()
@@ -396,6 +419,10 @@ pub fn render(report: &SelftestReport) -> String {
             );
         }
     }
+}
+
+/// The routed run against its CPU ceilings, the routers' memory, and the baseline's ratio.
+fn write_ceilings(out: &mut String, report: &SelftestReport) {
     if let (Some(ceiling), Some(ratio), Some(routed)) = (
         report.routed_cpu_ceiling_mib_s,
         report.routed_ceiling_ratio,
@@ -433,6 +460,4 @@ pub fn render(report: &SelftestReport) -> String {
             }
         }
     }
-    out.push_str(&format!("modeled: {}\n", report.modeled));
-    out
 }
