@@ -325,133 +325,12 @@ impl IorParams {
     /// Checks `args` as test `test_id`. IOR's rules: a transfer is whole 8-byte words, a block
     /// is whole transfers; neither -w nor -r means both.
     pub fn from_options(args: &IorOptions, test_id: u32) -> Result<IorParams, BenchError> {
-        let bad = |option: &str, why: String| BenchError::BadOption {
-            option: option.to_owned(),
-            why,
-        };
-        let t = args.transfer_size_bytes;
-        if t == 0 || !t.is_multiple_of(WORD_BYTES) {
-            return Err(bad(
-                "-t",
-                format!(
-                    "transfer size {t} bytes must be a positive multiple of {WORD_BYTES} bytes"
-                ),
-            ));
-        }
-        if t > TRANSFER_MAX_BYTES {
-            return Err(bad(
-                "-t",
-                format!("transfer size {t} bytes exceeds {TRANSFER_MAX_BYTES} bytes"),
-            ));
-        }
-        let b = args.block_size_bytes;
-        if b < t || !b.is_multiple_of(t) {
-            return Err(bad(
-                "-b",
-                format!(
-                    "block size {b} bytes must be a positive multiple of the transfer size ({t} bytes)"
-                ),
-            ));
-        }
-        if !(1..=SEGMENTS_MAX).contains(&args.segments) {
-            return Err(bad(
-                "-s",
-                format!("segment count must be 1 to {SEGMENTS_MAX}"),
-            ));
-        }
-        if !(1..=REPETITIONS_MAX).contains(&args.repetitions) {
-            return Err(bad(
-                "-i",
-                format!("repetitions must be 1 to {REPETITIONS_MAX}"),
-            ));
-        }
-        if let Some(n) = args.tasks
-            && !(1..=TASKS_MAX).contains(&n)
-        {
-            return Err(bad("-N", format!("tasks must be 1 to {TASKS_MAX}")));
-        }
-        if args.deadline_s > DEADLINE_MAX_S {
-            return Err(bad(
-                "-D",
-                format!("the stonewalling deadline is at most {DEADLINE_MAX_S} seconds"),
-            ));
-        }
-        if args.stonewall_wear_out && args.deadline_s == 0 {
-            // IOR's own check, in its words.
-            return Err(bad(
-                "-O stoneWallingWearOut=1",
-                "the stoneWallingWearOut is only sensible when setting a stonewall deadline with -D"
-                    .into(),
-            ));
-        }
-        if args.max_minutes > MAX_TIME_MAX_MIN {
-            return Err(bad(
-                "-T",
-                format!("the longest test is {MAX_TIME_MAX_MIN} minutes"),
-            ));
-        }
-        if args.inter_test_delay_s > INTER_TEST_DELAY_MAX_S {
-            return Err(bad(
-                "interTestDelay",
-                format!("the longest pause between tests is {INTER_TEST_DELAY_MAX_S} seconds"),
-            ));
-        }
-        if args.verbose > VERBOSE_MAX {
-            return Err(bad("-v", format!("at most {VERBOSE_MAX} times")));
-        }
-        if args.collective {
-            return Err(bad(
-                "-c",
-                "collective I/O is MPI-IO's two-phase buffering, in which a few ranks gather \
-                 the others' data before writing; iopath's tasks make independent calls \
-                 through the client library (as IOR's POSIX api does), so there is nothing \
-                 to make collective — run without -c"
-                    .into(),
-            ));
-        }
-        if args.unique_dir && !args.file_per_proc {
-            return Err(bad(
-                "-u",
-                "a directory per task holds each task's own file: use it with -F".into(),
-            ));
-        }
-        let test_file = if args.test_file.starts_with('/') {
-            args.test_file.clone()
-        } else {
-            format!("/{}", args.test_file)
-        };
-        if test_file.ends_with('/') || test_file.contains("//") {
-            return Err(bad(
-                "-o",
-                format!("{:?} does not name a file", args.test_file),
-            ));
-        }
-        let format = match args.summary_format.to_ascii_lowercase().as_str() {
-            "default" => SummaryFormat::Text,
-            "json" => SummaryFormat::Json,
-            "csv" => SummaryFormat::Csv,
-            _ => {
-                return Err(bad(
-                    "-O",
-                    format!(
-                        "summaryFormat={}: this IOR knows default, JSON and CSV",
-                        args.summary_format
-                    ),
-                ));
-            }
-        };
-        let api = match args.api.to_ascii_lowercase().as_str() {
-            "sync" | "posix" => Api::Sync,
-            "async" => Api::Async,
-            other => {
-                return Err(bad(
-                    "-a",
-                    format!(
-                        "api {other:?}: this IOR knows sync (POSIX-style blocking calls) and async (iwrite/iowait)"
-                    ),
-                ));
-            }
-        };
+        let (t, b) = check_sizes(args)?;
+        check_bounds(args)?;
+        check_modes(args)?;
+        let test_file = test_file(args)?;
+        let format = summary_format(args)?;
+        let api = api(args)?;
         let (write, read) = match (args.write, args.read) {
             (false, false) => (true, true),
             both => both,
@@ -606,6 +485,166 @@ impl IorParams {
             }
         }
     }
+}
+
+/// A refusal of `option`, saying `why`.
+fn bad(option: &str, why: String) -> BenchError {
+    BenchError::BadOption {
+        option: option.to_owned(),
+        why,
+    }
+}
+
+/// The transfer and block sizes (`-t`, `-b`), checked: whole words, within bounds, and the
+/// block a multiple of the transfer.
+fn check_sizes(args: &IorOptions) -> Result<(u64, u64), BenchError> {
+    let t = args.transfer_size_bytes;
+    if t == 0 || !t.is_multiple_of(WORD_BYTES) {
+        return Err(bad(
+            "-t",
+            format!("transfer size {t} bytes must be a positive multiple of {WORD_BYTES} bytes"),
+        ));
+    }
+    if t > TRANSFER_MAX_BYTES {
+        return Err(bad(
+            "-t",
+            format!("transfer size {t} bytes exceeds {TRANSFER_MAX_BYTES} bytes"),
+        ));
+    }
+    let b = args.block_size_bytes;
+    if b < t || !b.is_multiple_of(t) {
+        return Err(bad(
+            "-b",
+            format!(
+                "block size {b} bytes must be a positive multiple of the transfer size ({t} bytes)"
+            ),
+        ));
+    }
+    Ok((t, b))
+}
+
+/// The counts and times, each within its bound (`-s`, `-i`, `-N`, `-D`, `-T`, `-v`, ...).
+fn check_bounds(args: &IorOptions) -> Result<(), BenchError> {
+    if !(1..=SEGMENTS_MAX).contains(&args.segments) {
+        return Err(bad(
+            "-s",
+            format!("segment count must be 1 to {SEGMENTS_MAX}"),
+        ));
+    }
+    if !(1..=REPETITIONS_MAX).contains(&args.repetitions) {
+        return Err(bad(
+            "-i",
+            format!("repetitions must be 1 to {REPETITIONS_MAX}"),
+        ));
+    }
+    if let Some(n) = args.tasks
+        && !(1..=TASKS_MAX).contains(&n)
+    {
+        return Err(bad("-N", format!("tasks must be 1 to {TASKS_MAX}")));
+    }
+    if args.deadline_s > DEADLINE_MAX_S {
+        return Err(bad(
+            "-D",
+            format!("the stonewalling deadline is at most {DEADLINE_MAX_S} seconds"),
+        ));
+    }
+    if args.stonewall_wear_out && args.deadline_s == 0 {
+        // IOR's own check, in its words.
+        return Err(bad(
+            "-O stoneWallingWearOut=1",
+            "the stoneWallingWearOut is only sensible when setting a stonewall deadline with -D"
+                .into(),
+        ));
+    }
+    if args.max_minutes > MAX_TIME_MAX_MIN {
+        return Err(bad(
+            "-T",
+            format!("the longest test is {MAX_TIME_MAX_MIN} minutes"),
+        ));
+    }
+    if args.inter_test_delay_s > INTER_TEST_DELAY_MAX_S {
+        return Err(bad(
+            "interTestDelay",
+            format!("the longest pause between tests is {INTER_TEST_DELAY_MAX_S} seconds"),
+        ));
+    }
+    if args.verbose > VERBOSE_MAX {
+        return Err(bad("-v", format!("at most {VERBOSE_MAX} times")));
+    }
+    Ok(())
+}
+
+/// What iopath does not do (`-c`), or does only with another flag (`-u` with `-F`).
+fn check_modes(args: &IorOptions) -> Result<(), BenchError> {
+    if args.collective {
+        return Err(bad(
+            "-c",
+            "collective I/O is MPI-IO's two-phase buffering, in which a few ranks gather \
+             the others' data before writing; iopath's tasks make independent calls \
+             through the client library (as IOR's POSIX api does), so there is nothing \
+             to make collective — run without -c"
+                .into(),
+        ));
+    }
+    if args.unique_dir && !args.file_per_proc {
+        return Err(bad(
+            "-u",
+            "a directory per task holds each task's own file: use it with -F".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The test file's path in the file system (`-o`), absolute.
+fn test_file(args: &IorOptions) -> Result<String, BenchError> {
+    let test_file = if args.test_file.starts_with('/') {
+        args.test_file.clone()
+    } else {
+        format!("/{}", args.test_file)
+    };
+    if test_file.ends_with('/') || test_file.contains("//") {
+        return Err(bad(
+            "-o",
+            format!("{:?} does not name a file", args.test_file),
+        ));
+    }
+    Ok(test_file)
+}
+
+/// IOR's output format (`-O summaryFormat=`).
+fn summary_format(args: &IorOptions) -> Result<SummaryFormat, BenchError> {
+    let format = match args.summary_format.to_ascii_lowercase().as_str() {
+        "default" => SummaryFormat::Text,
+        "json" => SummaryFormat::Json,
+        "csv" => SummaryFormat::Csv,
+        _ => {
+            return Err(bad(
+                "-O",
+                format!(
+                    "summaryFormat={}: this IOR knows default, JSON and CSV",
+                    args.summary_format
+                ),
+            ));
+        }
+    };
+    Ok(format)
+}
+
+/// The calls the transfers make (`-a`).
+fn api(args: &IorOptions) -> Result<Api, BenchError> {
+    let api = match args.api.to_ascii_lowercase().as_str() {
+        "sync" | "posix" => Api::Sync,
+        "async" => Api::Async,
+        other => {
+            return Err(bad(
+                "-a",
+                format!(
+                    "api {other:?}: this IOR knows sync (POSIX-style blocking calls) and async (iwrite/iowait)"
+                ),
+            ));
+        }
+    };
+    Ok(api)
 }
 
 /// `task`'s random order with -z: its offsets shuffled by the test's `seed` and its number,
