@@ -322,91 +322,10 @@ fn expand_nodes(
                 "a node needs an address on at least one network, as in nids = { net0 = 1 }".into(),
             ));
         }
-        // Interfaces in network order, so the primary NID is on the first network listed in
-        // [[networks]] that the node is on.
-        let mut interfaces = Vec::new();
-        for (net_name, value) in &entry.nids {
-            let network = *by_name.get(net_name.as_str()).ok_or_else(|| {
-                (
-                    field(&format!("nids.{net_name}")),
-                    format!(
-                        "no network named {net_name:?} (networks: {})",
-                        networks
-                            .iter()
-                            .map(|n| n.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                )
-            })?;
-            let address = match value {
-                AddressValue::Number(n) => {
-                    let last = n.checked_add(u64::from(count) - 1);
-                    match last {
-                        Some(last) if last <= u64::from(u32::MAX) => Address::Number(*n as u32),
-                        _ => {
-                            return Err((
-                                field(&format!("nids.{net_name}")),
-                                format!("address {n} (with count {count}) exceeds {}", u32::MAX),
-                            ));
-                        }
-                    }
-                }
-                AddressValue::Socket(text) => {
-                    let addr: SocketAddr = text.parse().map_err(|_| {
-                        (
-                            field(&format!("nids.{net_name}")),
-                            format!("{text:?} is not host:port (as in \"127.0.0.1:7001\"); or give a number"),
-                        )
-                    })?;
-                    if count > 1 {
-                        return Err((
-                            field("count"),
-                            "a TCP address names one node: give each its own entry, or a numbered address".into(),
-                        ));
-                    }
-                    Address::Socket(addr)
-                }
-            };
-            interfaces.push(NodeInterface { network, address });
-        }
-        interfaces.sort_by_key(|i| i.network);
+        let interfaces = interfaces_of(entry, count, networks, &by_name, &field)?;
         let hosts = hosts_of(entry.host.as_ref()).map_err(|why| (field("host"), why))?;
-        let admin = match &entry.admin {
-            None => None,
-            Some(_) if count > 1 => {
-                return Err((
-                    field("admin"),
-                    "an admin address names one node: give each its own entry".into(),
-                ));
-            }
-            Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
-                (
-                    field("admin"),
-                    format!("{text:?} is not host:port (as in \"10.77.2.3:40211\")"),
-                )
-            })?),
-        };
-        let torus_network = interfaces
-            .iter()
-            .find_map(|i| networks[i.network].torus.map(|dims| (i.network, dims)));
-        if let Some(coords) = entry.torus {
-            let Some((network, dims)) = torus_network else {
-                return Err((
-                    field("torus"),
-                    "none of the node's networks has torus dimensions".into(),
-                ));
-            };
-            if coords.iter().zip(dims).any(|(&c, d)| c >= d) {
-                return Err((
-                    field("torus"),
-                    format!(
-                        "{coords:?} is outside {}'s torus {dims:?}",
-                        networks[network].name
-                    ),
-                ));
-            }
-        }
+        let admin = admin_of(entry, count, &field)?;
+        let torus_network = torus_network_of(entry, &interfaces, networks, &field)?;
         for k in 0..count {
             let name = if entry.count.is_some() {
                 format!("{}{k}", entry.name)
@@ -443,6 +362,124 @@ fn expand_nodes(
     check_unique(&nodes, networks)?;
     check_hop_by_hop(&nodes, networks)?;
     Ok((nodes, forwarders))
+}
+
+/// How a field of the entry being expanded is named in a refusal (`nodes[3] (c).nids.o2ib0`).
+type FieldName<'a> = dyn Fn(&str) -> String + 'a;
+
+/// An entry's interfaces, in network order (so the primary NID is on the first network listed
+/// in [[networks]] that the node is on), each address checked for the entry's `count` nodes.
+fn interfaces_of(
+    entry: &NodeEntry,
+    count: u32,
+    networks: &[Network],
+    by_name: &HashMap<&str, usize>,
+    field: &FieldName<'_>,
+) -> Result<Vec<NodeInterface>, FieldError> {
+    let mut interfaces = Vec::new();
+    for (net_name, value) in &entry.nids {
+        let network = *by_name.get(net_name.as_str()).ok_or_else(|| {
+            (
+                field(&format!("nids.{net_name}")),
+                format!(
+                    "no network named {net_name:?} (networks: {})",
+                    networks
+                        .iter()
+                        .map(|n| n.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        let address = match value {
+            AddressValue::Number(n) => {
+                let last = n.checked_add(u64::from(count) - 1);
+                match last {
+                    Some(last) if last <= u64::from(u32::MAX) => Address::Number(*n as u32),
+                    _ => {
+                        return Err((
+                            field(&format!("nids.{net_name}")),
+                            format!("address {n} (with count {count}) exceeds {}", u32::MAX),
+                        ));
+                    }
+                }
+            }
+            AddressValue::Socket(text) => {
+                let addr: SocketAddr = text.parse().map_err(|_| {
+                    (
+                        field(&format!("nids.{net_name}")),
+                        format!(
+                            "{text:?} is not host:port (as in \"127.0.0.1:7001\"); or give a number"
+                        ),
+                    )
+                })?;
+                if count > 1 {
+                    return Err((
+                        field("count"),
+                        "a TCP address names one node: give each its own entry, or a numbered address".into(),
+                    ));
+                }
+                Address::Socket(addr)
+            }
+        };
+        interfaces.push(NodeInterface { network, address });
+    }
+    interfaces.sort_by_key(|i| i.network);
+    Ok(interfaces)
+}
+
+/// An entry's admin address, if it gives one: for one node only.
+fn admin_of(
+    entry: &NodeEntry,
+    count: u32,
+    field: &FieldName<'_>,
+) -> Result<Option<SocketAddr>, FieldError> {
+    Ok(match &entry.admin {
+        None => None,
+        Some(_) if count > 1 => {
+            return Err((
+                field("admin"),
+                "an admin address names one node: give each its own entry".into(),
+            ));
+        }
+        Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
+            (
+                field("admin"),
+                format!("{text:?} is not host:port (as in \"10.77.2.3:40211\")"),
+            )
+        })?),
+    })
+}
+
+/// The torus network an entry's interfaces put it on, if any, with its dimensions; and the
+/// entry's `torus` coordinates checked against it.
+fn torus_network_of(
+    entry: &NodeEntry,
+    interfaces: &[NodeInterface],
+    networks: &[Network],
+    field: &FieldName<'_>,
+) -> Result<Option<(usize, [u32; 3])>, FieldError> {
+    let torus_network = interfaces
+        .iter()
+        .find_map(|i| networks[i.network].torus.map(|dims| (i.network, dims)));
+    if let Some(coords) = entry.torus {
+        let Some((network, dims)) = torus_network else {
+            return Err((
+                field("torus"),
+                "none of the node's networks has torus dimensions".into(),
+            ));
+        };
+        if coords.iter().zip(dims).any(|(&c, d)| c >= d) {
+            return Err((
+                field("torus"),
+                format!(
+                    "{coords:?} is outside {}'s torus {dims:?}",
+                    networks[network].name
+                ),
+            ));
+        }
+    }
+    Ok(torus_network)
 }
 
 /// A torus crossed hop by hop runs slow enough, in host time, for its model to keep pace.
