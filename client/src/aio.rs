@@ -234,7 +234,7 @@ pub(crate) struct AsyncCounters {
     completed: AtomicUsize,
 }
 
-/// A snapshot of [`AsyncCounters`].
+/// A snapshot of a handle's or a client's asynchronous-call counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AsyncStats {
     /// Calls running right now (not counting those queued behind them).

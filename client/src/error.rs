@@ -182,7 +182,7 @@ pub enum ClientError {
         /// What is wrong with it.
         why: String,
     },
-    /// Starting or restarting a piece of an in-process stack ([`crate::testing`]) failed.
+    /// Starting or restarting a piece of an in-process stack (`iopath_stack::testing`) failed.
     #[error("test stack: {what}: {why}")]
     Setup {
         /// Which step.

@@ -15,7 +15,7 @@
 //!   in flight per target; replay of uncommitted writes is the OST client's.
 //! - [`client`]: [`Client`] — the namespace at the metadata service, creating and destroying
 //!   objects, opening files.
-//! - [`file`]: [`File`] — `write_at`, `read_at`, `size`, `fsync`, `close`, the file pointer.
+//! - [`mod@file`]: [`File`] — `write_at`, `read_at`, `size`, `fsync`, `close`, the file pointer.
 //! - [`aio`]: `iwrite`/`iread`/`iodone`/`iowait` and `cwrite`/`cread`: one worker per open
 //!   file, in order per file, concurrent across files.
 //! - [`stream`]: [`BufferedStream`], stdio buffering with `setvbuf`.

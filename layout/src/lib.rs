@@ -13,7 +13,7 @@
 //!   holding each.
 //! - [`names`]: [`FsName`] and [`TargetName`] — the file system's name and its targets'
 //!   names as Lustre spells them (`iopath-OST0003`, `iopath-OST0003_UUID`).
-//! - [`plan`]: the packet planner — one read or write cut into object RPCs of at most 4 MiB,
+//! - [`mod@plan`]: the packet planner — one read or write cut into object RPCs of at most 4 MiB,
 //!   over what names the caller's bytes: a slice of its buffer (gathered when small stripes
 //!   make that worth a copy) or a sub-descriptor of it (never gathered).
 

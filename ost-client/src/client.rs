@@ -1016,7 +1016,7 @@ impl OstClient {
         self.replay_holding_the_turn().await
     }
 
-    /// The pinger's reconnect ([`crate::ping`]): [`OstClient::reconnect_and_replay`], or
+    /// The pinger's reconnect ([`crate::ping()`]): [`OstClient::reconnect_and_replay`], or
     /// `None`, with nothing sent, once [`OstClient::disconnect`] has begun (or is done).
     #[tracing::instrument(
         target = "walkthrough",

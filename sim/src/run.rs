@@ -3,7 +3,7 @@
 //!
 //! The storage world (clients, servers, routers) is drawn from the seed's first numbers; the
 //! other roles — the metadata server, fyods and their clients — from a stream of their own
-//! ([`draw_roles`]), so a seed without them runs exactly as it did before they existed.
+//! (`draw_roles`), so a seed without them runs exactly as it did before they existed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

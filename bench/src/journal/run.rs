@@ -30,7 +30,8 @@ const EXTERNAL: &str = "OST, external journal, sync commits";
 
 /// The Spider paper's table (003, FAST'10 slides: one DDN couplet, 28 tiers, 28 clients one
 /// per OST), each internal-journal configuration's share of the block-level baseline, in
-/// percent (the external journals' are their devices', [`JournalDevice::paper_percent`]).
+/// percent (the external journals' are their devices',
+/// [`super::config::JournalDevice::paper_percent`]).
 pub const PAPER_SYNC_PERCENT: f64 = 24.9;
 /// The same, asynchronous commits.
 pub const PAPER_ASYNC_PERCENT: f64 = 93.1;

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The cutting is the one packet planner the client library uses too
-//! ([`iopath_layout::plan`]), with the packing a sub-descriptor allows
+//! ([`iopath_layout::plan()`]), with the packing a sub-descriptor allows
 //! ([`Packing::DESCRIPTOR`]: each packet one run of the buffer, never gathered), cut at
 //! [`PACKET_BYTES_MAX`] as the operating system sent "packets of no more than 4MB per stripe
 //! file at a time".

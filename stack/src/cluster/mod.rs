@@ -1,4 +1,4 @@
-//! A stack on a cluster: [`Hosts`] (a hostfile, or the Slurm job's nodes), [`place`] (each
+//! A stack on a cluster: [`Hosts`] (a hostfile, or the Slurm job's nodes), [`mod@place`] (each
 //! node on a host, each numbered address a socket there), and [`Launched`] (the server nodes
 //! started on their hosts by `srun` or a command template, and stopped again).
 

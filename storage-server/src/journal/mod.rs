@@ -2,7 +2,7 @@
 //!
 //! - [`record`] — the on-disk header and 56-byte records, CRC32 each.
 //! - [`policy`] — the pure commit policy: sync and async modes, group commit, reply points.
-//! - [`scan`] — the pure recovery reader: valid prefix, torn tail, or corruption.
+//! - [`mod@scan`] — the pure recovery reader: valid prefix, torn tail, or corruption.
 //! - [`table`] — the committed object table that records build.
 //! - [`checkpoint`] — the persisted last committed transno and object table.
 //! - [`runtime`] — the task that runs the policy against real files.

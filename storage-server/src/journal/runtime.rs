@@ -3,7 +3,7 @@
 //! Operations reach the task over a bounded channel after their own I/O is done; the task asks
 //! the policy for a transno and a reply point, answers each operation's oneshot at exactly that
 //! point, and performs the commits the policy decides on. One commit runs at a time. The
-//! durability steps of a commit are spelled out in [`run_commit`].
+//! durability steps of a commit are spelled out in `run_commit`.
 
 use super::checkpoint::Checkpoint;
 use super::policy::{

@@ -6,7 +6,7 @@
 //! 1. Read the checkpoint: the last committed transno and object table at the last
 //!    checkpoint. A damaged checkpoint refuses to start (it is replaced atomically, so damage
 //!    is real damage).
-//! 2. Scan the journal ([`crate::journal::scan`]): keep the valid prefix, cut a torn or
+//! 2. Scan the journal ([`crate::journal::scan()`]): keep the valid prefix, cut a torn or
 //!    uncommitted tail, refuse on corruption in the middle.
 //! 3. Apply the committed records above the checkpoint to the table. `last_committed` is the
 //!    last commit record's transno.

@@ -1,10 +1,10 @@
 //! Recovery after an unclean restart, the runtime half: each target's pure
-//! [`ReplayWindow`](crate::recovery::ReplayWindow) with a driver that hands out replays' turns
+//! [`ReplayWindow`] with a driver that hands out replays' turns
 //! in transno order, over the durable list of clients the server must wait for
 //! ([`super::clients`]).
 //!
 //! Nothing here polls. Whoever changes a window — a replay queued or run, a client done, a
-//! deadline reached — settles the windows at once ([`Windows::settle`]: evict at a deadline,
+//! deadline reached — settles the windows at once (`Windows::settle`: evict at a deadline,
 //! close a window with nothing left to wait for), and a target's driver sleeps until its
 //! window changes. A timer wakes only at the deadline and at the hard deadline.
 //!
