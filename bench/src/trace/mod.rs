@@ -440,17 +440,7 @@ async fn trace_with(
         Err(e) => return Err(io("mkdir /trace", e)),
     }
     // Names of their own on a launched stack, which other traces share.
-    let tag = if site.mode() == Mode::Attached {
-        format!(
-            "-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis())
-        )
-    } else {
-        String::new()
-    };
+    let tag = attached_tag(site);
     let request = StripeRequest {
         stripe_size_bytes: config.stripe_size.unwrap_or(0),
         stripe_count: config.stripe_count.unwrap_or(0),
@@ -458,34 +448,7 @@ async fn trace_with(
     };
     let (write, load, load_files) = match config.load {
         None => {
-            let path = format!("/trace/one-request{tag}");
-            let file = client
-                .create(&path, request)
-                .await
-                .map_err(|e| io("create the traced file", e))?;
-            let data = Bytes::from(
-                (0..config.size)
-                    .map(|i| (i as u8).wrapping_mul(31) ^ 0x5A)
-                    .collect::<Vec<u8>>(),
-            );
-            let _ = writeln!(
-                progress,
-                "tracing a write of {}: {}",
-                describe_size(config.size),
-                describe_setup(stack, site.first_client(), from, &path, file.layout())
-            );
-            let id = TraceId::fresh();
-            let started = Instant::now();
-            trace::traced(id, file.write_at(0, data.clone()))
-                .await
-                .map_err(|e| io("the traced write", e))?;
-            let write = TracedWrite {
-                id,
-                file,
-                offset: 0,
-                data,
-                seconds: started.elapsed().as_secs_f64(),
-            };
+            let write = one_write(site, from, client, config, request, &tag, progress).await?;
             (write, None, Vec::new())
         }
         Some(load) => {
@@ -563,16 +526,7 @@ async fn trace_with(
         .await
         .map_err(|e| io("close the traced file", e))?;
     // The load's files go: on a launched stack they would pile up trace after trace.
-    for file in load_files {
-        let path = file.path().to_owned();
-        file.close()
-            .await
-            .map_err(|e| io(&format!("close {path}"), e))?;
-        client
-            .unlink(&path)
-            .await
-            .map_err(|e| io(&format!("remove the load's file {path}"), e))?;
-    }
+    remove_files(client, load_files).await?;
     Ok(TraceReport {
         stack: stack.name.clone(),
         mode: site.mode().name().to_owned(),
@@ -582,6 +536,81 @@ async fn trace_with(
         load,
         requests,
     })
+}
+
+/// Names of their own for a trace's files on a launched stack, which other traces share;
+/// nothing on a stack of this run's own.
+fn attached_tag(site: &Site<'_>) -> String {
+    if site.mode() == Mode::Attached {
+        format!(
+            "-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis())
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The one traced write of a trace without a load: a new file at `/trace/one-request{tag}`,
+/// written once under a fresh trace id.
+async fn one_write(
+    site: &Site<'_>,
+    from: &str,
+    client: &Client,
+    config: &TraceConfig,
+    request: StripeRequest,
+    tag: &str,
+    progress: &mut dyn Write,
+) -> Result<TracedWrite, BenchError> {
+    let io = |what: &str, e: iopath_client::ClientError| BenchError::io(what, e);
+    let stack = site.stack();
+    let path = format!("/trace/one-request{tag}");
+    let file = client
+        .create(&path, request)
+        .await
+        .map_err(|e| io("create the traced file", e))?;
+    let data = Bytes::from(
+        (0..config.size)
+            .map(|i| (i as u8).wrapping_mul(31) ^ 0x5A)
+            .collect::<Vec<u8>>(),
+    );
+    let _ = writeln!(
+        progress,
+        "tracing a write of {}: {}",
+        describe_size(config.size),
+        describe_setup(stack, site.first_client(), from, &path, file.layout())
+    );
+    let id = TraceId::fresh();
+    let started = Instant::now();
+    trace::traced(id, file.write_at(0, data.clone()))
+        .await
+        .map_err(|e| io("the traced write", e))?;
+    Ok(TracedWrite {
+        id,
+        file,
+        offset: 0,
+        data,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Closes and removes a load's files.
+async fn remove_files(client: &Client, files: Vec<iopath_client::File>) -> Result<(), BenchError> {
+    let io = |what: &str, e: iopath_client::ClientError| BenchError::io(what, e);
+    for file in files {
+        let path = file.path().to_owned();
+        file.close()
+            .await
+            .map_err(|e| io(&format!("close {path}"), e))?;
+        client
+            .unlink(&path)
+            .await
+            .map_err(|e| io(&format!("remove the load's file {path}"), e))?;
+    }
+    Ok(())
 }
 
 /// The longest commit interval of the async storage servers, if any are async.
