@@ -449,13 +449,7 @@ impl Columns {
         let room = (x_to - x_from).abs() - 2.0 * LABEL_INSET_PX;
         let text = fit(&arrow.label, LABEL_FONT_PX, room);
         let text_width = width_px(&text, LABEL_FONT_PX);
-        let (x, anchor, left) = if x_to > x_from {
-            let x = x_from + LABEL_INSET_PX;
-            (x, "start", x)
-        } else {
-            let x = x_from - LABEL_INSET_PX;
-            (x, "end", x - text_width)
-        };
+        let (x, anchor, left) = beside(x_from, x_to > x_from, text_width);
         Label {
             class: "arrow-label",
             text,
@@ -488,13 +482,7 @@ impl Columns {
         let widening = if dot.emphasis { BOLD_WIDENING } else { 1.0 };
         let text = fit(dot.label, LABEL_FONT_PX, room / widening);
         let text_width = width_px(&text, LABEL_FONT_PX) * widening;
-        let (x, anchor, left) = if rightwards {
-            let x = lane_at + LABEL_INSET_PX;
-            (x, "start", x)
-        } else {
-            let x = lane_at - LABEL_INSET_PX;
-            (x, "end", x - text_width)
-        };
+        let (x, anchor, left) = beside(lane_at, rightwards, text_width);
         Label {
             class: "mark-label",
             text,
@@ -588,6 +576,18 @@ impl Columns {
             &break_label(gap_us),
         );
         svg.push_str("</g>\n");
+    }
+}
+
+/// Where a label of `text_width` starts when it reads away from `at`, rightwards or not:
+/// its `x`, the SVG anchor there, and its left edge.
+fn beside(at: f64, rightwards: bool, text_width: f64) -> (f64, &'static str, f64) {
+    if rightwards {
+        let x = at + LABEL_INSET_PX;
+        (x, "start", x)
+    } else {
+        let x = at - LABEL_INSET_PX;
+        (x, "end", x - text_width)
     }
 }
 
