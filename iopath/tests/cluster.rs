@@ -675,3 +675,129 @@ fn a_cut_router_link_moves_traffic_to_the_other_router_with_nothing_lost() {
         "iopath launch stopped every node cleanly on SIGTERM"
     );
 }
+
+/// Ten seconds of silence, as a dead switch port or a firewall gives it: nothing is refused
+/// and no link goes down, the packets just stop.
+const SILENCE: Duration = Duration::from_secs(10);
+
+/// nftables on `host`: every packet in and out of its interfaces to `subnets` dropped and
+/// counted, until [`speak`] removes the table.
+fn silence(cluster: &Cluster, host: &str, subnets: &[u8]) {
+    let (mut ins, mut outs) = (String::new(), String::new());
+    for subnet in subnets {
+        ins.push_str(&format!("iifname eth{subnet} counter drop\n"));
+        outs.push_str(&format!("oifname eth{subnet} counter drop\n"));
+    }
+    let rules = format!(
+        "table inet silence {{\n\
+         chain in {{\ntype filter hook input priority 0\n{ins}}}\n\
+         chain out {{\ntype filter hook output priority 0\n{outs}}}\n\
+         }}\n"
+    );
+    nft_on(cluster, host, &["-f", "-"], &rules);
+}
+
+/// Removes [`silence`]'s table from `host`; the packets it dropped.
+fn speak(cluster: &Cluster, host: &str) -> u64 {
+    let table = nft_on(cluster, host, &["list", "table", "inet", "silence"], "");
+    nft_on(cluster, host, &["delete", "table", "inet", "silence"], "");
+    let words: Vec<&str> = table.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|pair| pair[0] == "packets")
+        .map(|pair| pair[1].parse::<u64>().unwrap())
+        .sum()
+}
+
+/// `nft ARGS` on `host`, `input` on its standard input; its output, or a panic.
+fn nft_on(cluster: &Cluster, host: &str, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &cluster.ns(host), "nft"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "nft {args:?} on {host}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn ten_silent_seconds_on_a_server_host_or_a_router_host_lose_nothing() {
+    // Declared first, dropped last: every node is gone before its directory.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(235).unwrap();
+    let launch = launch(&cluster, dir.path());
+    let file = &launch.file();
+    let ior_dir = launch.ior_dir.clone();
+    // A storage host's storage link goes silent (oss0 and the MDS sit there), then a router
+    // host's links on both sides; the admin services, on the management subnet, still
+    // answer. Each time IOR writes and reads 4 x 64 MiB three times over, and the silence
+    // starts once the routers have carried the first writes.
+    for (host, subnets) in [("s0", &[STORAGE][..]), ("r0", &[COMPUTE, STORAGE][..])] {
+        let started = Instant::now();
+        let mut ior = cluster
+            .on("c0", &program())
+            .args([
+                "bench", "ior", "--attach", file, "-w", "-r", "-F", "-t", "1m", "-b", "64m", "-i",
+                "3", "--dir",
+            ])
+            .arg(&ior_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let carried = || received(&cluster, file, "rtr0") + received(&cluster, file, "rtr1");
+        let before = carried();
+        for look in 0.. {
+            assert!(
+                ior.try_wait().unwrap().is_none(),
+                "IOR ended before the silence on {host}"
+            );
+            assert!(look < 600, "the routers carried nothing in 30 s");
+            if carried() - before > 32 << 20 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        silence(&cluster, host, subnets);
+        std::thread::sleep(SILENCE);
+        let dropped = speak(&cluster, host);
+        // The silence fell on IOR's writes or reads, not after them.
+        let running = ior.try_wait().unwrap().is_none();
+        let out = ior.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        eprintln!(
+            "{SILENCE:?} of silence on {host}: {dropped} packets dropped; IOR took {:.1} s\n{text}",
+            started.elapsed().as_secs_f64()
+        );
+        assert!(
+            out.status.success(),
+            "IOR failed after the silence on {host}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(running, "IOR ended while {host} was silent: {text}");
+        assert!(dropped > 0, "nothing was dropped on {host}");
+        assert!(
+            text.contains("verified: 768 MiB read back and checked word by word"),
+            "{text}"
+        );
+    }
+    assert!(
+        launch.stop(),
+        "iopath launch stopped every node cleanly on SIGTERM"
+    );
+}

@@ -148,6 +148,43 @@ impl Slurm {
         command.env("SLURM_CONF", &self.conf);
         command
     }
+
+    /// Submits `job/job.sh` with `sbatch --wait` (its output in `job/job.out`, its working
+    /// directory `job`, `env`'s variables beside this one's) and waits for its end,
+    /// cancelling it past [`JOB_TIMEOUT`]; its exit status and output.
+    fn batch(
+        &self,
+        cluster: &Cluster,
+        job: &Path,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> (std::process::ExitStatus, String) {
+        let mut sbatch = self.command(cluster, "sbatch");
+        sbatch
+            .envs(env.iter().copied())
+            .args(["--wait", "-t", "5"])
+            .arg(format!("--output={}", job.join("job.out").display()))
+            .arg(format!("--chdir={}", job.display()))
+            .arg(job.join("job.sh"));
+        let mut sbatch = sbatch.spawn().unwrap();
+        let deadline = Instant::now() + JOB_TIMEOUT;
+        let status = loop {
+            if let Some(status) = sbatch.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.command(cluster, "scancel").arg("--user=root").status();
+                let _ = sbatch.kill();
+                panic!(
+                    "the job did not end within {} s: {}",
+                    JOB_TIMEOUT.as_secs(),
+                    std::fs::read_to_string(job.join("job.out")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        };
+        let out = std::fs::read_to_string(job.join("job.out")).unwrap_or_default();
+        (status, out)
+    }
 }
 
 impl Drop for Slurm {
@@ -207,32 +244,7 @@ fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back
         management = cluster.subnet(MANAGEMENT),
     );
     std::fs::write(job.join("job.sh"), script).unwrap();
-    let mut sbatch = slurm
-        .command(&cluster, "sbatch")
-        .arg("--wait")
-        .arg(job.join("job.sh"))
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + JOB_TIMEOUT;
-    let status = loop {
-        if let Some(status) = sbatch.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = slurm
-                .command(&cluster, "scancel")
-                .arg("--user=root")
-                .status();
-            let _ = sbatch.kill();
-            panic!(
-                "the job did not end within {} s: {}",
-                JOB_TIMEOUT.as_secs(),
-                std::fs::read_to_string(job.join("job.out")).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    };
-    let out = std::fs::read_to_string(job.join("job.out")).unwrap_or_default();
+    let (status, out) = slurm.batch(&cluster, &job, &[]);
     eprintln!("{out}");
     assert!(status.success(), "the job failed ({status}): {out}");
     // Each server node ran on the Slurm node the preset puts it on.
@@ -275,4 +287,80 @@ fn launch_inside_an_sbatch_job_runs_spider_across_slurm_nodes_and_ior_reads_back
             && l.contains(&format!("--admin {}:0", cluster.addr(MANAGEMENT, 1)))),
         "{printed}"
     );
+}
+
+/// The batch script docs/cluster.md gives, as written there.
+fn documented_batch_script() -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cluster.md"))
+            .unwrap();
+    let after = doc
+        .split_once("In a batch script")
+        .expect("docs/cluster.md has a batch script")
+        .1;
+    let body = after.split_once("```sh\n").unwrap().1;
+    body.split_once("```").unwrap().0.to_owned()
+}
+
+#[test]
+fn the_batch_script_in_docs_cluster_md_runs_as_written_on_split_subnets() {
+    // Declared first, dropped last: Slurm and the nodes are gone before their files.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::new(236).unwrap();
+    let slurm = Slurm::start(&cluster, &dir.path().join("slurm"));
+    let job = dir.path().join("job");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&job).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    // The doc's script with its subnets changed, nothing else: no hostfile (Slurm knows each
+    // node by its management address alone), no admin subnet. The compute host reaches the
+    // storage hosts only over the management subnet.
+    let documented = documented_batch_script();
+    let script = documented
+        .replace("10.1.0.0/16", &cluster.subnet(COMPUTE))
+        .replace("10.2.0.0/16", &cluster.subnet(STORAGE));
+    assert_eq!(
+        script.matches(&cluster.subnet(COMPUTE)).count()
+            + script.matches(&cluster.subnet(STORAGE)).count(),
+        2,
+        "the doc's script names the compute and storage subnets once each:\n{documented}"
+    );
+    std::fs::write(job.join("job.sh"), &script).unwrap();
+    // iopath on the job's PATH, as on a cluster's; the nodes' state under TMPDIR.
+    let bin = Path::new(env!("CARGO_BIN_EXE_iopath")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (status, out) = slurm.batch(
+        &cluster,
+        &job,
+        &[("PATH", path.as_ref()), ("TMPDIR", tmp.as_os_str())],
+    );
+    eprintln!("{out}");
+    assert!(status.success(), "the job failed ({status}): {out}");
+    assert!(
+        out.contains("verified: 256 MiB read back and checked word by word"),
+        "{out}"
+    );
+    // Each node on its host; each admin service where the compute host reaches it: a
+    // router's on its compute address, a storage host's on its management address.
+    for (node, host, admin) in [
+        ("rtr0", "n1", cluster.addr(COMPUTE, 1)),
+        ("rtr1", "n2", cluster.addr(COMPUTE, 2)),
+        ("oss0", "n3", cluster.addr(MANAGEMENT, 3)),
+        ("oss1", "n4", cluster.addr(MANAGEMENT, 4)),
+        ("mds", "n3", cluster.addr(MANAGEMENT, 3)),
+    ] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{node} "))
+                && l.contains(&format!(" {host} "))
+                && l.contains(&format!(" {admin}:"))),
+            "{node} on {host}, its admin service on {admin}: {out}"
+        );
+    }
+    assert!(!out.contains("cannot reach"), "{out}");
+    // The nodes kept their state under the job's TMPDIR.
+    assert!(tmp.join("iopath-spider-cluster/oss0").is_dir(), "{out}");
 }

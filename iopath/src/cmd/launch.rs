@@ -41,10 +41,12 @@ pub struct LaunchArgs {
     #[arg(long, value_name = "NET=CIDR", value_parser = parse_network_subnet)]
     subnet: Vec<(String, Subnet)>,
     /// Admin services (and /metrics) listen on each host's address in this subnet (a
-    /// management network); default: each node's first NID's address.
+    /// management network); default: each node's first address on a subnet of the host
+    /// launch runs on (where the tools run), its NIDs' first, then its host's others.
     #[arg(long, value_name = "CIDR", value_parser = Subnet::parse)]
     admin_subnet: Option<Subnet>,
-    /// Each node keeps its state in DIR/<node> on its host (default: /tmp/iopath-<stack>).
+    /// Each node keeps its state in DIR/<node> on its host (default: $TMPDIR/iopath-<stack>,
+    /// /tmp when TMPDIR is unset).
     #[arg(long)]
     dir: Option<PathBuf>,
     /// The iopath program on the hosts (default: this program's path, the same on each).
@@ -155,20 +157,31 @@ pub async fn run(args: LaunchArgs) -> anyhow::Result<()> {
         ),
     };
     starter.check()?;
-    let placed = cluster::place(&stack, &hosts, args.port_base)?;
-    // What was placed must read back as a stack (every check the file's readers make).
-    Stack::parse(&placed.to_toml(), "the placed stack").context("check the placed stack")?;
     let program = match args.program {
         Some(p) => p,
         None => std::env::current_exe().context("find this program's path")?,
     };
+    // Each host's own word on its interfaces, beside what the hostfile or Slurm says of it:
+    // unless only printing, which starts nothing anywhere.
+    let mut hosts = hosts;
+    if !args.print {
+        cluster::interfaces::ask(&mut hosts, &starter, &program).await;
+    }
+    let here = cluster::interfaces::local()?
+        .into_iter()
+        .map(|i| i.subnet)
+        .collect();
+    let placed = cluster::place(&stack, &hosts, args.port_base)?;
+    // What was placed must read back as a stack (every check the file's readers make).
+    Stack::parse(&placed.to_toml(), "the placed stack").context("check the placed stack")?;
     let config = LaunchConfig {
         starter,
         program,
         dir: args
             .dir
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/iopath-{}", stack.name))),
+            .unwrap_or_else(|| std::env::temp_dir().join(format!("iopath-{}", stack.name))),
         admin_subnet: args.admin_subnet,
+        here,
         metrics: args.metrics || args.web.is_some(),
         hosts: hosts.clone(),
     };
@@ -358,4 +371,13 @@ pub fn admin_of(stack: &Stack, name: &str) -> anyhow::Result<SocketAddr> {
             }
         )
     })
+}
+
+/// `iopath interfaces`: this host's name and interface addresses, one line, as `iopath
+/// launch` asks each host for them.
+pub fn interfaces() -> anyhow::Result<()> {
+    let interfaces = cluster::interfaces::local()?;
+    let line = format!("{}\n", cluster::interfaces::line(&interfaces));
+    std::io::Write::write_all(&mut std::io::stdout(), line.as_bytes())
+        .context("write the interfaces")
 }

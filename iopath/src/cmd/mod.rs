@@ -154,6 +154,10 @@ pub enum Command {
     /// A node of a multi-process selftest (started by `iopath selftest --processes`).
     #[command(hide = true)]
     SelftestNode(selftest::SelftestNodeArgs),
+    /// This host's name and interface addresses with their prefixes, one line (what `iopath
+    /// launch` asks each host before placing a stack).
+    #[command(hide = true)]
+    Interfaces,
 }
 
 /// `iopath bench`'s benchmarks.
@@ -220,6 +224,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sim(args) => sim::run(args).await,
         Command::Soak(args) => soak::run(args).await,
         Command::SelftestNode(args) => selftest::node(args).await,
+        Command::Interfaces => launch::interfaces(),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             // Into memory first: the generator panics on a failed write (a closed pipe).

@@ -65,9 +65,13 @@ pub struct LaunchConfig {
     pub program: PathBuf,
     /// Each node keeps its state in `<dir>/<node>` on its host.
     pub dir: PathBuf,
-    /// Where admin services listen: a node's address in this subnet (a management network),
-    /// else its first NID's address.
+    /// Where admin services listen: a node's address in this subnet (a management network);
+    /// without one, its first address (its NIDs', then its host's others) inside one of
+    /// `here`, else its first NID's address.
     pub admin_subnet: Option<Subnet>,
+    /// The subnets of the host launch runs on, where the tools that reach admin services
+    /// run: what a default admin address must be inside to be reached.
+    pub here: Vec<Subnet>,
     /// Every node also serves `/metrics`, on its admin address's host.
     pub metrics: bool,
     /// The allocation's hosts, with the addresses the hostfile gives them.
@@ -186,8 +190,10 @@ pub fn commands(placed: &Stack, config: &LaunchConfig) -> Result<Vec<NodeCommand
     Ok(out)
 }
 
-/// The address node `index`'s admin service listens on: its address in `subnet`, if given
-/// (a management network its host is on), else its first NID's.
+/// The address node `index`'s admin service listens on: its address in `config`'s admin
+/// subnet, if one is given (a management network its host is on); else the first of its
+/// addresses (its NIDs', then its host's others) that the host launch runs on reaches
+/// directly, so the tools run beside launch reach it; else its first NID's, with a warning.
 fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAddr, StackError> {
     let spec = &placed.nodes[index];
     let sockets: Vec<IpAddr> = spec
@@ -198,15 +204,13 @@ fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAdd
             Address::Number(_) => None,
         })
         .collect();
-    let Some(subnet) = config.admin_subnet else {
-        return sockets.first().copied().ok_or_else(|| StackError::Process {
+    let first = sockets
+        .first()
+        .copied()
+        .ok_or_else(|| StackError::Process {
             node: spec.name.clone(),
             why: "has no TCP address: place the stack first".into(),
-        });
-    };
-    if let Some(ip) = sockets.iter().copied().find(|&ip| subnet.contains(ip)) {
-        return Ok(ip);
-    }
+        })?;
     let host = spec
         .host
         .as_ref()
@@ -217,8 +221,30 @@ fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAdd
         None => super::hosts::Host::named(&host).addresses(),
     }
     .unwrap_or_default();
-    known
-        .into_iter()
+    let mut candidates = sockets.iter().chain(known.iter()).copied();
+    let Some(subnet) = config.admin_subnet else {
+        if config.here.is_empty() {
+            return Ok(first);
+        }
+        return Ok(candidates
+            .find(|&ip| config.here.iter().any(|here| here.contains(ip)))
+            .unwrap_or_else(|| {
+                tracing::warn!(
+                    node = %spec.name,
+                    "{}'s admin service listens on {first}, on no subnet of this host ({}):                      tools run here cannot reach it; give --admin-subnet (a management network \
+                     every host is on)",
+                    spec.name,
+                    config
+                        .here
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                first
+            }));
+    };
+    candidates
         .find(|&ip| subnet.contains(ip))
         .ok_or_else(|| StackError::Process {
             node: spec.name.clone(),
@@ -473,6 +499,7 @@ mod tests {
             program: "/opt/iopath/bin/iopath".into(),
             dir: "/var/tmp/iopath job".into(),
             admin_subnet: None,
+            here: Vec::new(),
             metrics: false,
             hosts: hosts(),
         };

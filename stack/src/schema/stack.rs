@@ -133,6 +133,20 @@ impl Subnet {
         Ok(subnet)
     }
 
+    /// The subnet an interface with address `addr` and a netmask of `prefix` bits is on
+    /// (`10.1.0.3` and 16: `10.1.0.0/16`); a prefix past the address's bits is cut to them.
+    pub fn of(addr: std::net::IpAddr, prefix: u8) -> Subnet {
+        let bits = if addr.is_ipv4() { 32 } else { 128 };
+        let subnet = Subnet {
+            addr,
+            prefix: prefix.min(bits),
+        };
+        Subnet {
+            addr: subnet.first(),
+            prefix: subnet.prefix,
+        }
+    }
+
     /// True if `ip` lies inside.
     pub fn contains(&self, ip: std::net::IpAddr) -> bool {
         ip.is_ipv4() == self.addr.is_ipv4()
