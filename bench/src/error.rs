@@ -51,6 +51,15 @@ pub enum BenchError {
     /// A stack could not be read, started, reached or stopped.
     #[error(transparent)]
     Stack(#[from] StackError),
+    /// A run failed, and server nodes of its stack no longer answer: what is gone is the
+    /// cause, said first; what the clients saw of it follows.
+    #[error("{}; the clients saw: {source}", gone_sentence(gone))]
+    NodesGone {
+        /// The nodes that do not answer, in stack order.
+        gone: Vec<iopath_stack::runtime::GoneNode>,
+        /// The failure the run met.
+        source: Box<BenchError>,
+    },
     /// A node's admin service failed.
     #[error(transparent)]
     Admin(#[from] AdminError),
@@ -170,5 +179,27 @@ impl From<crate::prediction::NotPredicted> for BenchError {
 impl From<iopath_fabric::nid::NidError> for BenchError {
     fn from(e: iopath_fabric::nid::NidError) -> Self {
         BenchError::Fabric(e.into())
+    }
+}
+
+/// `oss1 is gone (its admin service at ADDR does not answer: WHY)`, or for several `rtr0,
+/// oss1 and mds are gone (...)`, each address given and the first node's reason.
+fn gone_sentence(gone: &[iopath_stack::runtime::GoneNode]) -> String {
+    let Some(first) = gone.first() else {
+        return "no node is gone".into();
+    };
+    let names: Vec<&str> = gone.iter().map(|g| g.name.as_str()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!(
+            "{} and {last} are gone (their admin services do not answer; {} at {}: {})",
+            rest.join(", "),
+            first.name,
+            first.addr,
+            first.why
+        ),
+        _ => format!(
+            "{} is gone (its admin service at {} does not answer: {})",
+            first.name, first.addr, first.why
+        ),
     }
 }

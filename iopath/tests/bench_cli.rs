@@ -654,3 +654,89 @@ fn a_fyods_modeled_service_node_bounds_ior_alike_embedded_and_as_processes() {
         "{embedded} embedded, {processes} as processes"
     );
 }
+
+#[test]
+fn a_storage_server_killed_under_bench_ior_is_named_as_gone_in_its_error() {
+    use std::io::{BufRead, Read};
+    let dir = scratch();
+    let mut bench = iopath()
+        .args([
+            "bench",
+            "ior",
+            "--preset",
+            "spider-mini",
+            "--processes",
+            "-w",
+            "-r",
+            "-F",
+            "-t",
+            "1m",
+            "-b",
+            "16m",
+            "-i",
+            "200",
+        ])
+        .arg("--dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = bench.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    // oss1 is killed once IOR's first write row is out: mid-run, with more to write.
+    let mut lines = std::io::BufReader::new(bench.stdout.take().unwrap()).lines();
+    let mut out = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        out.push_str(&line);
+        out.push('\n');
+        if line.starts_with("write ") {
+            break;
+        }
+    }
+    let storage = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("iopath-bench-ior-")
+        })
+        .map(|e| e.path())
+        .unwrap_or_else(|| panic!("no storage directory; IOR said:\n{out}"));
+    let pid = common::node_pid(&storage, "oss1")
+        .unwrap_or_else(|| panic!("oss1 is not running; IOR said:\n{out}"));
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    for line in lines {
+        let Ok(line) = line else { break };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let status = bench.wait().unwrap();
+    let stderr = said.join().unwrap();
+    assert!(
+        !status.success(),
+        "IOR went on without oss1:\n{out}{stderr}"
+    );
+    // The error names what happened first, then what the clients saw of it.
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("iopath: error:"))
+        .unwrap_or_else(|| panic!("no error line:\n{stderr}"));
+    assert!(
+        error.contains("iopath: error: oss1 is gone (its admin service at 127.0.0.1:")
+            && error.contains("; the clients saw: "),
+        "{error}"
+    );
+}

@@ -224,7 +224,22 @@ async fn measure_on(
         }
         None => None,
     };
-    let outcome = on_stack(&running, tests, command_line, &mut streams, progress).await;
+    let outcome = match on_stack(&running, tests, command_line, &mut streams, progress).await {
+        // A failure in a stack of processes may be a node's loss: name it, not its symptom
+        // ("every route to tcp1 is down").
+        Err(e) if running.mode() != Mode::Embedded => {
+            let gone = running.gone().await;
+            if gone.is_empty() {
+                Err(e)
+            } else {
+                Err(BenchError::NodesGone {
+                    gone,
+                    source: Box::new(e),
+                })
+            }
+        }
+        outcome => outcome,
+    };
     if let Some(live) = live {
         live.end(match &outcome {
             Ok(_) => "the benchmark finished",

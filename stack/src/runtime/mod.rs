@@ -80,6 +80,20 @@ impl Mode {
     }
 }
 
+/// A server node whose admin service does not answer ([`RunningStack::gone`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneNode {
+    /// Its name.
+    pub name: String,
+    /// Its admin service's address.
+    pub addr: std::net::SocketAddr,
+    /// What asking it gave.
+    pub why: String,
+}
+
+/// How long [`RunningStack::gone`] waits for each node's admin service.
+pub const GONE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// A running stack, whichever way it runs.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per run, never moved in a loop: its size is moot
@@ -238,6 +252,39 @@ impl RunningStack {
             RunningStack::Processes { servers, .. } => servers.child(index).and_then(|c| c.metrics),
             RunningStack::Attached { .. } => None,
         }
+    }
+
+    /// The server nodes whose admin service does not answer now (within [`GONE_TIMEOUT`]
+    /// each, asked together), in stack order: a node process that died, or a launched stack
+    /// that was stopped. An embedded stack's nodes live in this process: never gone.
+    pub async fn gone(&self) -> Vec<GoneNode> {
+        let stack = self.stack();
+        let mut asked = tokio::task::JoinSet::new();
+        for index in 0..stack.nodes.len() {
+            let name = stack.nodes[index].name.clone();
+            let Some(addr) = self.admin_addr(index) else {
+                continue;
+            };
+            if stack.nodes[index].role.kind() == RoleName::Client {
+                continue;
+            }
+            asked.spawn(async move {
+                let answer = tokio::time::timeout(GONE_TIMEOUT, async {
+                    iopath_admin::Client::connect(addr).await?.status().await
+                })
+                .await;
+                let why = match answer {
+                    Ok(Ok(_)) => return None,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => format!("no answer within {} s", GONE_TIMEOUT.as_secs()),
+                };
+                Some((index, GoneNode { name, addr, why }))
+            });
+        }
+        let mut gone: Vec<(usize, GoneNode)> =
+            asked.join_all().await.into_iter().flatten().collect();
+        gone.sort_by_key(|(index, _)| *index);
+        gone.into_iter().map(|(_, node)| node).collect()
     }
 
     /// How it runs.
