@@ -35,8 +35,13 @@ pub struct Limits {
     pub rpc_timeout: Duration,
     /// Resends of an RPC after a timeout or failed send, before it fails.
     pub rpc_resends_max: u32,
-    /// Retries of an RPC the server answered with BUSY.
+    /// Retries of an RPC the server answered with BUSY, each after a wait that doubles from
+    /// 2 ms to 1 s (`rpc::busy_backoff`): 1,000 is about sixteen minutes.
     pub rpc_busy_retries_max: u32,
+    /// Early replies an RPC takes (its server has it and is still executing it) before it
+    /// fails: each extends its wait by one `rpc_timeout`, so 60 at 10 s is ten minutes,
+    /// Lustre's `at_max`.
+    pub rpc_early_replies_max: u32,
     /// How long a bulk chunk may take before it is asked for again.
     pub bulk_timeout: Duration,
     /// Times a bulk chunk is asked for again after a checksum mismatch, before failing.
@@ -79,6 +84,7 @@ impl Default for Limits {
             rpc_timeout: Duration::from_secs(10),
             rpc_resends_max: 5,
             rpc_busy_retries_max: 1000,
+            rpc_early_replies_max: 60,
             bulk_timeout: Duration::from_secs(10),
             checksum_resends_max: 3,
             requests_active_max: 512,

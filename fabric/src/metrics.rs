@@ -279,6 +279,13 @@ impl Collector for FabricCollector {
         )?;
         counters(
             &mut encoder,
+            "iopath_rpc_early_replies",
+            "Early replies sent: resends of requests still executing, answered \"in progress\" \
+             so their clients wait on.",
+            single(n.early_replies.load(Ordering::Relaxed)),
+        )?;
+        counters(
+            &mut encoder,
             "iopath_rpc_replies_reconstructed",
             "Resent requests answered from the saved reply, without executing again.",
             single(n.replies_reconstructed.load(Ordering::Relaxed)),

@@ -107,6 +107,8 @@ pub struct NodeCounters {
     pub replies_reconstructed: AtomicU64,
     /// Requests answered BUSY.
     pub requests_busy: AtomicU64,
+    /// Early replies sent: resends of requests still executing, answered "in progress".
+    pub early_replies: AtomicU64,
     /// Frames that arrived with nothing waiting for them (late replies, stale chunks).
     pub unexpected: AtomicU64,
     /// The most answers ever being sent on behalf of peers at once (bounded by

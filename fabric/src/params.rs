@@ -411,7 +411,7 @@ fn stats(node: &NodeInner) -> String {
     let n = &node.counters;
     format!(
         "send_count {sends}\nrecv_count {recvs}\ndrop_count {drops}\nsend_length {send_bytes}\nrecv_length {recv_bytes}\n\
-         checksum_mismatches {}\nbulk_resends {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nunexpected {}\nanswers_in_flight_peak {}\n\
+         checksum_mismatches {}\nbulk_resends {}\nrpc_resends {}\nrequests_executed {}\nreplies_reconstructed {}\nrequests_busy {}\nearly_replies {}\nunexpected {}\nanswers_in_flight_peak {}\n\
          answers_dropped {}\nforwarded {}\nforwarded_bytes {}\nforwarded_inline {}\nrouter_checksum_mismatches {}\n\
          bulk_get_bytes {}\nbulk_put_bytes {}\nrecv_placed_bytes {placed}\nrecv_copied_bytes {copied}\nbulk_copied_bytes {}\nsent_inline {inline}\n",
         n.checksum_mismatches.load(Ordering::Relaxed),
@@ -420,6 +420,7 @@ fn stats(node: &NodeInner) -> String {
         n.requests_executed.load(Ordering::Relaxed),
         n.replies_reconstructed.load(Ordering::Relaxed),
         n.requests_busy.load(Ordering::Relaxed),
+        n.early_replies.load(Ordering::Relaxed),
         n.unexpected.load(Ordering::Relaxed),
         n.answers_in_flight_peak.load(Ordering::Relaxed),
         n.answers_dropped.load(Ordering::Relaxed),

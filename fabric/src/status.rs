@@ -17,6 +17,10 @@ pub const WRONG_DIRECTION: u32 = errno::EPERM;
 pub const CHECKSUM_MISMATCH: u32 = errno::EBADMSG;
 /// The receiver is at a configured limit; try again later.
 pub const BUSY: u32 = errno::EBUSY;
+/// An early reply: the server has this request and is still executing it (a resend found it
+/// under way); the caller waits on for the reply instead of using up a resend, as a ptlrpc
+/// early reply extends a client's deadline.
+pub const IN_PROGRESS: u32 = errno::EALREADY;
 
 /// The errno values iopath uses, with Linux's numbers.
 pub mod errno {
@@ -54,6 +58,8 @@ pub mod errno {
     pub const ENOTEMPTY: u32 = 39;
     /// Protocol error: a malformed request.
     pub const EPROTO: u32 = 71;
+    /// Operation already in progress: the RPC layer's early reply, which it takes itself.
+    pub const EALREADY: u32 = 114;
     /// Bad message: checksum mismatch.
     pub const EBADMSG: u32 = 74;
     /// Too many users: a server already serves as many clients as it may.

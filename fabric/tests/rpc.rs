@@ -351,3 +351,104 @@ async fn a_watched_peer_that_restarts_is_sent_the_calls_waiting_on_it_within_a_p
     assert_eq!(service.executed.load(Ordering::SeqCst), 1);
     assert_eq!(*restarts.borrow(), 1, "one restart seen");
 }
+
+/// A service that answers after `delay`, counting what it executed.
+struct Slow {
+    delay: Duration,
+    executed: AtomicU64,
+}
+
+impl iopath_fabric::rpc::Service for Slow {
+    fn handle(self: Arc<Self>, _: iopath_fabric::rpc::Request) -> iopath_fabric::rpc::Reply {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            let n = self.executed.fetch_add(1, Ordering::SeqCst) + 1;
+            Ok(Bytes::copy_from_slice(&n.to_be_bytes()))
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_server_answers_resends_early_and_its_caller_waits_for_the_reply() {
+    // A request queued behind thousands (a fyod's clients) takes longer than every resend a
+    // call has: the resends find it executing and are answered early ("in progress"), which
+    // uses none of them up, and the call waits for the reply, as a ptlrpc early reply
+    // extends a client's deadline.
+    let limits = Limits {
+        rpc_timeout: Duration::from_secs(10),
+        rpc_resends_max: 2,
+        ..Limits::default()
+    };
+    let network = iopath_fabric::MemNetwork::new();
+    let client = mem_node(&network, &limits, 1, None).await.unwrap();
+    let server = mem_node(&network, &limits, 2, None).await.unwrap();
+    let slow = Arc::new(Slow {
+        delay: Duration::from_secs(95),
+        executed: AtomicU64::new(0),
+    });
+    server
+        .register_service(
+            PORTAL,
+            Arc::clone(&slow) as Arc<dyn iopath_fabric::rpc::Service>,
+        )
+        .unwrap();
+    let began = tokio::time::Instant::now();
+    let mut sends = 0;
+    let reply = client
+        .call_counting_sends(
+            server.nid(),
+            PORTAL,
+            OP_COUNT,
+            Bytes::new(),
+            CallOptions::default(),
+            &mut sends,
+        )
+        .await
+        .unwrap();
+    assert!(
+        began.elapsed() >= Duration::from_secs(95),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(u64::from_be_bytes(reply[..8].try_into().unwrap()), 1);
+    assert_eq!(slow.executed.load(Ordering::SeqCst), 1, "executed once");
+    let early = server.counters().early_replies.load(Ordering::Relaxed);
+    assert!(early >= 3, "{early} early replies");
+    // A resend a timeout, each answered early: no more than the timeouts allow.
+    assert!(sends <= 10, "{sends} sends in 95 s at a 10 s timeout");
+    assert_eq!(client.rpcs_pending(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_server_stays_in_progress_fails_after_its_early_replies() {
+    let limits = Limits {
+        rpc_timeout: Duration::from_secs(10),
+        rpc_resends_max: 2,
+        rpc_early_replies_max: 3,
+        ..Limits::default()
+    };
+    let network = iopath_fabric::MemNetwork::new();
+    let client = mem_node(&network, &limits, 1, None).await.unwrap();
+    let server = mem_node(&network, &limits, 2, None).await.unwrap();
+    server.register_service(PORTAL, Arc::new(Silent)).unwrap();
+    let err = client
+        .call(server.nid(), PORTAL, OP_COUNT, Bytes::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, FabricError::Timeout { what, .. } if what.contains("still executing")),
+        "{err}"
+    );
+    assert_eq!(server.counters().early_replies.load(Ordering::Relaxed), 4);
+}
+
+#[test]
+fn a_busy_server_is_asked_again_after_waits_that_double_to_a_second() {
+    use iopath_fabric::rpc::client::{BUSY_BACKOFF_MAX, busy_backoff};
+    assert_eq!(busy_backoff(1), Duration::from_millis(2));
+    assert_eq!(busy_backoff(2), Duration::from_millis(4));
+    assert_eq!(busy_backoff(9), Duration::from_millis(512));
+    assert_eq!(busy_backoff(10), BUSY_BACKOFF_MAX);
+    assert_eq!(busy_backoff(u32::MAX), BUSY_BACKOFF_MAX);
+    assert_eq!(BUSY_BACKOFF_MAX, Duration::from_secs(1));
+}

@@ -76,6 +76,17 @@ impl NodeInner {
     }
 }
 
+/// The longest a call waits before it asks a BUSY server again.
+pub const BUSY_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// How long a call waits before its `busy`-th retry of a server that answered BUSY: 2 ms,
+/// doubling to [`BUSY_BACKOFF_MAX`]. Clients held off by a server at its limit of executing
+/// requests (thousands at one fyod) then ask a few times a second, not forty: the retries
+/// must not take the CPU the server needs to drain its queue.
+pub fn busy_backoff(busy: u32) -> Duration {
+    Duration::from_millis(1u64 << busy.min(20)).min(BUSY_BACKOFF_MAX)
+}
+
 /// How many times one call sends again because its peer restarted ([`Node::resend_calls_to`]),
 /// beyond its resends after timeouts: a bound of our own on a peer that keeps restarting.
 const RESENDS_ON_RESTART_MAX: u32 = 8;
@@ -156,6 +167,9 @@ impl Node {
         *sends = 0;
         let mut busy = 0u32;
         let mut resent_on_restart = 0u32;
+        // Early replies taken; after one, the next wait sends nothing (the server has it).
+        let mut early = 0u32;
+        let mut quiet = false;
         loop {
             // Listening before the send: a restart found while the request is on its way
             // counts too.
@@ -175,18 +189,24 @@ impl Node {
             header.hdr_data = u64::from(opcode);
             header.cookie = oldest_pending;
             let (sent_tx, sent_rx) = oneshot::channel();
-            *sends += 1;
-            match inner.fail.pass(Site::ClientSend).await {
-                Err(injected @ Injected::Errno(_)) => {
-                    return Err(injected.error(Site::ClientSend));
-                }
-                // Lost on the way out: no send, so the wait below ends at the timeout.
-                Err(Injected::Drop) => drop(sent_tx),
-                // Waits here for credits when the interface or the peer is saturated.
-                Ok(()) | Err(Injected::Corrupt) => {
-                    inner
-                        .send(Message::new(header, body.clone()), Some(sent_tx))
-                        .await?;
+            if std::mem::take(&mut quiet) {
+                // An early reply said the server has the request under way: wait for its
+                // reply again, sending nothing.
+                drop(sent_tx);
+            } else {
+                *sends += 1;
+                match inner.fail.pass(Site::ClientSend).await {
+                    Err(injected @ Injected::Errno(_)) => {
+                        return Err(injected.error(Site::ClientSend));
+                    }
+                    // Lost on the way out: no send, so the wait below ends at the timeout.
+                    Err(Injected::Drop) => drop(sent_tx),
+                    // Waits here for credits when the interface or the peer is saturated.
+                    Ok(()) | Err(Injected::Corrupt) => {
+                        inner
+                            .send(Message::new(header, body.clone()), Some(sent_tx))
+                            .await?;
+                    }
                 }
             }
             let outcome = tokio::time::timeout(timeout, async {
@@ -224,8 +244,23 @@ impl Node {
                 {
                     busy += 1;
                     *sends -= 1; // BUSY was an answer: it does not use up a resend
-                    tokio::time::sleep(Duration::from_millis(1 + u64::from(busy.min(50)))).await;
+                    tokio::time::sleep(busy_backoff(busy)).await;
                     continue;
+                }
+                Ok(Ok(reply)) if reply.header.status == status::IN_PROGRESS => {
+                    // An early reply to a resend: the server has the request and is still
+                    // executing it. Wait on, up to `rpc_early_replies_max` times.
+                    if early < limits.rpc_early_replies_max {
+                        early += 1;
+                        quiet = true;
+                        debug!(%target, xid, early, "early reply: the request is under way");
+                        continue;
+                    }
+                    return Err(FabricError::Timeout {
+                        what: "RPC reply (its server was still executing it)",
+                        peer: target,
+                        attempts: *sends,
+                    });
                 }
                 Ok(Ok(reply)) if reply.header.status == status::OK => return Ok(reply.payload),
                 Ok(Ok(reply)) => {
@@ -247,7 +282,8 @@ impl Node {
                     attempts: *sends,
                 },
             };
-            if *sends - resent_on_restart > resends_max {
+            // A send an early reply answered was not lost: it uses up no resend.
+            if sends.saturating_sub(resent_on_restart + early) > resends_max {
                 return Err(match failure {
                     FabricError::Timeout { .. } => failure,
                     other => FabricError::Timeout {

@@ -55,7 +55,16 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
         Admission::Execute => false,
         Admission::ExecuteAfterAbandoned => true,
         Admission::AlreadyExecuting => {
-            debug!(%client, xid, "resend of a request still executing; its reply will answer");
+            // The client timed out waiting: tell it the request is here and under way, so it
+            // waits on rather than spend its resends on a server that is merely slow (a
+            // queue of thousands of clients at one fyod).
+            node.counters.early_replies.fetch_add(1, Ordering::Relaxed);
+            debug!(%client, xid, "resend of a request still executing: an early reply");
+            node.reply_error(
+                &header,
+                status::IN_PROGRESS,
+                "request in progress: its reply will follow",
+            );
             return;
         }
         Admission::Resend(saved) => {
