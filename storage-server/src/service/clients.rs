@@ -51,7 +51,7 @@ pub struct ClientRegistry {
 
 #[derive(Debug)]
 struct State {
-    known: Vec<KnownClient>,
+    known: Known,
     /// The log, open for appending.
     file: File,
     /// Its length: where the next line goes.
@@ -116,17 +116,59 @@ impl Line {
     }
 }
 
+/// The clients on the list in order of first listing, found by id in constant time: every
+/// request is checked against its client's entry, and a server may know tens of thousands.
+#[derive(Debug, Default)]
+struct Known {
+    list: Vec<KnownClient>,
+    /// Each client's place in `list`.
+    at: std::collections::HashMap<u64, usize>,
+}
+
+impl Known {
+    fn get(&self, id: u64) -> Option<&KnownClient> {
+        self.at.get(&id).map(|&i| &self.list[i])
+    }
+
+    /// Puts `client` on the list, over its earlier entry if it has one (keeping its place).
+    fn put(&mut self, client: KnownClient) {
+        match self.at.get(&client.id) {
+            Some(&i) => self.list[i] = client,
+            None => {
+                self.at.insert(client.id, self.list.len());
+                self.list.push(client);
+            }
+        }
+    }
+
+    /// Takes the clients `gone` names off the list.
+    fn remove(&mut self, gone: &std::collections::HashSet<u64>) {
+        self.list.retain(|k| !gone.contains(&k.id));
+        self.at = self
+            .list
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.id, i))
+            .collect();
+    }
+
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, KnownClient> {
+        self.list.iter()
+    }
+}
+
 /// The list a log's lines leave, in order of first listing.
-fn replay_log(text: &str, path: &Path) -> Result<Vec<KnownClient>, StorageError> {
-    let mut known: Vec<KnownClient> = Vec::new();
+fn replay_log(text: &str, path: &Path) -> Result<Known, StorageError> {
+    let mut known = Known::default();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         match Line::parse(line) {
             // A later line binds a client an earlier one listed without its NID.
-            Some(Line::Listed(client)) => match known.iter_mut().find(|k| k.id == client.id) {
-                Some(earlier) => *earlier = client,
-                None => known.push(client),
-            },
-            Some(Line::Removed(id)) => known.retain(|k| k.id != id),
+            Some(Line::Listed(client)) => known.put(client),
+            Some(Line::Removed(id)) => known.remove(&std::collections::HashSet::from([id])),
             None => {
                 return Err(StorageError::NotATarget {
                     path: path.to_path_buf(),
@@ -199,11 +241,7 @@ impl ClientRegistry {
 
     /// `client`'s session, if it is on the list.
     pub fn session(&self, client: u64) -> Option<u64> {
-        self.lock()
-            .known
-            .iter()
-            .find(|k| k.id == client)
-            .map(|k| k.session)
+        self.lock().known.get(client).map(|k| k.session)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -213,7 +251,7 @@ impl ClientRegistry {
     /// Refuses a request from `source` that speaks for `client` when the client connected
     /// from another NID. A client not on the list, or not yet bound, is not refused here.
     pub fn check(&self, client: u64, source: Nid) -> Result<(), StorageError> {
-        match self.lock().known.iter().find(|k| k.id == client) {
+        match self.lock().known.get(client) {
             Some(&KnownClient {
                 nid: Some(bound), ..
             }) if bound != source => Err(StorageError::ClientOfAnotherNid {
@@ -231,8 +269,7 @@ impl ClientRegistry {
     /// to another NID.
     pub fn add(&self, client: u64, source: Nid) -> Result<u64, StorageError> {
         let mut state = self.lock();
-        let existing = state.known.iter().position(|k| k.id == client);
-        match existing.map(|i| state.known[i]) {
+        match state.known.get(client).copied() {
             Some(k) if k.nid == Some(source) => return Ok(k.session),
             Some(KnownClient {
                 nid: Some(bound), ..
@@ -258,10 +295,7 @@ impl ClientRegistry {
         };
         // Durable before the client hears it is connected.
         state.append(&self.path, &Line::Listed(entry).text())?;
-        match existing {
-            Some(i) => state.known[i] = entry,
-            None => state.known.push(entry),
-        }
+        state.known.put(entry);
         Ok(entry.session)
     }
 
@@ -269,17 +303,18 @@ impl ClientRegistry {
     /// not waited for at the next restart, and its id is free to connect from any NID.
     pub fn remove(&self, clients: &[u64]) -> Result<(), StorageError> {
         let mut state = self.lock();
+        let named: std::collections::HashSet<u64> = clients.iter().copied().collect();
         let gone: String = state
             .known
             .iter()
-            .filter(|k| clients.contains(&k.id))
+            .filter(|k| named.contains(&k.id))
             .map(|k| Line::Removed(k.id).text())
             .collect();
         if gone.is_empty() {
             return Ok(());
         }
         state.append(&self.path, &gone)?;
-        state.known.retain(|k| !clients.contains(&k.id));
+        state.known.remove(&named);
         Ok(())
     }
 }
@@ -340,7 +375,7 @@ mod tests {
         let known = replay_log(text, path).unwrap();
         let listed: Vec<(u64, u64)> = known.iter().map(|k| (k.id, k.session)).collect();
         assert_eq!(listed, vec![(9, 9), (7, 10)]);
-        assert_eq!(known[0].nid, Some(nid));
+        assert_eq!(known.get(9).unwrap().nid, Some(nid));
         assert!(replay_log("7 not-a-nid 1\n", path).is_err());
         assert!(replay_log("-x\n", path).is_err());
         for line in [
