@@ -117,47 +117,51 @@ impl Line {
 }
 
 /// The clients on the list in order of first listing, found by id in constant time: every
-/// request is checked against its client's entry, and a server may know tens of thousands.
+/// request is checked against its client's entry, and a server may know tens of thousands,
+/// each of which disconnects in turn. A removed client leaves a hole, and the list closes
+/// its holes once they are half of it, so each change costs constant time on average.
 #[derive(Debug, Default)]
 struct Known {
-    list: Vec<KnownClient>,
-    /// Each client's place in `list`.
+    list: Vec<Option<KnownClient>>,
+    /// Each listed client's place in `list`.
     at: std::collections::HashMap<u64, usize>,
 }
 
 impl Known {
     fn get(&self, id: u64) -> Option<&KnownClient> {
-        self.at.get(&id).map(|&i| &self.list[i])
+        self.at.get(&id).and_then(|&i| self.list[i].as_ref())
     }
 
     /// Puts `client` on the list, over its earlier entry if it has one (keeping its place).
     fn put(&mut self, client: KnownClient) {
         match self.at.get(&client.id) {
-            Some(&i) => self.list[i] = client,
+            Some(&i) => self.list[i] = Some(client),
             None => {
                 self.at.insert(client.id, self.list.len());
-                self.list.push(client);
+                self.list.push(Some(client));
             }
         }
     }
 
     /// Takes the clients `gone` names off the list.
     fn remove(&mut self, gone: &std::collections::HashSet<u64>) {
-        self.list.retain(|k| !gone.contains(&k.id));
-        self.at = self
-            .list
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (k.id, i))
-            .collect();
+        for id in gone {
+            if let Some(i) = self.at.remove(id) {
+                self.list[i] = None;
+            }
+        }
+        if self.at.len() < self.list.len() / 2 {
+            self.list.retain(Option::is_some);
+            self.at = self.iter().enumerate().map(|(i, k)| (k.id, i)).collect();
+        }
     }
 
     fn len(&self) -> usize {
-        self.list.len()
+        self.at.len()
     }
 
-    fn iter(&self) -> std::slice::Iter<'_, KnownClient> {
-        self.list.iter()
+    fn iter(&self) -> impl Iterator<Item = &KnownClient> {
+        self.list.iter().flatten()
     }
 }
 
@@ -388,6 +392,36 @@ mod tests {
         ] {
             assert_eq!(Line::parse(&line.text()), Some(line));
         }
+    }
+
+    #[test]
+    fn clients_keep_their_order_through_removals_and_holes_closing() {
+        let dir = tempfile::tempdir().unwrap();
+        let a: Nid = "1@mem0".parse().unwrap();
+        let registry = ClientRegistry::open(dir.path(), 64, 100).unwrap();
+        for id in 1..=10 {
+            registry.add(id, a).unwrap();
+        }
+        // Holes first (under half), then enough that the list closes them.
+        registry.remove(&[2, 4]).unwrap();
+        assert_eq!(registry.known(), vec![1, 3, 5, 6, 7, 8, 9, 10]);
+        registry.remove(&[5, 6, 7, 8]).unwrap();
+        assert_eq!(registry.known(), vec![1, 3, 9, 10]);
+        // Each remaining client is found where it is, and a returning one goes last.
+        for id in [1, 3, 9, 10] {
+            assert!(registry.session(id).is_some(), "{id}");
+        }
+        assert_eq!(registry.session(2), None);
+        registry.add(2, a).unwrap();
+        assert_eq!(registry.known(), vec![1, 3, 9, 10, 2]);
+        let b: Nid = "2@mem0".parse().unwrap();
+        assert!(
+            registry.check(9, b).is_err(),
+            "bound to its NID after the holes closed"
+        );
+        drop(registry);
+        let again = ClientRegistry::open(dir.path(), 64, 200).unwrap();
+        assert_eq!(again.known(), vec![1, 3, 9, 10, 2]);
     }
 
     #[test]
