@@ -445,18 +445,7 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
     // Random loss on the compute subnet: nftables on each router drops 3 in 100 packets
     // arriving from it (this kernel has no netem). The compute host's TCP resends them;
     // nothing is lost.
-    let nft = |host: &str, rules: &str| {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &cluster.ns(host), "nft", rules])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "nft {rules} on {host}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let nft = |host: &str, rules: &str| nft_on(&cluster, host, &[rules], "");
     for router in ["r0", "r1"] {
         nft(router, "add table inet loss");
         nft(
@@ -475,15 +464,7 @@ fn a_shaped_link_bounds_ior_and_random_loss_ends_in_resends_with_nothing_lost() 
     let resent = tcp_retransmits(&cluster, "c0") - before;
     let dropped: u64 = ["r0", "r1"]
         .iter()
-        .map(|r| {
-            let table = nft(r, "list table inet loss");
-            table
-                .split_whitespace()
-                .skip_while(|w| *w != "packets")
-                .nth(1)
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or_else(|| panic!("no packet counter in {table}"))
-        })
+        .map(|r| packets_counted(&nft(r, "list table inet loss")))
         .sum();
     eprintln!(
         "lossy subnet: the routers dropped {dropped} packets, the compute host resent {resent} TCP segments"
@@ -701,12 +682,20 @@ fn silence(cluster: &Cluster, host: &str, subnets: &[u8]) {
 fn speak(cluster: &Cluster, host: &str) -> u64 {
     let table = nft_on(cluster, host, &["list", "table", "inet", "silence"], "");
     nft_on(cluster, host, &["delete", "table", "inet", "silence"], "");
+    packets_counted(&table)
+}
+
+/// The packets every `counter` of an `nft list table` listing counted, summed; a listing
+/// with no counter is a panic (the rules did not go in as written).
+fn packets_counted(table: &str) -> u64 {
     let words: Vec<&str> = table.split_whitespace().collect();
-    words
+    let counts: Vec<u64> = words
         .windows(2)
         .filter(|pair| pair[0] == "packets")
         .map(|pair| pair[1].parse::<u64>().unwrap())
-        .sum()
+        .collect();
+    assert!(!counts.is_empty(), "no packet counter in {table}");
+    counts.iter().sum()
 }
 
 /// `nft ARGS` on `host`, `input` on its standard input; its output, or a panic.
