@@ -211,6 +211,10 @@ fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAdd
             node: spec.name.clone(),
             why: "has no TCP address: place the stack first".into(),
         })?;
+    if config.admin_subnet.is_none() && config.here.is_empty() {
+        // Nothing to choose by: no need to look the host's addresses up.
+        return Ok(first);
+    }
     let host = spec
         .host
         .as_ref()
@@ -223,9 +227,6 @@ fn admin_ip(placed: &Stack, index: usize, config: &LaunchConfig) -> Result<IpAdd
     .unwrap_or_default();
     let mut candidates = sockets.iter().chain(known.iter()).copied();
     let Some(subnet) = config.admin_subnet else {
-        if config.here.is_empty() {
-            return Ok(first);
-        }
         return Ok(candidates
             .find(|&ip| config.here.iter().any(|here| here.contains(ip)))
             .unwrap_or_else(|| {
