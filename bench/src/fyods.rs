@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iopath_client::{File, StripeRequest};
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::Stack;
+use iopath_stack::schema::file::{FyodModeName, JournalName, NetworkEntry, NodeEntry, RoleName};
+use iopath_stack::schema::{Stack, StackFile};
 use serde::Serialize;
 
 use crate::error::BenchError;
@@ -424,31 +425,41 @@ pub async fn run(
 
 /// The stack of one run: the MDS, the I/O nodes with their RAIDs, the fyods on their service
 /// nodes, and the compute nodes (the fyods share them in blocks, as yod gave them out).
-fn stack_text(config: &FyodsConfig, fyods: u32, nodes: u32) -> String {
+fn stack_file(config: &FyodsConfig, fyods: u32, nodes: u32) -> StackFile {
     let j = &config.janus;
-    format!(
-        "name = \"janus-fyods\"\n\
-         description = \"a modeled Janus: {nodes} compute nodes, {fyods} fyods, {io} PFS I/O nodes\"\n\
-         [model]\ntime_scale = {scale}\n\
-         [layout]\nstripe_size = {transfer}\nstripe_count = -1\n\
-         [[networks]]\nname = \"mesh0\"\nbandwidth = {link}\n\
-         [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ mesh0 = 1 }}\n\
-         [[nodes]]\nname = \"io\"\nrole = \"oss\"\ncount = {io}\nnids = {{ mesh0 = 200 }}\n\
-         targets = 1\njournal = \"async\"\ndisk_bandwidth = {raid}\n\
-         [[nodes]]\nname = \"fyod\"\nrole = \"fyod\"\ncount = {fyods}\nnids = {{ mesh0 = 100 }}\n\
-         fyod_mode = \"pfs\"\nfyod_call_us = {call}\nfyod_cpus = {cpus}\n\
-         fyod_memory = {memory}\nfyod_thread_memory = {thread}\n\
-         [[nodes]]\nname = \"c\"\nrole = \"client\"\ncount = {nodes}\nnids = {{ mesh0 = 1000 }}\n",
-        io = j.io_nodes,
-        scale = config.time_scale,
-        transfer = config.transfer,
-        link = j.link_bytes_s,
-        raid = j.raid_bytes_s,
-        call = j.call_us,
-        cpus = j.cpus,
-        memory = j.memory_bytes,
-        thread = j.thread_bytes,
-    )
+    StackFile::named("janus-fyods")
+        .description(format!(
+            "a modeled Janus: {nodes} compute nodes, {fyods} fyods, {} PFS I/O nodes",
+            j.io_nodes
+        ))
+        .time_scale(config.time_scale)
+        .stripe_size(config.transfer)
+        .stripe_count(-1)
+        .network(NetworkEntry::named("mesh0").bandwidth(j.link_bytes_s))
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("mesh0", 1))
+        .node(
+            NodeEntry::new("io", RoleName::Oss)
+                .count(j.io_nodes)
+                .nid("mesh0", 200)
+                .targets(1)
+                .journal(JournalName::Async)
+                .disk_bandwidth(j.raid_bytes_s),
+        )
+        .node(
+            NodeEntry::new("fyod", RoleName::Fyod)
+                .count(fyods)
+                .nid("mesh0", 100)
+                .fyod_mode(FyodModeName::Pfs)
+                .fyod_call_us(j.call_us)
+                .fyod_cpus(j.cpus)
+                .fyod_memory(j.memory_bytes)
+                .fyod_thread_memory(j.thread_bytes),
+        )
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .count(nodes)
+                .nid("mesh0", 1000),
+        )
 }
 
 async fn run_one(
@@ -457,7 +468,7 @@ async fn run_one(
     fyods: u32,
     nodes: u32,
 ) -> Result<(FyodsPoint, String), BenchError> {
-    let stack = Stack::parse(&stack_text(config, fyods, nodes), "the fyods experiment")?;
+    let stack = stack_file(config, fyods, nodes).check("the fyods experiment")?;
     let modeled = stack.modeled();
     let model_write_mb_s = predict(&stack, api)?;
     let parent = config.dir.clone().or_else(|| {

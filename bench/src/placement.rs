@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{RoleName, Stack};
+use iopath_stack::schema::file::{JournalName, NetworkEntry, NodeEntry};
+use iopath_stack::schema::{RoleName, StackFile};
 use iopath_topology::study::TimeSummary;
 use iopath_topology::{Coord, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
@@ -367,44 +368,48 @@ pub async fn run(
 
 /// The stack of one run: the MDS, the storage servers at their service positions, a client
 /// node per writer at its placed coordinate, on one torus crossed hop by hop.
-fn stack_text(
+fn stack_file(
     config: &PlacementConfig,
     machine: &Machine,
     servers: u32,
     pairs: &Placement,
-) -> String {
-    let c = |coord: Coord| format!("[{}, {}, {}]", coord.x, coord.y, coord.z);
-    let [x, y, z] = config.dims;
-    let mut text = format!(
-        "name = \"placement\"\n\
-         description = \"the placement experiment's miniature machine\"\n\
-         [model]\ntime_scale = {}\n\
-         [layout]\nstripe_count = 1\n\
-         [[networks]]\nname = \"torus0\"\ntorus = [{x}, {y}, {z}]\nbandwidth = {}\nlatency_us = 1\nhop_by_hop = true\n\
-         [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ torus0 = 1 }}\ntorus = {}\n",
-        config.time_scale,
-        config.link_bytes_s(),
-        c(machine.mds),
-    );
+) -> StackFile {
+    let at = |coord: Coord| [coord.x, coord.y, coord.z];
+    let mut file = StackFile::named("placement")
+        .description("the placement experiment's miniature machine")
+        .time_scale(config.time_scale)
+        .stripe_count(1)
+        .network(
+            NetworkEntry::named("torus0")
+                .torus(config.dims)
+                .bandwidth(config.link_bytes_s())
+                .latency_us(1)
+                .hop_by_hop(),
+        )
+        .node(
+            NodeEntry::new("mds", RoleName::Mds)
+                .nid("torus0", 1)
+                .torus(at(machine.mds)),
+        );
     for s in 0..servers {
-        text.push_str(&format!(
-            "[[nodes]]\nname = \"oss{s}\"\nrole = \"oss\"\nnids = {{ torus0 = {} }}\ntorus = {}\n\
-             targets = {}\njournal = \"async\"\ndisk_bandwidth = {}\nnic_bandwidth = {}\n",
-            10 + s,
-            c(machine.service[s as usize]),
-            config.targets_per_server,
-            config.ost_bytes_s,
-            config.server_nic_bytes_s(),
-        ));
+        file = file.node(
+            NodeEntry::new(format!("oss{s}"), RoleName::Oss)
+                .nid("torus0", 10 + u64::from(s))
+                .torus(at(machine.service[s as usize]))
+                .targets(config.targets_per_server)
+                .journal(JournalName::Async)
+                .disk_bandwidth(config.ost_bytes_s)
+                .nic_bandwidth(config.server_nic_bytes_s()),
+        );
     }
     for (w, pair) in pairs.pairs.iter().enumerate() {
-        text.push_str(&format!(
-            "[[nodes]]\nname = \"w{w}\"\nrole = \"client\"\nnids = {{ torus0 = {} }}\ntorus = {}\n",
-            100 + w,
-            c(pair.client),
-        ));
+        file = file.node(
+            NodeEntry::new(format!("w{w}"), RoleName::Client)
+                .nid("torus0", 100 + w as u64)
+                .torus(at(pair.client)),
+        );
     }
-    text
+    file
 }
 
 async fn run_one(
@@ -414,10 +419,8 @@ async fn run_one(
     name: &str,
     placement: &Placement,
 ) -> Result<(PlacementRun, String), BenchError> {
-    let stack = Stack::parse(
-        &stack_text(config, machine, servers, placement),
-        "the placement experiment",
-    )?;
+    let stack =
+        stack_file(config, machine, servers, placement).check("the placement experiment")?;
     let modeled = stack.modeled();
     // Each writer's target, as the file system numbers it.
     let targets: Vec<u32> = placement

@@ -580,6 +580,8 @@ pub struct ModelCompletion {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iopath_stack::schema::StackFile;
+    use iopath_stack::schema::file::SizeValue;
 
     /// Four writers in a line into one server across one link of a ring: the paper's chain,
     /// 1/2, 1/4, 1/8, 1/8 of the link, and the aggregate the link's rate (in host time).
@@ -626,11 +628,12 @@ mod tests {
     /// The line of `bench/tests/data/line.toml` with its disks at `disk`, one writer per
     /// target.
     fn line_with(disk: &str) -> MachineFlows {
-        let text = include_str!("../tests/data/line.toml").replace(
-            "disk_bandwidth = \"200m\"",
-            &format!("disk_bandwidth = \"{disk}\""),
-        );
-        let stack = Stack::parse(&text, "line.toml").unwrap();
+        let mut file =
+            StackFile::parse(include_str!("../tests/data/line.toml"), "line.toml").unwrap();
+        for server in file.nodes.iter_mut().filter(|n| n.role == RoleName::Oss) {
+            server.disk_bandwidth = Some(SizeValue::Text(disk.into()));
+        }
+        let stack = file.check("line.toml").unwrap();
         let writers: Vec<WriterFlow> = stack
             .nodes_of(RoleName::Client)
             .into_iter()

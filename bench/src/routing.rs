@@ -21,7 +21,8 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::{RoleName, Stack};
+use iopath_stack::schema::file::{JournalName, NetworkEntry, NodeEntry, RouteEntry};
+use iopath_stack::schema::{RoleName, StackFile};
 use iopath_topology::spider_routing::{
     LnetRouter, SpiderFabric, SpiderRouting, SpiderRoutingConfig,
 };
@@ -625,71 +626,73 @@ impl Routes {
 }
 
 /// The stack of one run.
-fn stack_text(
+fn stack_file(
     config: &RoutingConfig,
     machine: &Machine,
     routes: &Routes,
     placement: &Placement,
-) -> String {
-    let c = |coord: Coord| format!("[{}, {}, {}]", coord.x, coord.y, coord.z);
-    let [x, y, z] = config.dims;
-    let mut text = format!(
-        "name = \"routing\"\n\
-         description = \"the routing experiment's miniature machine\"\n\
-         [model]\ntime_scale = {}\n\
-         [layout]\nstripe_count = 1\n\
-         [[networks]]\nname = \"torus0\"\ntorus = [{x}, {y}, {z}]\nbandwidth = {}\nlatency_us = 1\nhop_by_hop = true\n",
-        config.time_scale,
-        config.link_bytes_s(),
-    );
+) -> StackFile {
+    let at = |coord: Coord| [coord.x, coord.y, coord.z];
+    let mut file = StackFile::named("routing")
+        .description("the routing experiment's miniature machine")
+        .time_scale(config.time_scale)
+        .stripe_count(1)
+        .network(
+            NetworkEntry::named("torus0")
+                .torus(config.dims)
+                .bandwidth(config.link_bytes_s())
+                .latency_us(1)
+                .hop_by_hop(),
+        );
     for (name, _) in &routes.networks {
-        text.push_str(&format!(
-            "[[networks]]\nname = \"{name}\"\nbandwidth = {}\nlatency_us = 2\n",
-            config.card_bytes_s()
-        ));
+        file = file.network(
+            NetworkEntry::named(name)
+                .bandwidth(config.card_bytes_s())
+                .latency_us(2),
+        );
     }
-    text.push_str(&format!(
-        "[[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = {{ torus0 = 1 }}\ntorus = {}\n",
-        c(machine.mds)
-    ));
+    file = file.node(
+        NodeEntry::new("mds", RoleName::Mds)
+            .nid("torus0", 1)
+            .torus(at(machine.mds)),
+    );
     for r in routes.routers() {
         let router = &machine.fabric.routers[r];
-        let mut nids = format!("torus0 = {}", router.nid);
+        let mut node = NodeEntry::new(&router.name, RoleName::Router)
+            .nid("torus0", router.nid.into())
+            .torus(at(router.coord))
+            .nic_bandwidth(config.card_bytes_s());
         for (name, carriers) in &routes.networks {
             if carriers.contains(&r) {
-                nids.push_str(&format!(", {name} = {}", router.nid));
+                node = node.nid(name, router.nid.into());
             }
         }
-        text.push_str(&format!(
-            "[[nodes]]\nname = \"{}\"\nrole = \"router\"\nnids = {{ {nids} }}\ntorus = {}\nnic_bandwidth = {}\n",
-            router.name,
-            c(router.coord),
-            config.card_bytes_s()
-        ));
+        file = file.node(node);
     }
     for s in 0..config.servers() {
         let (net, _) = &routes.networks[routes.server_network[s as usize]];
-        text.push_str(&format!(
-            "[[nodes]]\nname = \"oss{s}\"\nrole = \"oss\"\nnids = {{ {net} = {} }}\n\
-             targets = {}\njournal = \"async\"\ndisk_bandwidth = {}\n",
-            10 + s,
-            config.targets_per_server,
-            config.ost_bytes_s,
-        ));
+        file = file.node(
+            NodeEntry::new(format!("oss{s}"), RoleName::Oss)
+                .nid(net, 10 + u64::from(s))
+                .targets(config.targets_per_server)
+                .journal(JournalName::Async)
+                .disk_bandwidth(config.ost_bytes_s),
+        );
     }
     for (w, pair) in placement.pairs.iter().enumerate() {
-        text.push_str(&format!(
-            "[[nodes]]\nname = \"w{w}\"\nrole = \"client\"\nnids = {{ torus0 = {} }}\ntorus = {}\n",
-            100 + w,
-            c(pair.client),
-        ));
+        file = file.node(
+            NodeEntry::new(format!("w{w}"), RoleName::Client)
+                .nid("torus0", 100 + w as u64)
+                .torus(at(pair.client)),
+        );
     }
     // The storage side reaches the torus through its network's routers.
     for (name, carriers) in &routes.networks {
         for &r in carriers {
-            text.push_str(&format!(
-                "[[routes]]\nfrom = \"{name}\"\nnet = \"torus0\"\ngateway = \"{}\"\n",
-                machine.fabric.routers[r].name
+            file = file.route(RouteEntry::new(
+                name,
+                "torus0",
+                &machine.fabric.routers[r].name,
             ));
         }
     }
@@ -702,16 +705,18 @@ fn stack_text(
         }
     }
     for ((n, r, hops), writers) in entries {
-        let names: Vec<String> = writers.iter().map(|w| format!("\"w{w}\"")).collect();
         // The MDS is on the torus too: name the writers, so that it is not given routes.
-        text.push_str(&format!(
-            "[[routes]]\nfrom = \"torus0\"\nnet = \"{}\"\ngateway = \"{}\"\nhops = {hops}\nnodes = [{}]\n",
-            routes.networks[n].0,
-            machine.fabric.routers[r].name,
-            names.join(", ")
-        ));
+        file = file.route(
+            RouteEntry::new(
+                "torus0",
+                &routes.networks[n].0,
+                &machine.fabric.routers[r].name,
+            )
+            .hops(hops)
+            .nodes(writers.iter().map(|w| format!("w{w}"))),
+        );
     }
-    text
+    file
 }
 
 /// The file-system index of `pair`'s target (Lustre numbers targets round the servers; the
@@ -731,8 +736,7 @@ async fn run_one(
     placement: &Placement,
 ) -> Result<(RoutingRun, String, usize), BenchError> {
     let routes = Routes::of(config, machine, scheme, placement)?;
-    let text = stack_text(config, machine, &routes, placement);
-    let stack = Stack::parse(&text, "the routing experiment")?;
+    let stack = stack_file(config, machine, &routes, placement).check("the routing experiment")?;
     let modeled = stack.modeled();
     let targets: Vec<u32> = placement
         .pairs

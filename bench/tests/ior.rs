@@ -4,7 +4,8 @@
 
 use iopath_bench::ior::phase::Progress;
 use iopath_bench::ior::{IorOptions, IorOutcome};
-use iopath_stack::StackChoice;
+use iopath_stack::schema::file::NetworkEntry;
+use iopath_stack::{StackChoice, StackFile};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -744,18 +745,15 @@ async fn iorcd_on_the_routers_sees_writes_and_reads_go_their_ways() {
 /// spider-mini with its network modeled at 64 MB/s per interface, time scale 1, written
 /// into `dir`.
 fn modeled_spider_mini(dir: &std::path::Path) -> StackChoice {
-    let text = iopath_stack::preset("spider-mini")
+    let preset = iopath_stack::preset("spider-mini").unwrap();
+    let mut stack = StackFile::parse(preset.text, "spider-mini")
         .unwrap()
-        .text
-        .replacen("[[networks]]", "[model]\ntime_scale = 1\n\n[[networks]]", 1)
-        .replacen(
-            "name = \"o2ib0\"",
-            "name = \"o2ib0\"\nbandwidth = 64000000\nlatency_us = 10",
-            1,
-        );
-    assert!(text.contains("bandwidth = 64000000"), "{text}");
+        .time_scale(1);
+    stack.networks[0] = NetworkEntry::named("o2ib0")
+        .bandwidth(64_000_000)
+        .latency_us(10);
     let file = dir.join("modeled.toml");
-    std::fs::write(&file, &text).unwrap();
+    std::fs::write(&file, stack.to_toml()).unwrap();
     StackChoice {
         stack: Some(file),
         ..StackChoice::default()

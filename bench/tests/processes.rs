@@ -13,7 +13,7 @@ use iopath_bench::ior::IorOptions;
 use iopath_bench::ior::phase::Progress;
 use iopath_client::Client;
 use iopath_stack::StackChoice;
-use iopath_stack::testing::processes::{self, client, launcher, preset, start};
+use iopath_stack::testing::processes::{self, client, commits_only_when_forced, launcher, start};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 const KIB: u64 = 1 << 10;
@@ -123,11 +123,7 @@ async fn ior_runs_over_processes() -> Result<(), String> {
 /// the program that ended. (Before the end commits, this run lost its files' tails.)
 async fn ior_tasks_that_ended_lose_nothing_to_servers_killed_after_them() -> Outcome {
     use iopath_bench::ior::phase::{self, Files, Job, Progress};
-    let text = preset("spider-mini")?.replace(
-        "journal = \"async\"",
-        "journal = \"async\"\ncommit_interval_ms = 60000",
-    );
-    let mut running = start(&text, "test-suite-ior-end").await?;
+    let mut running = start(&commits_only_when_forced()?, "test-suite-ior-end").await?;
     let params = iopath_bench::ior::IorParams::from_options(
         &IorOptions {
             tasks: Some(8),

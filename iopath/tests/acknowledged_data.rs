@@ -19,7 +19,7 @@ use iopath_client::{Client, ClientConfig, StripeRequest};
 use iopath_fabric::{Interface, Nid, Node, NodeConfig};
 
 mod common;
-use common::{Stack, crash_stack as stack_file, iopath};
+use common::{JournalName, Stack, crash_stack as stack_file, iopath};
 
 /// Files each run puts, and their size (not a multiple of the stripe, as in the issue).
 const FILES: usize = 6;
@@ -50,7 +50,7 @@ enum KillPoint {
 
 /// The issue's sequence: six `lfs put`s, one storage server killed at `point` and started
 /// again, then every file read back with `lfs get` by a new process.
-fn puts_survive_a_crash(journal: &str, point: KillPoint) {
+fn puts_survive_a_crash(journal: JournalName, point: KillPoint) {
     let mut stack = Stack::start(&stack_file(journal));
     let local = stack.dir.path().join("local");
     std::fs::create_dir(&local).unwrap();
@@ -101,18 +101,18 @@ fn puts_survive_a_crash(journal: &str, point: KillPoint) {
         let out = stack.lfs(&["get", &format!("/d{i}"), back.to_str().unwrap()]);
         assert!(
             out.status.success(),
-            "{journal}, killed {point:?}: get /d{i} failed: {}",
+            "{journal:?}, killed {point:?}: get /d{i} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let data = std::fs::read(&back).unwrap();
         assert_eq!(
             data.len(),
             FILE_BYTES,
-            "{journal}, killed {point:?}: /d{i} came back with the wrong size"
+            "{journal:?}, killed {point:?}: /d{i} came back with the wrong size"
         );
         assert!(
             data == content(i),
-            "{journal}, killed {point:?}: /d{i} came back with other bytes"
+            "{journal:?}, killed {point:?}: /d{i} came back with other bytes"
         );
     }
     let logs = stack.stop();
@@ -124,32 +124,32 @@ fn puts_survive_a_crash(journal: &str, point: KillPoint) {
 
 #[test]
 fn async_puts_survive_a_storage_server_killed_before_them() {
-    puts_survive_a_crash("async", KillPoint::Before);
+    puts_survive_a_crash(JournalName::Async, KillPoint::Before);
 }
 
 #[test]
 fn async_puts_survive_a_storage_server_killed_during_them() {
-    puts_survive_a_crash("async", KillPoint::During);
+    puts_survive_a_crash(JournalName::Async, KillPoint::During);
 }
 
 #[test]
 fn async_puts_survive_a_storage_server_killed_after_them() {
-    puts_survive_a_crash("async", KillPoint::After);
+    puts_survive_a_crash(JournalName::Async, KillPoint::After);
 }
 
 #[test]
 fn sync_puts_survive_a_storage_server_killed_before_them() {
-    puts_survive_a_crash("sync", KillPoint::Before);
+    puts_survive_a_crash(JournalName::Sync, KillPoint::Before);
 }
 
 #[test]
 fn sync_puts_survive_a_storage_server_killed_during_them() {
-    puts_survive_a_crash("sync", KillPoint::During);
+    puts_survive_a_crash(JournalName::Sync, KillPoint::During);
 }
 
 #[test]
 fn sync_puts_survive_a_storage_server_killed_after_them() {
-    puts_survive_a_crash("sync", KillPoint::After);
+    puts_survive_a_crash(JournalName::Sync, KillPoint::After);
 }
 
 /// A writer that dies holding acknowledged, uncommitted writes (here: a client library
@@ -158,7 +158,7 @@ fn sync_puts_survive_a_storage_server_killed_after_them() {
 /// and leave no partial copy — and a rewrite makes the file whole again.
 #[test]
 fn a_reader_is_told_when_a_dead_writers_acknowledged_bytes_were_dropped() {
-    let mut stack = Stack::start(&stack_file("async"));
+    let mut stack = Stack::start(&stack_file(JournalName::Async));
     let mds: Nid = stack.mds.parse().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {

@@ -12,7 +12,10 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Stack, crash_stack, iopath, lctl_with_secret, node_pid};
+use common::{
+    FyodModeName, JournalName, NodeEntry, RoleName, Stack, StackFile, crash_stack, iopath,
+    lctl_with_secret, node_pid,
+};
 
 /// Bytes of each file put: several stripes over every target, not a multiple of a stripe.
 const FILE_BYTES: usize = 5_000_000;
@@ -104,23 +107,17 @@ fn stderr(output: &Output) -> String {
 
 /// crash-test's stack (two servers of two targets, async commits only when forced) with a
 /// PFS fyod beside them.
-fn stack_with_a_fyod() -> String {
-    let mut text = crash_stack("async");
-    text.push_str(
-        r#"
-[[nodes]]
-name = "fyod"
-role = "fyod"
-nids = { o2ib0 = 20 }
-fyod_mode = "pfs"
-"#,
-    );
-    text
+fn stack_with_a_fyod() -> StackFile {
+    crash_stack(JournalName::Async).node(
+        NodeEntry::new("fyod", RoleName::Fyod)
+            .nid("o2ib0", 20)
+            .fyod_mode(FyodModeName::Pfs),
+    )
 }
 
 #[test]
 fn storage_server_and_metadata_sites_fail_stall_lose_replies_and_corrupt_as_armed() {
-    let stack = Stack::start(&crash_stack("async"));
+    let stack = Stack::start(&crash_stack(JournalName::Async));
     let path = Harness {
         lfs_args: vec!["--mds".into(), stack.mds.clone()],
         stack,
@@ -192,7 +189,7 @@ fn storage_server_and_metadata_sites_fail_stall_lose_replies_and_corrupt_as_arme
 
 #[test]
 fn a_server_that_aborts_around_a_commit_is_started_again_and_every_put_reads_back() {
-    let mut stack = Stack::start(&crash_stack("async"));
+    let mut stack = Stack::start(&crash_stack(JournalName::Async));
     let lfs_args = vec!["--mds".to_owned(), stack.mds.clone()];
     let secret = stack.secret_file();
     let mut admin = stack.admin("oss1").to_owned();
@@ -311,7 +308,13 @@ fn fyod_sites_and_its_client_sends_fail_and_lose_as_armed() {
 
 #[test]
 fn router_sites_and_network_rules_lose_corrupt_and_stall_forwarded_messages() {
-    let stack = Stack::start(include_str!("../../stack/presets/spider-mini-routed.toml"));
+    let stack = Stack::start(
+        &StackFile::parse(
+            include_str!("../../stack/presets/spider-mini-routed.toml"),
+            "spider-mini-routed",
+        )
+        .unwrap(),
+    );
     let stack_file = stack.storage().join("stack.toml");
     let path = Harness {
         lfs_args: vec!["--stack".into(), stack_file.to_str().unwrap().into()],

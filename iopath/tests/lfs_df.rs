@@ -5,31 +5,22 @@
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
 mod common;
-use common::Stack;
+use common::{NetworkEntry, NodeEntry, RoleName, Stack, StackFile};
 
-const STACK: &str = r#"name = "df-test"
-description = "two storage servers of two targets"
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "c"
-role = "client"
-nids = { o2ib0 = 100 }
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-nids = { o2ib0 = 10 }
-targets = 2
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = { o2ib0 = 1 }
-"#;
+/// Two storage servers of two targets.
+fn df_stack() -> StackFile {
+    StackFile::named("df-test")
+        .description("two storage servers of two targets")
+        .network(NetworkEntry::named("o2ib0"))
+        .node(NodeEntry::new("c", RoleName::Client).nid("o2ib0", 100))
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .count(2)
+                .nid("o2ib0", 10)
+                .targets(2),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("o2ib0", 1))
+}
 
 /// statvfs(3) of `dir`: (1 KiB blocks, 1 KiB blocks available).
 fn statvfs_kib(dir: &std::path::Path) -> (u64, u64) {
@@ -48,7 +39,7 @@ fn statvfs_kib(dir: &std::path::Path) -> (u64, u64) {
 
 #[test]
 fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
-    let stack = Stack::start(STACK);
+    let stack = Stack::start(&df_stack());
     let out = stack.lfs(&["df"]);
     assert!(
         out.status.success(),
@@ -106,8 +97,7 @@ fn lfs_df_lists_every_target_with_its_file_systems_figures_and_their_sum() {
 
 #[test]
 fn a_stack_named_scratch_names_its_targets_scratch_in_lfs_lctl_and_its_table() {
-    let stack =
-        Stack::start(&STACK.replacen("description", "fsname = \"scratch\"\ndescription", 1));
+    let stack = Stack::start(&df_stack().fsname("scratch"));
     // The table `up` prints: each storage server's targets, by name.
     let oss1 = stack.table.iter().find(|l| l.starts_with("oss1 ")).unwrap();
     assert!(

@@ -14,56 +14,44 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Stack, iopath};
+use common::{
+    FyodModeName, JournalName, NetworkEntry, NodeEntry, RoleName, Stack, StackFile, iopath,
+};
 
 /// The crash tests' stack (two storage servers of two targets, files over all four, async
 /// journals that commit only when forced, so a killed server loses exactly what clients must
 /// replay).
-fn stack_file() -> String {
-    common::crash_stack("async")
+fn stack_file() -> StackFile {
+    common::crash_stack(JournalName::Async)
 }
 
 /// ASCI Red's shape: a compute node behind a fyod in `mode` (pfs or ufs) before the same
 /// two storage servers.
-fn fyod_stack_file(mode: &str) -> String {
-    format!(
-        r#"name = "mount-fyod-test"
-description = "a compute node behind a fyod"
-
-[layout]
-stripe_size = "1m"
-stripe_count = -1
-
-[[networks]]
-name = "mesh0"
-
-[[nodes]]
-name = "c"
-role = "client"
-count = 1
-nids = {{ mesh0 = 100 }}
-
-[[nodes]]
-name = "fyod"
-role = "fyod"
-count = 1
-nids = {{ mesh0 = 20 }}
-fyod_mode = "{mode}"
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-nids = {{ mesh0 = 10 }}
-targets = 2
-journal = "async"
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ mesh0 = 1 }}
-"#
-    )
+fn fyod_stack_file(mode: FyodModeName) -> StackFile {
+    StackFile::named("mount-fyod-test")
+        .description("a compute node behind a fyod")
+        .stripe_size(1 << 20)
+        .stripe_count(-1)
+        .network(NetworkEntry::named("mesh0"))
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .count(1)
+                .nid("mesh0", 100),
+        )
+        .node(
+            NodeEntry::new("fyod", RoleName::Fyod)
+                .count(1)
+                .nid("mesh0", 20)
+                .fyod_mode(mode),
+        )
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .count(2)
+                .nid("mesh0", 10)
+                .targets(2)
+                .journal(JournalName::Async),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("mesh0", 1))
 }
 
 /// A tool the tests need, or a loud failure naming it and who installs it.
@@ -514,7 +502,7 @@ fn a_mount_point_that_is_not_an_empty_directory_is_refused_clearly() {
 }
 
 /// Through a fyod, in PFS and UFS mode: data, a tree, truncate and statfs as direct-attached.
-fn through_a_fyod(mode: &str) {
+fn through_a_fyod(mode: FyodModeName) {
     let stack = Stack::start(&fyod_stack_file(mode));
     let mnt = Mounted::through(&stack, stack.nid("fyod0"));
     let src = tempfile::tempdir_in(".").unwrap();
@@ -560,12 +548,12 @@ fn through_a_fyod(mode: &str) {
 
 #[test]
 fn through_a_pfs_fyod_data_truncate_and_statfs_work() {
-    through_a_fyod("pfs");
+    through_a_fyod(FyodModeName::Pfs);
 }
 
 #[test]
 fn through_a_ufs_fyod_data_truncate_and_statfs_work() {
-    through_a_fyod("ufs");
+    through_a_fyod(FyodModeName::Ufs);
 }
 
 #[test]
@@ -715,8 +703,7 @@ fn lfs_takes_paths_under_the_mount_and_new_files_take_their_directorys_layout() 
 
 #[test]
 fn a_mount_names_its_file_system_and_lfs_ls_l_agrees_with_ls_l_on_it() {
-    let stack =
-        Stack::start(&stack_file().replacen("description", "fsname = \"scratch\"\ndescription", 1));
+    let stack = Stack::start(&stack_file().fsname("scratch"));
     let mnt = Mounted::new(&stack);
     // The source names the stack and its file system, as Lustre's `mgsnode:/fsname`.
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();

@@ -434,7 +434,7 @@ fn demo_crash_through_a_fyod_says_the_fyod_replayed() {
 
 #[test]
 fn up_stops_cleanly_after_a_storage_server_was_killed_and_started_again_by_hand() {
-    let stack = common::Stack::start(&common::crash_stack("async"));
+    let stack = common::Stack::start(&common::crash_stack(common::JournalName::Async));
     stack.kill("oss0");
     let storage = stack.storage();
     // Started again as an operator would: `iopath node` on the stack's file, secret and

@@ -32,7 +32,8 @@ use tokio::sync::Mutex;
 
 use crate::error::StackError;
 use crate::runtime::{EmbeddedOptions, EmbeddedStack, FyodTuning, StorageDir};
-use crate::schema::{RoleName, Stack};
+use crate::schema::file::{FyodModeName, JournalName, NetworkEntry, NodeEntry};
+use crate::schema::{RoleName, Stack, StackFile};
 
 /// The metadata service's node number on the in-memory network.
 pub const MDS_NODE: u32 = 1;
@@ -102,60 +103,41 @@ impl Default for TestStackConfig {
 
 impl TestStackConfig {
     /// The stack file this configuration describes.
-    pub fn stack_file(&self) -> String {
-        let journal = if self.sync_journal { "sync" } else { "async" };
-        let mode = match self.fyod_file_system {
-            FileSystem::Pfs => "pfs",
-            FileSystem::Ufs => "ufs",
-        };
-        let mut text = format!(
-            r#"name = "test-stack"
-description = "a test stack: {oss} storage servers x {targets} targets, {fyods} fyods, in one process"
-fsname = "{fsname}"
-
-[layout]
-stripe_size = "1m"
-stripe_count = 1
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ o2ib0 = {MDS_NODE} }}
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = {oss}
-nids = {{ o2ib0 = {FIRST_OSS_NODE} }}
-targets = {targets}
-journal = "{journal}"
-commit_interval_ms = {interval}
-recovery_window_ms = {window}
-"#,
-            oss = self.oss_count,
-            targets = self.targets_per_oss,
-            fyods = self.fyods,
-            fsname = self.fsname,
-            interval = self.commit_interval_ms,
-            window = self.recovery_window.as_millis().max(1),
-        );
-        if self.fyods > 0 {
-            text.push_str(&format!(
-                r#"
-[[nodes]]
-name = "fyod"
-role = "fyod"
-count = {}
-nids = {{ o2ib0 = {FIRST_FYOD_NODE} }}
-fyod_mode = "{mode}"
-"#,
-                self.fyods
-            ));
+    pub fn stack_file(&self) -> StackFile {
+        let oss = NodeEntry::new("oss", RoleName::Oss)
+            .count(self.oss_count)
+            .nid("o2ib0", FIRST_OSS_NODE.into())
+            .targets(self.targets_per_oss)
+            .journal(if self.sync_journal {
+                JournalName::Sync
+            } else {
+                JournalName::Async
+            })
+            .commit_interval_ms(self.commit_interval_ms)
+            .recovery_window_ms(self.recovery_window.as_millis().max(1) as u64);
+        let file = StackFile::named("test-stack")
+            .description(format!(
+                "a test stack: {} storage servers x {} targets, {} fyods, in one process",
+                self.oss_count, self.targets_per_oss, self.fyods
+            ))
+            .fsname(self.fsname.to_string())
+            .stripe_size(1 << 20)
+            .stripe_count(1)
+            .network(NetworkEntry::named("o2ib0"))
+            .node(NodeEntry::new("mds", RoleName::Mds).nid("o2ib0", MDS_NODE.into()))
+            .node(oss);
+        if self.fyods == 0 {
+            return file;
         }
-        text
+        file.node(
+            NodeEntry::new("fyod", RoleName::Fyod)
+                .count(self.fyods)
+                .nid("o2ib0", FIRST_FYOD_NODE.into())
+                .fyod_mode(match self.fyod_file_system {
+                    FileSystem::Pfs => FyodModeName::Pfs,
+                    FileSystem::Ufs => FyodModeName::Ufs,
+                }),
+        )
     }
 }
 
@@ -175,7 +157,7 @@ impl TestStack {
     /// Starts the metadata service, the storage servers and the fyods on a new temporary
     /// directory.
     pub async fn start(config: TestStackConfig) -> Result<TestStack, StackError> {
-        let stack = Stack::parse(&config.stack_file(), "a test stack")?;
+        let stack = config.stack_file().check("a test stack")?;
         let storage = StorageDir::temporary("test-stack", None)?;
         let dir = storage.path().to_path_buf();
         let mut faults = std::collections::BTreeMap::new();
@@ -408,6 +390,7 @@ pub mod processes {
     use iopath_client::Client;
 
     use crate::runtime::{Launcher, Mode, RunningStack, StorageDir};
+    use crate::schema::StackFile;
     use crate::up::NodeProcessConfig;
 
     /// If this program was started as a node process (its first argument is `node`), runs
@@ -478,21 +461,29 @@ pub mod processes {
         Launcher::this_program().map_err(|e| e.to_string())
     }
 
-    /// Starts `stack_text` (a stack file) with every server node a process of this program.
-    pub async fn start(stack_text: &str, what: &str) -> Result<RunningStack, String> {
-        let stack = crate::schema::Stack::parse(stack_text, what).map_err(|e| e.to_string())?;
+    /// Starts `file` with every server node a process of this program.
+    pub async fn start(file: &StackFile, what: &str) -> Result<RunningStack, String> {
+        let stack = file.check(what).map_err(|e| e.to_string())?;
         let storage = StorageDir::temporary(what, None).map_err(|e| e.to_string())?;
         RunningStack::start(stack, Mode::Processes, storage, Some(&launcher()?))
             .await
             .map_err(|e| e.to_string())
     }
 
-    /// The text of preset `name`.
-    pub fn preset(name: &str) -> Result<String, String> {
-        Ok(crate::preset(name)
-            .map_err(|e| e.to_string())?
-            .text
-            .to_owned())
+    /// Preset `name` as a value, to start as it is or changed first.
+    pub fn preset(name: &str) -> Result<StackFile, String> {
+        let preset = crate::preset(name).map_err(|e| e.to_string())?;
+        StackFile::parse(preset.text, name).map_err(|e| e.to_string())
+    }
+
+    /// spider-mini with commits that wait a minute: what a kill finds uncommitted is what the
+    /// clients must replay.
+    pub fn commits_only_when_forced() -> Result<StackFile, String> {
+        let mut file = preset("spider-mini")?;
+        file.node_mut("oss")
+            .ok_or("spider-mini has no node oss any more")?
+            .commit_interval_ms = Some(60_000);
+        Ok(file)
     }
 
     /// The client library on client node `index` of `running`.

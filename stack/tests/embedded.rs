@@ -270,36 +270,30 @@ fn resident_bytes() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stack_of_1500_compute_nodes_starts_and_every_node_round_trips() {
     use iopath_stack::runtime::{Mode, RunningStack};
-    use iopath_stack::schema::{IDLE_NODE_MEMORY_MAX_BYTES, Stack};
+    use iopath_stack::schema::IDLE_NODE_MEMORY_MAX_BYTES;
+    use iopath_stack::schema::file::{NetworkEntry, NodeEntry, RoleName, StackFile};
     const CLIENTS: usize = 1500;
-    let text = format!(
-        r#"
-name = "wide"
-[[networks]]
-name = "mesh0"
-[[nodes]]
-name = "c"
-role = "client"
-count = {CLIENTS}
-nids = {{ mesh0 = 100 }}
-[[nodes]]
-name = "fyod"
-role = "fyod"
-count = 6
-nids = {{ mesh0 = 20 }}
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-targets = 2
-nids = {{ mesh0 = 10 }}
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ mesh0 = 1 }}
-"#
-    );
-    let stack = Stack::parse(&text, "wide.toml").unwrap();
+    let stack = StackFile::named("wide")
+        .network(NetworkEntry::named("mesh0"))
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .count(CLIENTS as u32)
+                .nid("mesh0", 100),
+        )
+        .node(
+            NodeEntry::new("fyod", RoleName::Fyod)
+                .count(6)
+                .nid("mesh0", 20),
+        )
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .count(2)
+                .targets(2)
+                .nid("mesh0", 10),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("mesh0", 1))
+        .check("wide")
+        .unwrap();
     let nodes = stack.nodes.len() as u64;
     let storage = StorageDir::temporary("test-wide", None).unwrap();
     let before = resident_bytes();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
-use iopath_stack::schema::Stack;
+use iopath_stack::schema::file::{NetworkEntry, NodeEntry, RoleName, StackFile};
 
 /// Descriptors this process may hold in this test.
 const OPEN_FILE_LIMIT: u64 = 1024;
@@ -43,33 +43,25 @@ async fn tasks_reading_more_files_at_once_than_the_limit_allows_queue_at_their_t
     lower_the_open_file_limit(OPEN_FILE_LIMIT);
     // A slow modeled disk (64 MiB/s a target): each read holds its target's attention for a
     // millisecond, so the reads of one target are under way together.
-    let text = format!(
-        r#"
-name = "many-readers"
-[layout]
-stripe_size = "1m"
-stripe_count = 1
-[[networks]]
-name = "mesh0"
-[[nodes]]
-name = "c"
-role = "client"
-count = {TASKS}
-nids = {{ mesh0 = 100 }}
-[[nodes]]
-name = "oss"
-role = "oss"
-count = {SERVERS}
-targets = {TARGETS_PER_SERVER}
-nids = {{ mesh0 = 10 }}
-disk_bandwidth = "64m"
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ mesh0 = 1 }}
-"#
-    );
-    let stack = Stack::parse(&text, "many-readers.toml").unwrap();
+    let stack = StackFile::named("many-readers")
+        .stripe_size(1 << 20)
+        .stripe_count(1)
+        .network(NetworkEntry::named("mesh0"))
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .count(TASKS as u32)
+                .nid("mesh0", 100),
+        )
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .count(SERVERS as u32)
+                .targets(TARGETS_PER_SERVER as u32)
+                .nid("mesh0", 10)
+                .disk_bandwidth(64 << 20),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("mesh0", 1))
+        .check("many-readers")
+        .unwrap();
     let storage = StorageDir::temporary("test-open-files", None).unwrap();
     let running = Arc::new(
         RunningStack::start(stack, Mode::Embedded, storage, None)

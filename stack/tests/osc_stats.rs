@@ -8,36 +8,25 @@ use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::preset;
 use iopath_stack::runtime::{EmbeddedStack, StorageDir, client_config};
-use iopath_stack::schema::{RoleName, Stack};
+use iopath_stack::schema::RoleName;
+use iopath_stack::schema::file::{JournalName, NetworkEntry, NodeEntry, StackFile};
 
 /// One client node, one storage server of two targets; files striped over both in 1 MiB
 /// stripes.
-const STACK: &str = r#"name = "osc-test"
-description = "one client node, two targets"
-
-[layout]
-stripe_size = "1m"
-stripe_count = 2
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "c0"
-role = "client"
-nids = { o2ib0 = 100 }
-
-[[nodes]]
-name = "oss"
-role = "oss"
-nids = { o2ib0 = 10 }
-targets = 2
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = { o2ib0 = 1 }
-"#;
+fn osc_stack() -> StackFile {
+    StackFile::named("osc-test")
+        .description("one client node, two targets")
+        .stripe_size(1 << 20)
+        .stripe_count(2)
+        .network(NetworkEntry::named("o2ib0"))
+        .node(NodeEntry::new("c0", RoleName::Client).nid("o2ib0", 100))
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .nid("o2ib0", 10)
+                .targets(2),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("o2ib0", 1))
+}
 
 /// The counter `name` of a stats file: (samples, sum); (0, 0) if it has no line.
 fn counter(stats: &str, name: &str) -> (u64, u64) {
@@ -84,8 +73,8 @@ fn values(tree: &iopath_admin::ParamTree, pattern: &str) -> Vec<(String, String)
 }
 
 /// The stack `text` started in this process, its storage in a directory named after `what`.
-async fn start(text: &str, what: &str) -> EmbeddedStack {
-    let stack = Stack::parse(text, "osc-test").unwrap();
+async fn start(file: &StackFile, what: &str) -> EmbeddedStack {
+    let stack = file.check("osc-test").unwrap();
     let storage = StorageDir::temporary(what, None).unwrap();
     EmbeddedStack::start(stack, storage, false).await.unwrap()
 }
@@ -101,7 +90,7 @@ fn client_node(running: &EmbeddedStack) -> &iopath_stack::runtime::RunningNode {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_nodes_osc_files_count_every_client_on_it_and_clear_when_written() {
-    let running = start(STACK, "test-osc-stats").await;
+    let running = start(&osc_stack(), "test-osc-stats").await;
     let c0 = client_node(&running);
     let tree = &c0.tree;
     let names: Vec<String> = values(tree, "osc.*.*").into_iter().map(|v| v.0).collect();
@@ -272,13 +261,14 @@ async fn a_fyod_counts_in_its_own_osc_files_what_it_forwards() {
     running.stop().await.unwrap();
 }
 
-/// [`STACK`] with async commits that wait for a minute: acknowledged writes stay uncommitted
-/// until a client forces a commit (its disconnect does).
-fn slow_commits() -> String {
-    STACK.replace(
-        "targets = 2\n",
-        "targets = 2\njournal = \"async\"\ncommit_interval_ms = 60000\n",
-    )
+/// [`osc_stack`] with async commits that wait for a minute: acknowledged writes stay
+/// uncommitted until a client forces a commit (its disconnect does).
+fn slow_commits() -> StackFile {
+    let mut file = osc_stack();
+    let oss = file.node_mut("oss").unwrap();
+    oss.journal = Some(JournalName::Async);
+    oss.commit_interval_ms = Some(60_000);
+    file
 }
 
 /// The sum of `iopath_osc_uncommitted_writes` in the node's `/metrics` text.
@@ -349,13 +339,11 @@ async fn a_client_nodes_uncommitted_writes_rise_with_async_writes_and_fall_at_co
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_file_systems_osc_rows_are_made_for_the_targets_used() {
     use iopath_ost_client::stats::EAGER_ROWS_MAX;
-    let text = STACK
-        .replace("stripe_count = 2", "stripe_count = 1")
-        .replace(
-            "name = \"oss\"\nrole = \"oss\"\nnids = { o2ib0 = 10 }\ntargets = 2",
-            "name = \"oss\"\nrole = \"oss\"\ncount = 18\nnids = { o2ib0 = 10 }\ntargets = 4",
-        );
-    let running = start(&text, "test-osc-lazy").await;
+    let mut file = osc_stack().stripe_count(1);
+    let oss = file.node_mut("oss").unwrap();
+    oss.count = Some(18);
+    oss.targets = Some(4);
+    let running = start(&file, "test-osc-lazy").await;
     assert!(running.stack().targets().len() > EAGER_ROWS_MAX);
     let c0 = client_node(&running);
     let tree = &c0.tree;

@@ -14,6 +14,8 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use iopath_client::StripeRequest;
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
+use iopath_stack::schema::StackFile;
+use iopath_stack::schema::file::{NetworkEntry, NodeEntry, RoleName};
 use iopath_stack::testing::processes::{self, launcher};
 use iopath_stack::up::NodeProcessConfig;
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -230,18 +232,39 @@ async fn a_node_refuses_in_memory_addresses() -> Result<(), String> {
 
 /// A line of five torus routers: the MDS at x=3, a client at x=0, the OSS at x=2, links of
 /// 640 MB/s at time scale 8 (80 MB/s here).
-const LINE: &str = "name = \"line\"\n[model]\ntime_scale = 8\n[[networks]]\nname = \"torus0\"\n\
-     torus = [5, 1, 1]\nbandwidth = \"640m\"\nlatency_us = 1\nhop_by_hop = true\n\
-     [[nodes]]\nname = \"mds\"\nrole = \"mds\"\nnids = { torus0 = 1 }\ntorus = [3, 0, 0]\n\
-     [[nodes]]\nname = \"c\"\nrole = \"client\"\nnids = { torus0 = 100 }\ntorus = [0, 0, 0]\n\
-     [[nodes]]\nname = \"oss\"\nrole = \"oss\"\nnids = { torus0 = 10 }\ntorus = [2, 0, 0]\n";
+fn line() -> StackFile {
+    StackFile::named("line")
+        .time_scale(8)
+        .network(
+            NetworkEntry::named("torus0")
+                .torus([5, 1, 1])
+                .bandwidth(640 << 20)
+                .latency_us(1)
+                .hop_by_hop(),
+        )
+        .node(
+            NodeEntry::new("mds", RoleName::Mds)
+                .nid("torus0", 1)
+                .torus([3, 0, 0]),
+        )
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .nid("torus0", 100)
+                .torus([0, 0, 0]),
+        )
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .nid("torus0", 10)
+                .torus([2, 0, 0]),
+        )
+}
 
 /// The OSS and the MDS are processes of their own, the client is here, and the torus is
 /// modeled here once: what the OSS process sends (a read's bytes, X- from 2 to 0) crosses
 /// the same modeled links as what the client sends (a write's, X+ from 0 to 2), at the
 /// model's pace.
 async fn a_torus_crossed_hop_by_hop_is_modeled_once_for_every_node_process() -> Result<(), String> {
-    let running = processes::start(LINE, "line.toml").await?;
+    let running = processes::start(&line(), "line").await?;
     let RunningStack::Processes { servers, clients } = &running else {
         return Err("not a process stack".into());
     };

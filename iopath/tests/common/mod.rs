@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)]
+// as with dead_code above: each test file names the types it builds with
+pub use iopath_stack::schema::file::{
+    FyodModeName, JournalName, NetworkEntry, NodeEntry, RoleName, StackFile,
+};
+
 /// The recovery window of the stack's servers: long enough for a client that is alive to
 /// reconnect and replay even when its request was in flight at the crash and it learns of the
 /// crash only by the RPC timeout (10 s; a 5 s window evicted such a live writer on a busy
@@ -16,40 +22,27 @@ pub const WINDOW_MS: u64 = 15_000;
 
 /// A stack file: two storage servers of two targets, every file over all four, with commits
 /// only when a client forces one (`journal` async), or at every write (sync).
-pub fn crash_stack(journal: &str) -> String {
-    format!(
-        r#"name = "crash-test"
-description = "spider-mini's shape; async commits only when forced"
-
-[layout]
-stripe_size = "1m"
-stripe_count = 4
-
-[[networks]]
-name = "o2ib0"
-
-[[nodes]]
-name = "c"
-role = "client"
-count = 2
-nids = {{ o2ib0 = 100 }}
-
-[[nodes]]
-name = "oss"
-role = "oss"
-count = 2
-nids = {{ o2ib0 = 10 }}
-targets = 2
-journal = "{journal}"
-commit_interval_ms = 60000
-recovery_window_ms = {WINDOW_MS}
-
-[[nodes]]
-name = "mds"
-role = "mds"
-nids = {{ o2ib0 = 1 }}
-"#
-    )
+pub fn crash_stack(journal: JournalName) -> StackFile {
+    StackFile::named("crash-test")
+        .description("spider-mini's shape; async commits only when forced")
+        .stripe_size(1 << 20)
+        .stripe_count(4)
+        .network(NetworkEntry::named("o2ib0"))
+        .node(
+            NodeEntry::new("c", RoleName::Client)
+                .count(2)
+                .nid("o2ib0", 100),
+        )
+        .node(
+            NodeEntry::new("oss", RoleName::Oss)
+                .count(2)
+                .nid("o2ib0", 10)
+                .targets(2)
+                .journal(journal)
+                .commit_interval_ms(60_000)
+                .recovery_window_ms(WINDOW_MS),
+        )
+        .node(NodeEntry::new("mds", RoleName::Mds).nid("o2ib0", 1))
 }
 
 /// The `iopath` binary under test.
@@ -106,10 +99,10 @@ pub struct Stack {
 
 impl Stack {
     /// Starts the stack file `text` (its name is `crash-test.toml`).
-    pub fn start(text: &str) -> Stack {
+    pub fn start(stack: &StackFile) -> Stack {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("crash-test.toml");
-        std::fs::write(&file, text).unwrap();
+        let file = dir.path().join(format!("{}.toml", stack.name));
+        std::fs::write(&file, stack.to_toml()).unwrap();
         // Another test's stack may take a port this one picked in the moment between the
         // pick and its node's bind (a race of concurrent stacks on one machine): then the
         // stack says so and is started again, a bounded number of times.

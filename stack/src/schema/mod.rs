@@ -1,7 +1,9 @@
 //! Stack files: what TOML says ([`mod@file`]), what it means once checked ([`mod@stack`]: the
 //! typed values and what they answer), how one becomes the other (`read`, with the check that
-//! every node can reach the nodes it talks to, `reach`) and back (`write`).
+//! every node can reach the nodes it talks to, `reach`) and back (`write`), and how a program
+//! makes one as a value rather than as text (`build`: a setter per field).
 
+mod build;
 pub mod file;
 pub(crate) mod reach;
 mod read;

@@ -26,38 +26,17 @@ impl Stack {
                         (self.networks[i.network].name.clone(), value)
                     })
                     .collect();
-                let mut entry = NodeEntry {
-                    name: n.name.clone(),
-                    role: n.role.kind(),
-                    count: None,
-                    nids,
-                    torus: n.torus,
-                    host: n.host.as_ref().map(|h| {
-                        HostValue::One(match h {
-                            HostRef::Index(i) => HostItem::Index(*i as u64),
-                            HostRef::Name(name) => HostItem::Name(name.clone()),
-                        })
-                    }),
-                    admin: n.admin.map(|a| a.to_string()),
-                    nic_bandwidth: n.nic_bandwidth_bytes_s.map(SizeValue::Bytes),
-                    targets: None,
-                    journal: None,
-                    commit_interval_ms: None,
-                    recovery_window_ms: None,
-                    disk_bandwidth: None,
-                    disk_seek_ms: None,
-                    fyod_mode: None,
-                    fyod_call_us: None,
-                    fyod_cpus: None,
-                    fyod_memory: None,
-                    fyod_thread_memory: None,
-                    forwarder: None,
-                    tiny_router_buffers: None,
-                    small_router_buffers: None,
-                    large_router_buffers: None,
-                    peer_buffer_credits: None,
-                    check_forwarded_checksums: None,
-                };
+                let mut entry = NodeEntry::new(n.name.clone(), n.role.kind());
+                entry.nids = nids;
+                entry.torus = n.torus;
+                entry.host = n.host.as_ref().map(|h| {
+                    HostValue::One(match h {
+                        HostRef::Index(i) => HostItem::Index(*i as u64),
+                        HostRef::Name(name) => HostItem::Name(name.clone()),
+                    })
+                });
+                entry.admin = n.admin.map(|a| a.to_string());
+                entry.nic_bandwidth = n.nic_bandwidth_bytes_s.map(SizeValue::Bytes);
                 match n.role {
                     Role::Oss(spec) => {
                         entry.targets = Some(spec.targets);

@@ -13,7 +13,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use iopath_client::{Client, File, IoMode, StripeRequest};
 
-use iopath_stack::testing::processes::{client, launcher, preset, start};
+use iopath_stack::schema::StackFile;
+use iopath_stack::testing::processes::{client, commits_only_when_forced, launcher, preset, start};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -112,16 +113,15 @@ pub async fn round_trips() -> Outcome {
 }
 
 /// asci-red-mini grown to 64 compute nodes and 4 fyods.
-fn sixty_four_through_four() -> Result<String, String> {
-    let text = preset("asci-red-mini")?;
-    let clients = "count = 8          # c0 .. c7 on the z = 0 plane; c0-c3 use fyod0, c4-c7 fyod1";
-    let fyods = "role = \"fyod\"\ncount = 2";
-    if !text.contains(clients) || !text.contains(fyods) {
-        return Err("asci-red-mini no longer reads as this test expects".into());
+fn sixty_four_through_four() -> Result<StackFile, String> {
+    let mut file = preset("asci-red-mini")?;
+    for (name, count) in [("c", 64), ("fyod", 4)] {
+        let node = file
+            .node_mut(name)
+            .ok_or_else(|| format!("asci-red-mini has no node {name} any more"))?;
+        node.count = Some(count);
     }
-    Ok(text
-        .replace(clients, "count = 64")
-        .replace(fyods, "role = \"fyod\"\ncount = 4"))
+    Ok(file)
 }
 
 /// Words naming their writer and round, to tell whole writes from torn ones.
@@ -242,11 +242,7 @@ pub async fn sixty_four_nodes_through_four_fyods() -> Outcome {
 /// reads back, by its writer and by a node that never saw the crash.
 pub async fn a_storage_server_killed_mid_run() -> Outcome {
     // No commit by time: what the kill finds uncommitted is what the clients must replay.
-    let text = preset("spider-mini")?.replace(
-        "journal = \"async\"",
-        "journal = \"async\"\ncommit_interval_ms = 60000",
-    );
-    let mut running = start(&text, "test-suite-crash").await?;
+    let mut running = start(&commits_only_when_forced()?, "test-suite-crash").await?;
     let writers = 4u64;
     let calls = 16u64;
     let mut files: Vec<Arc<File>> = Vec::new();
