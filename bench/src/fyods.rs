@@ -31,6 +31,7 @@ use iopath_stack::schema::{Stack, StackFile};
 use serde::Serialize;
 
 use crate::error::BenchError;
+use crate::lab::Lab;
 
 /// The paper's Table 2: aggregate write MB/s, asynchronous API, by fyods (rows) and compute
 /// nodes 16, 32, 64, 128, 256, 512 (columns); `None` where it has no figure.
@@ -368,6 +369,40 @@ impl FyodsReport {
         self.points
             .iter()
             .find(|p| p.api == api && p.fyods == fyods && p.nodes == nodes)
+    }
+}
+
+/// The experiment as a [`Lab`]: what `iopath bench fyods` runs.
+#[derive(Debug, Clone, Copy)]
+pub struct FyodsLab;
+
+impl Lab for FyodsLab {
+    type Config = FyodsConfig;
+    type Report = FyodsReport;
+
+    const DRAWS: &'static str = "the write sweep";
+
+    fn quick() -> FyodsConfig {
+        FyodsConfig::quick()
+    }
+
+    fn storage_dir(config: &mut FyodsConfig) -> &mut Option<PathBuf> {
+        &mut config.dir
+    }
+
+    async fn run(
+        config: &FyodsConfig,
+        progress: &mut impl std::io::Write,
+    ) -> Result<FyodsReport, BenchError> {
+        run(config, progress).await
+    }
+
+    fn render(report: &FyodsReport) -> String {
+        render(report)
+    }
+
+    fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
+        figure(report)
     }
 }
 

@@ -23,6 +23,8 @@
 //! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
 //!   every node's log of the traced frames gathered, paired and put in time order, as text,
 //!   JSON and an SVG sequence diagram.
+//! - [`lab`]: [`lab::Lab`], the skeleton every paper experiment (fyods, placement, routing)
+//!   is written on: configuration, quick form, run, report, table, plot.
 //! - [`fyods`]: `iopath bench fyods`, the ASCI Red paper's sweep of compute nodes against
 //!   fyods (Tables 2 and 3) on a modeled Janus whose fyods stand on modeled service nodes.
 //! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
@@ -59,6 +61,7 @@ pub mod fyods;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
+pub mod lab;
 pub mod monitoring;
 pub mod mount;
 pub mod netns;

@@ -29,6 +29,7 @@ use iopath_topology::{Coord, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
 
 use crate::error::BenchError;
+use crate::lab::Lab;
 use crate::prediction::{MachineFlows, WriterFlow};
 
 /// The paper's average gain with more than 40 OSSes (Figure 6).
@@ -286,6 +287,40 @@ pub struct PlacementReport {
     pub mode: String,
     /// The same, in words.
     pub ran: String,
+}
+
+/// The experiment as a [`Lab`]: what `iopath bench placement` runs.
+#[derive(Debug, Clone, Copy)]
+pub struct PlacementLab;
+
+impl Lab for PlacementLab {
+    type Config = PlacementConfig;
+    type Report = PlacementReport;
+
+    const DRAWS: &'static str = "completion times";
+
+    fn quick() -> PlacementConfig {
+        PlacementConfig::quick()
+    }
+
+    fn storage_dir(config: &mut PlacementConfig) -> &mut Option<PathBuf> {
+        &mut config.dir
+    }
+
+    async fn run(
+        config: &PlacementConfig,
+        progress: &mut impl std::io::Write,
+    ) -> Result<PlacementReport, BenchError> {
+        run(config, progress).await
+    }
+
+    fn render(report: &PlacementReport) -> String {
+        render(report)
+    }
+
+    fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
+        figure(report)
+    }
 }
 
 /// Runs the sweep, saying on `progress` what it does.

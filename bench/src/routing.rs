@@ -31,6 +31,7 @@ use iopath_topology::{Coord, LinkLoads, Pair, Placement, PlacementKind, Target, 
 use serde::Serialize;
 
 use crate::error::BenchError;
+use crate::lab::Lab;
 use crate::placement::{Writes, all_distinct, placement_words, write_all};
 use crate::prediction::{Arbitration, MachineFlows, WriterFlow};
 
@@ -416,6 +417,40 @@ pub struct RoutingReport {
     pub mode: String,
     /// The same, in words.
     pub ran: String,
+}
+
+/// The experiment as a [`Lab`]: what `iopath bench routing` runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RoutingLab;
+
+impl Lab for RoutingLab {
+    type Config = RoutingConfig;
+    type Report = RoutingReport;
+
+    const DRAWS: &'static str = "bandwidth by configuration";
+
+    fn quick() -> RoutingConfig {
+        RoutingConfig::quick()
+    }
+
+    fn storage_dir(config: &mut RoutingConfig) -> &mut Option<PathBuf> {
+        &mut config.dir
+    }
+
+    async fn run(
+        config: &RoutingConfig,
+        progress: &mut impl std::io::Write,
+    ) -> Result<RoutingReport, BenchError> {
+        run(config, progress).await
+    }
+
+    fn render(report: &RoutingReport) -> String {
+        render(report)
+    }
+
+    fn figure(report: &RoutingReport) -> Option<iopath_plot::Figure> {
+        figure(report)
+    }
 }
 
 /// Runs every configuration with both placements, saying on `progress` what it does.

@@ -1,13 +1,28 @@
 //! `iopath bench fyods`: the ASCI Red paper's sweep of compute nodes against fyods (Tables 2
 //! and 3) on a modeled Janus (the library is `iopath_bench::fyods`).
 
-use std::path::PathBuf;
-
-use iopath_bench::fyods::{self, FyodsConfig};
+use iopath_bench::fyods::FyodsLab;
 use iopath_stack::schema::FYOD_MEMORY_MAX_BYTES;
+
+use super::lab::{self, LabArgs, set};
 
 /// `iopath bench fyods`'s options.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help(
+        "A small sweep (16 and 128 nodes, 1 and 4 fyods, no synchronous row), as the test \
+         suite runs it"
+    )),
+    mut_arg("json", |a| a.help("Print the report as JSON instead of the tables")),
+    mut_arg("svg", |a| a.help(
+        "Also draw the asynchronous write sweep, a line per fyod count beside the paper's, as \
+         an SVG"
+    )),
+    mut_arg("dir", |a| a.help(
+        "Directory for the stacks' bytes (a temporary directory inside, removed; default a \
+         memory file system where there is one, as the disks are modeled)"
+    )),
+)]
 pub struct FyodsArgs {
     /// Compute-node counts to sweep (the tables' columns; each 1 to 512).
     #[arg(long, value_delimiter = ',')]
@@ -30,70 +45,41 @@ pub struct FyodsArgs {
     /// modeled mechanism of the fall. Large enough, and one fyod no longer falls.
     #[arg(long)]
     threads_fit: Option<u64>,
-    /// A small sweep (16 and 128 nodes, 1 and 4 fyods, no synchronous row), as the test suite
-    /// runs it.
-    #[arg(long)]
-    quick: bool,
-    /// Print the report as JSON instead of the tables.
-    #[arg(long)]
-    json: bool,
-    /// Also draw the asynchronous write sweep, a line per fyod count beside the paper's, as
-    /// an SVG.
-    #[arg(long)]
-    svg: Option<PathBuf>,
-    /// Directory for the stacks' bytes (a temporary directory inside, removed; default a
-    /// memory file system where there is one, as the disks are modeled).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    /// What every lab takes.
+    #[command(flatten)]
+    lab: LabArgs,
 }
 
 /// Runs `iopath bench fyods`.
 pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
-    let mut config = if args.quick {
-        FyodsConfig::quick()
-    } else {
-        FyodsConfig::default()
-    };
-    if let Some(nodes) = args.nodes {
-        config.nodes = nodes;
-    }
-    if let Some(f) = args.fyods {
-        config.fyods = f;
-    }
-    if let Some(n) = args.sync_nodes {
-        config.sync_nodes = (n > 0).then_some(n);
-    }
-    if let Some(scale) = args.time_scale {
-        config.time_scale = scale;
-    }
-    if let Some(s) = args.seconds {
-        config.seconds = s;
-    }
-    if let Some(fit) = args.threads_fit {
-        // The node's memory is the threads' (a stack file's bound applies to it).
-        let most = FYOD_MEMORY_MAX_BYTES / config.janus.thread_bytes;
-        anyhow::ensure!(
-            (1..=most).contains(&fit),
-            "--threads-fit: 1 to {most} threads of {} MiB",
-            config.janus.thread_bytes >> 20
+    lab::run::<FyodsLab>(args.lab, |config| {
+        set(&mut config.nodes, args.nodes);
+        set(&mut config.fyods, args.fyods);
+        set(
+            &mut config.sync_nodes,
+            args.sync_nodes.map(|n| (n > 0).then_some(n)),
         );
-        config.janus.memory_bytes = config.janus.thread_bytes * fit;
-    }
-    config.dir = args.dir;
-    let report = fyods::run(&config, &mut std::io::stderr()).await?;
-    let svg = args.svg.as_deref().map(|path| {
-        (
-            path,
-            fyods::figure(&report).map(|f| f.svg()),
-            "the write sweep",
-        )
-    });
-    super::output::print_report(&report, args.json, fyods::render, svg)
+        set(&mut config.time_scale, args.time_scale);
+        set(&mut config.seconds, args.seconds);
+        if let Some(fit) = args.threads_fit {
+            // The node's memory is the threads' (a stack file's bound applies to it).
+            let most = FYOD_MEMORY_MAX_BYTES / config.janus.thread_bytes;
+            anyhow::ensure!(
+                (1..=most).contains(&fit),
+                "--threads-fit: 1 to {most} threads of {} MiB",
+                config.janus.thread_bytes >> 20
+            );
+            config.janus.memory_bytes = config.janus.thread_bytes * fit;
+        }
+        Ok(())
+    })
+    .await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iopath_bench::fyods::FyodsConfig;
 
     #[derive(Debug, clap::Parser)]
     struct Cli {

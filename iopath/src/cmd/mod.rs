@@ -38,6 +38,7 @@ pub mod fyods;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
+pub mod lab;
 pub mod launch;
 pub mod lctl;
 pub mod lfs;

@@ -2,15 +2,22 @@
 //! fine-grained routing, with real LNET routers on an emulated torus (the library is
 //! `iopath_bench::routing`).
 
-use std::path::PathBuf;
-
-use iopath_bench::routing::{self, RoutingConfig, Scheme};
+use iopath_bench::routing::{RoutingLab, Scheme};
 use iopath_fabric::units::parse_size;
 
+use super::lab::{self, LabArgs, set};
 use super::placement::parse_dims;
 
 /// `iopath bench routing`'s options.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("quick", |a| a.help(
+        "A small run (round-robin and projection, 6 MiB per writer), as the test suite runs it"
+    )),
+    mut_arg("svg", |a| a.help(
+        "Also draw each configuration's bandwidth (measured and modeled) as SVG bars"
+    )),
+)]
 pub struct RoutingArgs {
     /// The configurations to run, each with both placements (baseline, nearest, round-robin,
     /// projection, fine-grained).
@@ -44,18 +51,9 @@ pub struct RoutingArgs {
     /// Writes each writer keeps in flight (1 to 16).
     #[arg(long)]
     depth: Option<u32>,
-    /// A small run (round-robin and projection, 6 MiB per writer), as the test suite runs it.
-    #[arg(long)]
-    quick: bool,
-    /// Print the report as JSON instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Also draw each configuration's bandwidth (measured and modeled) as SVG bars.
-    #[arg(long)]
-    svg: Option<PathBuf>,
-    /// Directory for the stacks' storage (a temporary directory inside it, removed).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+    /// What every lab takes.
+    #[command(flatten)]
+    lab: LabArgs,
     /// A process per server node and router on loopback TCP (the writers in this process); the torus is modeled once, here, for all of them. Default: every node in this process.
     #[arg(long)]
     processes: bool,
@@ -63,50 +61,19 @@ pub struct RoutingArgs {
 
 /// Runs `iopath bench routing`.
 pub async fn run(args: RoutingArgs) -> anyhow::Result<()> {
-    let mut config = if args.quick {
-        RoutingConfig::quick()
-    } else {
-        RoutingConfig::default()
-    };
-    if let Some(schemes) = args.schemes {
-        config.schemes = schemes;
-    }
-    if let Some(dims) = args.dims {
-        config.dims = dims;
-    }
-    if let Some(leaves) = args.leaves {
-        config.leaves = leaves;
-    }
-    if let Some(routers) = args.routers_per_leaf {
-        config.routers_per_leaf = routers;
-    }
-    if let Some(servers) = args.servers_per_leaf {
-        config.servers_per_leaf = servers;
-    }
-    if let Some(targets) = args.targets {
-        config.targets_per_server = targets;
-    }
-    if let Some(pairs) = args.pairs_per_link {
-        config.pairs_per_link = pairs;
-    }
-    if let Some(card) = args.card_over_server {
-        config.card_over_server = card;
-    }
-    if let Some(size) = args.size {
-        config.bytes_per_writer = size;
-    }
-    if let Some(depth) = args.depth {
-        config.depth = depth;
-    }
-    config.dir = args.dir;
-    config.mode = iopath_stack::runtime::Mode::of(false, args.processes);
-    let report = routing::run(&config, &mut std::io::stderr()).await?;
-    let svg = args.svg.as_deref().map(|path| {
-        (
-            path,
-            routing::figure(&report).map(|f| f.svg()),
-            "bandwidth by configuration",
-        )
-    });
-    super::output::print_report(&report, args.json, routing::render, svg)
+    lab::run::<RoutingLab>(args.lab, |config| {
+        set(&mut config.schemes, args.schemes);
+        set(&mut config.dims, args.dims);
+        set(&mut config.leaves, args.leaves);
+        set(&mut config.routers_per_leaf, args.routers_per_leaf);
+        set(&mut config.servers_per_leaf, args.servers_per_leaf);
+        set(&mut config.targets_per_server, args.targets);
+        set(&mut config.pairs_per_link, args.pairs_per_link);
+        set(&mut config.card_over_server, args.card_over_server);
+        set(&mut config.bytes_per_writer, args.size);
+        set(&mut config.depth, args.depth);
+        config.mode = iopath_stack::runtime::Mode::of(false, args.processes);
+        Ok(())
+    })
+    .await
 }
