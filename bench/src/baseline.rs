@@ -1,6 +1,7 @@
 //! Baseline tools, run in the same session as the benchmark they anchor: `iperf3` for loopback
-//! TCP. A tool that is absent is installed with the system's package manager when we are root;
-//! when that is impossible the benchmark says why and prints no ratio.
+//! TCP. A library installs nothing: a tool that is absent is an error naming it, what it was
+//! for and how to install it (`scripts/install-tools`, which `scripts/test` runs, installs every
+//! tool a benchmark or test uses).
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -19,76 +20,21 @@ pub struct Baseline {
     pub mib_s: f64,
 }
 
-/// Makes sure `iperf3` is on the PATH, installing the Debian package if we can.
-pub fn ensure_iperf3(progress: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
-    if let Some(version) = version_of("iperf3") {
-        return Ok(version);
-    }
-    install_package(
-        "iperf3",
-        "the loopback TCP baseline",
-        "install iperf3 and run again",
-        progress,
-    )?;
-    version_of("iperf3").ok_or_else(|| BenchError::tool("iperf3 was installed but does not run"))
+/// `iperf3`'s version line, or an error saying how to install it.
+pub fn require_iperf3() -> Result<String, BenchError> {
+    version_of("iperf3").ok_or_else(|| missing("iperf3", "iperf3", "the loopback TCP baseline"))
 }
 
-/// Installs Debian package `package` with apt-get (running `apt-get update` once if the first
-/// try fails: a fresh machine may have no package lists). Refuses clearly when we are not root
-/// or there is no apt-get; `hint` says what the user can do instead.
-pub fn install_package(
-    package: &str,
-    purpose: &str,
-    hint: &str,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(), BenchError> {
-    if !is_root() {
-        return Err(BenchError::tool(format!(
-            "{package} is not installed and we are not root, so it cannot be installed here; {hint}"
-        )));
-    }
-    if !Command::new("apt-get")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        return Err(BenchError::tool(format!(
-            "{package} is not installed and there is no apt-get to install it with; {hint}"
-        )));
-    }
-    progress(&format!(
-        "{package} not found: installing it with apt-get for {purpose}"
-    ));
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", package])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-    };
-    if !install().is_ok_and(|s| s.success()) {
-        progress(&format!(
-            "apt-get install {package} failed: running apt-get update and trying again"
-        ));
-        let _ = Command::new("apt-get")
-            .args(["update", "-q"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let status = install()
-            .map_err(|e| BenchError::system(format!("run apt-get install {package}"), e))?;
-        if !status.success() {
-            return Err(BenchError::tool(format!(
-                "apt-get install {package} failed ({status}); is the package archive reachable? {hint}"
-            )));
-        }
-    }
-    Ok(())
+/// The error for a tool `tool` (Debian package `package`) that is not installed: what needed
+/// it and how to install it.
+pub fn missing(tool: &str, package: &str, purpose: &str) -> BenchError {
+    BenchError::tool(format!(
+        "{tool} is not installed, and {purpose} needs it: install it with scripts/install-tools \
+         (or apt-get install {package}) and run again"
+    ))
 }
 
-/// Whether this process runs as root (and so may install packages).
+/// Whether this process runs as root.
 pub fn is_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
@@ -110,7 +56,7 @@ pub fn iperf3_loopback(
     seconds: u32,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Baseline, BenchError> {
-    let version = ensure_iperf3(progress)?;
+    let version = require_iperf3()?;
     let mut last_error = None;
     for _ in 0..3 {
         match iperf3_once(seconds, &version, progress) {

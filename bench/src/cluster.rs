@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::baseline::ensure_iperf3;
+use crate::baseline::require_iperf3;
 use crate::error::BenchError;
 use crate::netns::{COMPUTE, Cluster, MANAGEMENT, STORAGE};
 
@@ -107,7 +107,7 @@ pub fn measure(
             why: "give at least one repetition and one second".into(),
         });
     }
-    let iperf3 = ensure_iperf3(progress)?;
+    let iperf3 = require_iperf3()?;
     let parent = options.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let dir = iopath_stack::scratch::ScratchDir::new_in(&parent, "iopath-bench-cluster-")
         .map_err(|e| BenchError::system(format!("make a directory in {}", parent.display()), e))?;

@@ -3,8 +3,8 @@
 //! otherwise), O_DIRECT through io_uring, ending with an fsync — what the in-process raw
 //! writer does, measured by a tool nobody has to take our word for.
 //!
-//! A missing fio is installed with apt-get (the Debian package `fio`) when we are root;
-//! otherwise [`ensure_fio`] says what to do.
+//! A missing fio is an error from [`require_fio`] saying how to install it; nothing here
+//! installs it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -51,20 +51,11 @@ pub struct FioWrite {
     pub runtime_ms: u64,
 }
 
-/// Makes sure `fio` is on the PATH, installing the Debian package with apt-get when it is
-/// absent and we are root. Returns fio's version line.
-pub fn ensure_fio(progress: &mut dyn FnMut(&str)) -> Result<String, BenchError> {
-    if let Some(version) = fio_version() {
-        return Ok(version);
-    }
-    crate::baseline::install_package(
-        "fio",
-        "the raw-disk baseline",
-        "install fio (apt-get install fio) or pass --no-fio",
-        progress,
-    )?;
-    fio_version()
-        .ok_or_else(|| BenchError::tool("fio was installed but `fio --version` does not run"))
+/// fio's version line, or an error saying how to install it (or to pass `--no-fio`).
+pub fn require_fio() -> Result<String, BenchError> {
+    fio_version().ok_or_else(|| {
+        crate::baseline::missing("fio", "fio", "the raw-disk baseline (or pass --no-fio)")
+    })
 }
 
 /// `fio --version`, if fio runs.
@@ -155,7 +146,7 @@ pub fn fio_write(
     ends_with_this_process(&mut fio);
     let output = fio.output().map_err(|e| {
         BenchError::system(
-            "run fio (is it installed? `iopath bench journal` installs it when run as root)",
+            "run fio (is it installed? scripts/install-tools installs it)",
             e,
         )
     })?;

@@ -40,11 +40,12 @@
 //! - [`raw`]: iopath's raw-disk writer, every benchmark's disk baseline: a buffer per
 //!   writer, one request in flight each, O_DIRECT, an fdatasync per file at the end.
 //! - [`writers`]: requests split over writers, the loop that drives them, their progress.
-//! - [`baseline`]: running the baseline tools (iperf3), installing them if absent.
+//! - [`baseline`]: running the baseline tools (iperf3); one that is absent is an error saying
+//!   how to install it (this crate installs nothing).
 //! - [`bare`]: bare loopback TCP between threads, direct or through a relay thread: the
 //!   round trip and the byte stream under every hop, with the CPU they cost.
 //! - [`cpu`]: the whole machine's busy cores during a measurement, and core-seconds per GiB.
-//! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes), installed if absent.
+//! - [`fio`]: fio as the raw-disk baseline (O_DIRECT io_uring writes).
 //! - [`report`]: the table and JSON printers shared by the benchmarks.
 //! - [`status_line`]: [`status_line::StatusLine`], the progress line every benchmark shows on
 //!   standard error (indicatif's, in place on a terminal).

@@ -28,9 +28,9 @@ use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
 use iopath_stack::schema::RoleName;
 use serde::Serialize;
 
-use crate::baseline::install_package;
+use crate::baseline::missing;
 use crate::error::BenchError;
-use crate::fio::ensure_fio;
+use crate::fio::require_fio;
 
 /// The stack `iopath bench mount` measures when none is named.
 pub const DEFAULT_PRESET: &str = "spider-mini";
@@ -183,14 +183,9 @@ pub async fn measure(
     progress: &mut dyn FnMut(&str),
 ) -> Result<MountResult, BenchError> {
     check(options)?;
-    ensure_fio(progress)?;
+    require_fio()?;
     if !tool_runs("bindfs", "--version") {
-        install_package(
-            "bindfs",
-            "the FUSE passthrough baseline",
-            "install bindfs (apt-get install bindfs)",
-            progress,
-        )?;
+        return Err(missing("bindfs", "bindfs", "the FUSE passthrough baseline"));
     }
     let stack = options.choice.load()?;
     let client_node = stack

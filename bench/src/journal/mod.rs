@@ -36,7 +36,6 @@ pub use result::{BenchRow, JournalBenchResult};
 pub use run::run_journal_bench;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use iopath_storage_server::engine::modeled::DiskModel;
@@ -133,7 +132,7 @@ impl Default for JournalOptions {
 pub enum FioChoice {
     /// Not at all (`--no-fio`).
     Off,
-    /// When it is installed or can be installed; otherwise the report says why not.
+    /// When it is installed; otherwise the report says why not.
     IfAvailable,
     /// Required (`--fio`): a run without it fails.
     Required,
@@ -318,24 +317,7 @@ async fn fio_baseline(
     let Ok(numjobs) = u32::try_from(config.threads) else {
         return unavailable("too many threads for fio".to_owned());
     };
-    let notes: Arc<Mutex<Vec<String>>> = Arc::default();
-    let installed = {
-        let notes = Arc::clone(&notes);
-        tokio::task::spawn_blocking(move || {
-            fio::ensure_fio(&mut |text: &str| {
-                notes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(text.to_owned());
-            })
-        })
-        .await
-        .map_err(|e| BenchError::tool(format!("wait for the fio installer: {e}")))?
-    };
-    for note in notes.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-        progress(ProgressEvent::Note(note));
-    }
-    if let Err(error) = installed {
+    if let Err(error) = fio::require_fio() {
         return unavailable(error.to_string());
     }
     let request = args.request_size_bytes;

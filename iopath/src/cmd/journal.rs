@@ -86,8 +86,8 @@ pub struct JournalArgs {
     /// this per commit, ms (default: fitted to the paper's 58.7%, which it could not explain).
     #[arg(long, default_value_t = DiskModel::ssd().commit_ms)]
     model_ssd_commit_ms: f64,
-    /// Require fio as a second raw baseline (installing it with apt-get when root); fail if it
-    /// cannot be had. Without --fio or --no-fio, fio runs when it can be had.
+    /// Require fio as a second raw baseline; fail if it is not installed
+    /// (scripts/install-tools installs it). Without --fio or --no-fio, fio runs when installed.
     #[arg(long, overrides_with = "no_fio")]
     fio: bool,
     /// Do not run fio.
