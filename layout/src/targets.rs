@@ -8,19 +8,27 @@
 
 use std::collections::BTreeMap;
 
-use iopath_fabric::Nid;
-
 use crate::layout::LayoutError;
 
-/// Target index → the server holding it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TargetMap {
-    servers: BTreeMap<u32, Nid>,
+/// Target index → the server holding it. A server is whatever names it where the map is used
+/// (the fabric's NID, for clients and fyods): the arithmetic here needs only to copy and
+/// order it, so this crate stays below the fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetMap<S> {
+    servers: BTreeMap<u32, S>,
 }
 
-impl TargetMap {
+impl<S> Default for TargetMap<S> {
+    fn default() -> Self {
+        TargetMap {
+            servers: BTreeMap::new(),
+        }
+    }
+}
+
+impl<S: Copy + Ord> TargetMap<S> {
     /// The map of `targets` (index, server); refuses an index listed twice.
-    pub fn new(targets: impl IntoIterator<Item = (u32, Nid)>) -> Result<TargetMap, LayoutError> {
+    pub fn new(targets: impl IntoIterator<Item = (u32, S)>) -> Result<TargetMap<S>, LayoutError> {
         let mut servers = BTreeMap::new();
         for (index, server) in targets {
             if servers.insert(index, server).is_some() {
@@ -31,7 +39,7 @@ impl TargetMap {
     }
 
     /// The server holding target `index`.
-    pub fn server(&self, index: u32) -> Result<Nid, LayoutError> {
+    pub fn server(&self, index: u32) -> Result<S, LayoutError> {
         self.servers
             .get(&index)
             .copied()
@@ -43,9 +51,9 @@ impl TargetMap {
         self.servers.keys().copied().collect()
     }
 
-    /// Every server, once, in NID order.
-    pub fn servers(&self) -> Vec<Nid> {
-        let mut servers: Vec<Nid> = self.servers.values().copied().collect();
+    /// Every server, once, in order.
+    pub fn servers(&self) -> Vec<S> {
+        let mut servers: Vec<S> = self.servers.values().copied().collect();
         servers.sort();
         servers.dedup();
         servers
@@ -100,7 +108,7 @@ mod tests {
 
     #[test]
     fn each_target_is_found_on_its_server_under_its_one_index() {
-        let (a, b) = (Nid::mem(10, 0), Nid::mem(11, 0));
+        let (a, b) = (10u32, 11u32);
         let map = TargetMap::new([(3, b), (0, a), (2, a), (1, b)]).expect("valid");
         assert_eq!(map.server(0), Ok(a));
         assert_eq!(map.server(2), Ok(a));
@@ -114,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_repeated_index_is_refused() {
-        let listed = TargetMap::new([(0, Nid::mem(10, 0)), (0, Nid::mem(11, 0))]);
+        let listed = TargetMap::new([(0, 10u32), (0, 11u32)]);
         assert_eq!(listed, Err(LayoutError::TargetListedTwice { target: 0 }));
     }
 

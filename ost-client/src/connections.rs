@@ -61,7 +61,7 @@ impl LossesTold {
 pub struct OstConnections {
     node: Node,
     client: ClientId,
-    targets: TargetMap,
+    targets: TargetMap<Nid>,
     ping_interval: Duration,
     /// By server; a cell is filled by the first caller that needs the server.
     servers: Mutex<BTreeMap<Nid, Arc<OnceCell<Arc<OstClient>>>>>,
@@ -75,7 +75,7 @@ impl OstConnections {
     pub fn new(
         node: Node,
         client: ClientId,
-        targets: TargetMap,
+        targets: TargetMap<Nid>,
         ping_interval: Duration,
     ) -> OstConnections {
         OstConnections {
@@ -100,7 +100,7 @@ impl OstConnections {
     }
 
     /// The file system's targets.
-    pub fn targets(&self) -> &TargetMap {
+    pub fn targets(&self) -> &TargetMap<Nid> {
         &self.targets
     }
 
