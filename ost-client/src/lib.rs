@@ -9,7 +9,6 @@
 //! - [`id`]: [`ClientId`], who a server knows a client as across restarts.
 //! - [`replay`]: [`ReplayList`], the pure core of acknowledged-but-uncommitted writes kept for
 //!   replay.
-//! - [`capacity`]: [`Capacity`], a target's space as the `STATFS` call carries it.
 //! - [`counters`]: [`OscCounters`], the pure core of what a node asked of one target, and
 //!   the text of `osc.*.stats` and `osc.*.rpc_stats`.
 //! - [`stats`]: [`OscStats`], a client node's table of those counters, a row per target,
@@ -26,7 +25,6 @@
 //! - [`connections`]: [`OstConnections`], one connection per server of a file system.
 //! - [`error`] — [`OstClientError`], the crate's one error type.
 
-pub mod capacity;
 pub mod client;
 pub mod connections;
 pub mod counters;
@@ -41,7 +39,7 @@ pub mod stats;
 pub mod unanswered;
 pub mod wire;
 
-pub use capacity::Capacity;
+pub use iopath_proto::ost::Capacity;
 pub use client::{DescriptorReply, OstClient, ReplayReport, UNREACHABLE_FOR_MAX};
 pub use connections::{LossesTold, LostWrites, OstConnections};
 pub use counters::{OscCounters, OstOp, UnderWay};

@@ -1,61 +1,12 @@
-//! The OST service's wire: its portal and opcodes (the messages are `iopath_proto::ost`), and
-//! which failures mean "the server is not there right now" rather than "no".
+//! The OST service's wire as a client meets it: its portal and opcodes (defined with the
+//! messages, in `iopath_proto::ost`, so the server takes them from there too), and which
+//! failures mean "the server is not there right now" rather than "no".
 
 use iopath_fabric::FabricError;
 use iopath_fabric::frame::status::errno;
+pub use iopath_proto::ost::{PORTAL as OST_PORTAL, UNANSWERED_WRITES_MAX, opcode};
 
-/// The portal OSS requests go to.
-pub const OST_PORTAL: u32 = 46;
 
-/// Most unanswered writes one CONNECT names (`ConnectRequest.unanswered`): a server refuses
-/// more, so that what a peer asks it to look through stays bounded, and a client with more in
-/// flight names its oldest this many — the rest are left for the server to count lost if it
-/// must, which only ever says more is lost, never less.
-pub const UNANSWERED_WRITES_MAX: usize = 4096;
-
-/// Opcodes of the OST service.
-pub mod opcode {
-    /// Open a connection (and learn whether the server is recovering).
-    pub const CONNECT: u32 = 1;
-    /// Create an object.
-    pub const CREATE: u32 = 2;
-    /// Write by descriptor (the server pulls).
-    pub const WRITE: u32 = 3;
-    /// Read by descriptor (the server pushes).
-    pub const READ: u32 = 4;
-    /// An object's size.
-    pub const GETATTR: u32 = 5;
-    /// Truncate or extend.
-    pub const PUNCH: u32 = 6;
-    /// Remove an object.
-    pub const DESTROY: u32 = 7;
-    /// Commit the target's journal.
-    pub const SYNC: u32 = 8;
-    /// A client has replayed everything it kept.
-    pub const REPLAY_DONE: u32 = 9;
-    /// A client is done: commit every target, forget the client.
-    pub const DISCONNECT: u32 = 10;
-    /// A target's capacity (the file system under it).
-    pub const STATFS: u32 = 11;
-
-    /// The opcode's name, lower case (`write`), for per-operation counters.
-    pub fn name(opcode: u32) -> Option<&'static str> {
-        Some(match opcode {
-            CONNECT => "connect",
-            CREATE => "create",
-            WRITE => "write",
-            READ => "read",
-            GETATTR => "getattr",
-            PUNCH => "punch",
-            DESTROY => "destroy",
-            SYNC => "sync",
-            REPLAY_DONE => "replay_done",
-            DISCONNECT => "disconnect",
-            STATFS => "statfs",
-            _ => return None,
-        })
-    }
-}
 
 /// Whether `error` means the server could not be reached (gone, restarting, shutting down),
 /// or could not reach this client (an answer of `EHOSTUNREACH`: the server's routes to our

@@ -11,6 +11,11 @@
 //! - [`mds`]: the metadata service — namespace operations and file layouts.
 //! - [`fyod`]: the fyod I/O forwarder — opens, reads and writes by descriptor, MUNIX tokens.
 //!
+//! Each service's module also holds what else is its wire, as Lustre's `lustre_idl.h` holds
+//! its portals and opcodes: the portal it listens on and its opcodes (and, for the OST, the
+//! bound on a CONNECT's list and [`ost::Capacity`], the `STATFS` reply as a plain value), so
+//! that a server and its clients take them from one place.
+//!
 //! Messages are decoded once, at the edge, into the typed values of the crates above this one;
 //! nothing here checks more than protobuf's own framing.
 
@@ -32,17 +37,8 @@ pub mod admin {
     tonic::include_proto!("iopath.admin");
 }
 
-/// The metadata service.
-pub mod mds {
-    tonic::include_proto!("iopath.mds");
-}
+pub mod mds;
 
-/// The object storage service: connect, object operations, replay.
-pub mod ost {
-    tonic::include_proto!("iopath.ost");
-}
+pub mod ost;
 
-/// The fyod I/O forwarder: what compute nodes ask of their fyod, and MUNIX tokens.
-pub mod fyod {
-    tonic::include_proto!("iopath.fyod");
-}
+pub mod fyod;

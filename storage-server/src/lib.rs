@@ -15,7 +15,7 @@
 //!   [`ost::Oss`], a server hosting several targets.
 //! - [`recovery`] — the pure bookkeeping of the client-replay window after a restart.
 //! - [`service`] — the OSS as an RPC service on the fabric (writes pulled by descriptor,
-//!   reads pushed, recovery windows with client replay) and [`iopath_ost_client::OstClient`].
+//!   reads pushed, recovery windows with client replay) and `iopath_ost_client::OstClient`.
 //! - [`error`] — [`StorageError`], the crate's one error type; [`ids`] — object ids, transnos.
 //!
 //! The RPC layer calls [`ost::Ost`]'s async methods; every state-changing reply carries its

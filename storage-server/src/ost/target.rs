@@ -27,7 +27,7 @@ use crate::recovery::lost::{ByteRange, LostData, LostRanges, WindowOutcome};
 use crate::stop::StopFlag;
 use bytes::Bytes;
 use iopath_fabric::fail::{FailPoints, Injected, Site};
-use iopath_ost_client::Capacity;
+use iopath_proto::ost::Capacity;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -18,9 +18,10 @@
 //! - [`metrics`]: the same counters, and recovery, as Prometheus families for `/metrics`.
 //! - [`role`]: `iopath oss`, an OSS as a process of its own.
 //!
-//! The client side — `OstClient`, the replay list, the portal and opcodes — is its own crate,
-//! `iopath_ost_client`, so that the client library and the fyod do not link the journal and
-//! the engines.
+//! The client side — `OstClient`, the replay list — is its own crate, `iopath_ost_client`, so
+//! that the client library and the fyod do not link the journal and the engines; the portal,
+//! the opcodes and `Capacity` are the wire's, in `iopath_proto::ost`, and both sides take them
+//! from there.
 
 pub mod clients;
 pub mod errno_of;
@@ -55,7 +56,7 @@ use recovery::{Recovery, ReplayAdmission};
 
 pub use errno_of::storage_error;
 
-pub use iopath_ost_client::{OST_PORTAL, opcode};
+pub use iopath_proto::ost::{PORTAL as OST_PORTAL, opcode};
 
 /// Settings of the service (the targets' own settings live in [`crate::ost::OssConfig`]).
 #[derive(Debug, Clone)]
@@ -83,7 +84,7 @@ impl Default for ServiceConfig {
 /// Bulk pool accounting unit: permits are 4 KiB pages.
 const POOL_PAGE_BYTES: u64 = 4096;
 
-pub use iopath_ost_client::UNANSWERED_WRITES_MAX;
+pub use iopath_proto::ost::UNANSWERED_WRITES_MAX;
 
 /// The OSS service.
 #[derive(Debug)]
