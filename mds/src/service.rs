@@ -28,7 +28,6 @@ use iopath_layout::{FsName, StripeRequest};
 
 pub use iopath_proto::mds::{PORTAL as MDS_PORTAL, opcode};
 
-
 /// One storage target layouts are placed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MdsTarget {

@@ -39,13 +39,13 @@ pub mod stats;
 pub mod unanswered;
 pub mod wire;
 
-pub use iopath_proto::ost::Capacity;
 pub use client::{DescriptorReply, OstClient, ReplayReport, UNREACHABLE_FOR_MAX};
 pub use connections::{LossesTold, LostWrites, OstConnections};
 pub use counters::{OscCounters, OstOp, UnderWay};
 pub use error::OstClientError;
 pub use id::ClientId;
 pub use import::{LostWrite, Stamp};
+pub use iopath_proto::ost::Capacity;
 pub use ping::ping;
 pub use replay::{Kept, KeptData, Noted, ReplayList};
 pub use stats::{OscStats, TargetStats};

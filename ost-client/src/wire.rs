@@ -6,8 +6,6 @@ use iopath_fabric::FabricError;
 use iopath_fabric::frame::status::errno;
 pub use iopath_proto::ost::{PORTAL as OST_PORTAL, UNANSWERED_WRITES_MAX, opcode};
 
-
-
 /// Whether `error` means the server could not be reached (gone, restarting, shutting down),
 /// or could not reach this client (an answer of `EHOSTUNREACH`: the server's routes to our
 /// network were marked down when it pulled or pushed the bulk), so a client should reconnect,

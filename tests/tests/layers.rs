@@ -4,22 +4,14 @@
 //! fabric's own modules are held to their order by `fabric/tests/layers.rs`, and every
 //! crate's files to having no circle by `circles.rs`).
 //!
-//! Dev-dependencies are held to the same rule, but for the crates whose integration tests
-//! start a whole stack through `iopath-stack`'s `TestStack`, which sits above them: those
-//! arrows are listed in [`DEV_ARROWS_UP`], each with its reason, so that a new one fails.
+//! Dev-dependencies are held to the same rule, with no exception: a crate's tests that need a
+//! whole stack (`iopath-stack`'s `TestStack`, which sits above the client and the fyod) live
+//! above it, here in `tests/tests/client` and `tests/tests/forwarder`.
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
 mod workspace;
 use workspace::{members, root};
-
-/// Dev-dependencies allowed to point up, as (crate, dependency): the crates whose tests run
-/// on `iopath_stack::testing::TestStack`, the one in-process stack every crate's tests share.
-/// Moving those tests up (or the fixture into a crate of its own) would empty this list.
-const DEV_ARROWS_UP: [(&str, &str); 2] = [
-    ("iopath-forwarder", "iopath-stack"),
-    ("iopath-client", "iopath-stack"),
-];
 
 /// The package names of the *Layers* table's rows, bottom floor first (`` | `fabric` | ``
 /// is `iopath-fabric`; `iopath` is itself).
@@ -93,13 +85,12 @@ fn arrows_up(floors: &[String], manifests: &[Manifest]) -> Vec<String> {
         let kinds = [("", &m.dependencies), ("dev-", &m.dev_dependencies)];
         for (kind, deps) in kinds {
             for dep in deps.iter() {
-                let allowed = kind == "dev-" && DEV_ARROWS_UP.contains(&(&*m.name, &**dep));
                 match floor(dep) {
                     None => found.push(format!(
                         "{dep} ({} depends on it) is not in the table",
                         m.name
                     )),
-                    Some(at) if at >= own && !allowed && !(kind == "dev-" && *dep == m.name) => {
+                    Some(at) if at >= own && !(kind == "dev-" && *dep == m.name) => {
                         found.push(format!(
                             "{} {kind}depends on {dep}, listed above it",
                             m.name

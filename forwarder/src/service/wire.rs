@@ -3,4 +3,3 @@
 //! messages, in `iopath_proto::fyod`.
 
 pub use iopath_proto::fyod::{PORTAL as FYOD_PORTAL, opcode};
-

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::{KIB, MIB, Pattern, check, seed, stack, stripe};

@@ -11,7 +11,7 @@
 //! fyod splits it by the layout and the storage servers pull from the client's memory.
 //!
 //! ```text
-//! cargo run --release -p iopath-client --example striped_io -- --mib 256
+//! cargo run --release -p iopath-stack --example striped_io -- --mib 256
 //! ```
 
 use std::time::Instant;
