@@ -1,4 +1,6 @@
-//! lctl-style globs over dotted parameter names.
+//! lctl-style globs over dotted parameter names, and the same fnmatch(3) over one name whose
+//! dots are characters like any other ([`NamePattern`]: `lfs find -name`). One matcher serves
+//! both, so the two commands mean the same by `*`, `?` and `[...]`.
 //!
 //! `lctl get_param fabric.*.credits` turns the dots into slashes and hands `fabric/*/credits` to
 //! glob(3), so a wildcard never reaches across a dot. [`Glob`] matches the same way without a
@@ -64,45 +66,10 @@ impl Token {
 impl Glob {
     /// Parses `pattern`, refusing ones that are empty, too long, or malformed.
     pub fn parse(pattern: &str) -> Result<Glob, AdminError> {
-        let invalid = |reason: &str| AdminError::InvalidPattern {
-            pattern: pattern.to_owned(),
-            reason: reason.to_owned(),
-        };
-        if pattern.is_empty() {
-            return Err(invalid("it is empty"));
-        }
-        if pattern.len() > PATTERN_LEN_MAX {
-            return Err(invalid(&format!(
-                "it is longer than {PATTERN_LEN_MAX} bytes"
-            )));
-        }
-        let mut segments = vec![Vec::new()];
-        let mut chars = pattern.chars();
-        // Each pass consumes at least one character, so this ends within pattern.len() passes.
-        while let Some(c) = chars.next() {
-            let token = match c {
-                '.' => {
-                    segments.push(Vec::new());
-                    continue;
-                }
-                '*' => Token::AnyRun,
-                '?' => Token::AnyOne,
-                '\\' => match chars.next() {
-                    None => return Err(invalid("it ends in a lone '\\'")),
-                    Some('.') => return Err(invalid("'\\.' can never match: names split at dots")),
-                    Some(escaped) => Token::Literal(escaped),
-                },
-                '[' => parse_class(&mut chars).map_err(invalid)?,
-                other => Token::Literal(other),
-            };
-            let segment = segments.last_mut().expect("segments starts non-empty");
-            // `**` means the same as `*`; keeping one keeps the matcher's backtracking small.
-            if !(token == Token::AnyRun && segment.last() == Some(&Token::AnyRun)) {
-                segment.push(token);
-            }
-        }
+        let segments = tokens(pattern, Dots::Split)?;
         if segments.iter().any(Vec::is_empty) {
             return Err(invalid(
+                pattern,
                 "it has an empty segment (a leading, trailing or doubled dot)",
             ));
         }
@@ -159,8 +126,97 @@ impl Glob {
     }
 }
 
+/// What a dot is in a pattern.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dots {
+    /// A separator: names split at dots and wildcards never cross one (parameter names).
+    Split,
+    /// A character like any other (a file name).
+    Literal,
+}
+
+/// The error for `pattern`, refused for `reason`.
+fn invalid(pattern: &str, reason: &str) -> AdminError {
+    AdminError::InvalidPattern {
+        pattern: pattern.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// `pattern`'s tokens, one list per dot-separated segment (one list in all with
+/// [`Dots::Literal`]); refuses an empty, too long or malformed pattern.
+fn tokens(pattern: &str, dots: Dots) -> Result<Vec<Vec<Token>>, AdminError> {
+    let invalid = |reason: &str| invalid(pattern, reason);
+    if pattern.is_empty() {
+        return Err(invalid("it is empty"));
+    }
+    if pattern.len() > PATTERN_LEN_MAX {
+        return Err(invalid(&format!(
+            "it is longer than {PATTERN_LEN_MAX} bytes"
+        )));
+    }
+    let mut segments = vec![Vec::new()];
+    let mut chars = pattern.chars();
+    // Each pass consumes at least one character, so this ends within pattern.len() passes.
+    while let Some(c) = chars.next() {
+        let token = match c {
+            '.' if dots == Dots::Split => {
+                segments.push(Vec::new());
+                continue;
+            }
+            '*' => Token::AnyRun,
+            '?' => Token::AnyOne,
+            '\\' => match chars.next() {
+                None => return Err(invalid("it ends in a lone '\\'")),
+                Some('.') if dots == Dots::Split => {
+                    return Err(invalid("'\\.' can never match: names split at dots"));
+                }
+                Some(escaped) => Token::Literal(escaped),
+            },
+            '[' => parse_class(&mut chars, dots).map_err(invalid)?,
+            other => Token::Literal(other),
+        };
+        let segment = segments.last_mut().expect("segments starts non-empty");
+        // `**` means the same as `*`; keeping one keeps the matcher's backtracking small.
+        if !(token == Token::AnyRun && segment.last() == Some(&Token::AnyRun)) {
+            segment.push(token);
+        }
+    }
+    Ok(segments)
+}
+
+/// fnmatch(3) over a whole name, a dot a character like any other: `lfs find -name`'s
+/// pattern (`*.dat` matches `a.dat` and `.dat`; `*` matches a name with dots in it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamePattern {
+    /// The pattern as written, for error messages.
+    text: String,
+    tokens: Vec<Token>,
+}
+
+impl NamePattern {
+    /// Parses `pattern`, refusing ones that are empty, too long, or malformed.
+    pub fn parse(pattern: &str) -> Result<NamePattern, AdminError> {
+        let mut segments = tokens(pattern, Dots::Literal)?;
+        Ok(NamePattern {
+            text: pattern.to_owned(),
+            tokens: segments.pop().expect("one segment when dots are literal"),
+        })
+    }
+
+    /// The pattern as it was written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `name` matches the whole pattern.
+    pub fn matches(&self, name: &str) -> bool {
+        segment_matches(&self.tokens, name)
+    }
+}
+
 /// Parses the rest of a `[...]` set, after its `[`.
-fn parse_class(chars: &mut std::str::Chars<'_>) -> Result<Token, &'static str> {
+fn parse_class(chars: &mut std::str::Chars<'_>, dots: Dots) -> Result<Token, &'static str> {
     const UNCLOSED: &str = "it has a '[' without its ']'";
     let mut negated = false;
     let mut ranges = Vec::new();
@@ -193,7 +249,7 @@ fn parse_class(chars: &mut std::str::Chars<'_>) -> Result<Token, &'static str> {
             }
             _ => c,
         };
-        if !negated && c <= '.' && '.' <= hi {
+        if dots == Dots::Split && !negated && c <= '.' && '.' <= hi {
             return Err("a '[...]' set can never match a dot: names split at dots");
         }
         if hi < c {
@@ -246,6 +302,36 @@ fn segment_matches(tokens: &[Token], text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name pattern is the same fnmatch with its dots as characters: what `*`, `?` and sets
+    /// mean does not change, and nothing splits.
+    #[test]
+    fn a_name_pattern_matches_whole_names_dots_and_all() {
+        for (pattern, name, expected) in [
+            ("*.dat", "a.dat", true),
+            ("*.dat", ".dat", true),
+            ("*.dat", "a.dat.bak", false),
+            ("*", "a.b.c", true),
+            ("*", ".hidden", true),
+            ("a?b", "a.b", true),
+            ("f[0-9].*", "f7.txt", true),
+            ("f[0-9].*", "fx.txt", false),
+            ("[.]x", ".x", true),
+            ("[!.]x", ".x", false),
+            ("a\\.b", "a.b", true),
+            ("a\\*", "a*", true),
+            ("a\\*", "ab", false),
+            ("data", "data", true),
+            ("data", "data2", false),
+        ] {
+            let parsed = NamePattern::parse(pattern).unwrap();
+            assert_eq!(parsed.matches(name), expected, "{pattern} against {name}");
+            assert_eq!(parsed.as_str(), pattern);
+        }
+        for bad in ["", "[ab", "a\\", "[z-a]"] {
+            assert!(NamePattern::parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 
     /// (pattern, name, matches)
     const TABLE: &[(&str, &str, bool)] = &[

@@ -60,7 +60,7 @@ pub mod tree;
 
 pub use client::Client;
 pub use error::AdminError;
-pub use glob::Glob;
+pub use glob::{Glob, NamePattern};
 pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text, register_devices};
 pub use param::Param;
 pub use secret::Secret;

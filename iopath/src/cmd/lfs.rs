@@ -1108,7 +1108,7 @@ fn ost_index(client: &Client, text: &str) -> anyhow::Result<u32> {
 /// What `lfs find` keeps.
 #[derive(Debug)]
 pub struct FindFilter {
-    name: Option<glob::Pattern>,
+    name: Option<iopath_admin::NamePattern>,
     /// The type asked for: `f`, `d`, or one this file system has none of.
     kind: Option<char>,
     size: Option<(std::cmp::Ordering, u64, u64)>,
@@ -1138,7 +1138,7 @@ impl FindFilter {
         ost: Option<u32>,
     ) -> anyhow::Result<FindFilter> {
         let name = name
-            .map(|n| glob::Pattern::new(&n).with_context(|| format!("--name {n:?}")))
+            .map(|n| iopath_admin::NamePattern::parse(&n).with_context(|| format!("--name {n:?}")))
             .transpose()?;
         let size = size
             .map(|s| {
