@@ -41,7 +41,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::error::FabricError;
@@ -482,7 +482,7 @@ impl FailPoints {
 
     /// Arms `spec`'s site, replacing what it had.
     pub fn arm(&self, spec: &FailSpec) {
-        let mut rules = self.rules.lock().expect("fail rules lock poisoned");
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         rules[spec.site as usize] = Some(Rule {
             action: spec.action,
             when: spec.when,
@@ -497,14 +497,14 @@ impl FailPoints {
 
     /// Disarms `site`.
     pub fn disarm(&self, site: Site) {
-        let mut rules = self.rules.lock().expect("fail rules lock poisoned");
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         rules[site as usize] = None;
         self.armed.fetch_and(!site.bit(), Ordering::Release);
     }
 
     /// Disarms every site (the network rules stay).
     pub fn disarm_all(&self) {
-        let mut rules = self.rules.lock().expect("fail rules lock poisoned");
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         *rules = Default::default();
         self.armed.store(0, Ordering::Release);
     }
@@ -527,7 +527,7 @@ impl FailPoints {
 
     /// What `get_param fail_loc` prints: `off`, or a line per armed site with its counts.
     pub fn fail_loc(&self) -> String {
-        let rules = self.rules.lock().expect("fail rules lock poisoned");
+        let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         let lines: Vec<String> = Site::ALL
             .iter()
             .filter_map(|&site| {
@@ -575,7 +575,7 @@ impl FailPoints {
 
     #[cold]
     fn check_armed(&self, site: Site, bulk: bool) -> Option<Action> {
-        let mut rules = self.rules.lock().expect("fail rules lock poisoned");
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = &mut rules[site as usize];
         let rule = slot.as_mut()?;
         if rule.action == Action::Corrupt && !bulk {
@@ -751,7 +751,7 @@ impl NetRules {
     /// `del drop|delay SRC DST` or `clear drop|delay`.
     pub fn command(&self, kind: NetKind, text: &str) -> Result<(), String> {
         let words: Vec<&str> = text.split_whitespace().collect();
-        let mut rules = self.rules.lock().expect("net rules lock poisoned");
+        let mut rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         match words.as_slice() {
             ["clear"] => rules.retain(|r| r.kind() != kind),
             ["del", source, target] => {
@@ -824,7 +824,7 @@ impl NetRules {
 
     /// The rules of `kind`, a line each with its counts.
     pub fn list(&self, kind: NetKind) -> String {
-        let rules = self.rules.lock().expect("net rules lock poisoned");
+        let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         let lines: Vec<String> = rules
             .iter()
             .filter(|r| r.kind() == kind)
@@ -867,7 +867,7 @@ impl NetRules {
 
     #[cold]
     fn fate_ruled(&self, header: &Header) -> NetFate {
-        let rules = self.rules.lock().expect("net rules lock poisoned");
+        let rules = self.rules.lock().unwrap_or_else(PoisonError::into_inner);
         for rule in rules.iter() {
             if !(rule.source.matches(&header.source) && rule.target.matches(&header.target)) {
                 continue;

@@ -8,8 +8,8 @@
 //! print the seed and check properties that hold for every such order.
 
 use std::fmt;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::frame::{Header, Kind};
@@ -106,7 +106,7 @@ impl FaultHook for SeededFaults {
         if !self.plan.filter.matches(header) || self.injected() >= self.plan.faults_max {
             return Fault::None;
         }
-        let mut rng = self.rng.lock().expect("fault rng lock poisoned");
+        let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
         let roll = rng.unit();
         let plan = &self.plan;
         let fault = if roll < plan.drop_probability {

@@ -6,7 +6,7 @@
 //! and per-peer router credits; LNDs carry the credits of a message until it has left.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -90,7 +90,7 @@ impl CreditGate {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CreditPool<oneshot::Sender<()>>> {
-        self.pool.lock().expect("credit pool lock poisoned")
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Takes a credit, waiting in arrival order if none is free.

@@ -11,7 +11,7 @@
 //! importing each other.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use tracing::{info, warn};
@@ -56,7 +56,10 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
         }
         let gateways: Vec<_> = {
             let now = inner.elapsed();
-            let mut routes = inner.routes().lock().expect("routes lock poisoned");
+            let mut routes = inner
+                .routes()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let list: Vec<_> = routes.gateways().map(|(nid, _)| *nid).collect();
             for gateway in &list {
                 routes.ping_sent(*gateway, now);
@@ -70,7 +73,8 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
                 if let Some(down) = Arc::clone(&node).ping(gateway, interval).await {
                     let now = node.elapsed();
                     let (back, (lost, regained)) = {
-                        let mut routes = node.routes().lock().expect("routes lock poisoned");
+                        let mut routes =
+                            node.routes().lock().unwrap_or_else(PoisonError::into_inner);
                         let back = routes.ping_answered(gateway, now);
                         (back, routes.set_down_nets(gateway, down))
                     };
@@ -89,7 +93,10 @@ pub(crate) async fn run<N: Checked>(node: Weak<N>, interval: Duration, dead_time
         }
         let dead = {
             let now = inner.elapsed();
-            let mut routes = inner.routes().lock().expect("routes lock poisoned");
+            let mut routes = inner
+                .routes()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             routes.expire(now, dead_timeout)
         };
         for gateway in dead {

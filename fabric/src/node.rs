@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -360,7 +360,7 @@ impl Node {
         self.inner
             .routes
             .lock()
-            .expect("routes lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .add(spec)
     }
 
@@ -369,7 +369,7 @@ impl Node {
         self.inner
             .routes
             .lock()
-            .expect("routes lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(net, gateway)
     }
 
@@ -378,13 +378,17 @@ impl Node {
         self.inner
             .routes
             .lock()
-            .expect("routes lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .routes()
     }
 
     /// Messages routed through each gateway so far.
     pub fn messages_per_gateway(&self) -> Vec<(Nid, u64)> {
-        let routes = self.inner.routes.lock().expect("routes lock poisoned");
+        let routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         routes
             .gateways()
             .map(|(nid, g)| (*nid, g.messages))
@@ -395,7 +399,11 @@ impl Node {
     /// left. While a gateway has bytes outstanding the next message goes to another (see
     /// [`RouteTable::choose`]), so turns are strictly round robin only between quiet sends.
     pub fn bytes_outstanding_on_gateways(&self) -> u64 {
-        let routes = self.inner.routes.lock().expect("routes lock poisoned");
+        let routes = self
+            .inner
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         routes.gateways().map(|(_, g)| g.outstanding_bytes).sum()
     }
 
@@ -450,7 +458,7 @@ impl Node {
         self.inner
             .pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .len()
     }
 
@@ -468,7 +476,7 @@ impl Node {
         self.inner
             .pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .clear();
         // Each transfer dropped wakes the task waiting on it: in cookie order, so the order
         // they go on in is the order they began, whatever the table's hashing (a seeded
@@ -477,7 +485,7 @@ impl Node {
             .inner
             .transfers
             .lock()
-            .expect("transfers lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .drain()
             .collect();
         transfers.sort_unstable_by_key(|(cookie, _)| *cookie);
@@ -510,7 +518,7 @@ impl Drop for Outstanding {
         if let Some(node) = self.node.upgrade() {
             node.routes
                 .lock()
-                .expect("routes lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .completed(self.gateway, self.bytes);
         }
     }
@@ -547,7 +555,7 @@ impl NodeInner {
         if let Some(ni) = self.ni_on(target.net) {
             return Ok((Arc::clone(ni), target, None));
         }
-        let mut routes = self.routes.lock().expect("routes lock poisoned");
+        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(gateway) = routes.choose(target.net, bytes) else {
             let why = if routes.knows(target.net) {
                 format!("every route to {} is down", target.net)
@@ -625,7 +633,7 @@ impl NodeInner {
                 && node
                     .routes
                     .lock()
-                    .expect("routes lock poisoned")
+                    .unwrap_or_else(PoisonError::into_inner)
                     .set_alive(next_hop, false)
             {
                 warn!(node = %node.nid, gateway = %next_hop, "router marked down: a send through it failed");
@@ -680,7 +688,7 @@ impl NodeInner {
                 why: format!("portal {portal} is reserved"),
             });
         }
-        let mut portals = self.portals.write().expect("portals lock poisoned");
+        let mut portals = self.portals.write().unwrap_or_else(PoisonError::into_inner);
         if portals.contains_key(&portal) {
             return Err(FabricError::LimitReached {
                 what: "one service per portal",
@@ -700,7 +708,10 @@ impl NodeInner {
         if self.router.is_none() {
             return Bytes::copy_from_slice(&self.incarnation.to_le_bytes());
         }
-        let mut cached = self.ping_body.lock().expect("ping body lock poisoned");
+        let mut cached = self
+            .ping_body
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let now = tokio::time::Instant::now();
         if let Some((made, body)) = cached.as_ref()
             && now.duration_since(*made) < PING_BODY_FRESH
@@ -727,7 +738,7 @@ impl NodeInner {
         let (reply_tx, reply_rx) = oneshot::channel();
         self.pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(xid, reply_tx);
         let mut header = self.header(Kind::Put, target);
         header.portal = PING_PORTAL;
@@ -755,7 +766,7 @@ impl NodeInner {
         };
         self.pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(&xid);
         answered
     }
@@ -767,7 +778,7 @@ impl NodeInner {
         let (tx, rx) = mpsc::channel(depth.max(1));
         self.transfers
             .lock()
-            .expect("transfers lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(cookie, TransferEntry { tx, lender });
         Transfer {
             cookie,
@@ -785,7 +796,7 @@ impl NodeInner {
         let handler = self
             .portals
             .read()
-            .expect("portals lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&header.portal)
             .cloned();
         let Some(handler) = handler else {
@@ -814,7 +825,7 @@ impl NodeInner {
         let waiter = self
             .pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(&message.header.match_bits);
         match waiter {
             Some(waiter) => {
@@ -885,7 +896,7 @@ impl NodeInner {
         let sender = self
             .transfers
             .lock()
-            .expect("transfers lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&arrival.message.header.cookie)
             .map(|entry| entry.tx.clone());
         // A transfer holds room for its window; a frame beyond it (a duplicate after a
@@ -907,7 +918,7 @@ impl NodeInner {
         let lender = self
             .transfers
             .lock()
-            .expect("transfers lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&header.cookie)?
             .lender
             .clone()?;
@@ -1214,7 +1225,7 @@ impl Drop for Transfer {
         if let Some(node) = self.node.upgrade() {
             node.transfers
                 .lock()
-                .expect("transfers lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .remove(&self.cookie);
         }
     }

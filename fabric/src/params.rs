@@ -10,8 +10,8 @@
 //! add|del` does).
 
 use std::fmt::Write as _;
-use std::sync::Weak;
 use std::sync::atomic::Ordering;
+use std::sync::{PoisonError, Weak};
 
 use iopath_admin::{AdminError, Param, ParamTree};
 
@@ -182,7 +182,12 @@ fn routes(node: &NodeInner) -> String {
         "state",
         "router"
     );
-    for (route, alive) in node.routes.lock().expect("routes lock poisoned").routes() {
+    for (route, alive) in node
+        .routes
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .routes()
+    {
         let _ = writeln!(
             out,
             "{:<8} {:>4} {:>8} {:>7} {}",
@@ -216,7 +221,7 @@ fn routers(node: &NodeInner) -> String {
         "messages",
         "router"
     );
-    let table = node.routes.lock().expect("routes lock poisoned");
+    let table = node.routes.lock().unwrap_or_else(PoisonError::into_inner);
     let routes = table.routes();
     for (gateway, state) in table.gateways() {
         let last = state.last_alive.map_or_else(
@@ -350,7 +355,7 @@ fn peers(node: &NodeInner) -> String {
         "nid", "refs", "state", "last", "max", "rtr", "min", "tx", "min", "queue"
     );
     let now = node.epoch.elapsed();
-    let routes = node.routes.lock().expect("routes lock poisoned");
+    let routes = node.routes.lock().unwrap_or_else(PoisonError::into_inner);
     for ni in node.nis() {
         for (peer, c) in ni.peers() {
             let rtr = node.router.as_ref().and_then(|r| r.peer_snapshot(&peer));

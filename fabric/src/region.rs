@@ -7,7 +7,7 @@
 //! else's memory. Registration is bounded in count and bytes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::{Bytes, BytesMut};
 
@@ -59,7 +59,7 @@ impl Described {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, u64, ChecksumKind, u32)>> {
-        self.0.lock().expect("described lock poisoned")
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -165,7 +165,7 @@ impl Regions {
                 max_bytes: self.region_max_bytes,
             });
         }
-        let mut table = self.table.lock().expect("region table lock poisoned");
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         if table.regions.len() >= self.regions_max as usize {
             return Err(FabricError::LimitReached {
                 what: "regions",
@@ -186,11 +186,13 @@ impl Regions {
     }
 
     fn remove(&self, id: u64) -> Option<Arc<Region>> {
-        let mut table = self.table.lock().expect("region table lock poisoned");
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         let region = table.regions.remove(&id)?;
         let len = match &*region {
             Region::Source { data, .. } => data.len() as u64,
-            Region::Sink { data } => data.lock().expect("sink lock poisoned").len() as u64,
+            Region::Sink { data } => {
+                data.lock().unwrap_or_else(PoisonError::into_inner).len() as u64
+            }
         };
         table.total_bytes -= len;
         Some(region)
@@ -199,7 +201,7 @@ impl Regions {
     fn lookup(&self, id: u64) -> Option<Arc<Region>> {
         self.table
             .lock()
-            .expect("region table lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .regions
             .get(&id)
             .cloned()
@@ -266,7 +268,7 @@ impl Regions {
     pub fn count(&self) -> usize {
         self.table
             .lock()
-            .expect("region table lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .regions
             .len()
     }
@@ -325,7 +327,7 @@ impl Regions {
                 ),
             });
         }
-        let mut data = data.lock().expect("sink lock poisoned");
+        let mut data = data.lock().unwrap_or_else(PoisonError::into_inner);
         let range = checked_range(id, offset, payload.len() as u64, data.len() as u64)?;
         data.store(range, payload);
         Ok(())
@@ -459,7 +461,7 @@ impl SinkRegion {
         let regions = self.regions.take().expect("a live sink has its table");
         match regions.remove(self.id).as_deref() {
             Some(Region::Sink { data }) => {
-                let mut data = data.lock().expect("sink lock poisoned");
+                let mut data = data.lock().unwrap_or_else(PoisonError::into_inner);
                 std::mem::replace(&mut *data, Sink::Empty { len: 0 }).into_bytes()
             }
             _ => unreachable!("a sink handle always names a registered sink"),

@@ -14,7 +14,7 @@
 //! client its metadata service and its fyod), not peers a message names. Each task ends when
 //! the node shuts down or is dropped.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -37,7 +37,7 @@ impl Node {
         let mut watches = inner
             .restart_watches
             .lock()
-            .expect("restart watches lock poisoned");
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(seen) = watches.get(&peer) {
             return seen.clone();
         }

@@ -21,8 +21,8 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -228,7 +228,7 @@ impl TraceLog {
             waited_ns: step.waited_ns,
         };
         let size = size_of(&event);
-        let mut held = self.events.lock().expect("trace log lock poisoned");
+        let mut held = self.events.lock().unwrap_or_else(PoisonError::into_inner);
         while held.events.len() >= TRACE_EVENTS_MAX || held.bytes + size > TRACE_BYTES_MAX {
             let Some(oldest) = held.events.pop_front() else {
                 break;
@@ -251,7 +251,7 @@ impl TraceLog {
     pub fn events(&self, trace: Option<TraceId>) -> Vec<TraceEvent> {
         self.events
             .lock()
-            .expect("trace log lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .events
             .iter()
             .filter(|e| trace.is_none_or(|t| e.trace == t))
@@ -266,7 +266,7 @@ impl TraceLog {
 
     /// Forgets every event.
     pub fn clear(&self) {
-        *self.events.lock().expect("trace log lock poisoned") = Held::default();
+        *self.events.lock().unwrap_or_else(PoisonError::into_inner) = Held::default();
     }
 
     /// The events as JSON Lines, oldest first.

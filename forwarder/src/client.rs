@@ -15,7 +15,7 @@
 //! calls ([`ForwarderError::HandleBroken`]): reopen the file.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use iopath_fabric::frame::status::errno;
@@ -140,7 +140,7 @@ impl FyodClient {
         self.inner
             .pins
             .lock()
-            .expect("pins lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .pinned_bytes()
     }
 
@@ -230,7 +230,7 @@ impl FyodClient {
             .inner
             .pins
             .lock()
-            .expect("pins lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .targets();
         if targets.is_empty() {
             return Ok(());
@@ -292,7 +292,11 @@ impl FyodClient {
     fn note(&self, committed: &[pb::Committed]) {
         let mut released = Vec::new();
         {
-            let mut pins = self.inner.pins.lock().expect("pins lock poisoned");
+            let mut pins = self
+                .inner
+                .pins
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             for c in committed {
                 released.extend(pins.note_committed(c.target, c.last_committed));
             }
@@ -352,7 +356,7 @@ impl FyodFile {
             .inner
             .broken
             .lock()
-            .expect("broken lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
         {
             return Err(ForwarderError::HandleBroken {
@@ -373,7 +377,11 @@ impl FyodFile {
             // The fyod answered: the call took its place in order.
             Err(error @ FabricError::Remote { .. }) => return Err(error.into()),
             Err(error) => {
-                *self.inner.broken.lock().expect("broken lock poisoned") = Some(error.to_string());
+                *self
+                    .inner
+                    .broken
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(error.to_string());
                 return Err(error.into());
             }
         };
@@ -451,7 +459,7 @@ impl FyodFile {
             .inner
             .pins
             .lock()
-            .expect("pins lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .pin(region, length, &stamps);
         drop(unpinned);
         Ok(reply.bytes)

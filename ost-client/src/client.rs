@@ -241,7 +241,7 @@ impl OstClient {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Import> {
-        self.state.lock().expect("client state lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Writes replayed after server restarts over this client's life (each reconnect's own

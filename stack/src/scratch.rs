@@ -80,7 +80,7 @@ fn living() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     // A panic while the list was held leaves it as it was: still the list.
     LIVING
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The scratch directories still present.

@@ -25,8 +25,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -179,7 +179,7 @@ struct Tally {
 impl Tally {
     fn failed(&self, what: String) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        let mut seen = self.seen.lock().expect("tally lock poisoned");
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         if seen.len() >= 8 {
             seen.remove(0);
         }
@@ -189,7 +189,7 @@ impl Tally {
     fn lost(&self, bytes: u64, what: String) {
         self.lost
             .lock()
-            .expect("tally lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .push((bytes, what));
     }
 }
@@ -384,7 +384,11 @@ async fn soak(
             role.as_str(),
             tally.files.load(Ordering::Relaxed),
             tally.failed.load(Ordering::Relaxed),
-            tally.lost.lock().expect("tally lock poisoned").len()
+            tally
+                .lost
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len()
         );
         let rest = config.interval.saturating_sub(killed.elapsed() + half);
         tokio::time::sleep(rest).await;
@@ -435,7 +439,11 @@ async fn soak(
         let _ = client.close().await;
     }
     let end_memory = memory(running);
-    let lost = tally.lost.lock().expect("tally lock poisoned").clone();
+    let lost = tally
+        .lost
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     let all = RoleRecovery::of(&recovery_s);
     Ok(SoakReport {
         stack: running.stack().name.clone(),
@@ -450,7 +458,7 @@ async fn soak(
         bytes_lost: lost.iter().map(|(bytes, _)| bytes).sum(),
         losses: lost.into_iter().map(|(_, what)| what).collect(),
         calls_failed: tally.failed.load(Ordering::Relaxed),
-        failures_seen: tally.seen.lock().expect("tally lock poisoned").clone(),
+        failures_seen: tally.seen.lock().unwrap_or_else(PoisonError::into_inner).clone(),
         recovery_p50_s: all.p50_s,
         recovery_p99_s: all.p99_s,
         recovery_max_s: all.max_s,

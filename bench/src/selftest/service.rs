@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use iopath_fabric::BufferDescriptor;
@@ -37,7 +37,7 @@ pub struct SelftestService {
 
 impl SelftestService {
     fn fill(&self, length: u64, byte: u8) -> Bytes {
-        let mut fills = self.fills.lock().expect("fill cache lock poisoned");
+        let mut fills = self.fills.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(buffer) = fills.get(&(length, byte)) {
             return buffer.clone();
         }

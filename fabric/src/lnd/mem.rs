@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 
@@ -48,7 +48,7 @@ impl MemNetwork {
         nid: Nid,
         node: Weak<dyn Deliver>,
     ) -> Result<MemLnd, FabricError> {
-        let mut nodes = self.nodes.lock().expect("mem network lock poisoned");
+        let mut nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         if nodes.get(&nid).is_some_and(|n| n.node.strong_count() > 0) {
             return Err(FabricError::BadNid {
                 text: nid.to_string(),
@@ -69,7 +69,7 @@ impl MemNetwork {
     }
 
     fn lookup(&self, nid: &Nid) -> Option<(Arc<dyn Deliver>, Arc<LndCounters>)> {
-        let nodes = self.nodes.lock().expect("mem network lock poisoned");
+        let nodes = self.nodes.lock().unwrap_or_else(PoisonError::into_inner);
         let attached = nodes.get(nid)?;
         Some((attached.node.upgrade()?, Arc::clone(&attached.counters)))
     }
@@ -142,7 +142,7 @@ impl Lnd for MemLnd {
             .network
             .nodes
             .lock()
-            .expect("mem network lock poisoned");
+            .unwrap_or_else(PoisonError::into_inner);
         nodes.remove(&self.nid);
     }
 }

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -271,7 +271,7 @@ impl TcpLnd {
     }
 
     fn writer_for(&self, addr: SocketAddr) -> Outgoing {
-        let mut peers = self.peers.lock().expect("tcp peers lock poisoned");
+        let mut peers = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(peer) = peers.get(&addr).filter(|p| !p.queue.is_closed()) {
             return peer.clone();
         }
@@ -400,7 +400,10 @@ impl Lnd for TcpLnd {
 
     fn shutdown(&self) {
         self.stop.send_replace(true);
-        self.peers.lock().expect("tcp peers lock poisoned").clear();
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 

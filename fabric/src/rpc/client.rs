@@ -1,8 +1,8 @@
 //! The client side of an RPC: a fresh xid, the request, the wait for its reply, and resends
 //! with the same xid after a timeout or a failed send.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,12 +35,12 @@ impl Drop for PendingGuard<'_> {
         self.node
             .pending
             .lock()
-            .expect("pending lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.xid);
         self.node
             .calls
             .lock()
-            .expect("calls lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(&self.xid);
     }
 }
@@ -50,7 +50,7 @@ impl NodeInner {
     /// step: a call that took a higher xid can never tell a server its client waits on nothing
     /// below this one. With it, what wakes the call to send again at once.
     fn begin_call(&self, target: Nid) -> (u64, Arc<Notify>) {
-        let mut calls = self.calls.lock().expect("calls lock poisoned");
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let resend = Arc::new(Notify::new());
         calls.insert(
@@ -68,7 +68,7 @@ impl NodeInner {
     /// to it: a slow call to another server must not keep this one from learning that a call
     /// to it was given up on (its effect is then refused, `ReplyCache::begin_effect`).
     fn oldest_call_to(&self, target: Nid, this: u64) -> u64 {
-        let calls = self.calls.lock().expect("calls lock poisoned");
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         calls
             .iter()
             .find(|(_, call)| call.target == target)
@@ -98,7 +98,11 @@ impl Node {
     /// reconnected to the new server instance. A copy the new start already has is answered
     /// by its reply cache, as any resend is. Returns how many calls were told.
     pub fn resend_calls_to(&self, target: Nid) -> usize {
-        let calls = self.inner.calls.lock().expect("calls lock poisoned");
+        let calls = self
+            .inner
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut told = 0;
         for call in calls.values().filter(|call| call.target == target) {
             call.resend.notify_waiters();
@@ -180,7 +184,7 @@ impl Node {
             inner
                 .pending
                 .lock()
-                .expect("pending lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .insert(xid, reply_tx);
             let oldest_pending = inner.oldest_call_to(target, xid);
             let mut header = inner.header(Kind::Put, target);

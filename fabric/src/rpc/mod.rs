@@ -17,7 +17,7 @@ pub mod server;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
 
@@ -62,7 +62,7 @@ impl Node {
             .inner
             .replies
             .lock()
-            .expect("reply cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .begin_effect(client, xid);
         if begun {
             Ok(())

@@ -1,8 +1,8 @@
 //! The server side of an RPC: a service attached to its portal, admission through the reply
 //! cache, execution on a task of its own, the reply.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
 use tracing::{Instrument, debug, info_span};
 
@@ -49,7 +49,7 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
     let admission = node
         .replies
         .lock()
-        .expect("reply cache lock poisoned")
+        .unwrap_or_else(PoisonError::into_inner)
         .admit(client, xid, header.cookie);
     let after_abandoned = match admission {
         Admission::Execute => false,
@@ -140,7 +140,7 @@ fn admit(node: &NodeInner, service: Arc<dyn Service>, message: Message) {
         inner
             .replies
             .lock()
-            .expect("reply cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .complete(client, xid, saved);
         inner.request_ended.notify_waiters();
         let reply_bytes = body.len() as u64;
@@ -189,7 +189,7 @@ async fn wait_for_abandoned(node: &NodeInner, client: Nid, xid: u64) {
         let waits = node
             .replies
             .lock()
-            .expect("reply cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .waits_for_abandoned(client, xid);
         if !waits {
             return;

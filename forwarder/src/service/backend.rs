@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use iopath_fabric::trace;
@@ -141,7 +141,10 @@ impl Backend {
     }
 
     fn note_committed(&self, target: u32, last_committed: u64) {
-        let mut committed = self.committed.lock().expect("committed lock poisoned");
+        let mut committed = self
+            .committed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let entry = committed.entry(target).or_insert(0);
         *entry = (*entry).max(last_committed);
     }
@@ -155,7 +158,7 @@ impl Backend {
     pub(crate) fn committed(&self) -> Vec<(u32, u64)> {
         self.committed
             .lock()
-            .expect("committed lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .map(|(t, c)| (*t, *c))
             .collect()

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -68,7 +68,11 @@ impl Drop for Held<'_> {
         if !self.live {
             return;
         }
-        let mut shared = self.dispatch.shared.lock().expect("dispatch lock poisoned");
+        let mut shared = self
+            .dispatch
+            .shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if shared.waiting.remove(&self.id).is_none() {
             let starts = shared.scheduler.finish(self.id);
             wake(&mut shared, starts);
@@ -131,7 +135,7 @@ impl Dispatch {
         let open = self
             .shared
             .lock()
-            .expect("dispatch lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .scheduler
             .lanes_open();
         let took = node.model.call_time(open as u64);
@@ -148,7 +152,7 @@ impl Dispatch {
     pub(crate) fn stats(&self) -> SchedulerStats {
         self.shared
             .lock()
-            .expect("dispatch lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .scheduler
             .stats()
     }
@@ -157,14 +161,14 @@ impl Dispatch {
     pub(crate) fn open_lane(&self, lane: LaneId) {
         self.shared
             .lock()
-            .expect("dispatch lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .scheduler
             .open_lane(lane);
     }
 
     /// Closes a lane from inside its close call; calls sent after the close are refused.
     pub(crate) fn close_lane(&self, lane: LaneId) {
-        let mut shared = self.shared.lock().expect("dispatch lock poisoned");
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         for id in shared.scheduler.close_lane(lane) {
             if let Some(tx) = shared.waiting.remove(&id) {
                 let _ = tx.send(false);
@@ -183,7 +187,7 @@ impl Dispatch {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
-            let mut shared = self.shared.lock().expect("dispatch lock poisoned");
+            let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.waiting.insert(id, tx);
             let spec = CallSpec {
                 id,

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use iopath_fabric::Nid;
@@ -70,7 +70,7 @@ impl OpenFiles {
 
     /// Adds an open file, within the bound.
     pub(crate) fn insert(&self, file: Arc<OpenFile>) -> Result<()> {
-        let mut files = self.files.lock().expect("open files lock poisoned");
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         if files.len() >= self.open_files_max {
             return Err(ForwarderError::LimitReached {
                 what: "open files at the fyod",
@@ -86,7 +86,7 @@ impl OpenFiles {
         let file = self
             .files
             .lock()
-            .expect("open files lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&handle)
             .filter(|f| f.owner == client)
             .cloned();
@@ -96,7 +96,7 @@ impl OpenFiles {
     /// Why `handle` names no open file of `client`: closed when its compute node connected
     /// again, or never one of its own.
     fn why_not_open(&self, handle: u64, client: Nid) -> ForwarderError {
-        let retired = self.retired.lock().expect("retired handles lock poisoned");
+        let retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
         match retired.iter().find(|(h, _)| *h == handle) {
             Some(&(handle, client)) => ForwarderError::HandleOfEarlierConnection { handle, client },
             None => ForwarderError::NoSuchHandle { handle, client },
@@ -106,7 +106,7 @@ impl OpenFiles {
     /// Forgets every file compute node `client` opened; returns them, in the order they were
     /// opened.
     pub(crate) fn remove_of_client(&self, client: u64) -> Vec<Arc<OpenFile>> {
-        let mut files = self.files.lock().expect("open files lock poisoned");
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
         let mut owned: Vec<u64> = files
             .values()
             .filter(|f| f.client == client)
@@ -119,7 +119,7 @@ impl OpenFiles {
     /// Remembers that `closed` went because their compute node connected again, forgetting
     /// the oldest such handles beyond `open_files_max`.
     pub(crate) fn retire(&self, closed: &[Arc<OpenFile>]) {
-        let mut retired = self.retired.lock().expect("retired handles lock poisoned");
+        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
         retired.extend(closed.iter().map(|f| (f.handle, f.client)));
         while retired.len() > self.open_files_max {
             retired.pop_front();
@@ -130,13 +130,16 @@ impl OpenFiles {
     pub(crate) fn remove(&self, handle: u64) {
         self.files
             .lock()
-            .expect("open files lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .remove(&handle);
     }
 
     /// Files open now.
     pub(crate) fn count(&self) -> usize {
-        self.files.lock().expect("open files lock poisoned").len()
+        self.files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 

@@ -27,7 +27,7 @@ pub use dispatch::ServiceNodeStats;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use iopath_fabric::fail::Site;
@@ -213,7 +213,11 @@ impl FyodService {
         let (ufs_buffers_max, ufs_buffers_in_use_peak) = self.ufs.buffers();
         FyodStats {
             file_system: self.config.mode,
-            clients_connected: self.clients.lock().expect("clients lock poisoned").len() as u32,
+            clients_connected: self
+                .clients
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len() as u32,
             open_files: self.files.count() as u32,
             sync_calls_in_flight: scheduler.sync_running,
             sync_calls_in_flight_peak: scheduler.sync_running_peak,
@@ -264,7 +268,7 @@ impl FyodService {
                 let op: pb::DisconnectRequest = decode(body)?;
                 // Only the node a client id connected from may disconnect it.
                 let refused = {
-                    let mut clients = self.clients.lock().expect("clients lock poisoned");
+                    let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
                     match clients.get(&op.client) {
                         Some(&nid) if nid != source => Some(nid),
                         _ => {
@@ -375,7 +379,7 @@ impl FyodService {
     /// connection: nothing of the earlier process will use them again.
     async fn connect(&self, source: Nid, op: pb::ConnectRequest) -> Result<pb::ConnectReply> {
         let (earlier, clients_connected) = {
-            let mut clients = self.clients.lock().expect("clients lock poisoned");
+            let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
             if !clients.contains_key(&op.client)
                 && clients.len() >= self.config.clients_per_fyod as usize
             {
@@ -425,7 +429,7 @@ impl FyodService {
         let connected = self
             .clients
             .lock()
-            .expect("clients lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&op.client)
             == Some(&source);
         if !connected {

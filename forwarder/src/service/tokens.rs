@@ -8,8 +8,8 @@
 //! delays others by at most one lease).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -53,7 +53,11 @@ struct Ticket<'a> {
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
         if !self.settled {
-            let mut shared = self.manager.shared.lock().expect("token lock poisoned");
+            let mut shared = self
+                .manager
+                .shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             shared.table.cancel(self.ino, self.ticket);
             shared.waiting.remove(&self.ticket);
         }
@@ -84,7 +88,7 @@ impl TokenManager {
     pub(crate) fn waits(&self) -> u64 {
         self.shared
             .lock()
-            .expect("token lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .table
             .waits()
     }
@@ -108,7 +112,7 @@ impl TokenManager {
     /// one lease).
     pub(crate) async fn acquire(&self, ino: u64, holder: Holder) -> Result<Grant> {
         let (ticket, mut rx) = {
-            let mut shared = self.shared.lock().expect("token lock poisoned");
+            let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
             let now = self.now_ms();
             // A fyod that restarted: what its earlier start held goes on now, and its waits end.
             let restarted = shared.table.note_start(holder, now)?;
@@ -140,7 +144,7 @@ impl TokenManager {
             let lease_end = self
                 .shared
                 .lock()
-                .expect("token lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .table
                 .lease_end_ms(ino);
             let deadline = match lease_end {
@@ -165,7 +169,7 @@ impl TokenManager {
                     ));
                 }
                 Err(_) => {
-                    let mut shared = self.shared.lock().expect("token lock poisoned");
+                    let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
                     let now = self.now_ms();
                     let wake = shared.table.expire(ino, now);
                     self.deliver(&mut shared, ino, wake);
@@ -180,7 +184,7 @@ impl TokenManager {
 
     /// Releases `ino`'s token held under `grant`.
     pub(crate) fn release(&self, ino: u64, grant: u64) -> Result<()> {
-        let mut shared = self.shared.lock().expect("token lock poisoned");
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         let now = self.now_ms();
         let wake = shared.table.release(ino, grant, now)?;
         self.deliver(&mut shared, ino, wake);

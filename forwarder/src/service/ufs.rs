@@ -29,7 +29,7 @@
 use iopath_fabric::trace::Step;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use iopath_fabric::{BufferDescriptor, Nid, Node};
@@ -100,7 +100,10 @@ impl Ufs {
     }
 
     pub(crate) fn cache_counters(&self) -> CacheCounters {
-        self.cache.lock().expect("cache lock poisoned").counters()
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .counters()
     }
 
     /// A 128 KiB buffer from the pool; waits while all are in use.
@@ -125,7 +128,7 @@ impl Ufs {
     /// Serialises the UFS calls of one file on this fyod.
     async fn lock(&self, ino: u64) -> OwnedMutexGuard<()> {
         let lock = {
-            let mut locks = self.locks.lock().expect("file locks poisoned");
+            let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
             if locks.len() >= self.locks_max {
                 // Forget locks nobody holds or waits for (the map holds the only reference).
                 locks.retain(|_, lock| Arc::strong_count(lock) > 1);
@@ -158,7 +161,7 @@ impl Ufs {
             let flushes = self
                 .cache
                 .lock()
-                .expect("cache lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .invalidate_file(file.ino);
             self.apply(backend, file.first_object(), flushes).await?;
         }
@@ -169,7 +172,7 @@ impl Ufs {
         let flushes = self
             .cache
             .lock()
-            .expect("cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .flush_file(file.ino);
         self.apply(backend, file.first_object(), flushes).await
     }
@@ -180,7 +183,7 @@ impl Ufs {
         let flushes = self
             .cache
             .lock()
-            .expect("cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .invalidate_file(file.ino);
         self.apply(backend, file.first_object(), flushes).await
     }
@@ -225,24 +228,21 @@ impl Ufs {
             self.bytes_through
                 .fetch_add(data.len() as u64, Ordering::Relaxed);
             checksum = kind.combine(checksum, chunk_checksum, data.len() as u64);
-            let (decision, flushes) = self.cache.lock().expect("cache lock poisoned").write(
-                file.ino,
-                chunk.block,
-                chunk.block_offset_bytes,
-                &data,
-            );
+            let (decision, flushes) = self
+                .cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .write(file.ino, chunk.block, chunk.block_offset_bytes, &data);
             // Older held-back bytes of this file reach storage before this write's.
             self.apply(backend, object, flushes).await?;
             if decision == WriteDecision::Through {
                 backend
                     .write_bytes(object, chunk.file_offset_bytes, data.clone())
                     .await?;
-                self.cache.lock().expect("cache lock poisoned").wrote(
-                    file.ino,
-                    chunk.block,
-                    chunk.block_offset_bytes,
-                    &data,
-                );
+                self.cache
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .wrote(file.ino, chunk.block, chunk.block_offset_bytes, &data);
             }
         }
         if token.is_some() {
@@ -285,7 +285,7 @@ impl Ufs {
         let later_dirty = self
             .cache
             .lock()
-            .expect("cache lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .dirty_from(file.ino, first_block);
         if later_dirty {
             // Held-back bytes past the object's current end: storage must have them, or a
@@ -298,18 +298,18 @@ impl Ufs {
         for chunk in chunks(offset, sink.length, UFS_CHUNK_BYTES)? {
             let _buffer = self.buffer().await?;
             let start = chunk.block_offset_bytes;
-            let cached = self.cache.lock().expect("cache lock poisoned").read(
-                file.ino,
-                chunk.block,
-                start..start + chunk.length_bytes,
-            );
+            let cached = self
+                .cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .read(file.ino, chunk.block, start..start + chunk.length_bytes);
             let data = match cached {
                 Some(data) => data,
                 None => {
                     let dirty = self
                         .cache
                         .lock()
-                        .expect("cache lock poisoned")
+                        .unwrap_or_else(PoisonError::into_inner)
                         .take_dirty(file.ino, chunk.block);
                     self.apply(backend, object, dirty.into_iter().collect())
                         .await?;
@@ -317,11 +317,10 @@ impl Ufs {
                     let whole = backend
                         .read_bytes(object, block_start, UFS_CHUNK_BYTES)
                         .await?;
-                    self.cache.lock().expect("cache lock poisoned").fill(
-                        file.ino,
-                        chunk.block,
-                        &whole,
-                    );
+                    self.cache
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .fill(file.ino, chunk.block, &whole);
                     let end = (start + chunk.length_bytes).min(whole.len() as u64);
                     if start < end {
                         whole.slice(start as usize..end as usize)

@@ -9,7 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -198,7 +198,7 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
     let unwritten: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let deadline = args.time_limit.map(|s| started + Duration::from_secs(s));
     let on_block = |block: BlockDone| {
-        let mut guard = shared.lock().expect("sim totals lock poisoned");
+        let mut guard = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let (totals, record, last_progress) = &mut *guard;
         let mut text = String::new();
         for report in &block.failed {
@@ -215,7 +215,7 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
             stop.store(true, Ordering::Relaxed);
             unwritten
                 .lock()
-                .expect("sim output lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .get_or_insert(error);
         }
         let line = BlockLine {
@@ -260,10 +260,13 @@ fn sweep(args: &SimArgs, stop: &AtomicBool) -> anyhow::Result<Summary> {
         }
     };
     sweep.run(&config, &done, stop, &on_block);
-    if let Some(error) = unwritten.into_inner().expect("sim output lock poisoned") {
+    if let Some(error) = unwritten
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
         return Err(error);
     }
-    let (totals, record, _) = shared.into_inner().expect("sim totals lock poisoned");
+    let (totals, record, _) = shared.into_inner().unwrap_or_else(PoisonError::into_inner);
     let wall = started.elapsed();
     let this_call = totals.seeds - before;
     let mut failed = totals.failed.clone();

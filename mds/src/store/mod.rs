@@ -25,7 +25,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use tracing::{debug, error, info, warn};
@@ -308,7 +308,7 @@ impl MdsStore {
         if scan.base_seq <= store.recovery.snapshot_seq
             || store.recovery.records_replayed >= snapshot_every_records
         {
-            let mut writer = store.writer.lock().expect("writer lock poisoned");
+            let mut writer = store.writer.lock().unwrap_or_else(PoisonError::into_inner);
             store.compact_locked(&mut writer)?;
             drop(writer);
             store.recovery.compacted = true;
@@ -340,7 +340,7 @@ impl MdsStore {
     ) -> Result<Outcome> {
         // Held until the change is applied: changes are planned against the namespace as it
         // will be when their record lands, and land in the order they were planned.
-        let mut writer = self.writer.lock().expect("writer lock poisoned");
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
         }
@@ -363,7 +363,7 @@ impl MdsStore {
         let planned = self
             .namespace
             .read()
-            .expect("namespace lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .plan(op, time_ns)?;
         let mutation = match planned {
             Planned::Unchanged(outcome) => return Ok(outcome),
@@ -424,7 +424,7 @@ impl MdsStore {
         let applied = self
             .namespace
             .write()
-            .expect("namespace lock poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .apply(&mutation);
         let outcome = match applied {
             Ok(outcome) => outcome,
@@ -459,12 +459,17 @@ impl MdsStore {
 
     /// Runs `read` against the namespace as of the last durable change.
     pub fn read<R>(&self, read: impl FnOnce(&Namespace) -> R) -> R {
-        read(&self.namespace.read().expect("namespace lock poisoned"))
+        read(
+            &self
+                .namespace
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Writes a snapshot and starts a fresh log now, whatever the record count.
     pub fn compact(&self) -> Result<()> {
-        let mut writer = self.writer.lock().expect("writer lock poisoned");
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(why) = &writer.failed {
             return Err(MdsError::Failed { why: why.clone() });
         }
@@ -486,7 +491,11 @@ impl MdsStore {
 
     /// Sequence number of the last durable change (0 if none ever).
     pub fn last_seq(&self) -> u64 {
-        self.writer.lock().expect("writer lock poisoned").next_seq - 1
+        self.writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next_seq
+            - 1
     }
 
     /// Its directory.
@@ -514,7 +523,10 @@ impl MdsStore {
     fn compact_steps(&self, writer: &mut Writer) -> Result<()> {
         let last_seq = writer.next_seq - 1;
         let payload = {
-            let namespace = self.namespace.read().expect("namespace lock poisoned");
+            let namespace = self
+                .namespace
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
             let payload = SnapshotPayload {
                 namespace: namespace.state(),
                 replies: &writer.replies,

@@ -26,8 +26,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use iopath_fabric::Nid;
 use tracing::warn;
@@ -249,7 +249,7 @@ impl ClientRegistry {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("client list lock poisoned")
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Refuses a request from `source` that speaks for `client` when the client connected

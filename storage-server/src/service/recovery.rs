@@ -17,7 +17,7 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use iopath_fabric::rpc::ServiceError;
@@ -96,7 +96,7 @@ struct TargetRecovery {
 impl TargetRecovery {
     /// The target's window, locked.
     fn lock_window(&self) -> std::sync::MutexGuard<'_, Option<ReplayWindow<PendingReplay>>> {
-        self.window.lock().expect("window lock poisoned")
+        self.window.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether the target's window is open.
@@ -202,7 +202,11 @@ impl Recovery {
             task.abort();
         }
         for (_, target) in &self.windows.targets {
-            let ended = target.window.lock().expect("window lock poisoned").take();
+            let ended = target
+                .window
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             drop(ended);
         }
     }
@@ -225,7 +229,7 @@ impl Recovery {
         self.target(index).map_or(0, |t| {
             t.window
                 .lock()
-                .expect("window lock poisoned")
+                .unwrap_or_else(PoisonError::into_inner)
                 .as_ref()
                 .map_or(0, ReplayWindow::queued)
         })
@@ -348,7 +352,7 @@ impl Recovery {
         };
         let (turn, turn_comes) = oneshot::channel();
         let decision = {
-            let mut slot = target.window.lock().expect("window lock poisoned");
+            let mut slot = target.window.lock().unwrap_or_else(PoisonError::into_inner);
             match slot.as_mut() {
                 // Open, or closed: a closed window answers only what it knows ran.
                 Some(window) => window.replay(ReplayRequest {
@@ -466,7 +470,7 @@ impl Windows {
         }
         let now_ms = self.started.elapsed().as_millis() as u64;
         for (index, target) in &self.targets {
-            let mut slot = target.window.lock().expect("window lock poisoned");
+            let mut slot = target.window.lock().unwrap_or_else(PoisonError::into_inner);
             let Some(window) = slot.as_mut().filter(|w| !w.is_closed()) else {
                 continue;
             };
@@ -548,7 +552,7 @@ async fn enforce_deadlines(windows: Arc<Windows>, window: Duration) {
 async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
     loop {
         let next = {
-            let mut slot = target.window.lock().expect("window lock poisoned");
+            let mut slot = target.window.lock().unwrap_or_else(PoisonError::into_inner);
             match slot.as_mut() {
                 Some(window) if !window.is_closed() => window.next_ready(),
                 // Closed (or ended by a crash): nothing more to hand out.
@@ -582,7 +586,12 @@ async fn drive(windows: Arc<Windows>, target: Arc<TargetRecovery>) {
                     report_closed(&target.ost, &outcome);
                     persist(&target.ost).await;
                 }
-                if let Some(window) = target.window.lock().expect("window lock poisoned").as_mut() {
+                if let Some(window) = target
+                    .window
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_mut()
+                {
                     window.finished(transno, executed, client);
                 }
                 windows.settle();

@@ -19,8 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-mod workspace;
-use workspace::{members, root};
+use crate::workspace::{members, root};
 
 /// `text` with comments, string and character literals blanked out (lines kept).
 fn code_only(text: &str) -> String {

@@ -20,8 +20,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-mod workspace;
-use workspace::{members, root};
+use crate::workspace::{members, root};
 
 /// Files that may build stack text, each with its reason.
 const ALLOWED: &[(&str, &str)] = &[
@@ -30,7 +29,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "the reader's tests: what they check is how it names a bad line of text",
     ),
     (
-        "tests/tests/stack_values.rs",
+        "tests/tests/rules/stack_values.rs",
         "this test: its self-test plants stack text to be found",
     ),
 ];

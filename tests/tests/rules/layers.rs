@@ -10,8 +10,7 @@
 
 #![allow(clippy::unwrap_used)] // a test that panics has failed; that is its job
 
-mod workspace;
-use workspace::{members, root};
+use crate::workspace::{members, root};
 
 /// The package names of the *Layers* table's rows, bottom floor first (`` | `fabric` | ``
 /// is `iopath-fabric`; `iopath` is itself).
