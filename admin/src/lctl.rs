@@ -331,7 +331,7 @@ pub fn devices_text(devices: &[Device]) -> String {
 /// Hangs `devices` on `tree` as the read-only [`DEVICES_PARAM`] `lctl dl` prints.
 pub fn register_devices(tree: &ParamTree, devices: &[Device]) -> Result<(), AdminError> {
     let text = devices_text(devices);
-    tree.register(DEVICES_PARAM, Param::read_only(move || text.clone()))
+    Ok(tree.register(DEVICES_PARAM, Param::read_only(move || text.clone()))?)
 }
 
 /// `name=value` for one-line values; `name=` then the lines for tables; only values with `-n`.

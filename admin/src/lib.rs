@@ -1,15 +1,10 @@
-//! iopath's admin service: every node's tunables and counters in an lctl-style parameter tree,
-//! served over gRPC, with node status and a clean shutdown.
+//! iopath's admin service: every node's parameter tree (`iopath_lprocfs`) served over gRPC,
+//! its counters over `/metrics`, with node status and a clean shutdown, and the `lctl`
+//! command that talks to it. It sits above the fabric: the fabric and everything below hang
+//! their parameters on the tree in `iopath_lprocfs`, which knows nothing of how it is served.
 //!
 //! # Layout
 //!
-//! - [`glob`]: lctl-style globs over dotted names (`fabric.*.credits`); a pure matcher.
-//! - [`param`]: one parameter — a getter and an optional setter — with ready-made counters,
-//!   tunables and flags.
-//! - [`tree`]: [`ParamTree`], the node's registry of parameters by name: get, set and list by glob.
-//! - [`lprocfs`]: Lustre's counter files — counters, histograms, the `stats` layout and the
-//!   read/write histogram rows of `brw_stats` and `rpc_stats` — shared by every component that
-//!   shows one; a pure core.
 //! - [`shutdown`]: [`Shutdown`], the node's one-shot stop signal.
 //! - [`secret`]: [`Secret`], the stack's admin secret: made, written and read back from a
 //!   private file, compared in constant time; `set_param` and shutdown need it.
@@ -17,14 +12,14 @@
 //!   SIGTERM or an admin's Shutdown.
 //! - [`service`]: the tonic `Admin` service over a tree, and [`serve`] to run it on a port.
 //! - [`http`]: a small bounded HTTP/1.1 server: one handler answers every request.
-//! - [`families`]: helpers that write one metric family each, called by every collector.
 //! - [`metrics`]: `/metrics` over HTTP/1.1: the Prometheus text of the node's collectors.
-//! - [`proc_metrics`]: the process's own families (`process_*`) and `iopath_build_info`,
-//!   in every scrape.
 //! - [`client`]: [`Client`], a connection to a node's admin service.
 //! - [`lctl`]: the `iopath lctl get_param|set_param|list_param|dl` command line, and the
 //!   `devices` list `dl` reads.
 //! - [`error`]: [`AdminError`], the crate's one error type.
+//!
+//! The parameter tree's modules are re-exported under their old names (`glob`, `param`,
+//! `tree`, `lprocfs`, `families`, `proc_metrics`), so the crates above read them as before.
 //!
 //! A component hangs its parameters on the tree when it starts and removes them when it stops:
 //!
@@ -39,31 +34,28 @@
 //! tree.set("fabric.*.credits", "16")?;
 //! assert_eq!(tree.get("fabric.tcp0.credits")?[0].value, "16");
 //! tree.unregister_prefix("fabric.tcp0");
-//! # Ok::<(), iopath_admin::AdminError>(())
+//! # Ok::<(), iopath_admin::ParamError>(())
 //! ```
 
 pub mod client;
 pub mod error;
-pub mod families;
-pub mod glob;
 pub mod http;
 pub mod lctl;
-pub mod lprocfs;
 pub mod metrics;
-pub mod param;
-pub mod proc_metrics;
 pub mod process;
 pub mod secret;
 pub mod service;
 pub mod shutdown;
-pub mod tree;
+
+pub use iopath_lprocfs::stats as lprocfs;
+pub use iopath_lprocfs::{ParamError, families, glob, param, proc_metrics, tree};
 
 pub use client::Client;
 pub use error::AdminError;
-pub use glob::{Glob, NamePattern};
+pub use iopath_lprocfs::Param;
+pub use iopath_lprocfs::{Glob, NamePattern};
+pub use iopath_lprocfs::{ParamInfo, ParamTree, ParamValue};
 pub use lctl::{DEVICES_PARAM, Device, LctlCommand, devices_text, register_devices};
-pub use param::Param;
 pub use secret::Secret;
 pub use service::{AdminHandle, AdminService, NodeInfo, serve};
 pub use shutdown::Shutdown;
-pub use tree::{ParamInfo, ParamTree, ParamValue};

@@ -4,7 +4,7 @@
 //! Nothing is counted here. Each component registers a `prometheus_client` [`Collector`]
 //! that reads its own counters and snapshots when a scrape comes, so serving `/metrics`
 //! adds no work to the I/O path; [`counters`], [`gauges`] and [`histograms`]
-//! ([`crate::families`], re-exported here) write one metric family each.
+//! (`iopath_lprocfs::families`, re-exported here) write one metric family each.
 //!
 //! [`fetch`] is the other side: one node's text, read by the live view and `bench monitoring`.
 //!
@@ -24,27 +24,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
 
-pub use crate::families::{HistogramSample, Labels, counters, gauges, histograms};
 use crate::http::HttpHandle;
 use crate::{AdminError, Shutdown};
+pub use iopath_lprocfs::families::{HistogramSample, Labels, counters, gauges, histograms};
+pub use iopath_lprocfs::scrape::render;
 
 /// The one path answered.
 pub const METRICS_PATH: &str = "/metrics";
-
-/// The registry's text, as a scrape gets it, followed by the process's own families and the
-/// build ([`crate::proc_metrics`]).
-pub fn render(registry: &Registry) -> Result<String, std::fmt::Error> {
-    static PROCESS: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
-    let process = PROCESS.get_or_init(|| {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(crate::proc_metrics::Process));
-        registry
-    });
-    let mut text = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut text, registry)?;
-    prometheus_client::encoding::prometheus_text::encode(&mut text, process)?;
-    Ok(text)
-}
 
 /// Binds `addr` (port 0 picks a free port) and serves `registry` at `GET /metrics` on a new
 /// task until `shutdown` fires; then open scrapes are dropped. Returns once bound.

@@ -24,6 +24,8 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
+use iopath_lprocfs::ParamError;
+
 use crate::error::{AdminError, chain};
 use crate::secret::{METADATA_KEY, SCHEME, Secret};
 use crate::shutdown::Shutdown;
@@ -144,14 +146,14 @@ fn presented_secret(metadata: &tonic::metadata::MetadataMap) -> Presented {
 }
 
 /// The gRPC status for a tree error: the code says what kind, the message says which param.
-fn to_status(err: AdminError) -> Status {
+fn to_status(err: ParamError) -> Status {
     let message = err.to_string();
     match err {
-        AdminError::NoMatch { .. } => Status::not_found(message),
-        AdminError::ReadOnly { .. } => Status::permission_denied(message),
-        AdminError::InvalidPattern { .. }
-        | AdminError::ValueTooLong { .. }
-        | AdminError::Rejected { .. } => Status::invalid_argument(message),
+        ParamError::NoMatch { .. } => Status::not_found(message),
+        ParamError::ReadOnly { .. } => Status::permission_denied(message),
+        ParamError::InvalidPattern { .. }
+        | ParamError::ValueTooLong { .. }
+        | ParamError::Rejected { .. } => Status::invalid_argument(message),
         _ => Status::internal(message),
     }
 }

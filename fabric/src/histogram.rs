@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use iopath_admin::metrics::HistogramSample;
+use iopath_lprocfs::families::HistogramSample;
 
 /// The upper bounds of the buckets, in microseconds: 50 µs to 10 s, about ×2.5 apart — from
 /// an in-memory RPC to a commit stuck behind a slow disk. Above the last is `+Inf`.

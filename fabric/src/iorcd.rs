@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
-use iopath_admin::{AdminError, Param, ParamTree};
+use iopath_lprocfs::{Param, ParamError, ParamTree};
 
 use crate::gate::CreditSnapshot;
 use crate::node::{Node, NodeInner};
@@ -252,7 +252,7 @@ impl Sampler {
         node: &Node,
         interval: Option<Duration>,
         tree: &ParamTree,
-    ) -> Result<Arc<Sampler>, AdminError> {
+    ) -> Result<Arc<Sampler>, ParamError> {
         let (interval_ms, watch) =
             tokio::sync::watch::channel(interval.map_or(0, |d| d.as_millis() as u64));
         let sampler = Arc::new(Sampler {

@@ -11,7 +11,7 @@
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
 
-use iopath_admin::metrics::{Labels, counters, gauges, histograms};
+use iopath_lprocfs::families::{Labels, counters, gauges, histograms};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
@@ -347,7 +347,7 @@ mod tests {
         .unwrap();
         let mut registry = Registry::default();
         registry.register_collector(Box::new(FabricCollector::new(&node)));
-        let text = iopath_admin::metrics::render(&registry).unwrap();
+        let text = iopath_lprocfs::scrape::render(&registry).unwrap();
         let max = node.limits().ni_credits;
         for line in [
             format!("iopath_ni_credits_max{{nid=\"7@mem0\"}} {max}.0"),
@@ -365,7 +365,7 @@ mod tests {
         );
         node.shutdown();
         drop(node);
-        let text = iopath_admin::metrics::render(&registry).unwrap();
+        let text = iopath_lprocfs::scrape::render(&registry).unwrap();
         assert!(!text.contains("iopath_ni_credits"), "{text}");
     }
 }

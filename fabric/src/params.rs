@@ -13,14 +13,14 @@ use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::{PoisonError, Weak};
 
-use iopath_admin::{AdminError, Param, ParamTree};
+use iopath_lprocfs::{Param, ParamError, ParamTree};
 
 use crate::gate::CreditSnapshot;
 use crate::node::{Node, NodeInner};
 
 /// Hangs `nis`, `peers` and `stats` for `node` on `tree`, under `prefix` (empty for none: one
 /// node per process, as LNet has it).
-pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), AdminError> {
+pub fn register(node: &Node, tree: &ParamTree, prefix: &str) -> Result<(), ParamError> {
     let name = |leaf: &str| {
         if prefix.is_empty() {
             leaf.to_owned()
@@ -98,7 +98,7 @@ fn register_faults(
     node: &Node,
     tree: &ParamTree,
     name: &dyn Fn(&str) -> String,
-) -> Result<(), AdminError> {
+) -> Result<(), ParamError> {
     let fail = std::sync::Arc::clone(node.fail_points());
     let (reader, writer) = (std::sync::Arc::clone(&fail), std::sync::Arc::clone(&fail));
     tree.register(

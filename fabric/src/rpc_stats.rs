@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use iopath_admin::metrics::HistogramSample;
+use iopath_lprocfs::families::HistogramSample;
 
 use crate::histogram::LatencyHistogram;
 

@@ -11,12 +11,12 @@ use bytes::Bytes;
 use common::{
     BOTH, OP_PULL, OP_PUSH, PORTAL, TestService, Transport, encode_desc, nodes, pattern, stat,
 };
-use iopath_admin::ParamTree;
 use iopath_fabric::aligned::DIRECT_ALIGN_BYTES;
 use iopath_fabric::fault::{FaultPlan, MessageFilter, SeededFaults};
 use iopath_fabric::frame::Kind;
 use iopath_fabric::lnd::tcp::READ_AHEAD_BYTES;
 use iopath_fabric::{ChecksumKind, Checksummed, FabricError, Limits, Nid, Node};
+use iopath_lprocfs::ParamTree;
 
 const MIB: usize = 1 << 20;
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{BOTH, OP_COUNT, OP_PULL, PORTAL, TestService, encode_desc, nodes, pattern};
-use iopath_admin::ParamTree;
 use iopath_fabric::fail::Site;
 use iopath_fabric::rpc::{Reply, Request, Service};
 use iopath_fabric::{ChecksumKind, FabricError, Limits, Node};
+use iopath_lprocfs::ParamTree;
 
 /// Short timeouts, so lost messages are sent again quickly; a pull's chunk is asked for again
 /// well within its RPC's resends.

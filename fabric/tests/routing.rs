@@ -165,7 +165,7 @@ async fn four_equal_routers_share_messages_round_robin() {
         );
         // What a router forwards it received: its stats count both sides. Beyond that it
         // sends only its answers to the nodes' pings, each naming its start in 8 bytes.
-        let tree = iopath_admin::ParamTree::new();
+        let tree = iopath_lprocfs::ParamTree::new();
         iopath_fabric::params::register(router, &tree, "").unwrap();
         let (received, sent) = (stat(&tree, "recv_length"), stat(&tree, "send_length"));
         assert!(
@@ -389,7 +389,7 @@ async fn a_router_under_10x_overload_never_holds_more_buffers_than_its_credits()
     let router = routers.into_iter().next().unwrap();
     TestService::install(&server);
     // IORCD on the router, every 20 ms.
-    let tree = iopath_admin::ParamTree::new();
+    let tree = iopath_lprocfs::ParamTree::new();
     let iorcd =
         iopath_fabric::iorcd::Sampler::start(&router, Some(Duration::from_millis(20)), &tree)
             .unwrap();

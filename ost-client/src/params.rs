@@ -107,5 +107,6 @@ fn register_row(
                 Ok(())
             },
         ),
-    )
+    )?;
+    Ok(())
 }

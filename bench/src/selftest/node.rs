@@ -402,7 +402,7 @@ async fn serve_until_told(
     secret: iopath_admin::Secret,
 ) -> Result<(), BenchError> {
     let tree = ParamTree::new();
-    iopath_fabric::params::register(&node, &tree, "")?;
+    iopath_fabric::params::register(&node, &tree, "").map_err(iopath_admin::AdminError::from)?;
     let nids: Vec<String> = node.nids().iter().map(Nid::to_string).collect();
     let info = NodeInfo::new(nids, vec![role.to_owned()]);
     let admin = std::net::SocketAddr::from(([127, 0, 0, 1], 0));

@@ -114,7 +114,7 @@ pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// One counter of a node's `stats` view, as `lctl get_param stats` shows it.
-pub fn stat(tree: &iopath_admin::ParamTree, name: &str) -> u64 {
+pub fn stat(tree: &iopath_lprocfs::ParamTree, name: &str) -> u64 {
     let stats = tree.get("stats").unwrap().remove(0).value;
     stats
         .lines()

@@ -141,7 +141,7 @@ pub async fn run(role: OssRole) -> Result<(), RoleError> {
         );
     }
     let tree = ParamTree::new();
-    iopath_fabric::params::register(&node, &tree, "")?;
+    iopath_fabric::params::register(&node, &tree, "").map_err(iopath_admin::AdminError::from)?;
     super::params::register(&oss, &tree)?;
     let info = NodeInfo::new(vec![node.nid().to_string()], vec!["oss".into()]);
     let metrics = role.metrics.map(|addr| {

@@ -19,7 +19,7 @@
 //! never match anything — an empty segment, an unclosed `[`, a set or escape naming a dot —
 //! are refused with a reason instead of silently matching nothing.
 
-use crate::error::AdminError;
+use crate::error::ParamError;
 
 /// The longest pattern accepted, in bytes; parameter names are far shorter.
 pub const PATTERN_LEN_MAX: usize = 1024;
@@ -65,7 +65,7 @@ impl Token {
 
 impl Glob {
     /// Parses `pattern`, refusing ones that are empty, too long, or malformed.
-    pub fn parse(pattern: &str) -> Result<Glob, AdminError> {
+    pub fn parse(pattern: &str) -> Result<Glob, ParamError> {
         let segments = tokens(pattern, Dots::Split)?;
         if segments.iter().any(Vec::is_empty) {
             return Err(invalid(
@@ -136,8 +136,8 @@ enum Dots {
 }
 
 /// The error for `pattern`, refused for `reason`.
-fn invalid(pattern: &str, reason: &str) -> AdminError {
-    AdminError::InvalidPattern {
+fn invalid(pattern: &str, reason: &str) -> ParamError {
+    ParamError::InvalidPattern {
         pattern: pattern.to_owned(),
         reason: reason.to_owned(),
     }
@@ -145,7 +145,7 @@ fn invalid(pattern: &str, reason: &str) -> AdminError {
 
 /// `pattern`'s tokens, one list per dot-separated segment (one list in all with
 /// [`Dots::Literal`]); refuses an empty, too long or malformed pattern.
-fn tokens(pattern: &str, dots: Dots) -> Result<Vec<Vec<Token>>, AdminError> {
+fn tokens(pattern: &str, dots: Dots) -> Result<Vec<Vec<Token>>, ParamError> {
     let invalid = |reason: &str| invalid(pattern, reason);
     if pattern.is_empty() {
         return Err(invalid("it is empty"));
@@ -196,7 +196,7 @@ pub struct NamePattern {
 
 impl NamePattern {
     /// Parses `pattern`, refusing ones that are empty, too long, or malformed.
-    pub fn parse(pattern: &str) -> Result<NamePattern, AdminError> {
+    pub fn parse(pattern: &str) -> Result<NamePattern, ParamError> {
         let mut segments = tokens(pattern, Dots::Literal)?;
         Ok(NamePattern {
             text: pattern.to_owned(),
@@ -451,7 +451,7 @@ mod tests {
         ];
         for &(pattern, reason) in table {
             match Glob::parse(pattern) {
-                Err(AdminError::InvalidPattern {
+                Err(ParamError::InvalidPattern {
                     pattern: p,
                     reason: r,
                 }) => {

@@ -1,6 +1,6 @@
 //! The families every Prometheus client library exports about its own process (`process_*`,
 //! read from `/proc/self` at each scrape) and `iopath_build_info{version}`, 1 — which build a
-//! series came from. [`crate::metrics::render`] adds them to every node's scrape.
+//! series came from. [`crate::scrape::render`] adds them to every node's scrape.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::error::AdminError;
+use crate::error::ParamError;
 use crate::glob::Glob;
 use crate::param::Param;
 
@@ -62,16 +62,16 @@ impl ParamTree {
 
     /// Adds `param` under `name`. Refuses malformed names, names already taken, and more than
     /// [`PARAMS_MAX`] parameters.
-    pub fn register(&self, name: &str, param: Param) -> Result<(), AdminError> {
+    pub fn register(&self, name: &str, param: Param) -> Result<(), ParamError> {
         check_name(name)?;
         let mut params = self.write();
         if params.contains_key(name) {
-            return Err(AdminError::AlreadyRegistered {
+            return Err(ParamError::AlreadyRegistered {
                 name: name.to_owned(),
             });
         }
         if params.len() >= PARAMS_MAX {
-            return Err(AdminError::TreeFull {
+            return Err(ParamError::TreeFull {
                 name: name.to_owned(),
                 params_max: PARAMS_MAX,
             });
@@ -110,7 +110,7 @@ impl ParamTree {
     }
 
     /// The name and current value of every parameter matching `pattern`, in name order.
-    pub fn get(&self, pattern: &str) -> Result<Vec<ParamValue>, AdminError> {
+    pub fn get(&self, pattern: &str) -> Result<Vec<ParamValue>, ParamError> {
         let matched = self.matching(pattern, Glob::matches)?;
         Ok(matched
             .into_iter()
@@ -128,9 +128,9 @@ impl ParamTree {
     /// read-only (a glob that reaches read-only parameters is most likely a mistake). If a
     /// setter refuses, that parameter keeps its value, the ones after it are not tried, and the
     /// error lists the ones already set.
-    pub fn set(&self, pattern: &str, value: &str) -> Result<Vec<String>, AdminError> {
+    pub fn set(&self, pattern: &str, value: &str) -> Result<Vec<String>, ParamError> {
         if value.len() > VALUE_LEN_MAX {
-            return Err(AdminError::ValueTooLong {
+            return Err(ParamError::ValueTooLong {
                 pattern: pattern.to_owned(),
                 len_bytes: value.len(),
                 len_max_bytes: VALUE_LEN_MAX,
@@ -138,17 +138,17 @@ impl ParamTree {
         }
         let matched = self.matching(pattern, Glob::matches)?;
         if let Some((name, _)) = matched.iter().find(|(_, param)| !param.is_writable()) {
-            return Err(AdminError::ReadOnly { name: name.clone() });
+            return Err(ParamError::ReadOnly { name: name.clone() });
         }
         let mut already_set = Vec::with_capacity(matched.len());
         for (name, param) in matched {
             match param.set(value) {
                 Ok(true) => already_set.push(name),
                 // Checked above; a parameter's setter never changes after registration.
-                Ok(false) => return Err(AdminError::ReadOnly { name }),
+                Ok(false) => return Err(ParamError::ReadOnly { name }),
                 Err(reason) => {
                     let value = value.to_owned();
-                    return Err(AdminError::Rejected {
+                    return Err(ParamError::Rejected {
                         name,
                         value,
                         reason,
@@ -162,7 +162,7 @@ impl ParamTree {
 
     /// The names of parameters matching `pattern` or lying below a match (`fabric` lists all of
     /// `fabric.*.*`, like `lctl list_param -R`), in name order, without reading values.
-    pub fn list(&self, pattern: &str) -> Result<Vec<ParamInfo>, AdminError> {
+    pub fn list(&self, pattern: &str) -> Result<Vec<ParamInfo>, ParamError> {
         let matched = self.matching(pattern, |glob, name| {
             glob.matches(name) || glob.matches_below(name)
         })?;
@@ -176,12 +176,12 @@ impl ParamTree {
     }
 
     /// The registered parameters whose names `accept` (under the parsed `pattern`), copied out
-    /// so the lock is released before any getter or setter runs. Empty is [`AdminError::NoMatch`].
+    /// so the lock is released before any getter or setter runs. Empty is [`ParamError::NoMatch`].
     fn matching(
         &self,
         pattern: &str,
         accept: impl Fn(&Glob, &str) -> bool,
-    ) -> Result<Vec<(String, Param)>, AdminError> {
+    ) -> Result<Vec<(String, Param)>, ParamError> {
         let glob = Glob::parse(pattern)?;
         let params = self.read();
         let matched: Vec<(String, Param)> = params
@@ -190,7 +190,7 @@ impl ParamTree {
             .map(|(name, param)| (name.clone(), param.clone()))
             .collect();
         if matched.is_empty() {
-            return Err(AdminError::NoMatch {
+            return Err(ParamError::NoMatch {
                 pattern: pattern.to_owned(),
             });
         }
@@ -210,9 +210,9 @@ impl ParamTree {
 }
 
 /// Checks that `name` is a dotted name that globs can reach and the CLI can print.
-fn check_name(name: &str) -> Result<(), AdminError> {
+fn check_name(name: &str) -> Result<(), ParamError> {
     let invalid = |reason: String| {
-        Err(AdminError::InvalidName {
+        Err(ParamError::InvalidName {
             name: name.to_owned(),
             reason,
         })
@@ -295,14 +295,14 @@ mod tests {
         for pattern in ["fabric.tcp1.credits", "fabric.*.x", "fabric.tcp0", "nope"] {
             let err = tree.get(pattern).unwrap_err();
             assert!(
-                matches!(&err, AdminError::NoMatch { pattern: p } if p == pattern),
+                matches!(&err, ParamError::NoMatch { pattern: p } if p == pattern),
                 "{err:?}"
             );
             assert!(err.to_string().contains(pattern));
         }
         assert!(matches!(
             tree.get("fabric..x"),
-            Err(AdminError::InvalidPattern { .. })
+            Err(ParamError::InvalidPattern { .. })
         ));
     }
 
@@ -326,11 +326,11 @@ mod tests {
     fn set_on_read_only_errors_and_sets_nothing() {
         let (tree, credits, _) = node_tree();
         let err = tree.set("fabric.peers", "x").unwrap_err();
-        assert!(matches!(&err, AdminError::ReadOnly { name } if name == "fabric.peers"));
+        assert!(matches!(&err, ParamError::ReadOnly { name } if name == "fabric.peers"));
         assert_eq!(err.to_string(), "parameter fabric.peers is read-only");
         // A glob reaching both writable and read-only parameters sets none of them.
         let err = tree.set("fabric.tcp0.*", "9").unwrap_err();
-        assert!(matches!(&err, AdminError::ReadOnly { name } if name == "fabric.tcp0.sent"));
+        assert!(matches!(&err, ParamError::ReadOnly { name } if name == "fabric.tcp0.sent"));
         assert_eq!(credits.load(Ordering::Relaxed), 8);
     }
 
@@ -347,7 +347,7 @@ mod tests {
         for bad in ["0", "2000", "many", ""] {
             let err = tree.set("fabric.tcp0.credits", bad).unwrap_err();
             match &err {
-                AdminError::Rejected {
+                ParamError::Rejected {
                     name,
                     value,
                     already_set,
@@ -371,7 +371,7 @@ mod tests {
         let long = "1".repeat(VALUE_LEN_MAX + 1);
         assert!(matches!(
             tree.set("fabric.tcp0.credits", &long),
-            Err(AdminError::ValueTooLong { .. })
+            Err(ParamError::ValueTooLong { .. })
         ));
     }
 
@@ -424,7 +424,7 @@ mod tests {
                 },
             ]
         );
-        assert!(matches!(tree.list("lnet"), Err(AdminError::NoMatch { .. })));
+        assert!(matches!(tree.list("lnet"), Err(ParamError::NoMatch { .. })));
     }
 
     #[test]
@@ -437,7 +437,7 @@ mod tests {
             assert!(
                 matches!(
                     tree.register(bad, value()),
-                    Err(AdminError::InvalidName { .. })
+                    Err(ParamError::InvalidName { .. })
                 ),
                 "{bad:?}"
             );
@@ -451,7 +451,7 @@ mod tests {
         let err = tree
             .register("peers.127_0_0_1:7001@tcp0.credits", value())
             .unwrap_err();
-        assert!(matches!(err, AdminError::AlreadyRegistered { .. }));
+        assert!(matches!(err, ParamError::AlreadyRegistered { .. }));
         assert_eq!(tree.len(), 1);
     }
 
@@ -467,7 +467,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(
             err,
-            AdminError::TreeFull {
+            ParamError::TreeFull {
                 params_max: PARAMS_MAX,
                 ..
             }

@@ -1,7 +1,8 @@
 //! Metric families written from a component's own counters when a scrape comes: [`counters`],
 //! [`gauges`] and [`histograms`] write one family each, with Prometheus's names (`iopath_`
 //! prefix, base units, `_total` added to counters by the encoder). Each component's
-//! `prometheus_client` collector calls them; [`crate::metrics`] serves the text.
+//! `prometheus_client` collector calls them; [`crate::scrape::render`] writes a registry's text
+//! (`iopath_admin::metrics` serves it over HTTP).
 
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, EncodeMetric,
