@@ -390,72 +390,220 @@ impl Lab for FyodsLab {
         &mut config.dir
     }
 
+    /// Runs the sweep, saying on `progress` what it does.
     async fn run(
         config: &FyodsConfig,
         progress: &mut impl std::io::Write,
     ) -> Result<FyodsReport, BenchError> {
-        run(config, progress).await
-    }
-
-    fn render(report: &FyodsReport) -> String {
-        render(report)
-    }
-
-    fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
-        figure(report)
-    }
-}
-
-/// Runs the sweep, saying on `progress` what it does.
-pub async fn run(
-    config: &FyodsConfig,
-    progress: &mut impl std::io::Write,
-) -> Result<FyodsReport, BenchError> {
-    config.check()?;
-    let mut runs: Vec<(Api, u32, u32)> = Vec::new();
-    for &fyods in &config.fyods {
-        for &nodes in &config.nodes {
-            runs.push((Api::Async, fyods, nodes));
-        }
-    }
-    if let Some(nodes) = config.sync_nodes {
+        config.check()?;
+        let mut runs: Vec<(Api, u32, u32)> = Vec::new();
         for &fyods in &config.fyods {
-            runs.push((Api::Sync, fyods, nodes));
-        }
-    }
-    let mut points = Vec::new();
-    let mut modeled = String::new();
-    let total = runs.len();
-    for (i, (api, fyods, nodes)) in runs.into_iter().enumerate() {
-        let _ = write!(
-            progress,
-            "[{}/{total}] {nodes} compute nodes, {fyods} fyod{}, {} API ...",
-            i + 1,
-            if fyods == 1 { "" } else { "s" },
-            match api {
-                Api::Async => "asynchronous",
-                Api::Sync => "synchronous",
+            for &nodes in &config.nodes {
+                runs.push((Api::Async, fyods, nodes));
             }
-        );
-        let _ = progress.flush();
-        let (point, words) = run_one(config, api, fyods, nodes).await?;
-        let _ = writeln!(
-            progress,
-            " write {:.0} MB/s, read {:.0} MB/s",
-            point.write_mb_s, point.read_mb_s
-        );
-        modeled = words;
-        points.push(point);
+        }
+        if let Some(nodes) = config.sync_nodes {
+            for &fyods in &config.fyods {
+                runs.push((Api::Sync, fyods, nodes));
+            }
+        }
+        let mut points = Vec::new();
+        let mut modeled = String::new();
+        let total = runs.len();
+        for (i, (api, fyods, nodes)) in runs.into_iter().enumerate() {
+            let _ = write!(
+                progress,
+                "[{}/{total}] {nodes} compute nodes, {fyods} fyod{}, {} API ...",
+                i + 1,
+                if fyods == 1 { "" } else { "s" },
+                match api {
+                    Api::Async => "asynchronous",
+                    Api::Sync => "synchronous",
+                }
+            );
+            let _ = progress.flush();
+            let (point, words) = run_one(config, api, fyods, nodes).await?;
+            let _ = writeln!(
+                progress,
+                " write {:.0} MB/s, read {:.0} MB/s",
+                point.write_mb_s, point.read_mb_s
+            );
+            modeled = words;
+            points.push(point);
+        }
+        Ok(FyodsReport {
+            threads_fit: config.janus.memory_bytes / config.janus.thread_bytes.max(1),
+            janus: config.janus.clone(),
+            transfer: config.transfer,
+            seconds: config.seconds,
+            time_scale: config.time_scale,
+            points,
+            modeled,
+        })
     }
-    Ok(FyodsReport {
-        threads_fit: config.janus.memory_bytes / config.janus.thread_bytes.max(1),
-        janus: config.janus.clone(),
-        transfer: config.transfer,
-        seconds: config.seconds,
-        time_scale: config.time_scale,
-        points,
-        modeled,
-    })
+
+    /// The report for people: the write and read tables beside the paper's, the synchronous row,
+    /// what produced the fall, and what was modeled.
+    fn render(report: &FyodsReport) -> String {
+        let j = &report.janus;
+        let mut out = format!(
+            "fyods on a modeled Janus: {} PFS I/O nodes at {:.0} MB/s each, service nodes of {} CPUs \
+             and {} us a call, {} threads fit before paging; {} KiB calls, {} modeled s a phase, \
+             time scale {}
+
+",
+            j.io_nodes,
+            j.raid_bytes_s as f64 / 1e6,
+            j.cpus,
+            j.call_us,
+            report.threads_fit,
+            report.transfer >> 10,
+            report.seconds,
+            report.time_scale
+        );
+        out.push_str(
+            "aggregate write, MB/s, asynchronous API (cwrite); the paper's Table 2 in ()
+",
+        );
+        out.push_str(&grid(report, Api::Async, |p| {
+            beside_paper(p.write_mb_s, p.paper_write_mb_s)
+        }));
+        out.push_str(
+            "
+the flow model's write for the same machine (the topology crate's: fyods' CPUs at their \
+             thread counts, RAIDs; steady state, no latency), MB/s; measured/model in ()
+",
+        );
+        out.push_str(&grid(report, Api::Async, |p| {
+            format!(
+                "{:.0} ({:.2})",
+                p.model_write_mb_s,
+                p.write_mb_s / p.model_write_mb_s
+            )
+        }));
+        out.push_str(
+            "
+aggregate read, MB/s, asynchronous API (cread); the paper's Table 3 in ()
+",
+        );
+        out.push_str(&grid(report, Api::Async, |p| {
+            beside_paper(p.read_mb_s, p.paper_read_mb_s)
+        }));
+        if report.points.iter().any(|p| p.api == Api::Sync) {
+            out.push_str(
+                "
+synchronous API (write()/read(): one call at a time per fyod), MB/s write / read
+",
+            );
+            for p in report.points.iter().filter(|p| p.api == Api::Sync) {
+                let async_write = report
+                    .point(Api::Async, p.fyods, p.nodes)
+                    .map_or(String::new(), |a| {
+                        format!(" (asynchronous: {:.0})", a.write_mb_s)
+                    });
+                out.push_str(&format!(
+                    "{:>3} fyods, {} nodes: {:.0} / {:.0}{async_write}
+",
+                    p.fyods, p.nodes, p.write_mb_s, p.read_mb_s
+                ));
+            }
+        }
+        let paged: Vec<String> = report
+            .points
+            .iter()
+            .filter(|p| p.api == Api::Async && p.paged_calls > 0)
+            .map(|p| {
+                format!(
+                    "{}x{} {:.0}%",
+                    p.fyods,
+                    p.nodes,
+                    100.0 * p.paged_calls as f64 / p.fyod_calls.max(1) as f64
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "
+the fall: a fyod gives each open file a worker thread; past {} threads its service \
+             node pages and every call's CPU time grows with the threads over what fits. Calls \
+             that paged (fyods x nodes, share of calls): {}
+",
+            report.threads_fit,
+            if paged.is_empty() {
+                "none".to_owned()
+            } else {
+                paged.join(", ")
+            }
+        ));
+        out.push_str(&format!(
+            "modeled: {}
+",
+            report.modeled
+        ));
+        out.push_str(
+            "real: every call and byte through the fabric, the fyods, the storage servers' journals \
+             and files (their pace modeled), every byte read back checked against what was written; \
+             rates are MB per modeled second. Fitted to the paper: \
+             a call's CPU time (one fyod's peak); assumed: the threads that fit (where the fall \
+             begins)
+",
+        );
+        out
+    }
+
+    /// The asynchronous write sweep: a line per fyod count, measured, and the paper's for one and
+    /// four fyods.
+    fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
+        use iopath_plot::{Axis, Figure, Series};
+        let fyods = report.distinct(Api::Async, |p| p.fyods);
+        if fyods.is_empty() {
+            return None;
+        }
+        let mut series = Vec::new();
+        for &f in &fyods {
+            let mut points: Vec<(f64, f64)> = report
+                .points
+                .iter()
+                .filter(|p| p.api == Api::Async && p.fyods == f)
+                .map(|p| (f64::from(p.nodes), p.write_mb_s))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            series.push(Series::line(
+                format!("{f} fyod{} (measured)", if f == 1 { "" } else { "s" }),
+                points,
+            ));
+        }
+        for f in [1, 4] {
+            if !fyods.contains(&f) {
+                continue;
+            }
+            let points: Vec<(f64, f64)> = PAPER_NODES
+                .iter()
+                .filter_map(|&n| Some((f64::from(n), paper(&PAPER_WRITE, f, n)?)))
+                .collect();
+            series.push(Series::line(
+                format!("{f} fyod{} (paper, Table 2)", if f == 1 { "" } else { "s" }),
+                points,
+            ));
+        }
+        Some(Figure {
+            title: "Aggregate write against compute nodes, by fyods (asynchronous API)".into(),
+            x: Axis::log("compute nodes").ticks_at(
+                PAPER_NODES
+                    .iter()
+                    .map(|&n| (f64::from(n), n.to_string()))
+                    .collect(),
+            ),
+            y: Axis::from_zero("aggregate write (MB/s)"),
+            y2: None,
+            series,
+            rules: Vec::new(),
+            footnote: format!(
+                "Measured on a modeled Janus ({} I/O nodes, service nodes of {} CPUs paging past {} \
+                 threads, time scale {}); the paper's Table 2 for one and four fyods.",
+                report.janus.io_nodes, report.janus.cpus, report.threads_fit, report.time_scale
+            ),
+        })
+    }
 }
 
 /// The stack of one run: the MDS, the I/O nodes with their RAIDs, the fyods on their service
@@ -749,146 +897,4 @@ fn beside_paper(measured: f64, paper: Option<f64>) -> String {
         Some(paper) => format!("{measured:.0} ({paper:.0})"),
         None => format!("{measured:.0} (-)"),
     }
-}
-
-/// The report for people: the write and read tables beside the paper's, the synchronous row,
-/// what produced the fall, and what was modeled.
-pub fn render(report: &FyodsReport) -> String {
-    let j = &report.janus;
-    let mut out = format!(
-        "fyods on a modeled Janus: {} PFS I/O nodes at {:.0} MB/s each, service nodes of {} CPUs \
-         and {} us a call, {} threads fit before paging; {} KiB calls, {} modeled s a phase, \
-         time scale {}\n\n",
-        j.io_nodes,
-        j.raid_bytes_s as f64 / 1e6,
-        j.cpus,
-        j.call_us,
-        report.threads_fit,
-        report.transfer >> 10,
-        report.seconds,
-        report.time_scale
-    );
-    out.push_str("aggregate write, MB/s, asynchronous API (cwrite); the paper's Table 2 in ()\n");
-    out.push_str(&grid(report, Api::Async, |p| {
-        beside_paper(p.write_mb_s, p.paper_write_mb_s)
-    }));
-    out.push_str(
-        "\nthe flow model's write for the same machine (the topology crate's: fyods' CPUs at their \
-         thread counts, RAIDs; steady state, no latency), MB/s; measured/model in ()\n",
-    );
-    out.push_str(&grid(report, Api::Async, |p| {
-        format!(
-            "{:.0} ({:.2})",
-            p.model_write_mb_s,
-            p.write_mb_s / p.model_write_mb_s
-        )
-    }));
-    out.push_str("\naggregate read, MB/s, asynchronous API (cread); the paper's Table 3 in ()\n");
-    out.push_str(&grid(report, Api::Async, |p| {
-        beside_paper(p.read_mb_s, p.paper_read_mb_s)
-    }));
-    if report.points.iter().any(|p| p.api == Api::Sync) {
-        out.push_str(
-            "\nsynchronous API (write()/read(): one call at a time per fyod), MB/s write / read\n",
-        );
-        for p in report.points.iter().filter(|p| p.api == Api::Sync) {
-            let async_write = report
-                .point(Api::Async, p.fyods, p.nodes)
-                .map_or(String::new(), |a| {
-                    format!(" (asynchronous: {:.0})", a.write_mb_s)
-                });
-            out.push_str(&format!(
-                "{:>3} fyods, {} nodes: {:.0} / {:.0}{async_write}\n",
-                p.fyods, p.nodes, p.write_mb_s, p.read_mb_s
-            ));
-        }
-    }
-    let paged: Vec<String> = report
-        .points
-        .iter()
-        .filter(|p| p.api == Api::Async && p.paged_calls > 0)
-        .map(|p| {
-            format!(
-                "{}x{} {:.0}%",
-                p.fyods,
-                p.nodes,
-                100.0 * p.paged_calls as f64 / p.fyod_calls.max(1) as f64
-            )
-        })
-        .collect();
-    out.push_str(&format!(
-        "\nthe fall: a fyod gives each open file a worker thread; past {} threads its service \
-         node pages and every call's CPU time grows with the threads over what fits. Calls \
-         that paged (fyods x nodes, share of calls): {}\n",
-        report.threads_fit,
-        if paged.is_empty() {
-            "none".to_owned()
-        } else {
-            paged.join(", ")
-        }
-    ));
-    out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(
-        "real: every call and byte through the fabric, the fyods, the storage servers' journals \
-         and files (their pace modeled), every byte read back checked against what was written; \
-         rates are MB per modeled second. Fitted to the paper: \
-         a call's CPU time (one fyod's peak); assumed: the threads that fit (where the fall \
-         begins)\n",
-    );
-    out
-}
-
-/// The asynchronous write sweep: a line per fyod count, measured, and the paper's for one and
-/// four fyods.
-pub fn figure(report: &FyodsReport) -> Option<iopath_plot::Figure> {
-    use iopath_plot::{Axis, Figure, Series};
-    let fyods = report.distinct(Api::Async, |p| p.fyods);
-    if fyods.is_empty() {
-        return None;
-    }
-    let mut series = Vec::new();
-    for &f in &fyods {
-        let mut points: Vec<(f64, f64)> = report
-            .points
-            .iter()
-            .filter(|p| p.api == Api::Async && p.fyods == f)
-            .map(|p| (f64::from(p.nodes), p.write_mb_s))
-            .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        series.push(Series::line(
-            format!("{f} fyod{} (measured)", if f == 1 { "" } else { "s" }),
-            points,
-        ));
-    }
-    for f in [1, 4] {
-        if !fyods.contains(&f) {
-            continue;
-        }
-        let points: Vec<(f64, f64)> = PAPER_NODES
-            .iter()
-            .filter_map(|&n| Some((f64::from(n), paper(&PAPER_WRITE, f, n)?)))
-            .collect();
-        series.push(Series::line(
-            format!("{f} fyod{} (paper, Table 2)", if f == 1 { "" } else { "s" }),
-            points,
-        ));
-    }
-    Some(Figure {
-        title: "Aggregate write against compute nodes, by fyods (asynchronous API)".into(),
-        x: Axis::log("compute nodes").ticks_at(
-            PAPER_NODES
-                .iter()
-                .map(|&n| (f64::from(n), n.to_string()))
-                .collect(),
-        ),
-        y: Axis::from_zero("aggregate write (MB/s)"),
-        y2: None,
-        series,
-        rules: Vec::new(),
-        footnote: format!(
-            "Measured on a modeled Janus ({} I/O nodes, service nodes of {} CPUs paging past {} \
-             threads, time scale {}); the paper's Table 2 for one and four fyods.",
-            report.janus.io_nodes, report.janus.cpus, report.threads_fit, report.time_scale
-        ),
-    })
 }

@@ -307,98 +307,185 @@ impl Lab for PlacementLab {
         &mut config.dir
     }
 
+    /// Runs the sweep, saying on `progress` what it does.
     async fn run(
         config: &PlacementConfig,
         progress: &mut impl std::io::Write,
     ) -> Result<PlacementReport, BenchError> {
-        run(config, progress).await
-    }
-
-    fn render(report: &PlacementReport) -> String {
-        render(report)
-    }
-
-    fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
-        figure(report)
-    }
-}
-
-/// Runs the sweep, saying on `progress` what it does.
-pub async fn run(
-    config: &PlacementConfig,
-    progress: &mut impl std::io::Write,
-) -> Result<PlacementReport, BenchError> {
-    config.check()?;
-    let machine = config.machine()?;
-    let mut rows = Vec::new();
-    let mut modeled = String::new();
-    for &servers in &config.servers {
-        let targets: Vec<Target> = (0..servers * config.targets_per_server)
-            .map(|t| {
-                let server = t / config.targets_per_server;
-                Target {
-                    index: t,
-                    server,
-                    anchor: machine.service[server as usize],
+        config.check()?;
+        let machine = config.machine()?;
+        let mut rows = Vec::new();
+        let mut modeled = String::new();
+        for &servers in &config.servers {
+            let targets: Vec<Target> = (0..servers * config.targets_per_server)
+                .map(|t| {
+                    let server = t / config.targets_per_server;
+                    Target {
+                        index: t,
+                        server,
+                        anchor: machine.service[server as usize],
+                    }
+                })
+                .collect();
+            let default = Placement::launcher_order(&machine.clients, &targets).map_err(|e| {
+                BenchError::BadOption {
+                    option: "--servers".into(),
+                    why: e.to_string(),
                 }
-            })
-            .collect();
-        let default = Placement::launcher_order(&machine.clients, &targets).map_err(|e| {
-            BenchError::BadOption {
+            })?;
+            let placed = Placement::nearest_free(
+                &machine.torus,
+                &machine.clients,
+                &targets,
+                PlacementKind::Placed,
+            )
+            .map_err(|e| BenchError::BadOption {
                 option: "--servers".into(),
                 why: e.to_string(),
+            })?;
+            let mut runs = Vec::new();
+            for (name, placement) in [("default", &default), ("placed", &placed)] {
+                let _ = writeln!(
+                    progress,
+                    "{servers} servers, {} writers {} ...",
+                    placement.pairs.len(),
+                    placement_words(name)
+                );
+                let (run, words) = run_one(config, &machine, servers, name, placement).await?;
+                let _ = writeln!(
+                    progress,
+                    "  {:.0} MB/s (the flow model: {:.0}), writers finished over {:.1} ms (modeled)",
+                    run.aggregate_mb_s,
+                    run.model_aggregate_mb_s,
+                    run.spread_s * 1e3
+                );
+                modeled = words;
+                runs.push(run);
             }
-        })?;
-        let placed = Placement::nearest_free(
-            &machine.torus,
-            &machine.clients,
-            &targets,
-            PlacementKind::Placed,
-        )
-        .map_err(|e| BenchError::BadOption {
-            option: "--servers".into(),
-            why: e.to_string(),
-        })?;
-        let mut runs = Vec::new();
-        for (name, placement) in [("default", &default), ("placed", &placed)] {
-            let _ = writeln!(
-                progress,
-                "{servers} servers, {} writers {} ...",
-                placement.pairs.len(),
-                placement_words(name)
-            );
-            let (run, words) = run_one(config, &machine, servers, name, placement).await?;
-            let _ = writeln!(
-                progress,
-                "  {:.0} MB/s (the flow model: {:.0}), writers finished over {:.1} ms (modeled)",
-                run.aggregate_mb_s,
-                run.model_aggregate_mb_s,
-                run.spread_s * 1e3
-            );
-            modeled = words;
-            runs.push(run);
+            let placed = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
+            let default = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
+            rows.push(PlacementRow {
+                servers,
+                gain: placed.aggregate_mb_s / default.aggregate_mb_s - 1.0,
+                model_gain: placed.model_aggregate_mb_s / default.model_aggregate_mb_s - 1.0,
+                default,
+                placed,
+            });
         }
-        let placed = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
-        let default = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
-        rows.push(PlacementRow {
-            servers,
-            gain: placed.aggregate_mb_s / default.aggregate_mb_s - 1.0,
-            model_gain: placed.model_aggregate_mb_s / default.model_aggregate_mb_s - 1.0,
-            default,
-            placed,
-        });
+        Ok(PlacementReport {
+            torus: machine.torus.dims_text(),
+            ost_mb_s: config.ost_bytes_s as f64 / 1e6,
+            link_mb_s: config.link_bytes_s() as f64 / 1e6,
+            time_scale: config.time_scale,
+            mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
+            rows,
+            modeled,
+            mode: config.mode.name().into(),
+            ran: ran_words(config.mode),
+        })
     }
-    Ok(PlacementReport {
-        torus: machine.torus.dims_text(),
-        ost_mb_s: config.ost_bytes_s as f64 / 1e6,
-        link_mb_s: config.link_bytes_s() as f64 / 1e6,
-        time_scale: config.time_scale,
-        mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
-        rows,
-        modeled,
-        mode: config.mode.name().into(),
-        ran: ran_words(config.mode),
-    })
+
+    /// The report for people: a row per server count, the model's and the paper's figures beside.
+    fn render(report: &PlacementReport) -> String {
+        let mut out = format!(
+            "placement on a {} torus: OSTs at {:.0} MB/s, links at {:.0} MB/s ({} OSTs' worth; \
+             Jaguar's: {PAPER_PAIRS_PER_LINK}), {:.0} MiB per writer, time scale {}
+
+",
+            report.torus,
+            report.ost_mb_s,
+            report.link_mb_s,
+            report.link_mb_s / report.ost_mb_s,
+            report.mib_per_writer,
+            report.time_scale
+        );
+        out.push_str(
+            "                | default placement                          | placed                                     |
+\
+             servers writers | MB/s (model, ratio)  pairs/link spread ms | MB/s (model, ratio)  pairs/link spread ms | gain (model)
+",
+        );
+        for row in &report.rows {
+            let run = |r: &PlacementRun| {
+                format!(
+                    "{:>5.0} ({:>5.0}, {:.2}) {:>10} {:>9.1}",
+                    r.aggregate_mb_s,
+                    r.model_aggregate_mb_s,
+                    r.ratio_to_model,
+                    r.max_pairs_per_link,
+                    r.spread_s * 1e3
+                )
+            };
+            out.push_str(&format!(
+                "{:>7} {:>7} | {} | {} | {:+.0}% ({:+.0}%)
+",
+                row.servers,
+                row.default.writers,
+                run(&row.default),
+                run(&row.placed),
+                row.gain * 100.0,
+                row.model_gain * 100.0
+            ));
+        }
+        out.push_str(&format!(
+            "
+the paper (Jaguar, 96 OSSes, 672 writers): placed {:+.0}% on average above 40 OSSes \
+             ({:+.0}% to {:+.0}%), completion spread {} s -> under {} s
+",
+            PAPER_GAIN_AVERAGE * 100.0,
+            PAPER_GAIN_RANGE.0 * 100.0,
+            PAPER_GAIN_RANGE.1 * 100.0,
+            PAPER_SPREAD_S.0,
+            PAPER_SPREAD_S.1
+        ));
+        out.push_str(&format!(
+            "modeled: {}
+",
+            report.modeled
+        ));
+        out.push_str(&format!(
+            "ran: {}
+",
+            report.ran
+        ));
+        out.push_str(
+            "real: every byte through the fabric (the torus's pace is modeled), the storage servers' \
+             journals and files on this host's disk (their pace modeled); times are modeled seconds
+",
+        );
+        out
+    }
+
+    /// The completion times of the largest run, default against placed, as CDFs.
+    fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
+        use iopath_plot::{Axis, Figure, Series};
+        let row = report.rows.last()?;
+        Some(Figure {
+            title: format!(
+                "Per-writer completion time, {} writers on {} servers ({} torus)",
+                row.default.writers, row.servers, report.torus
+            ),
+            x: Axis::around_data("completion time (modeled ms)"),
+            y: Axis::from_zero("fraction of writers done").fixed(0.0, 1.0),
+            y2: None,
+            series: vec![
+                Series::cdf(
+                    "default placement (measured)",
+                    &ms(&row.default.completion_s),
+                ),
+                Series::cdf("placed (measured)", &ms(&row.placed.completion_s)),
+                Series::cdf("default (flow model)", &ms(&row.default.model_completion_s)),
+                Series::cdf("placed (flow model)", &ms(&row.placed.model_completion_s)),
+            ],
+            rules: Vec::new(),
+            footnote: format!(
+                "Measured: each writer's time to write {:.0} MiB on an emulated torus crossed hop by \
+                 hop (modeled links and disks at time scale {}); the flow model computes the same \
+                 machine. Paper (Jaguar): default spread 15.5 s, placed under 5 s.",
+                report.mib_per_writer, report.time_scale
+            ),
+        })
+    }
 }
 
 /// The stack of one run: the MDS, the storage servers at their service positions, a client
@@ -614,94 +701,8 @@ pub async fn write_all(
     Ok(times)
 }
 
-/// The report for people: a row per server count, the model's and the paper's figures beside.
-pub fn render(report: &PlacementReport) -> String {
-    let mut out = format!(
-        "placement on a {} torus: OSTs at {:.0} MB/s, links at {:.0} MB/s ({} OSTs' worth; \
-         Jaguar's: {PAPER_PAIRS_PER_LINK}), {:.0} MiB per writer, time scale {}\n\n",
-        report.torus,
-        report.ost_mb_s,
-        report.link_mb_s,
-        report.link_mb_s / report.ost_mb_s,
-        report.mib_per_writer,
-        report.time_scale
-    );
-    out.push_str(
-        "                | default placement                          | placed                                     |\n\
-         servers writers | MB/s (model, ratio)  pairs/link spread ms | MB/s (model, ratio)  pairs/link spread ms | gain (model)\n",
-    );
-    for row in &report.rows {
-        let run = |r: &PlacementRun| {
-            format!(
-                "{:>5.0} ({:>5.0}, {:.2}) {:>10} {:>9.1}",
-                r.aggregate_mb_s,
-                r.model_aggregate_mb_s,
-                r.ratio_to_model,
-                r.max_pairs_per_link,
-                r.spread_s * 1e3
-            )
-        };
-        out.push_str(&format!(
-            "{:>7} {:>7} | {} | {} | {:+.0}% ({:+.0}%)\n",
-            row.servers,
-            row.default.writers,
-            run(&row.default),
-            run(&row.placed),
-            row.gain * 100.0,
-            row.model_gain * 100.0
-        ));
-    }
-    out.push_str(&format!(
-        "\nthe paper (Jaguar, 96 OSSes, 672 writers): placed {:+.0}% on average above 40 OSSes \
-         ({:+.0}% to {:+.0}%), completion spread {} s -> under {} s\n",
-        PAPER_GAIN_AVERAGE * 100.0,
-        PAPER_GAIN_RANGE.0 * 100.0,
-        PAPER_GAIN_RANGE.1 * 100.0,
-        PAPER_SPREAD_S.0,
-        PAPER_SPREAD_S.1
-    ));
-    out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(&format!("ran: {}\n", report.ran));
-    out.push_str(
-        "real: every byte through the fabric (the torus's pace is modeled), the storage servers' \
-         journals and files on this host's disk (their pace modeled); times are modeled seconds\n",
-    );
-    out
-}
-
 fn ms(seconds: &[f64]) -> Vec<f64> {
     seconds.iter().map(|s| s * 1e3).collect()
-}
-
-/// The completion times of the largest run, default against placed, as CDFs.
-pub fn figure(report: &PlacementReport) -> Option<iopath_plot::Figure> {
-    use iopath_plot::{Axis, Figure, Series};
-    let row = report.rows.last()?;
-    Some(Figure {
-        title: format!(
-            "Per-writer completion time, {} writers on {} servers ({} torus)",
-            row.default.writers, row.servers, report.torus
-        ),
-        x: Axis::around_data("completion time (modeled ms)"),
-        y: Axis::from_zero("fraction of writers done").fixed(0.0, 1.0),
-        y2: None,
-        series: vec![
-            Series::cdf(
-                "default placement (measured)",
-                &ms(&row.default.completion_s),
-            ),
-            Series::cdf("placed (measured)", &ms(&row.placed.completion_s)),
-            Series::cdf("default (flow model)", &ms(&row.default.model_completion_s)),
-            Series::cdf("placed (flow model)", &ms(&row.placed.model_completion_s)),
-        ],
-        rules: Vec::new(),
-        footnote: format!(
-            "Measured: each writer's time to write {:.0} MiB on an emulated torus crossed hop by \
-             hop (modeled links and disks at time scale {}); the flow model computes the same \
-             machine. Paper (Jaguar): default spread 15.5 s, placed under 5 s.",
-            report.mib_per_writer, report.time_scale
-        ),
-    })
 }
 
 /// How a benchmark's stacks ran, in words, for its report: the mode as `Mode` says it, and,

@@ -437,112 +437,265 @@ impl Lab for RoutingLab {
         &mut config.dir
     }
 
+    /// Runs every configuration with both placements, saying on `progress` what it does.
     async fn run(
         config: &RoutingConfig,
         progress: &mut impl std::io::Write,
     ) -> Result<RoutingReport, BenchError> {
-        run(config, progress).await
-    }
-
-    fn render(report: &RoutingReport) -> String {
-        render(report)
-    }
-
-    fn figure(report: &RoutingReport) -> Option<iopath_plot::Figure> {
-        figure(report)
-    }
-}
-
-/// Runs every configuration with both placements, saying on `progress` what it does.
-pub async fn run(
-    config: &RoutingConfig,
-    progress: &mut impl std::io::Write,
-) -> Result<RoutingReport, BenchError> {
-    config.check()?;
-    let machine = config.machine()?;
-    let bad = |e: iopath_topology::TopologyError| BenchError::BadOption {
-        option: "--servers-per-leaf".into(),
-        why: e.to_string(),
-    };
-    // Projection's router of each server anchors its targets: placement puts a writer next
-    // to it, whatever the configuration.
-    let projection = SpiderRouting::new(
-        &machine.torus,
-        &machine.fabric,
-        SpiderRoutingConfig::Projection,
-        &machine.clients,
-    )
-    .map_err(bad)?;
-    let targets: Vec<Target> = (0..config.writers())
-        .map(|t| {
-            let server = t / config.targets_per_server;
-            let router = projection.gateways(machine.mds, server).map_err(bad)?[0];
-            Ok(Target {
-                index: t,
-                server,
-                anchor: machine.fabric.routers[router].coord,
+        config.check()?;
+        let machine = config.machine()?;
+        let bad = |e: iopath_topology::TopologyError| BenchError::BadOption {
+            option: "--servers-per-leaf".into(),
+            why: e.to_string(),
+        };
+        // Projection's router of each server anchors its targets: placement puts a writer next
+        // to it, whatever the configuration.
+        let projection = SpiderRouting::new(
+            &machine.torus,
+            &machine.fabric,
+            SpiderRoutingConfig::Projection,
+            &machine.clients,
+        )
+        .map_err(bad)?;
+        let targets: Vec<Target> = (0..config.writers())
+            .map(|t| {
+                let server = t / config.targets_per_server;
+                let router = projection.gateways(machine.mds, server).map_err(bad)?[0];
+                Ok(Target {
+                    index: t,
+                    server,
+                    anchor: machine.fabric.routers[router].coord,
+                })
             })
-        })
-        .collect::<Result<_, BenchError>>()?;
-    let default = Placement::launcher_order(&machine.clients, &targets).map_err(bad)?;
-    let placed = Placement::nearest_free(
-        &machine.torus,
-        &machine.clients,
-        &targets,
-        PlacementKind::Placed,
-    )
-    .map_err(bad)?;
-    let mut rows = Vec::new();
-    let (mut modeled, mut modeled_routers) = (String::new(), 0);
-    for &scheme in &config.schemes {
-        let mut runs = Vec::new();
-        for (name, placement) in [("default", &default), ("placed", &placed)] {
-            let _ = writeln!(
-                progress,
-                "{}, {} writers {} ...",
-                scheme.name(),
-                placement.pairs.len(),
-                placement_words(name)
-            );
-            let (run, words, routers) = run_one(config, &machine, scheme, name, placement).await?;
-            let _ = writeln!(
-                progress,
-                "  {:.0} MB/s (the flow model: {:.0}), writers finished over {:.1} ms (modeled)",
-                run.aggregate_mb_s,
-                run.model_aggregate_mb_s,
-                run.spread_s * 1e3
-            );
-            // The stack with the most routers in it names every modeled part.
-            if routers > modeled_routers {
-                (modeled, modeled_routers) = (words, routers);
+            .collect::<Result<_, BenchError>>()?;
+        let default = Placement::launcher_order(&machine.clients, &targets).map_err(bad)?;
+        let placed = Placement::nearest_free(
+            &machine.torus,
+            &machine.clients,
+            &targets,
+            PlacementKind::Placed,
+        )
+        .map_err(bad)?;
+        let mut rows = Vec::new();
+        let (mut modeled, mut modeled_routers) = (String::new(), 0);
+        for &scheme in &config.schemes {
+            let mut runs = Vec::new();
+            for (name, placement) in [("default", &default), ("placed", &placed)] {
+                let _ = writeln!(
+                    progress,
+                    "{}, {} writers {} ...",
+                    scheme.name(),
+                    placement.pairs.len(),
+                    placement_words(name)
+                );
+                let (run, words, routers) =
+                    run_one(config, &machine, scheme, name, placement).await?;
+                let _ = writeln!(
+                    progress,
+                    "  {:.0} MB/s (the flow model: {:.0}), writers finished over {:.1} ms (modeled)",
+                    run.aggregate_mb_s,
+                    run.model_aggregate_mb_s,
+                    run.spread_s * 1e3
+                );
+                // The stack with the most routers in it names every modeled part.
+                if routers > modeled_routers {
+                    (modeled, modeled_routers) = (words, routers);
+                }
+                runs.push(run);
             }
-            runs.push(run);
+            let placed = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
+            let default = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
+            rows.push(RoutingRow {
+                scheme,
+                default,
+                placed,
+                paper_gb_s: scheme.paper_gb_s(),
+            });
         }
-        let placed = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
-        let default = runs.pop().unwrap_or_else(|| unreachable!("two runs"));
-        rows.push(RoutingRow {
-            scheme,
-            default,
-            placed,
-            paper_gb_s: scheme.paper_gb_s(),
-        });
+        Ok(RoutingReport {
+            torus: machine.torus.dims_text(),
+            leaves: config.leaves,
+            routers: machine.fabric.routers.len() as u32,
+            servers: config.servers(),
+            writers: config.writers(),
+            ost_mb_s: config.ost_bytes_s as f64 / 1e6,
+            link_mb_s: config.link_bytes_s() as f64 / 1e6,
+            card_mb_s: config.card_bytes_s() as f64 / 1e6,
+            time_scale: config.time_scale,
+            mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
+            rows,
+            modeled,
+            mode: config.mode.name().into(),
+            ran: crate::placement::ran_words(config.mode),
+        })
     }
-    Ok(RoutingReport {
-        torus: machine.torus.dims_text(),
-        leaves: config.leaves,
-        routers: machine.fabric.routers.len() as u32,
-        servers: config.servers(),
-        writers: config.writers(),
-        ost_mb_s: config.ost_bytes_s as f64 / 1e6,
-        link_mb_s: config.link_bytes_s() as f64 / 1e6,
-        card_mb_s: config.card_bytes_s() as f64 / 1e6,
-        time_scale: config.time_scale,
-        mib_per_writer: config.bytes_per_writer as f64 / f64::from(1 << 20),
-        rows,
-        modeled,
-        mode: config.mode.name().into(),
-        ran: crate::placement::ran_words(config.mode),
-    })
+
+    /// The report for people: a row per configuration, the model's and the paper's beside.
+    fn render(report: &RoutingReport) -> String {
+        let mut out = format!(
+            "routing on a {} torus: up to {} routers on {} leaves (a configuration's stack leaves out \
+             those it does not route through), {} servers, {} writers; OSTs at {:.0} \
+             MB/s, torus links at {:.0} MB/s ({} OSTs' worth), router cards at {:.0} MB/s, {:.0} MiB \
+             per writer, time scale {}
+
+",
+            report.torus,
+            report.routers,
+            report.leaves,
+            report.servers,
+            report.writers,
+            report.ost_mb_s,
+            report.link_mb_s,
+            report.link_mb_s / report.ost_mb_s,
+            report.card_mb_s,
+            report.mib_per_writer,
+            report.time_scale
+        );
+        out.push_str(
+            "             |       | default placement                                   | placed                                              | paper, GB/s
+\
+             routing      | rtr/w | MB/s (model, ratio)  hops pairs/link busiest share | MB/s (model, ratio)  hops pairs/link busiest share | default placed
+",
+        );
+        let paper = |v: Option<f64>| v.map_or("-".to_string(), |g| format!("{g}"));
+        for row in &report.rows {
+            let run = |r: &RoutingRun| {
+                format!(
+                    "{:>5.0} ({:>5.0}, {:.2}){}{:>5.1} {:>10.1} {:>6.2}x {:>4.0}%",
+                    r.aggregate_mb_s,
+                    r.model_aggregate_mb_s,
+                    r.ratio_to_model,
+                    if r.model_ports_held > 0 { '*' } else { ' ' },
+                    r.mean_hops,
+                    r.max_pairs_per_link,
+                    r.router_over_even,
+                    r.share_of_raw * 100.0
+                )
+            };
+            out.push_str(&format!(
+                "{:<12} | {:>5} | {} | {} | {:>7} {:>6}
+",
+                row.scheme.name(),
+                row.default.routers_per_writer,
+                run(&row.default),
+                run(&row.placed),
+                paper(row.paper_gb_s.0),
+                paper(row.paper_gb_s.1),
+            ));
+        }
+        let marked: Vec<String> = report
+            .rows
+            .iter()
+            .flat_map(|row| [(row, &row.default), (row, &row.placed)])
+            .filter(|(_, run)| run.model_ports_held > 0)
+            .map(|(row, run)| {
+                format!(
+                    "{} {} {:.0} ({} port{})",
+                    row.scheme.name(),
+                    run.placement,
+                    run.model_fluid_mb_s,
+                    run.model_ports_held,
+                    if run.model_ports_held == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        if !marked.is_empty() {
+            out.push_str(&format!(
+                "
+*: the routes load a port exactly to its capacity, every flow through it at its \
+                 disk's rate: no room. The port serves its inputs in turn, so while one input's \
+                 burst lasts another gets only its turn, and with no room it cannot make that up \
+                 after; the model holds each input of such a port to its turn (the bound). With \
+                 every input making up after each burst (the fluid rates), MB/s: {}. The emulation \
+                 comes near the bound where a router lengthens the path to the disk, and makes up \
+                 part of it where the path is short
+",
+                marked.join("; ")
+            ));
+        }
+        out.push_str(
+            "
+rtr/w: routers a writer's traffic is spread over; hops: torus hops to them, mean; \
+             pairs/link: the most writer-router pairs (by share) on one link; busiest: the most a router \
+             forwarded over its share when each writer's bytes split evenly over its routers (as the \
+             flow model has them: 1.00x)
+",
+        );
+        out.push_str(
+            "
+the paper (Jaguar and Spider, 000 Fig. 10, writes): baseline 47.6 GB/s; round-robin \
+             48.1, placed 83; projection 92, placed 113; nearest not reported; fine-grained routing \
+             (001) gave +30% over routing without it
+",
+        );
+        out.push_str(&format!(
+            "modeled: {}
+",
+            report.modeled
+        ));
+        out.push_str(&format!(
+            "ran: {}
+",
+            report.ran
+        ));
+        out.push_str(
+            "real: every byte through the fabric and the LNET routers (the torus's, the routers' \
+             cards' and the disks' pace is modeled; the InfiniBand fabric beyond a router's card is \
+             not), the storage servers' journals and files on this host's disk; times are modeled \
+             seconds
+",
+        );
+        out
+    }
+
+    /// Aggregate bandwidth per configuration, measured and modeled, both placements.
+    fn figure(report: &RoutingReport) -> Option<iopath_plot::Figure> {
+        use iopath_plot::{Axis, Figure, Series};
+        if report.rows.is_empty() {
+            return None;
+        }
+        let series = |name: &str, f: &dyn Fn(&RoutingRow) -> f64| {
+            Series::bars(
+                name,
+                report
+                    .rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (i as f64, f(r))),
+            )
+        };
+        let ticks = report
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as f64, r.scheme.name().to_string()))
+            .collect();
+        Some(Figure {
+            title: format!(
+                "Write bandwidth by routing configuration ({} torus, {} writers, {} routers)",
+                report.torus, report.writers, report.routers
+            ),
+            x: Axis::around_data("routing configuration").ticks_at(ticks),
+            y: Axis::from_zero("aggregate MB/s (modeled time)"),
+            y2: None,
+            series: vec![
+                series("default placement (measured)", &|r| {
+                    r.default.aggregate_mb_s
+                }),
+                series("default (flow model)", &|r| r.default.model_aggregate_mb_s),
+                series("placed (measured)", &|r| r.placed.aggregate_mb_s),
+                series("placed (flow model)", &|r| r.placed.model_aggregate_mb_s),
+            ],
+            rules: Vec::new(),
+            footnote: format!(
+                "Measured: {} writers writing {:.0} MiB each through real LNET routers on an \
+                 emulated torus crossed hop by hop (modeled links, router cards and disks at time \
+                 scale {}); the flow model computes the same machine. Paper (Fig. 10): baseline \
+                 47.6, round-robin 48.1/83, projection 92/113 GB/s.",
+                report.writers, report.mib_per_writer, report.time_scale
+            ),
+        })
+    }
 }
 
 /// Which routers each writer uses for each server, and the storage side's networks: what
@@ -908,151 +1061,4 @@ async fn router_bytes(running: &RunningStack) -> Result<Vec<(String, u64)>, Benc
         all.push((name, bytes));
     }
     Ok(all)
-}
-
-/// The report for people: a row per configuration, the model's and the paper's beside.
-pub fn render(report: &RoutingReport) -> String {
-    let mut out = format!(
-        "routing on a {} torus: up to {} routers on {} leaves (a configuration's stack leaves out \
-         those it does not route through), {} servers, {} writers; OSTs at {:.0} \
-         MB/s, torus links at {:.0} MB/s ({} OSTs' worth), router cards at {:.0} MB/s, {:.0} MiB \
-         per writer, time scale {}\n\n",
-        report.torus,
-        report.routers,
-        report.leaves,
-        report.servers,
-        report.writers,
-        report.ost_mb_s,
-        report.link_mb_s,
-        report.link_mb_s / report.ost_mb_s,
-        report.card_mb_s,
-        report.mib_per_writer,
-        report.time_scale
-    );
-    out.push_str(
-        "             |       | default placement                                   | placed                                              | paper, GB/s\n\
-         routing      | rtr/w | MB/s (model, ratio)  hops pairs/link busiest share | MB/s (model, ratio)  hops pairs/link busiest share | default placed\n",
-    );
-    let paper = |v: Option<f64>| v.map_or("-".to_string(), |g| format!("{g}"));
-    for row in &report.rows {
-        let run = |r: &RoutingRun| {
-            format!(
-                "{:>5.0} ({:>5.0}, {:.2}){}{:>5.1} {:>10.1} {:>6.2}x {:>4.0}%",
-                r.aggregate_mb_s,
-                r.model_aggregate_mb_s,
-                r.ratio_to_model,
-                if r.model_ports_held > 0 { '*' } else { ' ' },
-                r.mean_hops,
-                r.max_pairs_per_link,
-                r.router_over_even,
-                r.share_of_raw * 100.0
-            )
-        };
-        out.push_str(&format!(
-            "{:<12} | {:>5} | {} | {} | {:>7} {:>6}\n",
-            row.scheme.name(),
-            row.default.routers_per_writer,
-            run(&row.default),
-            run(&row.placed),
-            paper(row.paper_gb_s.0),
-            paper(row.paper_gb_s.1),
-        ));
-    }
-    let marked: Vec<String> = report
-        .rows
-        .iter()
-        .flat_map(|row| [(row, &row.default), (row, &row.placed)])
-        .filter(|(_, run)| run.model_ports_held > 0)
-        .map(|(row, run)| {
-            format!(
-                "{} {} {:.0} ({} port{})",
-                row.scheme.name(),
-                run.placement,
-                run.model_fluid_mb_s,
-                run.model_ports_held,
-                if run.model_ports_held == 1 { "" } else { "s" }
-            )
-        })
-        .collect();
-    if !marked.is_empty() {
-        out.push_str(&format!(
-            "\n*: the routes load a port exactly to its capacity, every flow through it at its \
-             disk's rate: no room. The port serves its inputs in turn, so while one input's \
-             burst lasts another gets only its turn, and with no room it cannot make that up \
-             after; the model holds each input of such a port to its turn (the bound). With \
-             every input making up after each burst (the fluid rates), MB/s: {}. The emulation \
-             comes near the bound where a router lengthens the path to the disk, and makes up \
-             part of it where the path is short\n",
-            marked.join("; ")
-        ));
-    }
-    out.push_str(
-        "\nrtr/w: routers a writer's traffic is spread over; hops: torus hops to them, mean; \
-         pairs/link: the most writer-router pairs (by share) on one link; busiest: the most a router \
-         forwarded over its share when each writer's bytes split evenly over its routers (as the \
-         flow model has them: 1.00x)\n",
-    );
-    out.push_str(
-        "\nthe paper (Jaguar and Spider, 000 Fig. 10, writes): baseline 47.6 GB/s; round-robin \
-         48.1, placed 83; projection 92, placed 113; nearest not reported; fine-grained routing \
-         (001) gave +30% over routing without it\n",
-    );
-    out.push_str(&format!("modeled: {}\n", report.modeled));
-    out.push_str(&format!("ran: {}\n", report.ran));
-    out.push_str(
-        "real: every byte through the fabric and the LNET routers (the torus's, the routers' \
-         cards' and the disks' pace is modeled; the InfiniBand fabric beyond a router's card is \
-         not), the storage servers' journals and files on this host's disk; times are modeled \
-         seconds\n",
-    );
-    out
-}
-
-/// Aggregate bandwidth per configuration, measured and modeled, both placements.
-pub fn figure(report: &RoutingReport) -> Option<iopath_plot::Figure> {
-    use iopath_plot::{Axis, Figure, Series};
-    if report.rows.is_empty() {
-        return None;
-    }
-    let series = |name: &str, f: &dyn Fn(&RoutingRow) -> f64| {
-        Series::bars(
-            name,
-            report
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (i as f64, f(r))),
-        )
-    };
-    let ticks = report
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (i as f64, r.scheme.name().to_string()))
-        .collect();
-    Some(Figure {
-        title: format!(
-            "Write bandwidth by routing configuration ({} torus, {} writers, {} routers)",
-            report.torus, report.writers, report.routers
-        ),
-        x: Axis::around_data("routing configuration").ticks_at(ticks),
-        y: Axis::from_zero("aggregate MB/s (modeled time)"),
-        y2: None,
-        series: vec![
-            series("default placement (measured)", &|r| {
-                r.default.aggregate_mb_s
-            }),
-            series("default (flow model)", &|r| r.default.model_aggregate_mb_s),
-            series("placed (measured)", &|r| r.placed.aggregate_mb_s),
-            series("placed (flow model)", &|r| r.placed.model_aggregate_mb_s),
-        ],
-        rules: Vec::new(),
-        footnote: format!(
-            "Measured: {} writers writing {:.0} MiB each through real LNET routers on an \
-             emulated torus crossed hop by hop (modeled links, router cards and disks at time \
-             scale {}); the flow model computes the same machine. Paper (Fig. 10): baseline \
-             47.6, round-robin 48.1/83, projection 92/113 GB/s.",
-            report.writers, report.mib_per_writer, report.time_scale
-        ),
-    })
 }
