@@ -126,12 +126,12 @@ pub enum BenchError {
 
 impl BenchError {
     /// A [`BenchError::Refused`].
-    pub(crate) fn refused(why: impl Into<String>) -> Self {
+    pub fn refused(why: impl Into<String>) -> Self {
         BenchError::Refused { why: why.into() }
     }
 
     /// A [`BenchError::Io`].
-    pub(crate) fn io(what: impl Into<String>, why: impl std::fmt::Display) -> Self {
+    pub fn io(what: impl Into<String>, why: impl std::fmt::Display) -> Self {
         BenchError::Io {
             what: what.into(),
             why: why.to_string(),
@@ -139,7 +139,7 @@ impl BenchError {
     }
 
     /// A [`BenchError::System`].
-    pub(crate) fn system(what: impl Into<String>, source: std::io::Error) -> Self {
+    pub fn system(what: impl Into<String>, source: std::io::Error) -> Self {
         BenchError::System {
             what: what.into(),
             source,
@@ -147,7 +147,7 @@ impl BenchError {
     }
 
     /// A [`BenchError::Tool`].
-    pub(crate) fn tool(what: impl Into<String>) -> Self {
+    pub fn tool(what: impl Into<String>) -> Self {
         BenchError::Tool { what: what.into() }
     }
 

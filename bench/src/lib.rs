@@ -1,4 +1,5 @@
-//! iopath's benchmarks, all of them, above the stacks they measure. Every figure printed is
+//! iopath's benchmarks, above the stacks they measure (the papers' experiments are
+//! `iopath_labs`'s, above this crate). Every figure printed is
 //! measured in the run that prints it, beside a baseline measured in the same run; JSON for
 //! machines, a table for people.
 //!
@@ -23,16 +24,6 @@
 //! - [`trace`]: `iopath trace`, one write and one read followed hop by hop through a stack:
 //!   every node's log of the traced frames gathered, paired and put in time order, as text,
 //!   JSON and an SVG sequence diagram.
-//! - [`lab`]: [`lab::Lab`], the skeleton every paper experiment (fyods, placement, routing)
-//!   is written on: configuration, quick form, run, report, table, plot.
-//! - [`fyods`]: `iopath bench fyods`, the ASCI Red paper's sweep of compute nodes against
-//!   fyods (Tables 2 and 3) on a modeled Janus whose fyods stand on modeled service nodes.
-//! - [`placement`]: `iopath bench placement`, the Spider paper's placement experiment on an
-//!   emulated torus crossed hop by hop: launcher order against the nearest free nodes per
-//!   server, over server counts, beside the flow model's prediction and the paper's figures.
-//! - [`routing`]: `iopath bench routing`, the Spider paper's routing configurations (and
-//!   Titan's fine-grained routing) with real LNET routers on an emulated torus, both
-//!   placements, beside the flow model and the paper's figures.
 //! - [`prediction`]: the flow model's prediction for an emulated run on a torus crossed hop
 //!   by hop (the same machine the stack file describes), to print beside what was measured.
 //! - [`netns`]: a cluster of five hosts made of network namespaces (compute, two routers, two
@@ -58,19 +49,15 @@ pub mod cluster;
 pub mod cpu;
 pub mod error;
 pub mod fio;
-pub mod fyods;
 pub mod ior;
 pub mod iorcd;
 pub mod journal;
-pub mod lab;
 pub mod monitoring;
 pub mod mount;
 pub mod netns;
-pub mod placement;
 pub mod prediction;
 pub mod raw;
 pub mod report;
-pub mod routing;
 pub mod selftest;
 pub mod status_line;
 pub mod trace;

@@ -1,7 +1,7 @@
 //! `iopath bench fyods`: the ASCI Red paper's sweep of compute nodes against fyods (Tables 2
-//! and 3) on a modeled Janus (the library is `iopath_bench::fyods`).
+//! and 3) on a modeled Janus (the library is `iopath_labs::fyods`).
 
-use iopath_bench::fyods::FyodsLab;
+use iopath_labs::fyods::FyodsLab;
 use iopath_stack::schema::FYOD_MEMORY_MAX_BYTES;
 
 use super::lab::{self, LabArgs, set};
@@ -79,7 +79,7 @@ pub async fn run(args: FyodsArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iopath_bench::fyods::FyodsConfig;
+    use iopath_labs::fyods::FyodsConfig;
 
     #[derive(Debug, clap::Parser)]
     struct Cli {

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use iopath_bench::lab::Lab;
+use iopath_labs::Lab;
 
 /// The flags every lab takes.
 #[derive(Debug, clap::Args)]

@@ -1,8 +1,8 @@
 //! `iopath bench placement`: the Spider paper's placement experiment on an emulated torus
-//! (the library is `iopath_bench::placement`).
+//! (the library is `iopath_labs::placement`).
 
-use iopath_bench::placement::PlacementLab;
 use iopath_fabric::units::parse_size;
+use iopath_labs::placement::PlacementLab;
 
 use super::lab::{self, LabArgs, set};
 

@@ -1,9 +1,9 @@
 //! `iopath bench routing`: the Spider paper's routing configurations, and Titan's
 //! fine-grained routing, with real LNET routers on an emulated torus (the library is
-//! `iopath_bench::routing`).
+//! `iopath_labs::routing`).
 
-use iopath_bench::routing::{RoutingLab, Scheme};
 use iopath_fabric::units::parse_size;
+use iopath_labs::routing::{RoutingLab, Scheme};
 
 use super::lab::{self, LabArgs, set};
 use super::placement::parse_dims;

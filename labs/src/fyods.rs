@@ -30,8 +30,8 @@ use iopath_stack::schema::file::{FyodModeName, JournalName, NetworkEntry, NodeEn
 use iopath_stack::schema::{Stack, StackFile};
 use serde::Serialize;
 
-use crate::error::BenchError;
 use crate::lab::Lab;
+use iopath_bench::BenchError;
 
 /// The paper's Table 2: aggregate write MB/s, asynchronous API, by fyods (rows) and compute
 /// nodes 16, 32, 64, 128, 256, 512 (columns); `None` where it has no figure.

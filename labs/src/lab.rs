@@ -9,7 +9,7 @@ use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::error::BenchError;
+use iopath_bench::BenchError;
 
 /// A paper's experiment.
 pub trait Lab {

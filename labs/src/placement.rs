@@ -28,9 +28,9 @@ use iopath_topology::study::TimeSummary;
 use iopath_topology::{Coord, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
 
-use crate::error::BenchError;
 use crate::lab::Lab;
-use crate::prediction::{MachineFlows, WriterFlow};
+use iopath_bench::BenchError;
+use iopath_bench::prediction::{MachineFlows, WriterFlow};
 
 /// The paper's average gain with more than 40 OSSes (Figure 6).
 pub const PAPER_GAIN_AVERAGE: f64 = 0.18;

@@ -30,10 +30,10 @@ use iopath_topology::study::TimeSummary;
 use iopath_topology::{Coord, LinkLoads, Pair, Placement, PlacementKind, Target, Torus};
 use serde::Serialize;
 
-use crate::error::BenchError;
 use crate::lab::Lab;
 use crate::placement::{Writes, all_distinct, placement_words, write_all};
-use crate::prediction::{Arbitration, MachineFlows, WriterFlow};
+use iopath_bench::BenchError;
+use iopath_bench::prediction::{Arbitration, MachineFlows, WriterFlow};
 
 /// An OST's sustained rate on Spider, MB/s (000 §4).
 pub const PAPER_OST_MB_S: f64 = 180.0;

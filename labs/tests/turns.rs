@@ -1,8 +1,8 @@
 //! The flow model's turns against the emulation: a line of three writers whose last link has
 //! no room (`data/line.toml`), run on the modeled torus and predicted by the model.
 
-use iopath_bench::placement::{Writes, write_all};
 use iopath_bench::prediction::{Arbitration, MachineFlows, WriterFlow};
+use iopath_labs::placement::{Writes, write_all};
 use iopath_stack::runtime::{Mode, RunningStack, StorageDir};
 use iopath_stack::schema::{RoleName, Stack};
 
@@ -14,7 +14,11 @@ use iopath_stack::schema::{RoleName, Stack};
 /// figure is within 15% of every writer's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_a_link_with_no_room_the_emulated_inputs_lose_to_their_turn_as_the_model_says() {
-    let stack = Stack::parse(include_str!("data/line.toml"), "line.toml").unwrap();
+    let stack = Stack::parse(
+        include_str!("../../bench/tests/data/line.toml"),
+        "line.toml",
+    )
+    .unwrap();
     let targets = [0u32, 1, 2];
     let writers: Vec<WriterFlow> = stack
         .nodes_of(RoleName::Client)
