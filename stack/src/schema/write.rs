@@ -135,10 +135,7 @@ impl Stack {
             "# Resolved from {}: every node, address and route spelled out.\n",
             self.origin
         );
-        text.push_str(&toml::to_string(&self.to_file()).unwrap_or_else(|e| {
-            // Every value is a plain string, number or table: this cannot fail.
-            unreachable!("a stack always serialises to TOML: {e}")
-        }));
+        text.push_str(&self.to_file().to_toml());
         text
     }
 }
